@@ -1,0 +1,201 @@
+//! The `guardlift` command line (spec §8): `check`, `fmt`, `emit`,
+//! `compile`, `run`. Exit status: 0 ok; 1 a recover-mode run recorded
+//! reports; 2 usage, parse, verify or link error; 134 abort/trap after a
+//! violation (and host faults: what would have been a crash).
+
+mod run;
+mod source;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use guardlift_instrument::CheckSet;
+use source::CliError;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "guardlift",
+    version,
+    about = "JIT code generation on Cranelift with safety instrumentation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    Jit,
+    Interp,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    Host,
+    #[value(name = "x86_64")]
+    X86_64,
+    Aarch64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Abort,
+    Recover,
+    Trap,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum What {
+    Ir,
+    Clif,
+    Asm,
+}
+
+/// Instrumentation flags shared by run, emit and compile.
+#[derive(Args, Clone, Debug)]
+pub struct InstrumentArgs {
+    /// Insert every check (dict, adstack, clobber).
+    #[arg(long, conflicts_with = "checks")]
+    instrument: bool,
+    /// Insert the listed checks: dict,adstack,clobber.
+    #[arg(long, value_name = "LIST")]
+    checks: Option<String>,
+    /// What a failed check does.
+    #[arg(long, value_enum, default_value = "abort")]
+    mode: ModeArg,
+}
+
+impl InstrumentArgs {
+    pub fn check_set(&self) -> Result<CheckSet, CliError> {
+        if self.instrument {
+            return Ok(CheckSet::ALL);
+        }
+        match &self.checks {
+            None => Ok(CheckSet::default()),
+            Some(l) => {
+                CheckSet::parse(l).map_err(|e| CliError::new(format!("guardlift: error: {e}")))
+            }
+        }
+    }
+    pub fn mode(&self) -> guardlift_runtime::Mode {
+        match self.mode {
+            ModeArg::Abort => guardlift_runtime::Mode::Abort,
+            ModeArg::Recover => guardlift_runtime::Mode::Recover,
+            ModeArg::Trap => guardlift_runtime::Mode::Trap,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a function of a module.
+    #[command(allow_negative_numbers = true)]
+    Run {
+        file: String,
+        /// Arguments for the entry function, parsed by its parameter types.
+        #[arg(allow_negative_numbers = true)]
+        args: Vec<String>,
+        #[arg(long, default_value = "main")]
+        entry: String,
+        #[arg(long, value_enum, default_value = "jit")]
+        engine: Engine,
+        #[arg(long, value_enum, default_value = "host")]
+        target: Target,
+        #[command(flatten)]
+        inst: InstrumentArgs,
+        /// Print one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parse and verify.
+    Check { file: String },
+    /// Print the canonical text.
+    Fmt { file: String },
+    /// Print the IR (after instrumentation), Cranelift IR, or disassembly.
+    Emit {
+        file: String,
+        #[arg(long, value_enum)]
+        what: What,
+        #[arg(long, value_enum, default_value = "host")]
+        target: Target,
+        #[command(flatten)]
+        inst: InstrumentArgs,
+    },
+    /// Write an ELF object file for a target.
+    Compile {
+        file: String,
+        #[arg(long, value_enum)]
+        target: Target,
+        #[arg(short = 'o', value_name = "OUT.o")]
+        out: String,
+        #[command(flatten)]
+        inst: InstrumentArgs,
+    },
+}
+
+/// Rewrites `-inf`/`-nan` entry arguments so clap does not read them as flags.
+fn protect_negative_words(argv: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut after_dashdash = false;
+    for a in argv {
+        if !after_dashdash && (a == "-inf" || a == "-nan") {
+            out.push("--".to_string());
+            after_dashdash = true;
+        }
+        out.push(a);
+    }
+    out
+}
+
+fn main() -> ExitCode {
+    let argv = protect_negative_words(std::env::args().collect());
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Check { file } => source::load(&file).map(|_| 0),
+        Cmd::Fmt { file } => source::load(&file).map(|m| {
+            print!("{}", guardlift_ir::print_module(&m));
+            0
+        }),
+        Cmd::Emit {
+            file,
+            what,
+            target,
+            inst,
+        } => run::emit(&file, what, target, &inst),
+        Cmd::Compile {
+            file,
+            target,
+            out,
+            inst,
+        } => run::compile(&file, target, &out, &inst),
+        Cmd::Run {
+            file,
+            args,
+            entry,
+            engine,
+            target,
+            inst,
+            json,
+        } => run::run(run::RunOpts {
+            file,
+            args,
+            entry,
+            engine,
+            target,
+            inst,
+            json,
+        }),
+    };
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError(msg)) => {
+            eprintln!("{msg}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! `run`, `emit` and `compile`: instrument, pick an engine, run, and print
+//! the result and reports as spec §8 says.
+
+use crate::source::{self, CliError};
+use crate::{Engine, InstrumentArgs, Target, What};
+use guardlift_interp::{InterpError, Interpreter};
+use guardlift_ir::literal::{format_value, json_value, parse_arg};
+use guardlift_ir::{Module, Type};
+use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+/// Stack for the thread that runs programs (adstack frames can be large).
+const RUN_STACK_BYTES: usize = 512 << 20;
+
+pub struct RunOpts {
+    pub file: String,
+    pub args: Vec<String>,
+    pub entry: String,
+    pub engine: Engine,
+    pub target: Target,
+    pub inst: InstrumentArgs,
+    pub json: bool,
+}
+
+fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
+    let m = source::load(file)?;
+    let checks = inst.check_set()?;
+    Ok(if checks.is_empty() {
+        m
+    } else {
+        guardlift_instrument::instrument(&m, checks)
+    })
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Host => std::env::consts::ARCH,
+        Target::X86_64 => "x86_64",
+        Target::Aarch64 => "aarch64",
+    }
+}
+
+fn is_host(t: Target) -> bool {
+    target_name(t) == std::env::consts::ARCH
+}
+
+/// How a run ended.
+enum Outcome {
+    Value(Option<u64>),
+    /// A host fault or a wild access in the interpreter: what would have crashed.
+    Fatal(String),
+}
+
+fn reports_json(reports: &[Report]) -> serde_json::Value {
+    serde_json::Value::Array(reports.iter().map(|r| r.to_json()).collect())
+}
+
+pub fn run(o: RunOpts) -> Result<u8, CliError> {
+    let m = load_instrumented(&o.file, &o.inst)?;
+    let instrumented = m.is_instrumented();
+    let fid = m
+        .func_by_name(&o.entry)
+        .ok_or_else(|| CliError::new(format!("{}: error: no function @{}", o.file, o.entry)))?;
+    let f = m.func(fid);
+    let loc = f.loc;
+    let ret_ty = f.ret;
+    if f.params.len() != o.args.len() {
+        return Err(CliError::new(format!(
+            "{}:{}:{}: error: @{} takes {} argument(s), got {}",
+            o.file,
+            loc.line,
+            loc.col,
+            o.entry,
+            f.params.len(),
+            o.args.len()
+        )));
+    }
+    let mut args = Vec::with_capacity(o.args.len());
+    for (ty, text) in f.param_types().into_iter().zip(&o.args) {
+        args.push(
+            parse_arg(ty, text)
+                .map_err(|e| CliError::new(format!("guardlift: error: argument: {e}")))?,
+        );
+    }
+    if !is_host(o.target) {
+        return Err(CliError::new(format!(
+            "guardlift: error: running for target {} is not supported yet on this host",
+            target_name(o.target)
+        )));
+    }
+    let mode = o.inst.mode();
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode,
+        abort_process: true,
+        capture_output: o.json,
+    });
+    let engine = match o.engine {
+        Engine::Jit => "jit",
+        Engine::Interp => "interp",
+    };
+    let target = target_name(o.target);
+    if o.json {
+        // In abort/trap mode the process ends inside the run: still print one JSON object.
+        let (engine, target) = (engine.to_string(), target.to_string());
+        rt.set_abort_hook(Box::new(move |rt| {
+            let j = serde_json::json!({
+                "result": null,
+                "reports": reports_json(&rt.peek_reports()),
+                "engine": engine,
+                "target": target,
+                "instrumented": instrumented,
+                "aborted": true,
+                "stdout": rt.take_output(),
+            });
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{j}");
+            let _ = out.flush();
+        }));
+    }
+    let outcome = {
+        let (m, rt2, entry, engine_kind) = (&m, rt.clone(), o.entry.clone(), o.engine);
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(RUN_STACK_BYTES)
+                .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind))
+                .map_err(|e| {
+                    CliError::new(format!(
+                        "guardlift: error: cannot start the run thread: {e}"
+                    ))
+                })?
+                .join()
+                .map_err(|_| {
+                    CliError::new("guardlift: error: the run thread panicked (a bug in guardlift)")
+                })?
+        })
+    };
+    let outcome = outcome?.map_err(|e| CliError::new(e.with_file(&o.file)))?;
+    let reports = rt.take_reports();
+    let fault = rt.take_host_fault().map(|f| format!("host fault in {f}"));
+    let (result, fatal) = match outcome {
+        // A host fault is where native code would have crashed: no result.
+        Outcome::Value(v) => (if fault.is_some() { None } else { v }, fault),
+        Outcome::Fatal(msg) => (None, Some(msg)),
+    };
+    let fatal = fatal.map(|m| format!("{}: fatal: {m}", o.file));
+    let code = if fatal.is_some() {
+        134
+    } else if !reports.is_empty() {
+        1
+    } else {
+        0
+    };
+    if o.json {
+        let result_json = match (result, ret_ty) {
+            (Some(bits), Some(ty)) => json_value(ty, bits),
+            _ => "null".into(),
+        };
+        let result_json: serde_json::Value =
+            serde_json::from_str(&result_json).unwrap_or(serde_json::Value::Null);
+        let mut j = serde_json::json!({
+            "result": result_json,
+            "reports": reports_json(&reports),
+            "engine": engine,
+            "target": target,
+            "instrumented": instrumented,
+            "mode": mode.name(),
+        });
+        let out = rt.take_output();
+        if !out.is_empty() {
+            j["stdout"] = serde_json::Value::String(out);
+        }
+        if let Some(f) = &fatal {
+            j["fatal"] = serde_json::Value::String(f.clone());
+        }
+        println!("{j}");
+    } else if let (Some(bits), Some(ty)) = (result, ret_ty) {
+        println!("{}", format_value(ty, bits));
+    }
+    let mut err = std::io::stderr().lock();
+    for r in &reports {
+        let _ = err.write_all(r.to_human().as_bytes());
+    }
+    if let Some(f) = &fatal {
+        let _ = writeln!(err, "{f}");
+    }
+    if code == 134 {
+        let _ = std::io::stdout().flush();
+        let _ = err.flush();
+        drop(err);
+        std::process::exit(134);
+    }
+    Ok(code)
+}
+
+/// A failure before or outside the program's own execution, with a source position.
+enum ExecError {
+    Diag(guardlift_ir::Diagnostic),
+    Plain(String),
+}
+
+impl ExecError {
+    fn with_file(&self, file: &str) -> String {
+        match self {
+            ExecError::Diag(d) => d.with_file(file),
+            ExecError::Plain(s) => format!("{file}: error: {s}"),
+        }
+    }
+}
+
+fn execute(
+    m: &Module,
+    rt: Arc<Runtime>,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+) -> Result<Result<Outcome, ExecError>, CliError> {
+    Ok(match engine {
+        Engine::Interp => {
+            let it = match Interpreter::new(m, rt, &HashMap::new()) {
+                Ok(it) => it,
+                Err(InterpError::Link(d)) => return Ok(Err(ExecError::Diag(d))),
+                Err(e) => return Ok(Err(ExecError::Plain(e.to_string()))),
+            };
+            match it.call(entry, args) {
+                Ok(v) => Ok(Outcome::Value(v)),
+                Err(InterpError::Fault { loc, msg }) => Ok(Outcome::Fatal(format!("{loc}: {msg}"))),
+                Err(InterpError::Aborted) => Ok(Outcome::Fatal("aborted".into())),
+                Err(InterpError::Link(d)) => Err(ExecError::Diag(d)),
+                Err(e) => Err(ExecError::Plain(e.to_string())),
+            }
+        }
+        Engine::Jit => jit_execute(m, rt, entry, args),
+    })
+}
+
+fn jit_execute(
+    _m: &Module,
+    _rt: Arc<Runtime>,
+    _entry: &str,
+    _args: &[u64],
+) -> Result<Outcome, ExecError> {
+    Err(ExecError::Plain(
+        "the JIT engine is not built yet: use --engine interp".into(),
+    ))
+}
+
+pub fn emit(file: &str, what: What, target: Target, inst: &InstrumentArgs) -> Result<u8, CliError> {
+    let m = load_instrumented(file, inst)?;
+    let _ = (target, Mode::Abort, Type::I64);
+    match what {
+        What::Ir => {
+            print!("{}", guardlift_ir::print_module(&m));
+            Ok(0)
+        }
+        What::Clif | What::Asm => Err(CliError::new(
+            "guardlift: error: emit clif/asm is not built yet",
+        )),
+    }
+}
+
+pub fn compile(
+    file: &str,
+    target: Target,
+    out: &str,
+    inst: &InstrumentArgs,
+) -> Result<u8, CliError> {
+    let _m = load_instrumented(file, inst)?;
+    let _ = (target, out);
+    Err(CliError::new("guardlift: error: compile is not built yet"))
+}

@@ -1,0 +1,149 @@
+//! The instrumentation pass (spec §6): IR → IR.
+//!
+//! For a [`CheckSet`], every instruction the set covers becomes guarded: it
+//! gets a [`SiteId`] whose [`Site`] remembers the function, the source
+//! position and the opcode of the instruction as written. Ids are stable:
+//! they are numbered in program order (functions, then blocks, then
+//! instructions), after any site the input already had. With the `clobber`
+//! check, each object whose dict slot instrumented code touches is
+//! registered with the watch list (`guard.watch`) before the touching op.
+//!
+//! The pass never changes what an instruction computes; the guard's meaning
+//! (check, report, recover effect) belongs to the engines. Instrumented IR
+//! prints, parses and verifies like any IR.
+
+use guardlift_ir::{CheckKind, Inst, InstKind, Module, Site, SiteId, Value};
+use std::collections::HashSet;
+use std::fmt;
+
+/// Which checks to insert.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct CheckSet {
+    pub dict: bool,
+    pub adstack: bool,
+    pub clobber: bool,
+}
+
+/// A `--checks` list that names an unknown check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown check `{0}` (expected dict, adstack, clobber)")]
+pub struct UnknownCheck(pub String);
+
+impl CheckSet {
+    /// Every check (`--instrument`).
+    pub const ALL: CheckSet = CheckSet {
+        dict: true,
+        adstack: true,
+        clobber: true,
+    };
+
+    /// Parses `dict,adstack,clobber` (any subset, any order).
+    pub fn parse(list: &str) -> Result<Self, UnknownCheck> {
+        let mut s = CheckSet::default();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match CheckKind::from_name(name) {
+                Some(k) => s.insert(k),
+                None => return Err(UnknownCheck(name.to_string())),
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn insert(&mut self, k: CheckKind) {
+        match k {
+            CheckKind::Dict => self.dict = true,
+            CheckKind::Adstack => self.adstack = true,
+            CheckKind::Clobber => self.clobber = true,
+        }
+    }
+
+    pub fn contains(&self, k: CheckKind) -> bool {
+        match k {
+            CheckKind::Dict => self.dict,
+            CheckKind::Adstack => self.adstack,
+            CheckKind::Clobber => self.clobber,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !(self.dict || self.adstack || self.clobber)
+    }
+}
+
+impl fmt::Display for CheckSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = CheckKind::ALL
+            .into_iter()
+            .filter(|k| self.contains(*k))
+            .map(|k| k.name())
+            .collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// Returns `m` with guards for `checks` inserted.
+pub fn instrument(m: &Module, checks: CheckSet) -> Module {
+    let mut out = m.clone();
+    let mut next = m.sites.keys().next_back().map_or(0, |s| s.0 + 1);
+    for (fi, f) in out.functions.iter_mut().enumerate() {
+        for b in &mut f.blocks {
+            let mut insts = Vec::with_capacity(b.insts.len());
+            let mut watched: HashSet<Value> = HashSet::new();
+            for mut inst in std::mem::take(&mut b.insts) {
+                if checks.clobber {
+                    if let Some(obj) = inst.kind.dict_obj() {
+                        let is_watch = matches!(inst.kind, InstKind::Watch { .. });
+                        if watched.insert(obj) && !is_watch {
+                            insts.push(Inst {
+                                kind: InstKind::Watch { obj },
+                                result: None,
+                                loc: inst.loc,
+                                site: None,
+                            });
+                        }
+                    }
+                }
+                if let Some(k) = inst.kind.check_kind() {
+                    if inst.site.is_none() && checks.contains(k) {
+                        let id = SiteId(next);
+                        next += 1;
+                        out.sites.insert(
+                            id,
+                            Site {
+                                func: guardlift_ir::FuncId(fi as u32),
+                                loc: inst.loc,
+                                op: inst.kind.opcode(),
+                            },
+                        );
+                        inst.site = Some(id);
+                    }
+                }
+                insts.push(inst);
+            }
+            b.insts = insts;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_check_lists() {
+        assert_eq!(
+            CheckSet::parse("dict,adstack,clobber").unwrap(),
+            CheckSet::ALL
+        );
+        assert_eq!(
+            CheckSet::parse("adstack").unwrap(),
+            CheckSet {
+                adstack: true,
+                ..Default::default()
+            }
+        );
+        assert!(CheckSet::parse("dict,bogus").is_err());
+        assert_eq!(CheckSet::ALL.to_string(), "dict,adstack,clobber");
+    }
+}

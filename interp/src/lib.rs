@@ -1,0 +1,873 @@
+//! The reference interpreter: the oracle for every engine.
+//!
+//! It runs a verified [`Module`] against a [`Runtime`] (the same model heap,
+//! report sink and layout constants the JIT uses) with exactly the semantics
+//! of spec §3–§7, guards included. It never recurses on the Rust stack
+//! (frames live in a vector, with a depth limit), never touches memory
+//! outside a live heap block (a wild access is an [`InterpError::Fault`]
+//! where native code would crash), and keeps adstacks in buffers laid out
+//! by `guardlift_runtime::adstack`.
+
+use guardlift_ir::analysis::{adstack_capacities, resolve_builtin};
+use guardlift_ir::literal::norm_int;
+use guardlift_ir::{
+    BinOp, Block, BlockCall, Callee, ConvOp, Diagnostic, FloatCC, FuncId, InstKind, IntCC, Module,
+    SrcLoc, Type, UnOp, Value,
+};
+use guardlift_runtime::abi::Builtin;
+use guardlift_runtime::adstack::{self, AdElem};
+use guardlift_runtime::layout::{self, tag_ok};
+use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, Verdict};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A host function the embedder provides for a non-built-in extern: raw
+/// bits in (see `guardlift_ir::literal`), raw bits out (ignored for void).
+pub type HostFn = Arc<dyn Fn(&[u64]) -> u64 + Send + Sync>;
+
+/// Default limit on nested calls.
+pub const DEFAULT_MAX_DEPTH: usize = 100_000;
+
+/// Why a run did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InterpError {
+    #[error("{0}")]
+    Link(Diagnostic),
+    #[error("no function @{0}")]
+    NoSuchFunction(String),
+    #[error("@{func} takes {want} argument(s), got {got}")]
+    ArgCount {
+        func: String,
+        want: usize,
+        got: usize,
+    },
+    /// What would have been a crash in native code.
+    #[error("{loc}: fatal: {msg}")]
+    Fault { loc: SrcLoc, msg: String },
+    /// A check failed in abort or trap mode (the runtime did not end the process).
+    #[error("aborted after a violation")]
+    Aborted,
+}
+
+enum ExternImpl {
+    Builtin(&'static Builtin),
+    Host(HostFn),
+}
+
+/// A module linked against a runtime, ready to run.
+pub struct Interpreter<'m> {
+    m: &'m Module,
+    rt: Arc<Runtime>,
+    site_base: u32,
+    externs: Vec<ExternImpl>,
+    max_depth: usize,
+}
+
+struct AdBuf {
+    mem: Vec<u8>,
+    elem: AdElem,
+    cap: u32,
+}
+
+impl AdBuf {
+    fn new(elem: AdElem, cap: u32) -> Self {
+        AdBuf {
+            mem: vec![0; adstack::buffer_bytes(elem, cap) as usize],
+            elem,
+            cap,
+        }
+    }
+    fn rd(&self, off: u64, bytes: u32) -> u64 {
+        let o = off as usize;
+        match bytes {
+            4 => u32::from_ne_bytes(self.mem[o..o + 4].try_into().unwrap_or([0; 4])) as u64,
+            _ => u64::from_ne_bytes(self.mem[o..o + 8].try_into().unwrap_or([0; 8])),
+        }
+    }
+    fn wr(&mut self, off: u64, bytes: u32, v: u64) {
+        let o = off as usize;
+        match bytes {
+            4 => self.mem[o..o + 4].copy_from_slice(&(v as u32).to_ne_bytes()),
+            _ => self.mem[o..o + 8].copy_from_slice(&v.to_ne_bytes()),
+        }
+    }
+    fn len(&self) -> u64 {
+        self.rd(adstack::ADSTACK_COUNT_OFFSET as u64, 8)
+    }
+    fn set_len(&mut self, n: u64) {
+        self.wr(adstack::ADSTACK_COUNT_OFFSET as u64, 8, n)
+    }
+}
+
+struct Frame {
+    func: FuncId,
+    block: usize,
+    ip: usize,
+    vals: Vec<u64>,
+    stacks: Vec<AdBuf>,
+    /// (block, inst index) of an alloc → index in `stacks`.
+    alloc_slot: HashMap<(usize, usize), usize>,
+    /// Where the caller wants the result.
+    ret_dst: Option<Value>,
+}
+
+fn fault<T>(loc: SrcLoc, msg: impl Into<String>) -> Result<T, InterpError> {
+    Err(InterpError::Fault {
+        loc,
+        msg: msg.into(),
+    })
+}
+
+fn f32v(b: u64) -> f32 {
+    f32::from_bits(b as u32)
+}
+fn f64v(b: u64) -> f64 {
+    f64::from_bits(b)
+}
+fn fbits32(x: f32) -> u64 {
+    x.to_bits() as u64
+}
+
+fn fmin64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a == b {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.min(b)
+    }
+}
+fn fmax64(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a == b {
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.max(b)
+    }
+}
+fn fmin32(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else if a == b {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.min(b)
+    }
+}
+fn fmax32(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else if a == b {
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
+    } else {
+        a.max(b)
+    }
+}
+
+fn mask(ty: Type, x: u64) -> u64 {
+    match ty.bits() {
+        8 => x & 0xff,
+        32 => x & 0xffff_ffff,
+        _ => x,
+    }
+}
+
+fn int_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
+    let bits = ty.bits();
+    let sh = (b & (bits as u64 - 1)) as u32;
+    let r = match op {
+        BinOp::Iadd => a.wrapping_add(b),
+        BinOp::Isub => a.wrapping_sub(b),
+        BinOp::Imul => a.wrapping_mul(b),
+        BinOp::Band => a & b,
+        BinOp::Bor => a | b,
+        BinOp::Bxor => a ^ b,
+        BinOp::Ishl => a << sh,
+        BinOp::Ushr => mask(ty, a) >> sh,
+        BinOp::Sshr => ((norm_int(ty, a) as i64) >> sh) as u64,
+        _ => 0,
+    };
+    norm_int(ty, r)
+}
+
+fn float_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
+    if ty == Type::F32 {
+        let (x, y) = (f32v(a), f32v(b));
+        fbits32(match op {
+            BinOp::Fadd => x + y,
+            BinOp::Fsub => x - y,
+            BinOp::Fmul => x * y,
+            BinOp::Fdiv => x / y,
+            BinOp::Fmin => fmin32(x, y),
+            _ => fmax32(x, y),
+        })
+    } else {
+        let (x, y) = (f64v(a), f64v(b));
+        (match op {
+            BinOp::Fadd => x + y,
+            BinOp::Fsub => x - y,
+            BinOp::Fmul => x * y,
+            BinOp::Fdiv => x / y,
+            BinOp::Fmin => fmin64(x, y),
+            _ => fmax64(x, y),
+        })
+        .to_bits()
+    }
+}
+
+fn icmp(cc: IntCC, ty: Type, a: u64, b: u64) -> bool {
+    let (sa, sb) = (norm_int(ty, a) as i64, norm_int(ty, b) as i64);
+    let (ua, ub) = (mask(ty, a), mask(ty, b));
+    match cc {
+        IntCC::Eq => ua == ub,
+        IntCC::Ne => ua != ub,
+        IntCC::Slt => sa < sb,
+        IntCC::Sle => sa <= sb,
+        IntCC::Sgt => sa > sb,
+        IntCC::Sge => sa >= sb,
+        IntCC::Ult => ua < ub,
+        IntCC::Ule => ua <= ub,
+        IntCC::Ugt => ua > ub,
+        IntCC::Uge => ua >= ub,
+    }
+}
+
+fn fcmp(cc: FloatCC, ty: Type, a: u64, b: u64) -> bool {
+    let (x, y) = if ty == Type::F32 {
+        (f32v(a) as f64, f32v(b) as f64)
+    } else {
+        (f64v(a), f64v(b))
+    };
+    match cc {
+        FloatCC::Eq => x == y,
+        FloatCC::Ne => x != y,
+        FloatCC::Lt => x < y,
+        FloatCC::Le => x <= y,
+        FloatCC::Gt => x > y,
+        FloatCC::Ge => x >= y,
+    }
+}
+
+fn conv(op: ConvOp, from: Type, to: Type, a: u64) -> u64 {
+    match op {
+        ConvOp::Sext => norm_int(to, norm_int(from, a)),
+        ConvOp::Uext => norm_int(to, mask(from, a)),
+        ConvOp::Ireduce => norm_int(to, a),
+        ConvOp::FcvtFromSint => {
+            let x = norm_int(from, a) as i64;
+            if to == Type::F32 {
+                fbits32(x as f32)
+            } else {
+                (x as f64).to_bits()
+            }
+        }
+        ConvOp::FcvtToSint => {
+            let x = if from == Type::F32 {
+                f32v(a) as f64
+            } else {
+                f64v(a)
+            };
+            let v = match to.bits() {
+                8 => x as i8 as i64,
+                32 => x as i32 as i64,
+                _ => x as i64,
+            };
+            v as u64
+        }
+        ConvOp::Fpromote => (f32v(a) as f64).to_bits(),
+        ConvOp::Fdemote => fbits32(f64v(a) as f32),
+        ConvOp::Bitcast => match (from.bits(), to.is_float()) {
+            (32, true) => mask(Type::I32, a),
+            (32, false) => norm_int(Type::I32, a),
+            _ => a,
+        },
+    }
+}
+
+impl<'m> Interpreter<'m> {
+    /// Links `m` against `rt`: built-ins resolve to the runtime, other externs
+    /// to `hosts`; registers the module's sites with the runtime.
+    pub fn new(
+        m: &'m Module,
+        rt: Arc<Runtime>,
+        hosts: &HashMap<String, HostFn>,
+    ) -> Result<Self, InterpError> {
+        let mut externs = Vec::with_capacity(m.externs.len());
+        for e in &m.externs {
+            match resolve_builtin(e).map_err(InterpError::Link)? {
+                Some(b) => externs.push(ExternImpl::Builtin(b)),
+                None => match hosts.get(&e.name) {
+                    Some(h) => externs.push(ExternImpl::Host(h.clone())),
+                    None => {
+                        return Err(InterpError::Link(Diagnostic::new(
+                            e.loc,
+                            format!("undefined symbol @{}", e.name),
+                        )))
+                    }
+                },
+            }
+        }
+        // Same rule as the JIT: every handle has one statically known capacity.
+        for f in &m.functions {
+            adstack_capacities(f).map_err(InterpError::Link)?;
+        }
+        let site_base = rt.register_sites(m.site_infos());
+        Ok(Interpreter {
+            m,
+            rt,
+            site_base,
+            externs,
+            max_depth: DEFAULT_MAX_DEPTH,
+        })
+    }
+
+    /// Changes the nested-call limit.
+    pub fn set_max_depth(&mut self, depth: usize) {
+        self.max_depth = depth;
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    fn new_frame(&self, func: FuncId, args: &[u64], ret_dst: Option<Value>) -> Frame {
+        let f = self.m.func(func);
+        let mut vals = vec![0u64; f.values.len()];
+        for (p, a) in f.params.iter().zip(args) {
+            vals[p.0 as usize] = *a;
+        }
+        Frame {
+            func,
+            block: 0,
+            ip: 0,
+            vals,
+            stacks: Vec::new(),
+            alloc_slot: HashMap::new(),
+            ret_dst,
+        }
+    }
+
+    /// Runs `@name` with raw-bit arguments; returns the raw-bit result.
+    pub fn call(&self, name: &str, args: &[u64]) -> Result<Option<u64>, InterpError> {
+        let fid = self
+            .m
+            .func_by_name(name)
+            .ok_or_else(|| InterpError::NoSuchFunction(name.into()))?;
+        let f = self.m.func(fid);
+        if f.params.len() != args.len() {
+            return Err(InterpError::ArgCount {
+                func: name.into(),
+                want: f.params.len(),
+                got: args.len(),
+            });
+        }
+        let args: Vec<u64> = f
+            .params
+            .iter()
+            .zip(args)
+            .map(|(p, a)| canon(f.ty(*p), *a))
+            .collect();
+        let mut stack = vec![self.new_frame(fid, &args, None)];
+        loop {
+            match self.step_frame(&mut stack)? {
+                Some(ret) => return Ok(ret),
+                None => continue,
+            }
+        }
+    }
+
+    fn report(&self, kind: ReportKind, site: u32, obs: Observed) -> Result<(), InterpError> {
+        match self.rt.report(kind, self.site_base + site, obs) {
+            Verdict::Recover => Ok(()),
+            Verdict::Abort => Err(InterpError::Aborted),
+        }
+    }
+
+    fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
+        let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
+        if !ok {
+            return fault(
+                loc,
+                format!("load of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
+            );
+        }
+        // SAFETY: [addr, addr+bytes) lies inside a live block of the runtime's heap.
+        Ok(unsafe {
+            match bytes {
+                1 => (addr as *const u8).read_unaligned() as u64,
+                4 => (addr as *const u32).read_unaligned() as u64,
+                _ => (addr as *const u64).read_unaligned(),
+            }
+        })
+    }
+
+    fn write_mem(&self, loc: SrcLoc, addr: u64, bytes: u32, v: u64) -> Result<(), InterpError> {
+        let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
+        if !ok {
+            return fault(
+                loc,
+                format!("store of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
+            );
+        }
+        // SAFETY: as in `read_mem`.
+        unsafe {
+            match bytes {
+                1 => (addr as *mut u8).write_unaligned(v as u8),
+                4 => (addr as *mut u32).write_unaligned(v as u32),
+                _ => (addr as *mut u64).write_unaligned(v),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the top frame until it calls, returns or fails. `Some(r)` is the
+    /// entry function's result.
+    fn step_frame(&self, stack: &mut Vec<Frame>) -> Result<Option<Option<u64>>, InterpError> {
+        let depth = stack.len();
+        let Some(fr) = stack.last_mut() else {
+            return Ok(Some(None));
+        };
+        let func = self.m.func(fr.func);
+        loop {
+            let block = &func.blocks[fr.block];
+            let Some(inst) = block.insts.get(fr.ip) else {
+                return fault(block.loc, "block without terminator");
+            };
+            let at = (fr.block, fr.ip);
+            fr.ip += 1;
+            let loc = inst.loc;
+            let v = |fr: &Frame, x: Value| fr.vals[x.0 as usize];
+            let ty = |x: Value| func.ty(x);
+            let set = |fr: &mut Frame, r: u64| {
+                if let Some(d) = inst.result {
+                    fr.vals[d.0 as usize] = r;
+                }
+            };
+            match &inst.kind {
+                InstKind::Iconst { ty, imm } => set(fr, norm_int(*ty, *imm as u64)),
+                InstKind::Fconst { ty, value } => set(
+                    fr,
+                    if *ty == Type::F32 {
+                        fbits32(*value as f32)
+                    } else {
+                        value.to_bits()
+                    },
+                ),
+                InstKind::Binary { op, a, b } => {
+                    let t = ty(*a);
+                    let r = if op.is_float() {
+                        float_binop(*op, t, v(fr, *a), v(fr, *b))
+                    } else {
+                        int_binop(*op, t, v(fr, *a), v(fr, *b))
+                    };
+                    set(fr, r)
+                }
+                InstKind::Unary { op, a } => {
+                    let x = v(fr, *a);
+                    let r = if ty(*a) == Type::F32 {
+                        let f = f32v(x);
+                        fbits32(match op {
+                            UnOp::Fneg => -f,
+                            UnOp::Fabs => f.abs(),
+                            UnOp::Fsqrt => f.sqrt(),
+                        })
+                    } else {
+                        let f = f64v(x);
+                        (match op {
+                            UnOp::Fneg => -f,
+                            UnOp::Fabs => f.abs(),
+                            UnOp::Fsqrt => f.sqrt(),
+                        })
+                        .to_bits()
+                    };
+                    set(fr, r)
+                }
+                InstKind::Icmp { cc, a, b } => {
+                    let r = icmp(*cc, ty(*a), v(fr, *a), v(fr, *b));
+                    set(fr, r as u64)
+                }
+                InstKind::Fcmp { cc, a, b } => {
+                    let r = fcmp(*cc, ty(*a), v(fr, *a), v(fr, *b));
+                    set(fr, r as u64)
+                }
+                InstKind::Select { cond, a, b } => {
+                    let c = mask(ty(*cond), v(fr, *cond)) != 0;
+                    let r = if c { v(fr, *a) } else { v(fr, *b) };
+                    set(fr, r)
+                }
+                InstKind::Conv { op, ty: to, a } => {
+                    let r = conv(*op, ty(*a), *to, v(fr, *a));
+                    set(fr, r)
+                }
+                InstKind::Load {
+                    ty: t,
+                    addr,
+                    offset,
+                } => {
+                    let a = v(fr, *addr).wrapping_add(*offset as i64 as u64);
+                    let raw = self.read_mem(loc, a, t.bytes())?;
+                    set(fr, canon(*t, raw))
+                }
+                InstKind::Store {
+                    value,
+                    addr,
+                    offset,
+                } => {
+                    let t = ty(*value);
+                    let a = v(fr, *addr).wrapping_add(*offset as i64 as u64);
+                    let x = mask(
+                        if t.is_float() && t.bits() == 32 {
+                            Type::I32
+                        } else {
+                            t
+                        },
+                        v(fr, *value),
+                    );
+                    if let Some(site) = inst.site {
+                        if self
+                            .rt
+                            .clobber_check(self.site_base + site.0, a, t.bytes(), x)
+                        {
+                            if self.rt.mode() != Mode::Recover {
+                                return Err(InterpError::Aborted);
+                            }
+                            continue;
+                        }
+                    }
+                    self.write_mem(loc, a, t.bytes(), x)?;
+                }
+                InstKind::Call { callee, args } => {
+                    let argv: Vec<u64> = args.iter().map(|a| v(fr, *a)).collect();
+                    match callee {
+                        Callee::Func(fid) => {
+                            if depth >= self.max_depth {
+                                return fault(
+                                    loc,
+                                    format!("call depth limit {} exceeded", self.max_depth),
+                                );
+                            }
+                            let callee_f = self.m.func(*fid);
+                            let argv: Vec<u64> = callee_f
+                                .params
+                                .iter()
+                                .zip(&argv)
+                                .map(|(p, a)| canon(callee_f.ty(*p), *a))
+                                .collect();
+                            let nf = self.new_frame(*fid, &argv, inst.result);
+                            stack.push(nf);
+                            return Ok(None);
+                        }
+                        Callee::Extern(eid) => {
+                            let r = self.call_extern(*eid, &argv);
+                            if let (Some(d), Some(rt)) = (inst.result, self.m.ext(*eid).ret) {
+                                fr.vals[d.0 as usize] = canon(rt, r);
+                            }
+                        }
+                    }
+                }
+                InstKind::Jump { dest } => {
+                    self.branch(fr, func, dest);
+                }
+                InstKind::Brif {
+                    cond,
+                    then_dest,
+                    else_dest,
+                } => {
+                    let c = mask(ty(*cond), v(fr, *cond)) != 0;
+                    self.branch(fr, func, if c { then_dest } else { else_dest });
+                }
+                InstKind::Return { value } => {
+                    let r = value.map(|x| v(fr, x));
+                    let dst = fr.ret_dst;
+                    stack.pop();
+                    return match stack.last_mut() {
+                        None => Ok(Some(r)),
+                        Some(caller) => {
+                            if let (Some(d), Some(r)) = (dst, r) {
+                                caller.vals[d.0 as usize] = r;
+                            }
+                            Ok(None)
+                        }
+                    };
+                }
+                InstKind::DictSlotLoad { obj } => {
+                    let o = v(fr, *obj);
+                    let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
+                    if let Some(site) = inst.site {
+                        if !tag_ok(word) {
+                            self.report(
+                                ReportKind::DictSlotTag,
+                                site.0,
+                                Observed::Dict {
+                                    object: o,
+                                    value: word,
+                                },
+                            )?;
+                        }
+                    }
+                    set(fr, word)
+                }
+                InstKind::DictSlotStore { obj, word } => {
+                    let o = v(fr, *obj);
+                    let w = v(fr, *word);
+                    if let Some(site) = inst.site {
+                        if !tag_ok(w) {
+                            self.report(
+                                ReportKind::DictSlotTag,
+                                site.0,
+                                Observed::Dict {
+                                    object: o,
+                                    value: w,
+                                },
+                            )?;
+                            continue;
+                        }
+                    }
+                    self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)?;
+                }
+                InstKind::LoadAttr { obj, index } => {
+                    let o = v(fr, *obj);
+                    let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
+                    if let Some(site) = inst.site {
+                        if !tag_ok(word) {
+                            self.report(
+                                ReportKind::DictSlotTag,
+                                site.0,
+                                Observed::Dict {
+                                    object: o,
+                                    value: word,
+                                },
+                            )?;
+                            set(fr, 0);
+                            continue;
+                        }
+                    }
+                    let r = if word & layout::VALUES_BIT != 0 {
+                        let a = layout::values_ptr(word)
+                            .wrapping_add(layout::attr_offset(*index) as u64);
+                        self.read_mem(loc, a, 8)?
+                    } else {
+                        self.rt.load_attr_slow(o, *index) as u64
+                    };
+                    set(fr, r)
+                }
+                InstKind::StoreAttr { obj, index, value } => {
+                    let o = v(fr, *obj);
+                    let x = v(fr, *value);
+                    let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
+                    if let Some(site) = inst.site {
+                        if !tag_ok(word) {
+                            self.report(
+                                ReportKind::DictSlotTag,
+                                site.0,
+                                Observed::Dict {
+                                    object: o,
+                                    value: word,
+                                },
+                            )?;
+                            continue;
+                        }
+                    }
+                    if word & layout::VALUES_BIT != 0 {
+                        let a = layout::values_ptr(word)
+                            .wrapping_add(layout::attr_offset(*index) as u64);
+                        self.write_mem(loc, a, 8, x)?;
+                    } else {
+                        self.rt.store_attr_slow(o, *index, x as i64);
+                    }
+                }
+                InstKind::AdAlloc { elem, capacity } => {
+                    let idx = match fr.alloc_slot.get(&at) {
+                        Some(&i) => {
+                            fr.stacks[i].set_len(0);
+                            i
+                        }
+                        None => {
+                            fr.stacks.push(AdBuf::new(*elem, *capacity));
+                            fr.alloc_slot.insert(at, fr.stacks.len() - 1);
+                            fr.stacks.len() - 1
+                        }
+                    };
+                    set(fr, idx as u64)
+                }
+                InstKind::AdPush { stack: s, value } => {
+                    let x = v(fr, *value);
+                    let site = inst.site;
+                    let buf = adbuf(fr, v(fr, *s), loc)?;
+                    let (n, cap) = (buf.len(), buf.cap);
+                    if n >= cap as u64 {
+                        match site {
+                            Some(site) => {
+                                self.report(ReportKind::AdstackOverflow, site.0, Observed::Adstack { capacity: cap as u64, len: n })?;
+                                continue;
+                            }
+                            None => return fault(loc, format!("adstack overflow in uninstrumented code (len {n}, capacity {cap}): undefined behaviour")),
+                        }
+                    }
+                    let b = adbuf(fr, v(fr, *s), loc)?;
+                    let eb = b.elem.bytes();
+                    b.wr(adstack::primal_offset(b.elem, n), eb, x);
+                    b.wr(adstack::adjoint_offset(b.elem, n), eb, 0);
+                    b.set_len(n + 1);
+                }
+                InstKind::AdPop { stack: s }
+                | InstKind::AdTop { stack: s }
+                | InstKind::AdTopAdj { stack: s }
+                | InstKind::AdAccAdj { stack: s, .. } => {
+                    let delta = match &inst.kind {
+                        InstKind::AdAccAdj { delta, .. } => v(fr, *delta),
+                        _ => 0,
+                    };
+                    let h = v(fr, *s);
+                    let (n, cap) = {
+                        let b = adbuf(fr, h, loc)?;
+                        (b.len(), b.cap)
+                    };
+                    if n == 0 {
+                        match inst.site {
+                            Some(site) => {
+                                self.report(ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
+                                set(fr, 0);
+                                continue;
+                            }
+                            None => return fault(loc, format!("{} on an empty adstack in uninstrumented code: undefined behaviour", inst.kind.opcode())),
+                        }
+                    }
+                    let b = adbuf(fr, h, loc)?;
+                    let (e, eb) = (b.elem, b.elem.bytes());
+                    match &inst.kind {
+                        InstKind::AdPop { .. } => b.set_len(n - 1),
+                        InstKind::AdTop { .. } => {
+                            let r = canon_elem(e, b.rd(adstack::primal_offset(e, n - 1), eb));
+                            set(fr, r)
+                        }
+                        InstKind::AdTopAdj { .. } => {
+                            let r = canon_elem(e, b.rd(adstack::adjoint_offset(e, n - 1), eb));
+                            set(fr, r)
+                        }
+                        _ => {
+                            let off = adstack::adjoint_offset(e, n - 1);
+                            let old = b.rd(off, eb);
+                            let new = match e {
+                                AdElem::F32 => fbits32(f32v(old) + f32v(delta)),
+                                AdElem::F64 => (f64v(old) + f64v(delta)).to_bits(),
+                                AdElem::I64 => old.wrapping_add(delta),
+                            };
+                            b.wr(off, eb, new);
+                        }
+                    }
+                }
+                InstKind::AdLen { stack: s } => {
+                    let n = adbuf(fr, v(fr, *s), loc)?.len();
+                    set(fr, n)
+                }
+                InstKind::Watch { obj } => self.rt.watch(v(fr, *obj)),
+            }
+        }
+    }
+
+    fn branch(&self, fr: &mut Frame, func: &guardlift_ir::Function, dest: &BlockCall) {
+        let Block(b) = dest.block;
+        let target = &func.blocks[b as usize];
+        let args: Vec<u64> = dest.args.iter().map(|a| fr.vals[a.0 as usize]).collect();
+        for (p, a) in target.params.iter().zip(args) {
+            fr.vals[p.0 as usize] = canon(func.ty(*p), a);
+        }
+        fr.block = b as usize;
+        fr.ip = 0;
+    }
+
+    fn call_extern(&self, eid: guardlift_ir::ExternId, a: &[u64]) -> u64 {
+        let g = |i: usize| a.get(i).copied().unwrap_or(0);
+        match &self.externs[eid.0 as usize] {
+            ExternImpl::Host(h) => h(a),
+            ExternImpl::Builtin(b) => {
+                let rt = &self.rt;
+                match b.name {
+                    "obj_new" => rt.obj_new(g(0) as i64),
+                    "obj_dictify" => {
+                        rt.obj_dictify(g(0));
+                        0
+                    }
+                    "obj_free" => {
+                        rt.obj_free(g(0));
+                        0
+                    }
+                    "fault_clear_lsb" => {
+                        rt.fault_clear_lsb(g(0));
+                        0
+                    }
+                    "load_attr_slow" => rt.load_attr_slow(g(0), g(1) as u32) as u64,
+                    "store_attr_slow" => {
+                        rt.store_attr_slow(g(0), g(1) as u32, g(2) as i64);
+                        0
+                    }
+                    "print_i64" => {
+                        rt.print_i64(g(0) as i64);
+                        0
+                    }
+                    "print_f64" => {
+                        rt.print_f64(f64v(g(0)));
+                        0
+                    }
+                    // The same functions the JIT calls, so results agree bit for bit.
+                    "sin" => guardlift_runtime::abi::gl_sin(f64v(g(0))).to_bits(),
+                    "cos" => guardlift_runtime::abi::gl_cos(f64v(g(0))).to_bits(),
+                    "exp" => guardlift_runtime::abi::gl_exp(f64v(g(0))).to_bits(),
+                    "log" => guardlift_runtime::abi::gl_log(f64v(g(0))).to_bits(),
+                    _ => 0,
+                }
+            }
+        }
+    }
+}
+
+/// Canonical bits of a value of type `ty` (ints sign-extended, f32 in the low 32 bits).
+fn canon(ty: Type, x: u64) -> u64 {
+    match ty {
+        Type::F32 => x & 0xffff_ffff,
+        t if t.is_int() => norm_int(t, x),
+        _ => x,
+    }
+}
+
+fn canon_elem(e: AdElem, x: u64) -> u64 {
+    match e {
+        AdElem::F32 => x & 0xffff_ffff,
+        _ => x,
+    }
+}
+
+fn adbuf(fr: &mut Frame, h: u64, loc: SrcLoc) -> Result<&mut AdBuf, InterpError> {
+    match fr.stacks.get_mut(h as usize) {
+        Some(b) => Ok(b),
+        None => fault(loc, "adstack handle used before its adstack.alloc ran"),
+    }
+}
+
+/// Convenience: link and run `entry` in one call.
+pub fn run(
+    m: &Module,
+    rt: Arc<Runtime>,
+    entry: &str,
+    args: &[u64],
+) -> Result<Option<u64>, InterpError> {
+    Interpreter::new(m, rt, &HashMap::new())?.call(entry, args)
+}

@@ -1,0 +1,112 @@
+//! Analyses shared by the verifier and the engines.
+//!
+//! [`adstack_capacities`]: every adstack handle is traced back to the
+//! `adstack.alloc` it came from, through block params. Guards need the
+//! capacity at every use, so a handle that may come from allocations of
+//! different capacities is rejected (the verifier reports it).
+
+use crate::error::Diagnostic;
+use crate::inst::{InstKind, Value};
+use crate::module::Function;
+use std::collections::HashMap;
+
+/// Capacity (in entries) of the adstack every adstack-typed value refers to.
+pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnostic> {
+    let mut cap: HashMap<Value, u32> = HashMap::new();
+    for b in &f.blocks {
+        for inst in &b.insts {
+            if let (InstKind::AdAlloc { capacity, .. }, Some(r)) = (&inst.kind, inst.result) {
+                cap.insert(r, *capacity);
+            }
+        }
+    }
+    // Propagate along "passed as branch argument to" edges (worklist: linear).
+    let mut edges: HashMap<Value, Vec<Value>> = HashMap::new();
+    for b in &f.blocks {
+        let Some(term) = b.insts.last() else { continue };
+        for dest in term.kind.successors() {
+            let Some(target) = f.blocks.get(dest.block.0 as usize) else {
+                continue;
+            };
+            for (arg, param) in dest.args.iter().zip(&target.params) {
+                edges.entry(*arg).or_default().push(*param);
+            }
+        }
+    }
+    let mut work: Vec<Value> = cap.keys().copied().collect();
+    while let Some(v) = work.pop() {
+        let c = cap[&v];
+        for &param in edges.get(&v).map_or(&[][..], |e| e.as_slice()) {
+            match cap.get(&param) {
+                None => {
+                    cap.insert(param, c);
+                    work.push(param);
+                }
+                Some(&p) if p != c => {
+                    let name = f
+                        .values
+                        .get(param.0 as usize)
+                        .map_or("?", |v| v.name.as_str());
+                    let loc = match f.values.get(param.0 as usize).map(|v| v.def) {
+                        Some(crate::module::ValueDef::BlockParam(b, _)) => {
+                            f.blocks.get(b.0 as usize).map_or(f.loc, |b| b.loc)
+                        }
+                        _ => f.loc,
+                    };
+                    return Err(Diagnostic::new(
+                        loc,
+                        format!(
+                            "adstack handle %{name} may come from allocations of different capacities ({p} and {c})"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(cap)
+}
+
+/// Matches an extern against the built-in host functions of spec §7.
+/// `Ok(Some(b))`: a built-in with a matching signature; `Ok(None)`: not a
+/// built-in (the embedder must provide it); `Err`: a built-in's name with the
+/// wrong signature.
+pub fn resolve_builtin(
+    ext: &crate::module::ExternDecl,
+) -> Result<Option<&'static guardlift_runtime::abi::Builtin>, Diagnostic> {
+    use crate::types::Type;
+    use guardlift_runtime::abi::{builtin, AbiTy};
+    let Some(b) = builtin(&ext.name) else {
+        return Ok(None);
+    };
+    let abi = |t: Type| match t {
+        Type::I64 | Type::Ptr => Some(AbiTy::I64),
+        Type::F64 => Some(AbiTy::F64),
+        _ => None,
+    };
+    let params: Option<Vec<AbiTy>> = ext.params.iter().map(|&t| abi(t)).collect();
+    let ret = match ext.ret {
+        None => Some(None),
+        Some(t) => abi(t).map(Some),
+    };
+    if params.as_deref() == Some(b.params) && ret == Some(b.ret) {
+        Ok(Some(b))
+    } else {
+        let sig = |p: &[AbiTy], r: Option<AbiTy>| {
+            let n = |t: &AbiTy| if *t == AbiTy::F64 { "f64" } else { "i64|ptr" };
+            let ps: Vec<&str> = p.iter().map(n).collect();
+            match r {
+                Some(r) => format!("({}) -> {}", ps.join(", "), n(&r)),
+                None => format!("({})", ps.join(", ")),
+            }
+        };
+        Err(Diagnostic::new(
+            ext.loc,
+            format!(
+                "built-in @{} has signature {}",
+                b.name,
+                sig(b.params, b.ret)
+            ),
+        ))
+    }
+}

@@ -1,0 +1,564 @@
+//! Building IR without text.
+//!
+//! ```
+//! use guardlift_ir::builder::ModuleBuilder;
+//! use guardlift_ir::{BinOp, Type};
+//! use guardlift_runtime::layout::DictLayout;
+//!
+//! let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+//! let add = mb.declare_function("add", &[Type::I64, Type::I64], Some(Type::I64));
+//! let mut f = mb.function(add);
+//! let entry = f.create_block("entry");
+//! f.switch_to_block(entry);
+//! let (a, b) = (f.param(0), f.param(1));
+//! let s = f.binary(BinOp::Iadd, a, b);
+//! f.ret(Some(s));
+//! f.finish();
+//! let m = mb.build().unwrap();
+//! assert!(guardlift_ir::print_module(&m).contains("%v2 = iadd %v0, %v1"));
+//! ```
+//!
+//! Result types are inferred the way the parser infers them. Misuse that
+//! would give a structurally broken module (a value or block of another
+//! function, an instruction after a terminator, a constant of the wrong kind
+//! of type, duplicate function names) panics; everything else (operand
+//! types, dominance, ...) is left to the verifier, which
+//! [`ModuleBuilder::build`] runs.
+
+use crate::error::{Diagnostic, VerifyErrors};
+use crate::inst::{
+    BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
+    SiteId, SrcLoc, UnOp, Value,
+};
+use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
+use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
+use crate::types::Type;
+use guardlift_runtime::adstack::AdElem;
+use guardlift_runtime::layout::DictLayout;
+use std::collections::HashSet;
+
+impl From<FuncId> for Callee {
+    fn from(f: FuncId) -> Self {
+        Callee::Func(f)
+    }
+}
+
+impl From<ExternId> for Callee {
+    fn from(e: ExternId) -> Self {
+        Callee::Extern(e)
+    }
+}
+
+/// Builds a [`Module`]: declare externs and functions, then fill in bodies.
+#[derive(Debug)]
+pub struct ModuleBuilder {
+    module: Module,
+}
+
+impl ModuleBuilder {
+    pub fn new(layout: DictLayout) -> Self {
+        ModuleBuilder {
+            module: Module {
+                layout,
+                ..Module::default()
+            },
+        }
+    }
+
+    /// The module as built so far.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    fn check_new_name(&self, name: &str) {
+        assert!(is_func_name(name), "invalid function name `{name}`");
+        assert!(
+            self.module.func_by_name(name).is_none() && self.module.extern_by_name(name).is_none(),
+            "@{name} is already declared"
+        );
+    }
+
+    /// Declares a host function.
+    ///
+    /// # Panics
+    /// If the name is invalid or already taken by a function or extern.
+    pub fn declare_extern(&mut self, name: &str, params: &[Type], ret: Option<Type>) -> ExternId {
+        self.check_new_name(name);
+        let id = ExternId(self.module.externs.len() as u32);
+        self.module.externs.push(ExternDecl {
+            name: name.to_string(),
+            params: params.to_vec(),
+            ret,
+            loc: SrcLoc::default(),
+        });
+        id
+    }
+
+    /// Declares a function (its body is built later through [`Self::function`]),
+    /// so calls can refer to it before it is built.
+    ///
+    /// # Panics
+    /// If the name is invalid or already taken by a function or extern.
+    pub fn declare_function(&mut self, name: &str, params: &[Type], ret: Option<Type>) -> FuncId {
+        self.check_new_name(name);
+        let id = FuncId(self.module.functions.len() as u32);
+        let values: Vec<ValueData> = params
+            .iter()
+            .enumerate()
+            .map(|(i, &ty)| ValueData {
+                name: format!("v{i}"),
+                ty,
+                def: ValueDef::Param(i as u32),
+            })
+            .collect();
+        self.module.functions.push(Function {
+            name: name.to_string(),
+            params: (0..params.len() as u32).map(Value).collect(),
+            ret,
+            values,
+            blocks: Vec::new(),
+            loc: SrcLoc::default(),
+        });
+        id
+    }
+
+    /// A builder for the body of a declared function.
+    ///
+    /// # Panics
+    /// If `id` was not declared by this builder.
+    pub fn function(&mut self, id: FuncId) -> FunctionBuilder<'_> {
+        let f = self
+            .module
+            .functions
+            .get(id.0 as usize)
+            .expect("unknown FuncId");
+        let labels = f.blocks.iter().map(|b| b.name.clone()).collect();
+        FunctionBuilder {
+            module: &mut self.module,
+            func: id.0 as usize,
+            current: None,
+            labels,
+        }
+    }
+
+    /// Finishes the module without verifying it.
+    pub fn into_module(self) -> Module {
+        self.module
+    }
+
+    /// Finishes the module and verifies it.
+    pub fn build(self) -> Result<Module, VerifyErrors> {
+        let missing: Vec<Diagnostic> = self
+            .module
+            .functions
+            .iter()
+            .filter(|f| f.blocks.is_empty())
+            .map(|f| Diagnostic::new(f.loc, format!("function @{} has no body", f.name)))
+            .collect();
+        if !missing.is_empty() {
+            return Err(VerifyErrors(missing));
+        }
+        crate::verify::verify_module(&self.module)?;
+        Ok(self.module)
+    }
+}
+
+/// Builds the body of one function; instructions go to the current block.
+#[derive(Debug)]
+pub struct FunctionBuilder<'m> {
+    module: &'m mut Module,
+    func: usize,
+    current: Option<Block>,
+    labels: HashSet<String>,
+}
+
+impl FunctionBuilder<'_> {
+    fn f(&self) -> &Function {
+        &self.module.functions[self.func]
+    }
+
+    fn fm(&mut self) -> &mut Function {
+        &mut self.module.functions[self.func]
+    }
+
+    /// The id of the function being built.
+    pub fn func_id(&self) -> FuncId {
+        FuncId(self.func as u32)
+    }
+
+    /// The type of a value of this function.
+    ///
+    /// # Panics
+    /// If `v` is not a value of this function.
+    pub fn ty(&self, v: Value) -> Type {
+        match self.f().values.get(v.0 as usize) {
+            Some(d) => d.ty,
+            None => panic!("value {v:?} does not belong to function @{}", self.f().name),
+        }
+    }
+
+    fn check_block(&self, b: Block) {
+        assert!(
+            (b.0 as usize) < self.f().blocks.len(),
+            "block {b:?} does not belong to function @{}",
+            self.f().name
+        );
+    }
+
+    /// The `i`-th function parameter.
+    pub fn param(&self, i: usize) -> Value {
+        match self.f().params.get(i) {
+            Some(&v) => v,
+            None => panic!("function @{} has no parameter {i}", self.f().name),
+        }
+    }
+
+    /// Appends a new block. The first block created is the entry. The name is
+    /// made a valid, unique label (`loop`, `loop_1`, ...).
+    pub fn create_block(&mut self, name: &str) -> Block {
+        let mut base: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if !is_block_name(&base) {
+            base.insert(0, 'b');
+        }
+        let mut label = base.clone();
+        let mut k = 0u64;
+        while self.labels.contains(&label) {
+            k += 1;
+            label = format!("{base}_{k}");
+        }
+        self.labels.insert(label.clone());
+        let b = Block(self.f().blocks.len() as u32);
+        self.fm().blocks.push(BlockData {
+            name: label,
+            params: Vec::new(),
+            insts: Vec::new(),
+            loc: SrcLoc::default(),
+        });
+        b
+    }
+
+    /// Adds a parameter of type `ty` to `block`.
+    pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
+        self.check_block(block);
+        let f = self.fm();
+        let v = Value(f.values.len() as u32);
+        let i = f.blocks[block.0 as usize].params.len() as u32;
+        f.values.push(ValueData {
+            name: format!("v{}", v.0),
+            ty,
+            def: ValueDef::BlockParam(block, i),
+        });
+        f.blocks[block.0 as usize].params.push(v);
+        v
+    }
+
+    /// Makes `block` the block that instructions are appended to.
+    pub fn switch_to_block(&mut self, block: Block) {
+        self.check_block(block);
+        self.current = Some(block);
+    }
+
+    /// The block instructions are appended to.
+    pub fn current_block(&self) -> Option<Block> {
+        self.current
+    }
+
+    fn push(&mut self, kind: InstKind, result_ty: Option<Type>) -> Option<Value> {
+        kind.for_each_operand(|v| {
+            self.ty(v);
+        });
+        for bc in kind.successors() {
+            self.check_block(bc.block);
+        }
+        let Some(b) = self.current else {
+            panic!(
+                "no current block in @{}: call switch_to_block first",
+                self.f().name
+            )
+        };
+        let f = &mut self.module.functions[self.func];
+        let block = &f.blocks[b.0 as usize];
+        assert!(
+            !block.insts.last().is_some_and(|i| i.kind.is_terminator()),
+            "block `{}` of @{} is already terminated",
+            block.name,
+            f.name
+        );
+        let idx = block.insts.len() as u32;
+        let result = result_ty.map(|ty| {
+            let v = Value(f.values.len() as u32);
+            f.values.push(ValueData {
+                name: format!("v{}", v.0),
+                ty,
+                def: ValueDef::Inst(b, idx),
+            });
+            v
+        });
+        f.blocks[b.0 as usize].insts.push(Inst {
+            kind,
+            result,
+            loc: SrcLoc::default(),
+            site: None,
+        });
+        result
+    }
+
+    fn push_val(&mut self, kind: InstKind, ty: Type) -> Value {
+        self.push(kind, Some(ty)).unwrap_or(Value(0))
+    }
+
+    fn elem_of(&self, stack: Value) -> AdElem {
+        match self.ty(stack).adstack_elem() {
+            Some(e) => e,
+            None => panic!("{stack:?} is not an adstack handle"),
+        }
+    }
+
+    /// `iconst.T imm`; `imm` is stored sign-extended from T's width.
+    ///
+    /// # Panics
+    /// If `ty` is not an integer type.
+    pub fn iconst(&mut self, ty: Type, imm: i64) -> Value {
+        assert!(ty.is_int(), "iconst needs an integer type, not {ty}");
+        self.push_val(
+            InstKind::Iconst {
+                ty,
+                imm: sext_imm(imm, ty.bits()),
+            },
+            ty,
+        )
+    }
+
+    /// `fconst.T value`; an f32 constant is rounded to f32.
+    ///
+    /// # Panics
+    /// If `ty` is not a float type.
+    pub fn fconst(&mut self, ty: Type, value: f64) -> Value {
+        assert!(ty.is_float(), "fconst needs a float type, not {ty}");
+        self.push_val(
+            InstKind::Fconst {
+                ty,
+                value: canon_float(ty, value),
+            },
+            ty,
+        )
+    }
+
+    /// A two-operand op; the result has `a`'s type.
+    pub fn binary(&mut self, op: BinOp, a: Value, b: Value) -> Value {
+        let ty = self.ty(a);
+        self.push_val(InstKind::Binary { op, a, b }, ty)
+    }
+
+    /// A one-operand float op; the result has `a`'s type.
+    pub fn unary(&mut self, op: UnOp, a: Value) -> Value {
+        let ty = self.ty(a);
+        self.push_val(InstKind::Unary { op, a }, ty)
+    }
+
+    pub fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
+        self.push_val(InstKind::Icmp { cc, a, b }, Type::I8)
+    }
+
+    pub fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        self.push_val(InstKind::Fcmp { cc, a, b }, Type::I8)
+    }
+
+    /// `select cond, a, b`; the result has `a`'s type.
+    pub fn select(&mut self, cond: Value, a: Value, b: Value) -> Value {
+        let ty = self.ty(a);
+        self.push_val(InstKind::Select { cond, a, b }, ty)
+    }
+
+    /// A conversion to `ty`.
+    pub fn conv(&mut self, op: ConvOp, ty: Type, a: Value) -> Value {
+        self.push_val(InstKind::Conv { op, ty, a }, ty)
+    }
+
+    pub fn load(&mut self, ty: Type, addr: Value, offset: i32) -> Value {
+        self.push_val(InstKind::Load { ty, addr, offset }, ty)
+    }
+
+    pub fn store(&mut self, value: Value, addr: Value, offset: i32) {
+        self.push(
+            InstKind::Store {
+                value,
+                addr,
+                offset,
+            },
+            None,
+        );
+    }
+
+    /// Calls a function or extern; returns its result if it has one.
+    ///
+    /// # Panics
+    /// If the callee is not declared in this module.
+    pub fn call(&mut self, callee: impl Into<Callee>, args: &[Value]) -> Option<Value> {
+        let callee = callee.into();
+        let ret = match callee {
+            Callee::Func(id) => self.module.functions.get(id.0 as usize).map(|f| f.ret),
+            Callee::Extern(id) => self.module.externs.get(id.0 as usize).map(|e| e.ret),
+        };
+        let Some(ret) = ret else {
+            panic!("unknown callee {callee:?}")
+        };
+        self.push(
+            InstKind::Call {
+                callee,
+                args: args.to_vec(),
+            },
+            ret,
+        )
+    }
+
+    pub fn jump(&mut self, block: Block, args: &[Value]) {
+        self.push(
+            InstKind::Jump {
+                dest: BlockCall {
+                    block,
+                    args: args.to_vec(),
+                },
+            },
+            None,
+        );
+    }
+
+    /// `brif cond, then(then_args), else(else_args)`.
+    pub fn brif(
+        &mut self,
+        cond: Value,
+        then_block: Block,
+        then_args: &[Value],
+        else_block: Block,
+        else_args: &[Value],
+    ) {
+        let then_dest = BlockCall {
+            block: then_block,
+            args: then_args.to_vec(),
+        };
+        let else_dest = BlockCall {
+            block: else_block,
+            args: else_args.to_vec(),
+        };
+        self.push(
+            InstKind::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            },
+            None,
+        );
+    }
+
+    pub fn ret(&mut self, value: Option<Value>) {
+        self.push(InstKind::Return { value }, None);
+    }
+
+    pub fn dict_slot_load(&mut self, obj: Value) -> Value {
+        self.push_val(InstKind::DictSlotLoad { obj }, Type::I64)
+    }
+
+    pub fn dict_slot_store(&mut self, obj: Value, word: Value) {
+        self.push(InstKind::DictSlotStore { obj, word }, None);
+    }
+
+    pub fn load_attr(&mut self, obj: Value, index: u32) -> Value {
+        self.push_val(InstKind::LoadAttr { obj, index }, Type::I64)
+    }
+
+    pub fn store_attr(&mut self, obj: Value, index: u32, value: Value) {
+        self.push(InstKind::StoreAttr { obj, index, value }, None);
+    }
+
+    /// `adstack.alloc.T capacity`: an adstack handle.
+    pub fn adstack_alloc(&mut self, elem: AdElem, capacity: u32) -> Value {
+        self.push_val(InstKind::AdAlloc { elem, capacity }, Type::AdStack(elem))
+    }
+
+    pub fn adstack_push(&mut self, stack: Value, value: Value) {
+        self.push(InstKind::AdPush { stack, value }, None);
+    }
+
+    pub fn adstack_pop(&mut self, stack: Value) {
+        self.push(InstKind::AdPop { stack }, None);
+    }
+
+    /// The primal of the top entry (element type of the stack).
+    ///
+    /// # Panics
+    /// If `stack` is not an adstack handle.
+    pub fn adstack_top(&mut self, stack: Value) -> Value {
+        let ty = Type::of_elem(self.elem_of(stack));
+        self.push_val(InstKind::AdTop { stack }, ty)
+    }
+
+    /// The adjoint of the top entry (element type of the stack).
+    ///
+    /// # Panics
+    /// If `stack` is not an adstack handle.
+    pub fn adstack_top_adj(&mut self, stack: Value) -> Value {
+        let ty = Type::of_elem(self.elem_of(stack));
+        self.push_val(InstKind::AdTopAdj { stack }, ty)
+    }
+
+    pub fn adstack_acc_adj(&mut self, stack: Value, delta: Value) {
+        self.push(InstKind::AdAccAdj { stack, delta }, None);
+    }
+
+    pub fn adstack_len(&mut self, stack: Value) -> Value {
+        self.push_val(InstKind::AdLen { stack }, Type::I64)
+    }
+
+    /// `guard.watch obj`.
+    pub fn watch(&mut self, obj: Value) {
+        self.push(InstKind::Watch { obj }, None);
+    }
+
+    /// Guards the last instruction of the current block with a new site
+    /// (one more than the largest site id of the module), whose source
+    /// position is `loc`.
+    ///
+    /// # Panics
+    /// If there is no such instruction, or it cannot be guarded.
+    pub fn guard_last(&mut self, loc: SrcLoc) -> SiteId {
+        let next = self
+            .module
+            .sites
+            .keys()
+            .next_back()
+            .map_or(Some(0), |s| s.0.checked_add(1));
+        let id = SiteId(next.expect("no site id left"));
+        let func = FuncId(self.func as u32);
+        let Some(b) = self.current else {
+            panic!("no current block")
+        };
+        let f = &mut self.module.functions[self.func];
+        let Some(inst) = f.blocks[b.0 as usize].insts.last_mut() else {
+            panic!("no instruction to guard")
+        };
+        assert!(
+            inst.kind.check_kind().is_some() && inst.site.is_none(),
+            "`{}` cannot be guarded",
+            inst.kind.opcode()
+        );
+        inst.site = Some(id);
+        let op = inst.kind.opcode();
+        self.module.sites.insert(id, Site { func, loc, op });
+        id
+    }
+
+    /// Ends building this function.
+    pub fn finish(self) -> FuncId {
+        self.func_id()
+    }
+}

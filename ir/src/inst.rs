@@ -1,0 +1,515 @@
+//! Instructions: opcodes, operands, and the entity handles they refer to.
+
+use crate::types::Type;
+use guardlift_runtime::adstack::AdElem;
+use std::fmt;
+
+/// An SSA value, local to one function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(pub u32);
+
+/// A basic block, local to one function. Block 0 in layout order is the entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Block(pub u32);
+
+/// Index of a function in [`crate::Module::functions`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+/// Index of an extern in [`crate::Module::externs`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExternId(pub u32);
+
+/// A guard site: index into [`crate::Module::sites`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SiteId(pub u32);
+
+/// A 1-based line and column in the source text (0:0 when built by API).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SrcLoc {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl SrcLoc {
+    pub const fn new(line: u32, col: u32) -> Self {
+        SrcLoc { line, col }
+    }
+}
+
+impl fmt::Display for SrcLoc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+/// What a `call` calls.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Callee {
+    Func(FuncId),
+    Extern(ExternId),
+}
+
+/// Integer comparison codes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IntCC {
+    Eq,
+    Ne,
+    Slt,
+    Sle,
+    Sgt,
+    Sge,
+    Ult,
+    Ule,
+    Ugt,
+    Uge,
+}
+
+/// Float comparison codes (all false on NaN except `ne`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FloatCC {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Two-operand arithmetic.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Iadd,
+    Isub,
+    Imul,
+    Band,
+    Bor,
+    Bxor,
+    Ishl,
+    Ushr,
+    Sshr,
+    Fadd,
+    Fsub,
+    Fmul,
+    Fdiv,
+    Fmin,
+    Fmax,
+}
+
+impl BinOp {
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            BinOp::Fadd | BinOp::Fsub | BinOp::Fmul | BinOp::Fdiv | BinOp::Fmin | BinOp::Fmax
+        )
+    }
+    pub const fn is_shift(self) -> bool {
+        matches!(self, BinOp::Ishl | BinOp::Ushr | BinOp::Sshr)
+    }
+}
+
+/// One-operand float ops.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Fneg,
+    Fabs,
+    Fsqrt,
+}
+
+/// Conversions; each names its result type with a suffix.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ConvOp {
+    Sext,
+    Uext,
+    Ireduce,
+    FcvtFromSint,
+    FcvtToSint,
+    Fpromote,
+    Fdemote,
+    Bitcast,
+}
+
+/// A branch target with its arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BlockCall {
+    pub block: Block,
+    pub args: Vec<Value>,
+}
+
+/// The operation of an instruction and its operands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstKind {
+    Iconst {
+        ty: Type,
+        imm: i64,
+    },
+    /// `value` is exact for the type (an f32 constant holds an f32 value).
+    Fconst {
+        ty: Type,
+        value: f64,
+    },
+    Binary {
+        op: BinOp,
+        a: Value,
+        b: Value,
+    },
+    Unary {
+        op: UnOp,
+        a: Value,
+    },
+    Icmp {
+        cc: IntCC,
+        a: Value,
+        b: Value,
+    },
+    Fcmp {
+        cc: FloatCC,
+        a: Value,
+        b: Value,
+    },
+    Select {
+        cond: Value,
+        a: Value,
+        b: Value,
+    },
+    Conv {
+        op: ConvOp,
+        ty: Type,
+        a: Value,
+    },
+    Load {
+        ty: Type,
+        addr: Value,
+        offset: i32,
+    },
+    Store {
+        value: Value,
+        addr: Value,
+        offset: i32,
+    },
+    Call {
+        callee: Callee,
+        args: Vec<Value>,
+    },
+    Jump {
+        dest: BlockCall,
+    },
+    Brif {
+        cond: Value,
+        then_dest: BlockCall,
+        else_dest: BlockCall,
+    },
+    Return {
+        value: Option<Value>,
+    },
+    DictSlotLoad {
+        obj: Value,
+    },
+    DictSlotStore {
+        obj: Value,
+        word: Value,
+    },
+    LoadAttr {
+        obj: Value,
+        index: u32,
+    },
+    StoreAttr {
+        obj: Value,
+        index: u32,
+        value: Value,
+    },
+    AdAlloc {
+        elem: AdElem,
+        capacity: u32,
+    },
+    AdPush {
+        stack: Value,
+        value: Value,
+    },
+    AdPop {
+        stack: Value,
+    },
+    AdTop {
+        stack: Value,
+    },
+    AdTopAdj {
+        stack: Value,
+    },
+    AdAccAdj {
+        stack: Value,
+        delta: Value,
+    },
+    AdLen {
+        stack: Value,
+    },
+    /// `guard.watch %obj`: register the object's dict slot with the clobber watch list.
+    Watch {
+        obj: Value,
+    },
+}
+
+/// The check a guarded instruction performs; decided by its opcode.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CheckKind {
+    /// `dict`: the managed-dict word's tag.
+    Dict,
+    /// `adstack`: capacity and emptiness.
+    Adstack,
+    /// `clobber`: raw stores over watched slots.
+    Clobber,
+}
+
+impl CheckKind {
+    pub const ALL: [CheckKind; 3] = [CheckKind::Dict, CheckKind::Adstack, CheckKind::Clobber];
+    pub const fn name(self) -> &'static str {
+        match self {
+            CheckKind::Dict => "dict",
+            CheckKind::Adstack => "adstack",
+            CheckKind::Clobber => "clobber",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        CheckKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+impl InstKind {
+    /// The opcode as printed (`store_attr`, `adstack.push`, `icmp`, ...), without suffixes.
+    pub fn opcode(&self) -> &'static str {
+        use InstKind::*;
+        match self {
+            Iconst { .. } => "iconst",
+            Fconst { .. } => "fconst",
+            Binary { op, .. } => match op {
+                BinOp::Iadd => "iadd",
+                BinOp::Isub => "isub",
+                BinOp::Imul => "imul",
+                BinOp::Band => "band",
+                BinOp::Bor => "bor",
+                BinOp::Bxor => "bxor",
+                BinOp::Ishl => "ishl",
+                BinOp::Ushr => "ushr",
+                BinOp::Sshr => "sshr",
+                BinOp::Fadd => "fadd",
+                BinOp::Fsub => "fsub",
+                BinOp::Fmul => "fmul",
+                BinOp::Fdiv => "fdiv",
+                BinOp::Fmin => "fmin",
+                BinOp::Fmax => "fmax",
+            },
+            Unary { op, .. } => match op {
+                UnOp::Fneg => "fneg",
+                UnOp::Fabs => "fabs",
+                UnOp::Fsqrt => "fsqrt",
+            },
+            Icmp { .. } => "icmp",
+            Fcmp { .. } => "fcmp",
+            Select { .. } => "select",
+            Conv { op, .. } => match op {
+                ConvOp::Sext => "sext",
+                ConvOp::Uext => "uext",
+                ConvOp::Ireduce => "ireduce",
+                ConvOp::FcvtFromSint => "fcvt_from_sint",
+                ConvOp::FcvtToSint => "fcvt_to_sint",
+                ConvOp::Fpromote => "fpromote",
+                ConvOp::Fdemote => "fdemote",
+                ConvOp::Bitcast => "bitcast",
+            },
+            Load { .. } => "load",
+            Store { .. } => "store",
+            Call { .. } => "call",
+            Jump { .. } => "jump",
+            Brif { .. } => "brif",
+            Return { .. } => "return",
+            DictSlotLoad { .. } => "dict_slot.load",
+            DictSlotStore { .. } => "dict_slot.store",
+            LoadAttr { .. } => "load_attr",
+            StoreAttr { .. } => "store_attr",
+            AdAlloc { .. } => "adstack.alloc",
+            AdPush { .. } => "adstack.push",
+            AdPop { .. } => "adstack.pop",
+            AdTop { .. } => "adstack.top",
+            AdTopAdj { .. } => "adstack.top_adj",
+            AdAccAdj { .. } => "adstack.acc_adj",
+            AdLen { .. } => "adstack.len",
+            Watch { .. } => "watch",
+        }
+    }
+
+    /// The check that guards this instruction when it carries a site, if any.
+    pub fn check_kind(&self) -> Option<CheckKind> {
+        use InstKind::*;
+        match self {
+            DictSlotLoad { .. } | DictSlotStore { .. } | LoadAttr { .. } | StoreAttr { .. } => {
+                Some(CheckKind::Dict)
+            }
+            AdPush { .. } | AdPop { .. } | AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } => {
+                Some(CheckKind::Adstack)
+            }
+            Store { .. } => Some(CheckKind::Clobber),
+            _ => None,
+        }
+    }
+
+    /// Does this instruction touch an object's managed-dict slot (and so watch it)?
+    pub fn dict_obj(&self) -> Option<Value> {
+        use InstKind::*;
+        match self {
+            DictSlotLoad { obj } | DictSlotStore { obj, .. } | LoadAttr { obj, .. } => Some(*obj),
+            StoreAttr { obj, .. } | Watch { obj } => Some(*obj),
+            _ => None,
+        }
+    }
+
+    pub fn is_terminator(&self) -> bool {
+        matches!(
+            self,
+            InstKind::Jump { .. } | InstKind::Brif { .. } | InstKind::Return { .. }
+        )
+    }
+
+    /// Every value operand, in printing order (branch args included).
+    pub fn operands(&self) -> Vec<Value> {
+        let mut v = Vec::new();
+        self.for_each_operand(|x| v.push(x));
+        v
+    }
+
+    /// Calls `f` on every value operand, in printing order (branch args included).
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        use InstKind::*;
+        match self {
+            Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
+            Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
+                f(*a);
+                f(*b)
+            }
+            Unary { a, .. } | Conv { a, .. } => f(*a),
+            Select { cond, a, b } => {
+                f(*cond);
+                f(*a);
+                f(*b)
+            }
+            Load { addr, .. } => f(*addr),
+            Store { value, addr, .. } => {
+                f(*value);
+                f(*addr)
+            }
+            Call { args, .. } => args.iter().copied().for_each(f),
+            Jump { dest } => dest.args.iter().copied().for_each(f),
+            Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                f(*cond);
+                then_dest.args.iter().copied().for_each(&mut f);
+                else_dest.args.iter().copied().for_each(f)
+            }
+            Return { value } => {
+                if let Some(v) = value {
+                    f(*v)
+                }
+            }
+            DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(*obj),
+            DictSlotStore { obj, word } => {
+                f(*obj);
+                f(*word)
+            }
+            StoreAttr { obj, value, .. } => {
+                f(*obj);
+                f(*value)
+            }
+            AdPush { stack, value } => {
+                f(*stack);
+                f(*value)
+            }
+            AdAccAdj { stack, delta } => {
+                f(*stack);
+                f(*delta)
+            }
+            AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(*stack),
+        }
+    }
+
+    /// Branch targets of a terminator.
+    pub fn successors(&self) -> Vec<&BlockCall> {
+        match self {
+            InstKind::Jump { dest } => vec![dest],
+            InstKind::Brif {
+                then_dest,
+                else_dest,
+                ..
+            } => vec![then_dest, else_dest],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl IntCC {
+    pub const ALL: [IntCC; 10] = [
+        IntCC::Eq,
+        IntCC::Ne,
+        IntCC::Slt,
+        IntCC::Sle,
+        IntCC::Sgt,
+        IntCC::Sge,
+        IntCC::Ult,
+        IntCC::Ule,
+        IntCC::Ugt,
+        IntCC::Uge,
+    ];
+    pub const fn name(self) -> &'static str {
+        match self {
+            IntCC::Eq => "eq",
+            IntCC::Ne => "ne",
+            IntCC::Slt => "slt",
+            IntCC::Sle => "sle",
+            IntCC::Sgt => "sgt",
+            IntCC::Sge => "sge",
+            IntCC::Ult => "ult",
+            IntCC::Ule => "ule",
+            IntCC::Ugt => "ugt",
+            IntCC::Uge => "uge",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        IntCC::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+impl FloatCC {
+    pub const ALL: [FloatCC; 6] = [
+        FloatCC::Eq,
+        FloatCC::Ne,
+        FloatCC::Lt,
+        FloatCC::Le,
+        FloatCC::Gt,
+        FloatCC::Ge,
+    ];
+    pub const fn name(self) -> &'static str {
+        match self {
+            FloatCC::Eq => "eq",
+            FloatCC::Ne => "ne",
+            FloatCC::Lt => "lt",
+            FloatCC::Le => "le",
+            FloatCC::Gt => "gt",
+            FloatCC::Ge => "ge",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        FloatCC::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+/// One instruction with its result, source location and optional guard site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub kind: InstKind,
+    /// The value this instruction defines, if it yields one.
+    pub result: Option<Value>,
+    /// Where the instruction is written (1-based; 0:0 when built by API).
+    pub loc: SrcLoc,
+    /// Set on guarded instructions (`guard.` prefix in text).
+    pub site: Option<SiteId>,
+}

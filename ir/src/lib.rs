@@ -1,0 +1,37 @@
+//! guardlift IR: the one representation a JIT emits its object-model and
+//! adstack code through.
+//!
+//! - [`types`], [`inst`], [`module`]: the data model.
+//! - [`builder`]: an API that infers types and verifies on `finish`.
+//! - [`parse`] / [`print`]: the text format of `spec/IR.md` (round-trips).
+//! - [`verify`]: types, SSA dominance, block params, calls, terminators,
+//!   adstack handle rules, layout; errors carry `LINE:COL`.
+//!
+//! This crate knows nothing of execution: it depends only on the runtime's
+//! layout definitions.
+
+pub mod analysis;
+pub mod builder;
+pub mod error;
+pub mod inst;
+pub mod literal;
+pub mod module;
+pub mod parse;
+pub mod print;
+pub mod types;
+pub mod verify;
+
+pub use error::{Diagnostic, ParseError, VerifyErrors};
+pub use inst::*;
+pub use module::*;
+pub use parse::parse_module;
+pub use print::print_module;
+pub use types::Type;
+pub use verify::verify_module;
+
+/// Parses and verifies, the way every front door (CLI, API) does.
+pub fn parse_and_verify(text: &str) -> Result<Module, VerifyErrors> {
+    let m = parse_module(text).map_err(|e| VerifyErrors(vec![e]))?;
+    verify_module(&m)?;
+    Ok(m)
+}

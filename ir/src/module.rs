@@ -1,0 +1,154 @@
+//! Functions, blocks, externs, sites and the module that holds them.
+
+use crate::inst::{Block, ExternId, FuncId, Inst, SiteId, SrcLoc, Value};
+use crate::types::Type;
+use guardlift_runtime::layout::DictLayout;
+use std::collections::BTreeMap;
+
+/// What defines a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    /// The n-th function parameter.
+    Param(u32),
+    /// The n-th parameter of a block.
+    BlockParam(Block, u32),
+    /// The result of instruction `index` of `block`.
+    Inst(Block, u32),
+}
+
+/// A value's type, its text name (without `%`) and its definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueData {
+    pub name: String,
+    pub ty: Type,
+    pub def: ValueDef,
+}
+
+/// A basic block: label, params, instructions (the last one a terminator).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockData {
+    pub name: String,
+    pub params: Vec<Value>,
+    pub insts: Vec<Inst>,
+    pub loc: SrcLoc,
+}
+
+/// A function: signature, values and blocks in layout order (block 0 is the entry).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<Value>,
+    pub ret: Option<Type>,
+    pub values: Vec<ValueData>,
+    pub blocks: Vec<BlockData>,
+    pub loc: SrcLoc,
+}
+
+impl Function {
+    pub fn value(&self, v: Value) -> &ValueData {
+        &self.values[v.0 as usize]
+    }
+    pub fn ty(&self, v: Value) -> Type {
+        self.values[v.0 as usize].ty
+    }
+    pub fn block(&self, b: Block) -> &BlockData {
+        &self.blocks[b.0 as usize]
+    }
+    pub fn param_types(&self) -> Vec<Type> {
+        self.params.iter().map(|&p| self.ty(p)).collect()
+    }
+    pub fn block_ids(&self) -> impl Iterator<Item = Block> {
+        (0..self.blocks.len() as u32).map(Block)
+    }
+    /// Number of instructions in all blocks.
+    pub fn inst_count(&self) -> usize {
+        self.blocks.iter().map(|b| b.insts.len()).sum()
+    }
+}
+
+/// A host function declaration (`extern fn @name(T, ...) -> T`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternDecl {
+    pub name: String,
+    pub params: Vec<Type>,
+    pub ret: Option<Type>,
+    pub loc: SrcLoc,
+}
+
+/// Where a guard came from: the guarded op's function, source position and opcode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub func: FuncId,
+    /// Source position of the guarded instruction in the original text.
+    pub loc: SrcLoc,
+    /// The guarded opcode (`store_attr`, `adstack.push`, `store`, ...).
+    pub op: &'static str,
+}
+
+/// A whole program: layout, externs, functions, and the guard sites they use.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Module {
+    pub layout: DictLayout,
+    pub externs: Vec<ExternDecl>,
+    pub functions: Vec<Function>,
+    /// Guard sites by id. Ids are stable: the pass numbers them in program
+    /// order and the text format carries them (`!site(ID, LINE:COL)`).
+    pub sites: BTreeMap<SiteId, Site>,
+}
+
+impl Module {
+    pub fn func(&self, id: FuncId) -> &Function {
+        &self.functions[id.0 as usize]
+    }
+    pub fn ext(&self, id: ExternId) -> &ExternDecl {
+        &self.externs[id.0 as usize]
+    }
+    pub fn site(&self, id: SiteId) -> Option<&Site> {
+        self.sites.get(&id)
+    }
+    pub fn func_by_name(&self, name: &str) -> Option<FuncId> {
+        self.functions
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| FuncId(i as u32))
+    }
+    pub fn extern_by_name(&self, name: &str) -> Option<ExternId> {
+        self.externs
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| ExternId(i as u32))
+    }
+    /// Is any instruction of the module guarded?
+    pub fn is_instrumented(&self) -> bool {
+        !self.sites.is_empty()
+    }
+    pub fn inst_count(&self) -> usize {
+        self.functions.iter().map(|f| f.inst_count()).sum()
+    }
+}
+
+impl Module {
+    /// The site table in the runtime's terms, indexed by local site id
+    /// (gaps are `None`): what [`guardlift_runtime::Runtime::register_sites`] takes.
+    pub fn site_infos(&self) -> Vec<Option<guardlift_runtime::SiteInfo>> {
+        let n = self
+            .sites
+            .keys()
+            .next_back()
+            .map_or(0, |s| s.0 as usize + 1);
+        let mut v = vec![None; n];
+        for (id, s) in &self.sites {
+            let function = self
+                .functions
+                .get(s.func.0 as usize)
+                .map_or_else(|| "?".to_string(), |f| f.name.clone());
+            v[id.0 as usize] = Some(guardlift_runtime::SiteInfo {
+                function,
+                line: s.loc.line,
+                col: s.loc.col,
+                op: s.op.to_string(),
+            });
+        }
+        v
+    }
+}

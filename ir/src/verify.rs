@@ -1,0 +1,1122 @@
+//! The verifier: structure, SSA definitions and dominance, types (spec §2–§3),
+//! calls and branches, the adstack handle rules, guard sites and the layout.
+//!
+//! [`verify_module`] never panics, whatever the [`Module`] holds: indices that
+//! point nowhere (values, blocks, functions, externs, sites) are reported as
+//! errors. Every error is collected; they come back sorted by source position.
+//!
+//! Dominance is computed per function with the Cooper–Harvey–Kennedy
+//! algorithm over an iterative reverse postorder, and queried in O(1) through
+//! a pre/post numbering of the dominator tree, so a function verifies in
+//! near-linear time. Nothing here recurses.
+//!
+//! Decisions the spec leaves open:
+//! - Uses inside unreachable blocks must name a defined value, but are not
+//!   checked for dominance (like Cranelift). A reachable use of a value
+//!   defined only in an unreachable block is an error.
+//! - Branches back to the entry block are allowed (it has no params).
+//! - `ptr` and `i64` are interchangeable wherever a type must "match" across
+//!   an edge: call arguments and results, block arguments, `return`, and
+//!   `adstack.push`/`adstack.acc_adj` on an `adstack.i64`. Results of
+//!   arithmetic have exactly the first operand's type.
+//! - The frame limit error is reported at the `adstack.alloc` that takes the
+//!   function's total over [`MAX_ADSTACK_FRAME_BYTES`]; layout errors are
+//!   reported at 0:0 (the module keeps no position for its `layout` line);
+//!   unused sites at the site's own position.
+
+use crate::error::{Diagnostic, VerifyErrors};
+use crate::inst::{
+    Block, BlockCall, Callee, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
+};
+use crate::module::{Function, Module, ValueDef};
+use crate::types::Type;
+use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
+use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
+use std::collections::{HashMap, HashSet};
+
+/// Verifies a whole module, returning every error found (sorted by line, col).
+pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {
+    let mut errs = Vec::new();
+    check_layout(m, &mut errs);
+    check_names_and_externs(m, &mut errs);
+    let mut site_users: HashMap<SiteId, SrcLoc> = HashMap::new();
+    for (i, f) in m.functions.iter().enumerate() {
+        let before = errs.len();
+        FnVerifier::new(m, FuncId(i as u32), f, &mut errs, &mut site_users).run();
+        // Guards need every handle's capacity: one allocation size per handle.
+        if errs.len() == before {
+            if let Err(d) = crate::analysis::adstack_capacities(f) {
+                errs.push(d);
+            }
+        }
+    }
+    for (id, site) in &m.sites {
+        if !site_users.contains_key(id) {
+            errs.push(Diagnostic::new(
+                site.loc,
+                format!("site {} is not used by any instruction", id.0),
+            ));
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        errs.sort_by_key(|d| (d.loc.line, d.loc.col));
+        Err(VerifyErrors(errs))
+    }
+}
+
+fn check_layout(m: &Module, errs: &mut Vec<Diagnostic>) {
+    if let DictLayout::Custom(o) = m.layout {
+        if let Err(e) = DictLayout::custom(o as i64) {
+            errs.push(Diagnostic::new(
+                SrcLoc::default(),
+                format!("invalid layout: {e}"),
+            ));
+        }
+    }
+}
+
+fn check_names_and_externs(m: &Module, errs: &mut Vec<Diagnostic>) {
+    let mut externs: HashSet<&str> = HashSet::new();
+    for e in &m.externs {
+        if !externs.insert(e.name.as_str()) {
+            errs.push(Diagnostic::new(
+                e.loc,
+                format!("duplicate extern @{}", e.name),
+            ));
+        }
+        for (i, t) in e.params.iter().enumerate() {
+            if t.is_adstack() {
+                errs.push(Diagnostic::new(
+                    e.loc,
+                    format!(
+                        "extern @{} cannot take an adstack handle ({t}) as parameter {}",
+                        e.name,
+                        i + 1
+                    ),
+                ));
+            }
+        }
+        if let Some(t) = e.ret {
+            if t.is_adstack() {
+                errs.push(Diagnostic::new(
+                    e.loc,
+                    format!("extern @{} cannot return an adstack handle ({t})", e.name),
+                ));
+            }
+        }
+    }
+    let mut funcs: HashSet<&str> = HashSet::new();
+    for f in &m.functions {
+        if externs.contains(f.name.as_str()) {
+            errs.push(Diagnostic::new(
+                f.loc,
+                format!("function @{} has the same name as an extern", f.name),
+            ));
+        } else if !funcs.insert(f.name.as_str()) {
+            errs.push(Diagnostic::new(
+                f.loc,
+                format!("duplicate function @{}", f.name),
+            ));
+        }
+    }
+}
+
+/// Where a value is actually defined.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Def {
+    Param(u32),
+    BlockParam(u32, u32),
+    Inst(u32, u32),
+}
+
+impl Def {
+    fn matches(self, d: ValueDef) -> bool {
+        match (self, d) {
+            (Def::Param(i), ValueDef::Param(j)) => i == j,
+            (Def::BlockParam(b, i), ValueDef::BlockParam(Block(c), j)) => b == c && i == j,
+            (Def::Inst(b, i), ValueDef::Inst(Block(c), j)) => b == c && i == j,
+            _ => false,
+        }
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+struct FnVerifier<'a> {
+    m: &'a Module,
+    fid: FuncId,
+    f: &'a Function,
+    errs: &'a mut Vec<Diagnostic>,
+    site_users: &'a mut HashMap<SiteId, SrcLoc>,
+    /// Actual definition of each value (first one if defined twice).
+    defs: Vec<Option<Def>>,
+    /// Reverse-postorder number of each block (NONE: unreachable).
+    rpo_num: Vec<u32>,
+    /// Dominator-tree pre/post numbers, indexed by RPO number.
+    pre: Vec<u32>,
+    post: Vec<u32>,
+    /// Running total of adstack bytes.
+    frame_bytes: u64,
+    frame_reported: bool,
+}
+
+impl<'a> FnVerifier<'a> {
+    fn new(
+        m: &'a Module,
+        fid: FuncId,
+        f: &'a Function,
+        errs: &'a mut Vec<Diagnostic>,
+        site_users: &'a mut HashMap<SiteId, SrcLoc>,
+    ) -> Self {
+        FnVerifier {
+            m,
+            fid,
+            f,
+            errs,
+            site_users,
+            defs: vec![None; f.values.len()],
+            rpo_num: Vec::new(),
+            pre: Vec::new(),
+            post: Vec::new(),
+            frame_bytes: 0,
+            frame_reported: false,
+        }
+    }
+
+    fn err(&mut self, loc: SrcLoc, msg: String) {
+        self.errs.push(Diagnostic::new(loc, msg));
+    }
+
+    // ---- naming helpers -------------------------------------------------
+
+    /// `%name` (or `%N` for a nameless value, `#N` for an invalid index).
+    fn vname(&self, v: Value) -> String {
+        match self.f.values.get(v.0 as usize) {
+            Some(d) if !d.name.is_empty() => format!("%{}", d.name),
+            Some(_) => format!("%{}", v.0),
+            None => format!("#{}", v.0),
+        }
+    }
+
+    fn ty(&self, v: Value) -> Option<Type> {
+        self.f.values.get(v.0 as usize).map(|d| d.ty)
+    }
+
+    /// `%a (i64)`.
+    fn desc(&self, v: Value) -> String {
+        match self.ty(v) {
+            Some(t) => format!("{} ({t})", self.vname(v)),
+            None => self.vname(v),
+        }
+    }
+
+    /// "`label`" for a block.
+    fn bname(&self, b: u32) -> String {
+        match self.f.blocks.get(b as usize) {
+            Some(bd) => format!("`{}`", bd.name),
+            None => format!("#{b}"),
+        }
+    }
+
+    fn def_loc(&self, d: Def) -> SrcLoc {
+        match d {
+            Def::Param(_) => self.f.loc,
+            Def::BlockParam(b, _) => self.f.blocks[b as usize].loc,
+            Def::Inst(b, i) => self.f.blocks[b as usize].insts[i as usize].loc,
+        }
+    }
+
+    /// Name, param types and return type of a callee (None if out of range).
+    fn callee_sig(&self, c: Callee) -> Option<(String, Vec<Option<Type>>, Option<Type>)> {
+        match c {
+            Callee::Func(FuncId(i)) => {
+                let g = self.m.functions.get(i as usize)?;
+                let params = g
+                    .params
+                    .iter()
+                    .map(|p| g.values.get(p.0 as usize).map(|d| d.ty))
+                    .collect();
+                Some((format!("@{}", g.name), params, g.ret))
+            }
+            Callee::Extern(e) => {
+                let x = self.m.externs.get(e.0 as usize)?;
+                Some((
+                    format!("@{}", x.name),
+                    x.params.iter().map(|&t| Some(t)).collect(),
+                    x.ret,
+                ))
+            }
+        }
+    }
+
+    // ---- driver -----------------------------------------------------------
+
+    fn run(&mut self) {
+        let f = self.f;
+        if let Some(t) = f.ret {
+            if t.is_adstack() {
+                self.err(
+                    f.loc,
+                    format!("function @{} cannot return an adstack handle ({t})", f.name),
+                );
+            }
+        }
+        if f.blocks.is_empty() {
+            self.err(f.loc, format!("function @{} has no blocks", f.name));
+        }
+        self.collect_defs();
+        self.check_structure();
+        self.compute_dominators();
+        for (bi, bd) in f.blocks.iter().enumerate() {
+            let reachable = self.rpo_num[bi] != NONE;
+            for (ii, inst) in bd.insts.iter().enumerate() {
+                self.check_inst(bi as u32, ii as u32, inst, reachable);
+            }
+        }
+    }
+
+    /// Records where each value is really defined, and compares with the value table.
+    fn collect_defs(&mut self) {
+        let f = self.f;
+        for (i, &p) in f.params.iter().enumerate() {
+            self.define(p, Def::Param(i as u32), f.loc, "function parameter");
+            if let Some(t) = self.ty(p) {
+                if t.is_adstack() {
+                    let n = self.vname(p);
+                    self.err(
+                        f.loc,
+                        format!("adstack handle {n} cannot be a function parameter"),
+                    );
+                }
+            }
+        }
+        for (bi, bd) in f.blocks.iter().enumerate() {
+            for (pi, &p) in bd.params.iter().enumerate() {
+                self.define(
+                    p,
+                    Def::BlockParam(bi as u32, pi as u32),
+                    bd.loc,
+                    "block parameter",
+                );
+            }
+            for (ii, inst) in bd.insts.iter().enumerate() {
+                if let Some(r) = inst.result {
+                    self.define(r, Def::Inst(bi as u32, ii as u32), inst.loc, "result");
+                }
+            }
+        }
+        for (vi, vd) in f.values.iter().enumerate() {
+            let v = Value(vi as u32);
+            match self.defs[vi] {
+                None => {
+                    let n = self.vname(v);
+                    self.err(f.loc, format!("value {n} is never defined"));
+                }
+                Some(d) if !d.matches(vd.def) => {
+                    let n = self.vname(v);
+                    let loc = self.def_loc(d);
+                    let recorded = match vd.def {
+                        ValueDef::Param(i) => format!("function parameter {i}"),
+                        ValueDef::BlockParam(b, i) => {
+                            format!("parameter {i} of block {}", self.bname(b.0))
+                        }
+                        ValueDef::Inst(b, i) => {
+                            format!("instruction {i} of block {}", self.bname(b.0))
+                        }
+                    };
+                    self.err(
+                        loc,
+                        format!(
+                            "value {n} is recorded as defined by {recorded}, but is defined here"
+                        ),
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn define(&mut self, v: Value, d: Def, loc: SrcLoc, what: &str) {
+        match self.defs.get(v.0 as usize) {
+            None => self.err(loc, format!("{what} refers to invalid value #{}", v.0)),
+            Some(Some(prev)) => {
+                let n = self.vname(v);
+                let at = self.def_loc(*prev);
+                self.err(
+                    loc,
+                    format!("value {n} is defined more than once (first at {at})"),
+                );
+            }
+            Some(None) => self.defs[v.0 as usize] = Some(d),
+        }
+    }
+
+    fn check_structure(&mut self) {
+        let f = self.f;
+        let mut names: HashSet<&str> = HashSet::new();
+        for (bi, bd) in f.blocks.iter().enumerate() {
+            if !names.insert(bd.name.as_str()) {
+                self.err(bd.loc, format!("duplicate block name `{}`", bd.name));
+            }
+            if bi == 0 && !bd.params.is_empty() {
+                self.err(
+                    bd.loc,
+                    format!("entry block `{}` cannot have parameters", bd.name),
+                );
+            }
+            match bd.insts.last() {
+                None => self.err(
+                    bd.loc,
+                    format!("block `{}` is empty (it needs a terminator)", bd.name),
+                ),
+                Some(last) if !last.kind.is_terminator() => self.err(
+                    bd.loc,
+                    format!("block `{}` does not end with a terminator", bd.name),
+                ),
+                Some(_) => {}
+            }
+            let n = bd.insts.len();
+            for inst in bd.insts.iter().take(n.saturating_sub(1)) {
+                if inst.kind.is_terminator() {
+                    self.err(
+                        inst.loc,
+                        format!(
+                            "terminator `{}` must be the last instruction of block `{}`",
+                            inst.kind.opcode(),
+                            bd.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Successor blocks (in range) of block `b`, from its final terminator.
+    fn succs(&self, b: usize) -> impl Iterator<Item = u32> + '_ {
+        let nb = self.f.blocks.len() as u64;
+        let last = self.f.blocks[b].insts.last();
+        let (x, y) = match last.map(|i| &i.kind) {
+            Some(InstKind::Jump { dest }) => (Some(dest.block.0), None),
+            Some(InstKind::Brif {
+                then_dest,
+                else_dest,
+                ..
+            }) => (Some(then_dest.block.0), Some(else_dest.block.0)),
+            _ => (None, None),
+        };
+        x.into_iter().chain(y).filter(move |&s| (s as u64) < nb)
+    }
+
+    /// Reverse postorder, Cooper–Harvey–Kennedy idoms, dominator-tree numbering.
+    fn compute_dominators(&mut self) {
+        let nb = self.f.blocks.len();
+        self.rpo_num = vec![NONE; nb];
+        if nb == 0 {
+            return;
+        }
+        // Iterative DFS postorder from the entry.
+        let mut visited = vec![false; nb];
+        let mut post_order: Vec<u32> = Vec::with_capacity(nb);
+        let mut stack: Vec<(u32, Vec<u32>)> = Vec::new();
+        visited[0] = true;
+        stack.push((0, self.succs(0).collect()));
+        while let Some((b, pending)) = stack.last_mut() {
+            let b = *b;
+            match pending.pop() {
+                Some(s) => {
+                    if !visited[s as usize] {
+                        visited[s as usize] = true;
+                        let ss: Vec<u32> = self.succs(s as usize).collect();
+                        stack.push((s, ss));
+                    }
+                }
+                None => {
+                    post_order.push(b);
+                    stack.pop();
+                }
+            }
+        }
+        let rpo: Vec<u32> = post_order.into_iter().rev().collect();
+        let n = rpo.len();
+        for (i, &b) in rpo.iter().enumerate() {
+            self.rpo_num[b as usize] = i as u32;
+        }
+        // Predecessors in RPO numbering (only reachable blocks have any).
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, &b) in rpo.iter().enumerate() {
+            for s in self.succs(b as usize) {
+                preds[self.rpo_num[s as usize] as usize].push(i as u32);
+            }
+        }
+        // Cooper–Harvey–Kennedy.
+        let mut idom = vec![NONE; n];
+        idom[0] = 0;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for b in 1..n {
+                let mut new = NONE;
+                for &p in &preds[b] {
+                    if idom[p as usize] == NONE {
+                        continue;
+                    }
+                    new = if new == NONE {
+                        p
+                    } else {
+                        intersect(&idom, p, new)
+                    };
+                }
+                if new != NONE && idom[b] != new {
+                    idom[b] = new;
+                    changed = true;
+                }
+            }
+        }
+        // Dominator tree pre/post numbering (iterative).
+        let mut first_child = vec![NONE; n];
+        let mut next_sibling = vec![NONE; n];
+        for b in (1..n).rev() {
+            let p = idom[b] as usize;
+            next_sibling[b] = first_child[p];
+            first_child[p] = b as u32;
+        }
+        self.pre = vec![0; n];
+        self.post = vec![0; n];
+        let mut counter = 0u32;
+        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
+        while let Some((b, done)) = stack.pop() {
+            if done {
+                self.post[b as usize] = counter;
+                counter += 1;
+                continue;
+            }
+            self.pre[b as usize] = counter;
+            counter += 1;
+            stack.push((b, true));
+            let mut c = first_child[b as usize];
+            while c != NONE {
+                stack.push((c, false));
+                c = next_sibling[c as usize];
+            }
+        }
+    }
+
+    /// Does block `a` dominate block `b` (both in range; `b` reachable)?
+    fn block_dominates(&self, a: u32, b: u32) -> bool {
+        let (ra, rb) = (self.rpo_num[a as usize], self.rpo_num[b as usize]);
+        if ra == NONE || rb == NONE {
+            return false;
+        }
+        let (ra, rb) = (ra as usize, rb as usize);
+        self.pre[ra] <= self.pre[rb] && self.post[rb] <= self.post[ra]
+    }
+
+    fn def_dominates(&self, d: Def, b: u32, i: u32) -> bool {
+        match d {
+            Def::Param(_) => true,
+            Def::BlockParam(db, _) => db == b || self.block_dominates(db, b),
+            Def::Inst(db, di) => {
+                if db == b {
+                    di < i
+                } else {
+                    self.block_dominates(db, b)
+                }
+            }
+        }
+    }
+
+    // ---- instructions -----------------------------------------------------
+
+    fn check_inst(&mut self, b: u32, i: u32, inst: &Inst, reachable: bool) {
+        let loc = inst.loc;
+        // Uses: existence and dominance.
+        let mut ops: Vec<Value> = Vec::new();
+        inst.kind.for_each_operand(|v| ops.push(v));
+        for (k, &v) in ops.iter().enumerate() {
+            if ops[..k].contains(&v) {
+                continue; // one report per value and instruction
+            }
+            match self.defs.get(v.0 as usize) {
+                None => self.err(loc, format!("use of invalid value #{}", v.0)),
+                Some(None) => {
+                    let n = self.vname(v);
+                    self.err(loc, format!("use of undefined value {n}"));
+                }
+                Some(Some(d)) => {
+                    let d = *d;
+                    if reachable && !self.def_dominates(d, b, i) {
+                        let n = self.vname(v);
+                        let at = self.def_loc(d);
+                        self.err(
+                            loc,
+                            format!("use of {n} is not dominated by its definition at {at}"),
+                        );
+                    }
+                }
+            }
+        }
+        self.check_result_presence(inst);
+        if !self.check_adstack_operands(inst, &ops) {
+            self.check_types(inst);
+        }
+        self.check_site(inst);
+    }
+
+    fn check_result_presence(&mut self, inst: &Inst) {
+        use InstKind::*;
+        let op = inst.kind.opcode();
+        let yields = match &inst.kind {
+            Call { callee, .. } => match self.callee_sig(*callee) {
+                Some((name, _, None)) => {
+                    if let Some(r) = inst.result {
+                        let n = self.vname(r);
+                        self.err(
+                            inst.loc,
+                            format!("call to {name} returns no value, but defines {n}"),
+                        );
+                    }
+                    return;
+                }
+                _ => return,
+            },
+            Store { .. }
+            | Jump { .. }
+            | Brif { .. }
+            | Return { .. }
+            | DictSlotStore { .. }
+            | StoreAttr { .. }
+            | AdPush { .. }
+            | AdPop { .. }
+            | AdAccAdj { .. }
+            | Watch { .. } => false,
+            _ => true,
+        };
+        match (yields, inst.result) {
+            (true, None) => self.err(inst.loc, format!("`{op}` must define a result")),
+            (false, Some(r)) => {
+                let n = self.vname(r);
+                self.err(
+                    inst.loc,
+                    format!("`{op}` does not produce a value, but defines {n}"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Adstack handles used where no handle may go. Returns true if any was found.
+    fn check_adstack_operands(&mut self, inst: &Inst, ops: &[Value]) -> bool {
+        use InstKind::*;
+        match &inst.kind {
+            Iconst { .. }
+            | Fconst { .. }
+            | AdAlloc { .. }
+            | Jump { .. }
+            | Brif { .. }
+            | AdPush { .. }
+            | AdPop { .. }
+            | AdTop { .. }
+            | AdTopAdj { .. }
+            | AdAccAdj { .. }
+            | AdLen { .. } => return false,
+            _ => {}
+        }
+        let mut bad = false;
+        for (k, &v) in ops.iter().enumerate() {
+            if ops[..k].contains(&v) || !self.ty(v).is_some_and(Type::is_adstack) {
+                continue;
+            }
+            bad = true;
+            let what = match &inst.kind {
+                Call { .. } => "be a call argument".to_string(),
+                Return { .. } => "be returned".to_string(),
+                Store { value, .. } if *value == v => "be stored to memory".to_string(),
+                Select { .. } => "be a select operand".to_string(),
+                k => format!("be an operand of `{}`", k.opcode()),
+            };
+            let n = self.vname(v);
+            self.err(inst.loc, format!("adstack handle {n} cannot {what}"));
+        }
+        bad
+    }
+
+    /// Result `r` of `inst` must have type `want`.
+    fn expect_result(&mut self, inst: &Inst, want: Type) {
+        let Some(r) = inst.result else { return };
+        let Some(t) = self.ty(r) else { return };
+        if t != want {
+            let n = self.vname(r);
+            let op = inst.kind.opcode();
+            self.err(
+                inst.loc,
+                format!("result {n} of {op} has type {t}, expected {want}"),
+            );
+        }
+    }
+
+    /// `v` must be an i64 or ptr.
+    fn need_word(&mut self, inst: &Inst, v: Value, role: &str) {
+        if let Some(t) = self.ty(v) {
+            if !t.is_word() {
+                let op = inst.kind.opcode();
+                let d = self.desc(v);
+                self.err(inst.loc, format!("{op} {role} must be i64 or ptr, got {d}"));
+            }
+        }
+    }
+
+    fn check_attr_index(&mut self, inst: &Inst, index: u32) {
+        if index > MAX_ATTR_INDEX {
+            self.err(
+                inst.loc,
+                format!("attribute index {index} is out of range (at most {MAX_ATTR_INDEX})"),
+            );
+        }
+    }
+
+    /// The element type of a stack operand, or an error.
+    fn stack_elem(&mut self, inst: &Inst, s: Value) -> Option<Type> {
+        let t = self.ty(s)?;
+        match t.adstack_elem() {
+            Some(e) => Some(Type::of_elem(e)),
+            None => {
+                let op = inst.kind.opcode();
+                let d = self.desc(s);
+                self.err(inst.loc, format!("{op} needs an adstack handle, got {d}"));
+                None
+            }
+        }
+    }
+
+    fn check_block_call(&mut self, inst: &Inst, bc: &BlockCall) {
+        let Some(target) = self.f.blocks.get(bc.block.0 as usize) else {
+            self.err(inst.loc, format!("branch to unknown block #{}", bc.block.0));
+            return;
+        };
+        let bn = self.bname(bc.block.0);
+        if bc.block.0 == 0 {
+            self.err(inst.loc, format!("cannot branch to the entry block {bn}"));
+        }
+        if target.params.len() != bc.args.len() {
+            self.err(
+                inst.loc,
+                format!(
+                    "block {bn} expects {} arguments, got {}",
+                    target.params.len(),
+                    bc.args.len()
+                ),
+            );
+            return;
+        }
+        for (k, (&p, &a)) in target.params.iter().zip(&bc.args).enumerate() {
+            if let (Some(pt), Some(at)) = (self.ty(p), self.ty(a)) {
+                if !at.compatible(pt) {
+                    let d = self.desc(a);
+                    self.err(
+                        inst.loc,
+                        format!("argument {} to block {bn} must be {pt}, got {d}", k + 1),
+                    );
+                }
+            }
+        }
+    }
+
+    fn check_types(&mut self, inst: &Inst) {
+        use InstKind::*;
+        let loc = inst.loc;
+        let op = inst.kind.opcode();
+        match &inst.kind {
+            Iconst { ty, .. } => {
+                if ty.is_int() {
+                    self.expect_result(inst, *ty);
+                } else {
+                    self.err(loc, format!("iconst needs an int type, got {ty}"));
+                }
+            }
+            Fconst { ty, .. } => {
+                if ty.is_float() {
+                    self.expect_result(inst, *ty);
+                } else {
+                    self.err(loc, format!("fconst needs a float type, got {ty}"));
+                }
+            }
+            Binary { op: bop, a, b } => {
+                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
+                    return;
+                };
+                let ok = if bop.is_float() {
+                    ta.is_float() && ta == tb
+                } else if bop.is_shift() {
+                    ta.is_int() && tb.is_int()
+                } else {
+                    ta.is_int() && tb.is_int() && ta.compatible(tb)
+                };
+                if ok {
+                    self.expect_result(inst, ta);
+                } else {
+                    let (da, db) = (self.desc(*a), self.desc(*b));
+                    self.err(loc, format!("type mismatch: {op} {da}, {db}"));
+                }
+            }
+            Unary { a, .. } => {
+                let Some(ta) = self.ty(*a) else { return };
+                if ta.is_float() {
+                    self.expect_result(inst, ta);
+                } else {
+                    let da = self.desc(*a);
+                    self.err(
+                        loc,
+                        format!("type mismatch: {op} needs a float operand, got {da}"),
+                    );
+                }
+            }
+            Icmp { a, b, .. } => {
+                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
+                    return;
+                };
+                if ta.is_int() && tb.is_int() && ta.compatible(tb) {
+                    self.expect_result(inst, Type::I8);
+                } else {
+                    let (da, db) = (self.desc(*a), self.desc(*b));
+                    self.err(loc, format!("type mismatch: icmp {da}, {db}"));
+                }
+            }
+            Fcmp { a, b, .. } => {
+                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
+                    return;
+                };
+                if ta.is_float() && ta == tb {
+                    self.expect_result(inst, Type::I8);
+                } else {
+                    let (da, db) = (self.desc(*a), self.desc(*b));
+                    self.err(loc, format!("type mismatch: fcmp {da}, {db}"));
+                }
+            }
+            Select { cond, a, b } => {
+                if let Some(tc) = self.ty(*cond) {
+                    if !tc.is_int() {
+                        let dc = self.desc(*cond);
+                        self.err(loc, format!("select condition must be an int, got {dc}"));
+                    }
+                }
+                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
+                    return;
+                };
+                let ok = (ta.is_int() && tb.is_int() && ta.compatible(tb))
+                    || (ta.is_float() && ta == tb);
+                if ok {
+                    self.expect_result(inst, ta);
+                } else {
+                    let (da, db) = (self.desc(*a), self.desc(*b));
+                    self.err(loc, format!("type mismatch: select {da}, {db}"));
+                }
+            }
+            Conv { op: cop, ty, a } => self.check_conv(inst, *cop, *ty, *a),
+            Load { ty, addr, .. } => {
+                if ty.is_adstack() {
+                    self.err(loc, format!("load type cannot be an adstack handle ({ty})"));
+                } else {
+                    self.expect_result(inst, *ty);
+                }
+                self.need_word(inst, *addr, "address");
+            }
+            Store { addr, .. } => self.need_word(inst, *addr, "address"),
+            Call { callee, args } => {
+                let Some((name, params, ret)) = self.callee_sig(*callee) else {
+                    let what = match callee {
+                        Callee::Func(FuncId(i)) => format!("function #{i}"),
+                        Callee::Extern(e) => format!("extern #{}", e.0),
+                    };
+                    self.err(loc, format!("call to unknown {what}"));
+                    return;
+                };
+                if params.len() != args.len() {
+                    self.err(
+                        loc,
+                        format!(
+                            "call to {name} expects {} arguments, got {}",
+                            params.len(),
+                            args.len()
+                        ),
+                    );
+                } else {
+                    for (k, (pt, &a)) in params.iter().zip(args).enumerate() {
+                        if let (Some(pt), Some(at)) = (*pt, self.ty(a)) {
+                            if !at.compatible(pt) {
+                                let d = self.desc(a);
+                                self.err(
+                                    loc,
+                                    format!(
+                                        "argument {} of call to {name} must be {pt}, got {d}",
+                                        k + 1
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+                if let (Some(r), Some(rt)) = (inst.result, ret) {
+                    if let Some(t) = self.ty(r) {
+                        let n = self.vname(r);
+                        if t.is_adstack() {
+                            self.err(loc, format!("call result {n} cannot be an adstack handle"));
+                        } else if !t.compatible(rt) {
+                            self.err(
+                                loc,
+                                format!("result {n} of call to {name} has type {t}, expected {rt}"),
+                            );
+                        }
+                    }
+                }
+            }
+            Jump { dest } => self.check_block_call(inst, dest),
+            Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                if let Some(tc) = self.ty(*cond) {
+                    if !tc.is_int() {
+                        let dc = self.desc(*cond);
+                        self.err(loc, format!("brif condition must be an int, got {dc}"));
+                    }
+                }
+                self.check_block_call(inst, then_dest);
+                self.check_block_call(inst, else_dest);
+            }
+            Return { value } => {
+                let fname = &self.f.name;
+                match (self.f.ret, value) {
+                    (Some(rt), None) => self.err(
+                        loc,
+                        format!("`return` needs a value: @{fname} returns {rt}"),
+                    ),
+                    (None, Some(v)) => {
+                        let n = self.vname(*v);
+                        self.err(
+                            loc,
+                            format!("@{fname} returns no value, but `return` has {n}"),
+                        );
+                    }
+                    (Some(rt), Some(v)) => {
+                        if let Some(t) = self.ty(*v) {
+                            if !t.compatible(rt) {
+                                let d = self.desc(*v);
+                                self.err(
+                                    loc,
+                                    format!("return type mismatch: {d}, @{fname} returns {rt}"),
+                                );
+                            }
+                        }
+                    }
+                    (None, None) => {}
+                }
+            }
+            DictSlotLoad { obj } => {
+                self.need_word(inst, *obj, "object");
+                self.expect_result(inst, Type::I64);
+            }
+            DictSlotStore { obj, word } => {
+                self.need_word(inst, *obj, "object");
+                self.need_word(inst, *word, "word");
+            }
+            LoadAttr { obj, index } => {
+                self.need_word(inst, *obj, "object");
+                self.check_attr_index(inst, *index);
+                self.expect_result(inst, Type::I64);
+            }
+            StoreAttr { obj, index, value } => {
+                self.need_word(inst, *obj, "object");
+                self.check_attr_index(inst, *index);
+                self.need_word(inst, *value, "value");
+            }
+            AdAlloc { elem, capacity } => {
+                if *capacity == 0 || *capacity > MAX_ADSTACK_CAPACITY {
+                    self.err(
+                        loc,
+                        format!(
+                            "adstack capacity {capacity} is out of range (1 to {MAX_ADSTACK_CAPACITY})"
+                        ),
+                    );
+                }
+                self.expect_result(inst, Type::AdStack(*elem));
+                if *capacity > MAX_ADSTACK_CAPACITY {
+                    return; // already an error; not counted towards the frame
+                }
+                self.frame_bytes = self
+                    .frame_bytes
+                    .saturating_add(adstack::buffer_bytes(*elem, *capacity));
+                if self.frame_bytes > MAX_ADSTACK_FRAME_BYTES && !self.frame_reported {
+                    self.frame_reported = true;
+                    let fname = &self.f.name;
+                    self.err(
+                        loc,
+                        format!(
+                            "adstack buffers of @{fname} exceed {MAX_ADSTACK_FRAME_BYTES} bytes per frame"
+                        ),
+                    );
+                }
+            }
+            AdPush { stack, value }
+            | AdAccAdj {
+                stack,
+                delta: value,
+            } => {
+                let Some(et) = self.stack_elem(inst, *stack) else {
+                    return;
+                };
+                if let Some(t) = self.ty(*value) {
+                    if !t.compatible(et) {
+                        let role = if matches!(inst.kind, AdPush { .. }) {
+                            "value"
+                        } else {
+                            "delta"
+                        };
+                        let d = self.desc(*value);
+                        self.err(
+                            loc,
+                            format!("type mismatch: {op} {role} {d}, stack holds {et}"),
+                        );
+                    }
+                }
+            }
+            AdPop { stack } => {
+                self.stack_elem(inst, *stack);
+            }
+            AdTop { stack } | AdTopAdj { stack } => {
+                if let Some(et) = self.stack_elem(inst, *stack) {
+                    self.expect_result(inst, et);
+                }
+            }
+            AdLen { stack } => {
+                self.stack_elem(inst, *stack);
+                self.expect_result(inst, Type::I64);
+            }
+            Watch { obj } => self.need_word(inst, *obj, "object"),
+        }
+    }
+
+    fn check_conv(&mut self, inst: &Inst, cop: ConvOp, ty: Type, a: Value) {
+        let loc = inst.loc;
+        let op = inst.kind.opcode();
+        if ty.is_adstack() {
+            self.err(loc, format!("{op} cannot produce an adstack handle ({ty})"));
+            return;
+        }
+        let Some(ta) = self.ty(a) else { return };
+        let da = self.desc(a);
+        let problem: Option<String> = match cop {
+            ConvOp::Sext | ConvOp::Uext | ConvOp::Ireduce => {
+                let widen = cop != ConvOp::Ireduce;
+                if !ty.is_int() {
+                    Some(format!("{op}.{ty}: result type must be an int"))
+                } else if !ta.is_int()
+                    || (widen && ta.bits() >= ty.bits())
+                    || (!widen && ta.bits() <= ty.bits())
+                {
+                    let rel = if widen { "narrower" } else { "wider" };
+                    Some(format!(
+                        "{op}.{ty} needs an int operand {rel} than {ty}, got {da}"
+                    ))
+                } else {
+                    None
+                }
+            }
+            ConvOp::FcvtFromSint => {
+                if !ty.is_float() {
+                    Some(format!("{op}.{ty}: result type must be a float"))
+                } else if !ta.is_int() {
+                    Some(format!("{op}.{ty} needs an int operand, got {da}"))
+                } else {
+                    None
+                }
+            }
+            ConvOp::FcvtToSint => {
+                if !ty.is_int() {
+                    Some(format!("{op}.{ty}: result type must be an int"))
+                } else if !ta.is_float() {
+                    Some(format!("{op}.{ty} needs a float operand, got {da}"))
+                } else {
+                    None
+                }
+            }
+            ConvOp::Fpromote | ConvOp::Fdemote => {
+                let (from, to) = if cop == ConvOp::Fpromote {
+                    (Type::F32, Type::F64)
+                } else {
+                    (Type::F64, Type::F32)
+                };
+                if ty != to {
+                    Some(format!("{op}.{ty}: result type must be {to}"))
+                } else if ta != from {
+                    Some(format!("{op}.{ty} needs an {from} operand, got {da}"))
+                } else {
+                    None
+                }
+            }
+            ConvOp::Bitcast => {
+                if ta.bits() != ty.bits() {
+                    Some(format!(
+                        "{op}.{ty} needs a {}-bit operand, got {da}",
+                        ty.bits()
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        match problem {
+            Some(msg) => self.err(loc, msg),
+            None => self.expect_result(inst, ty),
+        }
+    }
+
+    fn check_site(&mut self, inst: &Inst) {
+        let Some(id) = inst.site else { return };
+        let loc = inst.loc;
+        let op = inst.kind.opcode();
+        if inst.kind.check_kind().is_none() {
+            self.err(loc, format!("`{op}` cannot be guarded (site {})", id.0));
+        } else {
+            match self.m.sites.get(&id) {
+                None => self.err(loc, format!("unknown guard site {}", id.0)),
+                Some(s) => {
+                    if s.op != op {
+                        self.err(loc, format!("site {} is for `{}`, not `{op}`", id.0, s.op));
+                    }
+                    if s.func != self.fid {
+                        let owner = match self.m.functions.get(s.func.0 as usize) {
+                            Some(g) => format!("@{}", g.name),
+                            None => format!("unknown function #{}", s.func.0),
+                        };
+                        let fname = &self.f.name;
+                        self.err(
+                            loc,
+                            format!("site {} belongs to {owner}, not @{fname}", id.0),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(first) = self.site_users.get(&id).copied() {
+            self.err(loc, format!("site {} is already used at {first}", id.0));
+        } else {
+            self.site_users.insert(id, loc);
+        }
+    }
+}
+
+/// Cooper–Harvey–Kennedy intersection over RPO numbers.
+fn intersect(idom: &[u32], mut a: u32, mut b: u32) -> u32 {
+    while a != b {
+        while a > b {
+            a = idom[a as usize];
+        }
+        while b > a {
+            b = idom[b as usize];
+        }
+    }
+    a
+}

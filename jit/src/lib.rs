@@ -1,0 +1,1 @@
+//! Cranelift backend (being written).

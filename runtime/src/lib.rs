@@ -1,0 +1,20 @@
+//! guardlift runtime: the contract between generated code and its host.
+//!
+//! It has no dependency on the IR. It owns
+//! - [`layout`]: managed-dict slot offsets and tag bits (the one definition);
+//! - [`adstack`]: the adstack buffer layout (the one definition);
+//! - [`heap`]: the model heap behind the built-in host functions;
+//! - [`report`]: report types and the deduplicating sink;
+//! - [`runtime`]: the [`Runtime`] that ties them together per mode;
+//! - [`abi`]: the C entry points generated code calls.
+
+pub mod abi;
+pub mod adstack;
+pub mod heap;
+pub mod layout;
+pub mod report;
+pub mod runtime;
+
+pub use heap::HostFault;
+pub use report::{Observed, Report, ReportKind, SiteInfo};
+pub use runtime::{format_f32, format_f64, Mode, Runtime, RuntimeConfig, Verdict};

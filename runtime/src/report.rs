@@ -1,0 +1,268 @@
+//! Reports: what a guard observed at check time, and the sink that
+//! deduplicates them per (site, kind) with an occurrence count.
+//!
+//! A report is built from values passed in by the check itself; nothing here
+//! ever reads program memory to describe a violation.
+
+use crate::layout::low_bits;
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// What a guard found wrong.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReportKind {
+    DictSlotTag,
+    AdstackOverflow,
+    AdstackUnderflow,
+    SlotClobber,
+}
+
+impl ReportKind {
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReportKind::DictSlotTag => "dict_slot_tag",
+            ReportKind::AdstackOverflow => "adstack_overflow",
+            ReportKind::AdstackUnderflow => "adstack_underflow",
+            ReportKind::SlotClobber => "slot_clobber",
+        }
+    }
+    /// The numeric code used by generated code and trap codes.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+    pub fn from_code(c: u8) -> Option<Self> {
+        Some(match c {
+            0 => ReportKind::DictSlotTag,
+            1 => ReportKind::AdstackOverflow,
+            2 => ReportKind::AdstackUnderflow,
+            3 => ReportKind::SlotClobber,
+            _ => return None,
+        })
+    }
+}
+
+/// The values a check saw, captured when it ran.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Observed {
+    /// The object and the managed-dict word that was read or about to be stored.
+    Dict { object: u64, value: u64 },
+    /// The stack's capacity and its length at the failing op.
+    Adstack { capacity: u64, len: u64 },
+    /// The raw store's address, width in bytes and value (zero-extended).
+    Clobber {
+        address: u64,
+        width: u32,
+        value: u64,
+    },
+}
+
+/// Where a guard sits: the guarded op's function, source position and opcode.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SiteInfo {
+    pub function: String,
+    pub line: u32,
+    pub col: u32,
+    pub op: String,
+}
+
+/// One deduplicated report: the first observation and how often the (site, kind) fired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub kind: ReportKind,
+    /// Runtime-global site id.
+    pub site: u32,
+    pub info: SiteInfo,
+    pub observed: Observed,
+    pub count: u64,
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+impl Report {
+    /// The JSON object of spec §8 (`kind site function line op count` plus per-kind fields).
+    pub fn to_json(&self) -> Json {
+        let mut o = json!({
+            "kind": self.kind.name(),
+            "site": self.site,
+            "function": self.info.function,
+            "line": self.info.line,
+            "col": self.info.col,
+            "op": self.info.op,
+            "count": self.count,
+        });
+        let m = o.as_object_mut().expect("json object");
+        match self.observed {
+            Observed::Dict { object, value } => {
+                m.insert("object".into(), json!(hex(object)));
+                m.insert("value".into(), json!(hex(value)));
+                m.insert("value_low_bits".into(), json!(low_bits(value)));
+            }
+            Observed::Adstack { capacity, len } => {
+                m.insert("capacity".into(), json!(capacity));
+                m.insert("len".into(), json!(len));
+            }
+            Observed::Clobber {
+                address,
+                width,
+                value,
+            } => {
+                m.insert("address".into(), json!(hex(address)));
+                m.insert("width".into(), json!(width));
+                m.insert("value".into(), json!(hex(value)));
+            }
+        }
+        o
+    }
+
+    /// Sanitizer-style human text, several lines, ending in a newline.
+    pub fn to_human(&self) -> String {
+        let mut s = String::new();
+        let i = &self.info;
+        let _ = writeln!(
+            s,
+            "==guardlift== ERROR: {} at @{} {}:{} ({}), site {}",
+            self.kind.name(),
+            i.function,
+            i.line,
+            i.col,
+            i.op,
+            self.site
+        );
+        match self.observed {
+            Observed::Dict { object, value } => {
+                let _ = writeln!(
+                    s,
+                    "    object {object:#x}: managed-dict word {value:#x}, low bits {} (valid: 0b111 values-tagged, 0b000 dict pointer or 0)",
+                    low_bits(value)
+                );
+            }
+            Observed::Adstack { capacity, len } => {
+                let what = match self.kind {
+                    ReportKind::AdstackOverflow => "push into a full adstack",
+                    _ => "access to an empty adstack",
+                };
+                let _ = writeln!(s, "    {what}: len {len}, capacity {capacity}");
+            }
+            Observed::Clobber {
+                address,
+                width,
+                value,
+            } => {
+                let _ = writeln!(
+                    s,
+                    "    raw store of {width} byte(s) at {address:#x} (value {value:#x}) overlaps a watched managed-dict slot"
+                );
+            }
+        }
+        let _ = writeln!(s, "    seen {} time(s)", self.count);
+        s
+    }
+}
+
+/// Deduplicating, order-preserving report store. Not itself synchronized:
+/// the runtime keeps it behind a mutex.
+#[derive(Debug, Default)]
+pub struct ReportSink {
+    index: HashMap<(u32, ReportKind), usize>,
+    reports: Vec<Report>,
+}
+
+impl ReportSink {
+    /// Records one occurrence; returns true when it is the first for its (site, kind).
+    pub fn record(
+        &mut self,
+        kind: ReportKind,
+        site: u32,
+        info: &SiteInfo,
+        observed: Observed,
+    ) -> bool {
+        match self.index.get(&(site, kind)) {
+            Some(&i) => {
+                self.reports[i].count += 1;
+                false
+            }
+            None => {
+                self.index.insert((site, kind), self.reports.len());
+                self.reports.push(Report {
+                    kind,
+                    site,
+                    info: info.clone(),
+                    observed,
+                    count: 1,
+                });
+                true
+            }
+        }
+    }
+    /// Takes every report, leaving the sink empty.
+    pub fn take(&mut self) -> Vec<Report> {
+        self.index.clear();
+        std::mem::take(&mut self.reports)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.reports.is_empty()
+    }
+    pub fn reports(&self) -> &[Report] {
+        &self.reports
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_counts_and_keeps_first_observation() {
+        let info = SiteInfo {
+            function: "main".into(),
+            line: 3,
+            col: 5,
+            op: "store_attr".into(),
+        };
+        let mut s = ReportSink::default();
+        assert!(s.record(
+            ReportKind::DictSlotTag,
+            0,
+            &info,
+            Observed::Dict {
+                object: 16,
+                value: 0x96
+            }
+        ));
+        assert!(!s.record(
+            ReportKind::DictSlotTag,
+            0,
+            &info,
+            Observed::Dict {
+                object: 16,
+                value: 0x2
+            }
+        ));
+        assert!(s.record(
+            ReportKind::AdstackOverflow,
+            0,
+            &info,
+            Observed::Adstack {
+                capacity: 1,
+                len: 1
+            }
+        ));
+        let r = s.take();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].count, 2);
+        assert_eq!(
+            r[0].observed,
+            Observed::Dict {
+                object: 16,
+                value: 0x96
+            }
+        );
+        assert_eq!(r[0].to_json()["value"], "0x96");
+        assert_eq!(r[0].to_json()["value_low_bits"], "0b110");
+        assert!(r[0].to_human().contains("low bits 0b110"));
+        assert!(s.take().is_empty(), "taking twice finds nothing");
+    }
+}

@@ -1,0 +1,315 @@
+//! The [`Runtime`]: one model heap, one report sink, one site table, and the
+//! mode that decides what a failed check does. Engines (interpreter, JIT)
+//! call into it; generated code reaches it through [`crate::abi`].
+
+use crate::heap::{Heap, HostFault};
+use crate::layout::DictLayout;
+use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// What a failed check does (spec §6).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Mode {
+    /// Report, then abort the process.
+    #[default]
+    Abort,
+    /// Record, apply the recover-mode effect, go on.
+    Recover,
+    /// A trapping instruction; the signal handler reports and aborts.
+    Trap,
+}
+
+impl Mode {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Abort => "abort",
+            Mode::Recover => "recover",
+            Mode::Trap => "trap",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Self> {
+        [Mode::Abort, Mode::Recover, Mode::Trap]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+}
+
+/// What the caller of a check must do next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Apply the recover-mode effect and continue.
+    Recover,
+    /// Stop: the run aborted (only returned when the runtime does not exit the process).
+    Abort,
+}
+
+/// Called before the process aborts on a violation (e.g. to print JSON).
+pub type AbortHook = Box<dyn Fn(&Runtime) + Send + Sync>;
+
+/// Runtime settings.
+pub struct RuntimeConfig {
+    pub layout: DictLayout,
+    pub mode: Mode,
+    /// In abort/trap mode, end the process on a violation (default). When
+    /// false, checks return [`Verdict::Abort`] instead (the interpreter stops;
+    /// used by tests and hosts that unwind themselves).
+    pub abort_process: bool,
+    /// Collect `print_*` output instead of writing it to stdout.
+    pub capture_output: bool,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            layout: DictLayout::default(),
+            mode: Mode::default(),
+            abort_process: true,
+            capture_output: false,
+        }
+    }
+}
+
+/// The host side of a guardlift program. Shared (`Arc`) by every engine
+/// and compiled module that uses it; all methods take `&self` and are
+/// thread-safe.
+pub struct Runtime {
+    layout: DictLayout,
+    mode: Mode,
+    abort_process: bool,
+    capture_output: bool,
+    heap: Mutex<Heap>,
+    sink: Mutex<ReportSink>,
+    sites: RwLock<Vec<SiteInfo>>,
+    fault: Mutex<Option<HostFault>>,
+    output: Mutex<String>,
+    abort_hook: Mutex<Option<AbortHook>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> Arc<Runtime> {
+        Arc::new(Runtime {
+            layout: config.layout,
+            mode: config.mode,
+            abort_process: config.abort_process,
+            capture_output: config.capture_output,
+            heap: Mutex::new(Heap::new(config.layout)),
+            sink: Mutex::new(ReportSink::default()),
+            sites: RwLock::new(Vec::new()),
+            fault: Mutex::new(None),
+            output: Mutex::new(String::new()),
+            abort_hook: Mutex::new(None),
+        })
+    }
+
+    pub fn layout(&self) -> DictLayout {
+        self.layout
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Installs a hook run just before the process aborts on a violation.
+    pub fn set_abort_hook(&self, hook: AbortHook) {
+        *lock(&self.abort_hook) = Some(hook);
+    }
+
+    /// Registers a module's sites (indexed by local id; gaps are `None`) and
+    /// returns the base to add to local ids to get runtime-global ids.
+    pub fn register_sites(&self, sites: Vec<Option<SiteInfo>>) -> u32 {
+        let mut t = self.sites.write().unwrap_or_else(|e| e.into_inner());
+        let base = t.len() as u32;
+        t.extend(sites.into_iter().map(|s| {
+            s.unwrap_or(SiteInfo {
+                function: "?".into(),
+                line: 0,
+                col: 0,
+                op: "?".into(),
+            })
+        }));
+        base
+    }
+
+    fn site_info(&self, site: u32) -> SiteInfo {
+        let t = self.sites.read().unwrap_or_else(|e| e.into_inner());
+        t.get(site as usize).cloned().unwrap_or(SiteInfo {
+            function: "?".into(),
+            line: 0,
+            col: 0,
+            op: "?".into(),
+        })
+    }
+
+    /// Records a violation and decides what happens next. In abort/trap mode
+    /// with `abort_process`, prints the report and aborts the process.
+    pub fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
+        let info = self.site_info(site);
+        lock(&self.sink).record(kind, site, &info, observed);
+        match self.mode {
+            Mode::Recover => Verdict::Recover,
+            Mode::Abort | Mode::Trap => {
+                if self.abort_process {
+                    self.die()
+                }
+                Verdict::Abort
+            }
+        }
+    }
+
+    /// Prints pending reports, runs the abort hook, and aborts.
+    pub fn die(&self) -> ! {
+        if let Some(h) = lock(&self.abort_hook).as_ref() {
+            h(self)
+        }
+        self.flush_reports_to_stderr();
+        let _ = std::io::stdout().flush();
+        std::process::abort()
+    }
+
+    /// Prints and removes every pending report (human form) on stderr.
+    pub fn flush_reports_to_stderr(&self) {
+        let reports = self.take_reports();
+        let mut err = std::io::stderr().lock();
+        for r in &reports {
+            let _ = err.write_all(r.to_human().as_bytes());
+        }
+        let _ = err.flush();
+    }
+
+    /// Takes the recorded reports; asking again finds none until new ones come.
+    pub fn take_reports(&self) -> Vec<Report> {
+        lock(&self.sink).take()
+    }
+
+    /// A copy of the recorded reports, leaving them in place.
+    pub fn peek_reports(&self) -> Vec<Report> {
+        lock(&self.sink).reports().to_vec()
+    }
+
+    /// The first host fault of the run, if any (taken).
+    pub fn take_host_fault(&self) -> Option<HostFault> {
+        lock(&self.fault).take()
+    }
+
+    fn host<T: Default>(&self, r: Result<T, HostFault>) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => {
+                let mut f = lock(&self.fault);
+                if f.is_none() {
+                    *f = Some(e);
+                }
+                T::default()
+            }
+        }
+    }
+
+    /// Runs `f` on the heap (for engines that need raw access checks).
+    pub fn with_heap<R>(&self, f: impl FnOnce(&mut Heap) -> R) -> R {
+        f(&mut lock(&self.heap))
+    }
+
+    // ---- built-in host functions (spec §7) ----
+
+    pub fn obj_new(&self, n: i64) -> u64 {
+        self.host(lock(&self.heap).obj_new(n))
+    }
+    pub fn obj_dictify(&self, obj: u64) {
+        self.host(lock(&self.heap).obj_dictify(obj))
+    }
+    pub fn obj_free(&self, obj: u64) {
+        self.host(lock(&self.heap).obj_free(obj))
+    }
+    pub fn fault_clear_lsb(&self, obj: u64) {
+        self.host(lock(&self.heap).fault_clear_lsb(obj))
+    }
+    pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
+        self.host(lock(&self.heap).load_attr_slow(obj, i))
+    }
+    pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
+        self.host(lock(&self.heap).store_attr_slow(obj, i, v))
+    }
+    pub fn print_line(&self, line: &str) {
+        if self.capture_output {
+            let mut o = lock(&self.output);
+            o.push_str(line);
+            o.push('\n');
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    pub fn print_i64(&self, v: i64) {
+        self.print_line(&v.to_string())
+    }
+    pub fn print_f64(&self, v: f64) {
+        self.print_line(&format_f64(v))
+    }
+    /// Captured `print_*` output (taken).
+    pub fn take_output(&self) -> String {
+        std::mem::take(&mut lock(&self.output))
+    }
+
+    // ---- instrumentation entry points ----
+
+    /// Adds `obj`'s slot to the clobber watch list.
+    pub fn watch(&self, obj: u64) {
+        lock(&self.heap).watch(obj)
+    }
+
+    /// The clobber check of a raw store: true when the store must be skipped
+    /// (it overlaps a watched slot; the violation has been reported).
+    pub fn clobber_check(&self, site: u32, addr: u64, width: u32, value: u64) -> bool {
+        if !lock(&self.heap).overlaps_watched(addr, width) {
+            return false;
+        }
+        self.report(
+            ReportKind::SlotClobber,
+            site,
+            Observed::Clobber {
+                address: addr,
+                width,
+                value,
+            },
+        );
+        true
+    }
+}
+
+impl Drop for Runtime {
+    /// Pending reports are flushed to stderr; never panics.
+    fn drop(&mut self) {
+        if !lock(&self.sink).is_empty() {
+            self.flush_reports_to_stderr();
+        }
+    }
+}
+
+/// Formats a float the way results and `print_f64` show it:
+/// shortest round-trip digits, `nan`, `inf`, `-inf`.
+pub fn format_f64(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// As [`format_f64`] for an f32 (shortest digits of the f32).
+pub fn format_f32(v: f32) -> String {
+    if v.is_nan() || v.is_infinite() {
+        format_f64(v as f64)
+    } else {
+        format!("{v:?}")
+    }
+}
