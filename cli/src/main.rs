@@ -88,11 +88,9 @@ impl InstrumentArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a function of a module.
-    #[command(allow_negative_numbers = true)]
     Run {
         file: String,
         /// Arguments for the entry function, parsed by its parameter types.
-        #[arg(allow_negative_numbers = true)]
         args: Vec<String>,
         #[arg(long, default_value = "main")]
         entry: String,
@@ -132,22 +130,24 @@ enum Cmd {
     },
 }
 
-/// Rewrites `-inf`/`-nan` entry arguments so clap does not read them as flags.
-fn protect_negative_words(argv: Vec<String>) -> Vec<String> {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut after_dashdash = false;
-    for a in argv {
-        if !after_dashdash && (a == "-inf" || a == "-nan") {
-            out.push("--".to_string());
-            after_dashdash = true;
-        }
-        out.push(a);
-    }
-    out
+/// Marks entry arguments that look like negative numbers (`-5`, `-2.5e-3`,
+/// `-inf`, `-nan`) so clap does not read them as flags; `run` unmarks them.
+pub const NEG_MARK: char = '\u{1}';
+
+fn protect_negative_numbers(argv: Vec<String>) -> Vec<String> {
+    argv.into_iter()
+        .map(|a| {
+            let rest = a.strip_prefix('-').unwrap_or("");
+            let numeric = rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+                || rest == "inf"
+                || rest == "nan";
+            if numeric { format!("{NEG_MARK}{a}") } else { a }
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {
-    let argv = protect_negative_words(std::env::args().collect());
+    let argv = protect_negative_numbers(std::env::args().collect());
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -183,7 +183,10 @@ fn main() -> ExitCode {
             json,
         } => run::run(run::RunOpts {
             file,
-            args,
+            args: args
+                .into_iter()
+                .map(|a| a.trim_start_matches(NEG_MARK).to_string())
+                .collect(),
             entry,
             engine,
             target,

@@ -451,7 +451,7 @@ impl<'a> Cur<'_, 'a> {
         let (w, loc) = self.word(expected)?;
         let v = int_lit(w, loc)?;
         if v < lo || v > hi {
-            return err(loc, format!("{what} out of range: {w}"));
+            return err(loc, format!("integer literal out of range for {what}: {w}"));
         }
         Ok(v)
     }
@@ -1427,7 +1427,7 @@ impl<'a> Parser<'a> {
                     "a capacity",
                     1,
                     MAX_ADSTACK_CAPACITY as i128,
-                    &format!("adstack capacity (1 to {MAX_ADSTACK_CAPACITY})"),
+                    &format!("an adstack capacity (1 to {MAX_ADSTACK_CAPACITY})"),
                 )?;
                 ty = Some(Type::AdStack(elem));
                 InstKind::AdAlloc {
@@ -1481,11 +1481,11 @@ impl<'a> Parser<'a> {
             c.bump();
             c.expect(Tok::LParen)?;
             let idloc = c.loc();
-            let id = c.u32_lit("a site id", "site id")?;
+            let id = c.u32_lit("a site id", "a site id")?;
             c.expect(Tok::Comma)?;
-            let line = c.u32_lit("a line number", "line number")?;
+            let line = c.u32_lit("a line number", "a line number")?;
             c.expect(Tok::Colon)?;
-            let col = c.u32_lit("a column number", "column number")?;
+            let col = c.u32_lit("a column number", "a column number")?;
             c.expect(Tok::RParen)?;
             explicit_site = Some((id, idloc, SrcLoc::new(line, col)));
         }
@@ -1638,7 +1638,7 @@ fn offset(c: &mut Cur<'_, '_>) -> PResult<i32> {
         "an offset",
         i32::MIN as i128,
         i32::MAX as i128,
-        "integer literal (offset must fit in i32)",
+        "an offset (i32)",
     )?;
     Ok(i32::try_from(v).unwrap_or(0))
 }
@@ -1648,7 +1648,7 @@ fn attr_index(c: &mut Cur<'_, '_>) -> PResult<u32> {
         "an attribute index",
         0,
         MAX_ATTR_INDEX as i128,
-        &format!("attribute index (0 to {MAX_ATTR_INDEX})"),
+        &format!("an attribute index (0 to {MAX_ATTR_INDEX})"),
     )?;
     Ok(u32::try_from(v).unwrap_or(0))
 }

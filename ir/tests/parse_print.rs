@@ -18,7 +18,12 @@ fn examples() -> Vec<(String, String)> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "glir"))
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).expect("read example")))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).expect("read example"),
+            )
+        })
         .collect();
     v.sort();
     assert!(!v.is_empty(), "no examples found in {EXAMPLES}");
@@ -45,7 +50,10 @@ fn strip_locs(m: &Module) -> Module {
 
 /// Equality up to source positions (Debug text, so NaN constants compare equal).
 fn assert_same(a: &Module, b: &Module) {
-    assert_eq!(format!("{:#?}", strip_locs(a)), format!("{:#?}", strip_locs(b)));
+    assert_eq!(
+        format!("{:#?}", strip_locs(a)),
+        format!("{:#?}", strip_locs(b))
+    );
 }
 
 fn parse_ok(text: &str) -> Module {
@@ -72,7 +80,11 @@ fn expect_err(text: &str, line: u32, col: u32, frag: &str) {
         Ok(_) => panic!("expected an error containing {frag:?}, got a module\n{text}"),
         Err(e) => {
             assert!(e.msg.contains(frag), "error {e} does not contain {frag:?}");
-            assert_eq!((e.loc.line, e.loc.col), (line, col), "wrong position for {e}");
+            assert_eq!(
+                (e.loc.line, e.loc.col),
+                (line, col),
+                "wrong position for {e}"
+            );
         }
     }
 }
@@ -102,8 +114,17 @@ fn example_details() {
             let o = insts[1].result.unwrap();
             assert_eq!(f.ty(o), Type::Ptr);
             assert_eq!(f.value(o).name, "o");
-            assert!(matches!(insts[1].kind, InstKind::Call { callee: Callee::Extern(_), .. }));
-            assert!(matches!(insts[3].kind, InstKind::StoreAttr { index: 1, .. }));
+            assert!(matches!(
+                insts[1].kind,
+                InstKind::Call {
+                    callee: Callee::Extern(_),
+                    ..
+                }
+            ));
+            assert!(matches!(
+                insts[3].kind,
+                InstKind::StoreAttr { index: 1, .. }
+            ));
             assert!(!m.is_instrumented());
         }
         if path.ends_with("tagflip.glir") {
@@ -115,7 +136,11 @@ fn example_details() {
         }
         if path.ends_with("sin_chain_grad.glir") {
             let f = &m.functions[0];
-            let top = f.blocks.iter().flat_map(|b| &b.insts).find(|i| matches!(i.kind, InstKind::AdTop { .. }));
+            let top = f
+                .blocks
+                .iter()
+                .flat_map(|b| &b.insts)
+                .find(|i| matches!(i.kind, InstKind::AdTop { .. }));
             assert_eq!(f.ty(top.unwrap().result.unwrap()), Type::F64);
         }
     }
@@ -233,7 +258,11 @@ fn all_ops_roundtrip_and_types() {
     assert_eq!(m.layout, DictLayout::Custom(-32));
     let f = &m.functions[0];
     let ty = |name: &str| {
-        let v = f.values.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no %{name}"));
+        let v = f
+            .values
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no %{name}"));
         v.ty
     };
     for (n, t) in [
@@ -267,14 +296,62 @@ fn all_ops_roundtrip_and_types() {
         assert_eq!(ty(n), t, "type of %{n}");
     }
     let consts: Vec<&InstKind> = f.blocks[0].insts.iter().map(|i| &i.kind).collect();
-    assert_eq!(consts[0], &InstKind::Iconst { ty: Type::I64, imm: -5 });
-    assert_eq!(consts[1], &InstKind::Iconst { ty: Type::Ptr, imm: -1 });
-    assert_eq!(consts[2], &InstKind::Iconst { ty: Type::I8, imm: -1 });
-    assert_eq!(consts[3], &InstKind::Iconst { ty: Type::I8, imm: -128 });
-    assert_eq!(consts[4], &InstKind::Iconst { ty: Type::I32, imm: 0x7fffffff });
-    assert_eq!(consts[6], &InstKind::Fconst { ty: Type::F32, value: 0.1f32 as f64 });
-    assert_eq!(consts[8], &InstKind::Fconst { ty: Type::F32, value: 1e-7f32 as f64 });
-    assert_eq!(consts[9], &InstKind::Fconst { ty: Type::F64, value: 1.0 });
+    assert_eq!(
+        consts[0],
+        &InstKind::Iconst {
+            ty: Type::I64,
+            imm: -5
+        }
+    );
+    assert_eq!(
+        consts[1],
+        &InstKind::Iconst {
+            ty: Type::Ptr,
+            imm: -1
+        }
+    );
+    assert_eq!(
+        consts[2],
+        &InstKind::Iconst {
+            ty: Type::I8,
+            imm: -1
+        }
+    );
+    assert_eq!(
+        consts[3],
+        &InstKind::Iconst {
+            ty: Type::I8,
+            imm: -128
+        }
+    );
+    assert_eq!(
+        consts[4],
+        &InstKind::Iconst {
+            ty: Type::I32,
+            imm: 0x7fffffff
+        }
+    );
+    assert_eq!(
+        consts[6],
+        &InstKind::Fconst {
+            ty: Type::F32,
+            value: 0.1f32 as f64
+        }
+    );
+    assert_eq!(
+        consts[8],
+        &InstKind::Fconst {
+            ty: Type::F32,
+            value: 1e-7f32 as f64
+        }
+    );
+    assert_eq!(
+        consts[9],
+        &InstKind::Fconst {
+            ty: Type::F64,
+            value: 1.0
+        }
+    );
     match consts[10] {
         InstKind::Fconst { value, .. } => assert!(value.is_nan()),
         k => panic!("{k:?}"),
@@ -296,7 +373,9 @@ fn all_ops_roundtrip_and_types() {
     assert_eq!(calls[4], (Callee::Func(FuncId(1)), false));
     // Canonical text details.
     assert!(printed.starts_with("layout dict_slot_offset = -32\n\nextern fn @sin(f64) -> f64\n"));
-    assert!(printed.contains("\n\nfn @main(%x: f64, %n: i64, %p: ptr) -> f64 {\nentry:\n    %a = iconst.i64 -5\n"));
+    assert!(printed.contains(
+        "\n\nfn @main(%x: f64, %n: i64, %p: ptr) -> f64 {\nentry:\n    %a = iconst.i64 -5\n"
+    ));
     assert!(printed.contains("    %g = fconst.f32 0.1\n"));
     assert!(printed.contains("    %nan = fconst.f64 nan\n"));
     assert!(printed.contains("    %ninf = fconst.f64 -inf\n"));
@@ -355,10 +434,30 @@ first:
 
 #[test]
 fn syntax_errors() {
-    expect_err("fn @f() {\nentry:\n    %x = iconst.i64 1 2\n    return\n}\n", 3, 23, "unexpected `2`");
-    expect_err("fn @f() {\nentry:\n    %x iconst.i64 1\n}\n", 3, 8, "expected `=`");
-    expect_err("fn @f() {\nentry:\n    %x = frobnicate %y\n}\n", 3, 10, "unknown instruction `frobnicate`");
-    expect_err("fn @f() {\nentry:\n    %x = iadd %a %b\n}\n", 3, 18, "expected `,`");
+    expect_err(
+        "fn @f() {\nentry:\n    %x = iconst.i64 1 2\n    return\n}\n",
+        3,
+        23,
+        "unexpected `2`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x iconst.i64 1\n}\n",
+        3,
+        8,
+        "expected `=`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = frobnicate %y\n}\n",
+        3,
+        10,
+        "unknown instruction `frobnicate`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = iadd %a %b\n}\n",
+        3,
+        18,
+        "expected `,`",
+    );
     expect_err("fn @f() {\n    return\n}\n", 2, 5, "expected a block label");
     expect_err("entry:\n", 1, 1, "expected `fn`, `extern fn` or `layout`");
     expect_err("}\n", 1, 1, "expected `fn`");
@@ -366,38 +465,148 @@ fn syntax_errors() {
     expect_err("fn @f(%a: i65) {\n", 1, 11, "unknown type `i65`");
     expect_err("fn @f() -> i64\n", 1, 15, "expected `{`, found end of line");
     expect_err("layout cpython313\n", 1, 8, "unknown layout preset");
-    expect_err("layout dict_slot_offset = 3\n", 1, 27, "not a multiple of 8");
-    expect_err("layout phoenix\nlayout phoenix\n", 2, 1, "duplicate `layout`");
-    expect_err("fn @f() {\nentry:\n    %x = iconst 1\n}\n", 3, 10, "needs a type suffix");
-    expect_err("fn @f() {\nentry:\n    %x = icmp.foo %a, %a\n}\n", 3, 10, "unknown icmp condition code `foo`");
-    expect_err("fn @f() {\nentry:\n    %x = fconst.i64 1\n}\n", 3, 10, "fconst needs a float type");
-    expect_err("fn @f() {\nentry:\n    iadd %a, %a\n}\n", 3, 5, "produces a value");
-    expect_err("fn @f() {\nentry:\n    %x = return\n}\n", 3, 5, "does not produce a value");
-    expect_err("fn @f() {\nentry:\n    %x = iconst.i64 1 ; ok\n    $\n}\n", 4, 5, "unexpected character `$`");
-    expect_err("fn @f() {\nentry:\n    return\n}\nfn @f() {\nentry:\n    return\n}\n", 5, 4, "@f is already defined (at line 1)");
-    expect_err("extern fn @f()\nfn @f() {\nentry:\n    return\n}\n", 2, 4, "@f is already defined (at line 1)");
-    expect_err("fn @f() {\nentry:\n    return\nentry:\n    return\n}\n", 4, 1, "block `entry` is already defined (at line 2)");
+    expect_err(
+        "layout dict_slot_offset = 3\n",
+        1,
+        27,
+        "not a multiple of 8",
+    );
+    expect_err(
+        "layout phoenix\nlayout phoenix\n",
+        2,
+        1,
+        "duplicate `layout`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = iconst 1\n}\n",
+        3,
+        10,
+        "needs a type suffix",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = icmp.foo %a, %a\n}\n",
+        3,
+        10,
+        "unknown icmp condition code `foo`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = fconst.i64 1\n}\n",
+        3,
+        10,
+        "fconst needs a float type",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    iadd %a, %a\n}\n",
+        3,
+        5,
+        "produces a value",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = return\n}\n",
+        3,
+        5,
+        "does not produce a value",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %x = iconst.i64 1 ; ok\n    $\n}\n",
+        4,
+        5,
+        "unexpected character `$`",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    return\n}\nfn @f() {\nentry:\n    return\n}\n",
+        5,
+        4,
+        "@f is already defined (at line 1)",
+    );
+    expect_err(
+        "extern fn @f()\nfn @f() {\nentry:\n    return\n}\n",
+        2,
+        4,
+        "@f is already defined (at line 1)",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    return\nentry:\n    return\n}\n",
+        4,
+        1,
+        "block `entry` is already defined (at line 2)",
+    );
     expect_err("fn @f() {\n}\n", 1, 1, "has no blocks");
-    expect_err("fn @f() {\nentry:\n    %s = adstack.alloc.f32 0\n}\n", 3, 28, "adstack capacity");
-    expect_err("fn @f() {\nentry:\n    %s = adstack.alloc.f32 1048577\n}\n", 3, 28, "adstack capacity");
-    expect_err("fn @f() {\nentry:\n    %s = adstack.alloc.i32 4\n}\n", 3, 10, "unknown adstack element type");
-    expect_err("fn @f(%o: ptr) {\nentry:\n    %v = load_attr %o, 16777216\n}\n", 3, 24, "attribute index");
-    expect_err("fn @f(%o: ptr) {\nentry:\n    %v = load.i64 %o, 2147483648\n}\n", 3, 23, "out of range");
+    expect_err(
+        "fn @f() {\nentry:\n    %s = adstack.alloc.f32 0\n}\n",
+        3,
+        28,
+        "adstack capacity",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %s = adstack.alloc.f32 1048577\n}\n",
+        3,
+        28,
+        "adstack capacity",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    %s = adstack.alloc.i32 4\n}\n",
+        3,
+        10,
+        "unknown adstack element type",
+    );
+    expect_err(
+        "fn @f(%o: ptr) {\nentry:\n    %v = load_attr %o, 16777216\n}\n",
+        3,
+        24,
+        "attribute index",
+    );
+    expect_err(
+        "fn @f(%o: ptr) {\nentry:\n    %v = load.i64 %o, 2147483648\n}\n",
+        3,
+        23,
+        "out of range",
+    );
     expect_err("fn @f() {\nentry:\n    watch %o\n}\n", 3, 5, "guard.watch");
     expect_err("fn @f() {\nentry: %x\n}\n", 2, 8, "expected end of line");
-    expect_err("fn @f() {\nent-ry:\n}\n", 2, 1, "expected a block label before the first instruction");
-    expect_err("fn @f() {\nentry:\n    return\nent-ry:\n}\n", 4, 1, "unknown instruction `ent`");
+    expect_err(
+        "fn @f() {\nent-ry:\n}\n",
+        2,
+        1,
+        "expected a block label before the first instruction",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    return\nent-ry:\n}\n",
+        4,
+        1,
+        "unknown instruction `ent`",
+    );
 }
 
 #[test]
 fn name_errors() {
     // unknown value (at its first use)
-    expect_err("fn @f() -> i64 {\nentry:\n    return %nope\n}\n", 3, 12, "unknown value %nope");
+    expect_err(
+        "fn @f() -> i64 {\nentry:\n    return %nope\n}\n",
+        3,
+        12,
+        "unknown value %nope",
+    );
     // unknown block (at the label)
-    expect_err("fn @f() {\nentry:\n    jump nowhere\n}\n", 3, 10, "unknown block `nowhere`");
-    expect_err("fn @f(%c: i8) {\nentry:\n    brif %c, entry, away(%c)\n}\n", 3, 21, "unknown block `away`");
+    expect_err(
+        "fn @f() {\nentry:\n    jump nowhere\n}\n",
+        3,
+        10,
+        "unknown block `nowhere`",
+    );
+    expect_err(
+        "fn @f(%c: i8) {\nentry:\n    brif %c, entry, away(%c)\n}\n",
+        3,
+        21,
+        "unknown block `away`",
+    );
     // unknown function (at the name)
-    expect_err("fn @f() {\nentry:\n    call @g()\n    return\n}\n", 3, 10, "unknown function @g");
+    expect_err(
+        "fn @f() {\nentry:\n    call @g()\n    return\n}\n",
+        3,
+        10,
+        "unknown function @g",
+    );
     // redefinition: at the second definition, naming the first's line
     expect_err(
         "fn @f(%a: i64) -> i64 {\nentry:\n    %x = iadd %a, %a\n    %x = iadd %a, %a\n    return %x\n}\n",
@@ -405,7 +614,12 @@ fn name_errors() {
         5,
         "value %x is already defined (at line 3)",
     );
-    expect_err("fn @f(%a: i64, %a: i64) {\nentry:\n    return\n}\n", 1, 16, "already defined (at line 1)");
+    expect_err(
+        "fn @f(%a: i64, %a: i64) {\nentry:\n    return\n}\n",
+        1,
+        16,
+        "already defined (at line 1)",
+    );
     // a result taken from a void callee
     expect_err(
         "extern fn @g()\nfn @f() {\nentry:\n    %r = call @g()\n    return\n}\n",
@@ -414,49 +628,121 @@ fn name_errors() {
         "@g returns no value",
     );
     // non-ASCII names are errors, not panics
-    expect_err("fn @f() {\nentry:\n    %é = iconst.i64 1\n}\n", 3, 5, "expected a value name after `%`");
+    expect_err(
+        "fn @f() {\nentry:\n    %é = iconst.i64 1\n}\n",
+        3,
+        5,
+        "expected a value name after `%`",
+    );
     expect_err("fn @ƒ() {\n", 1, 4, "expected a function name after `@`");
     expect_err("fn @f() {\nentrée:\n", 2, 5, "unexpected character `é`");
-    expect_err("fn @f() {\nentry:\n    return ; ünïcödé in comments is fine\n}\nλ", 5, 1, "unexpected character `λ`");
+    expect_err(
+        "fn @f() {\nentry:\n    return ; ünïcödé in comments is fine\n}\nλ",
+        5,
+        1,
+        "unexpected character `λ`",
+    );
 }
 
 #[test]
 fn integer_literals() {
-    let big = "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 99999999999999999999999\n    return %x\n}\n";
+    let big =
+        "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 99999999999999999999999\n    return %x\n}\n";
     expect_err(big, 3, 21, "out of range");
-    let huge = format!("fn @f() -> i64 {{\nentry:\n    %x = iconst.i64 {}\n    return %x\n}}\n", "9".repeat(200));
+    let huge = format!(
+        "fn @f() -> i64 {{\nentry:\n    %x = iconst.i64 {}\n    return %x\n}}\n",
+        "9".repeat(200)
+    );
     expect_err(&huge, 3, 21, "integer literal out of range");
-    expect_err("fn @f() -> i8 {\nentry:\n    %x = iconst.i8 256\n    return %x\n}\n", 3, 20, "out of range for i8");
-    expect_err("fn @f() -> i8 {\nentry:\n    %x = iconst.i8 -129\n    return %x\n}\n", 3, 20, "out of range for i8");
-    expect_err("fn @f() -> i64 {\nentry:\n    %x = iconst.i64 18446744073709551616\n    return %x\n}\n", 3, 21, "out of range");
-    expect_err("fn @f() -> i64 {\nentry:\n    %x = iconst.i64 -9223372036854775809\n    return %x\n}\n", 3, 21, "out of range");
-    expect_err("fn @f() -> i64 {\nentry:\n    %x = iconst.i64 0x\n    return %x\n}\n", 3, 21, "invalid integer literal");
-    expect_err("fn @f() -> i64 {\nentry:\n    %x = iconst.i64 1.5\n    return %x\n}\n", 3, 21, "invalid integer literal");
+    expect_err(
+        "fn @f() -> i8 {\nentry:\n    %x = iconst.i8 256\n    return %x\n}\n",
+        3,
+        20,
+        "out of range for i8",
+    );
+    expect_err(
+        "fn @f() -> i8 {\nentry:\n    %x = iconst.i8 -129\n    return %x\n}\n",
+        3,
+        20,
+        "out of range for i8",
+    );
+    expect_err(
+        "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 18446744073709551616\n    return %x\n}\n",
+        3,
+        21,
+        "out of range",
+    );
+    expect_err(
+        "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 -9223372036854775809\n    return %x\n}\n",
+        3,
+        21,
+        "out of range",
+    );
+    expect_err(
+        "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 0x\n    return %x\n}\n",
+        3,
+        21,
+        "invalid integer literal",
+    );
+    expect_err(
+        "fn @f() -> i64 {\nentry:\n    %x = iconst.i64 1.5\n    return %x\n}\n",
+        3,
+        21,
+        "invalid integer literal",
+    );
     let m = parse_ok("fn @f() -> i32 {\nentry:\n    %x = iconst.i32 0xFFFFFFFF\n    %y = iconst.i64 -0x8000000000000000\n    return %x\n}\n");
     let insts = &m.functions[0].blocks[0].insts;
-    assert_eq!(insts[0].kind, InstKind::Iconst { ty: Type::I32, imm: -1 });
-    assert_eq!(insts[1].kind, InstKind::Iconst { ty: Type::I64, imm: i64::MIN });
+    assert_eq!(
+        insts[0].kind,
+        InstKind::Iconst {
+            ty: Type::I32,
+            imm: -1
+        }
+    );
+    assert_eq!(
+        insts[1].kind,
+        InstKind::Iconst {
+            ty: Type::I64,
+            imm: i64::MIN
+        }
+    );
 }
 
 #[test]
 fn float_literals() {
-    for bad in ["1.2.3", "abc", "1e", "0x10", "1.", ".5", "--1.0", "1e400", "infinity", "NaN"] {
-        let text = format!("fn @f() -> f64 {{\nentry:\n    %x = fconst.f64 {bad}\n    return %x\n}}\n");
+    for bad in [
+        "1.2.3", "abc", "1e", "0x10", "1.", ".5", "--1.0", "1e400", "infinity", "NaN",
+    ] {
+        let text =
+            format!("fn @f() -> f64 {{\nentry:\n    %x = fconst.f64 {bad}\n    return %x\n}}\n");
         let e = parse_module(&text).expect_err(bad);
         assert_eq!((e.loc.line, e.loc.col), (3, 21), "{bad}: {e}");
         assert!(e.msg.contains("float literal"), "{bad}: {e}");
     }
-    expect_err("fn @f() -> f32 {\nentry:\n    %x = fconst.f32 1e39\n    return %x\n}\n", 3, 21, "out of range for f32");
+    expect_err(
+        "fn @f() -> f32 {\nentry:\n    %x = fconst.f32 1e39\n    return %x\n}\n",
+        3,
+        21,
+        "out of range for f32",
+    );
     // f32 literals round once, straight to f32 (not via f64).
     let s = "1.00000005960464477539062500000001";
     let text = format!("fn @f() -> f32 {{\nentry:\n    %x = fconst.f32 {s}\n    return %x\n}}\n");
     let m = parse_ok(&text);
     let want = s.parse::<f32>().unwrap() as f64;
-    assert_eq!(m.functions[0].blocks[0].insts[0].kind, InstKind::Fconst { ty: Type::F32, value: want });
+    assert_eq!(
+        m.functions[0].blocks[0].insts[0].kind,
+        InstKind::Fconst {
+            ty: Type::F32,
+            value: want
+        }
+    );
     // Printing is bit-exact for arbitrary finite values.
     let mut seed = 0x1234_5678_9abc_def0u64;
     for _ in 0..2000 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let v64 = f64::from_bits(seed);
         let v32 = f32::from_bits((seed >> 32) as u32);
         for (ty, v) in [(Type::F64, v64), (Type::F32, v32 as f64)] {
@@ -469,7 +755,9 @@ fn float_literals() {
             );
             let m = parse_ok(&text);
             match m.functions[0].blocks[0].insts[0].kind {
-                InstKind::Fconst { value, .. } => assert_eq!(value.to_bits(), v.to_bits(), "{text}"),
+                InstKind::Fconst { value, .. } => {
+                    assert_eq!(value.to_bits(), v.to_bits(), "{text}")
+                }
                 ref k => panic!("{k:?}"),
             }
         }
@@ -478,9 +766,24 @@ fn float_literals() {
 
 #[test]
 fn unclosed_function() {
-    expect_err("fn @f() {\nentry:\n    return\n", 1, 1, "unclosed function @f");
-    expect_err("\n\n  fn @main() {\nentry:\n    return\n\n", 3, 3, "unclosed function @main");
-    expect_err("fn @f() {\nentry:\n    return\nfn @g() {\nentry:\n    return\n}\n", 1, 1, "unclosed function @f");
+    expect_err(
+        "fn @f() {\nentry:\n    return\n",
+        1,
+        1,
+        "unclosed function @f",
+    );
+    expect_err(
+        "\n\n  fn @main() {\nentry:\n    return\n\n",
+        3,
+        3,
+        "unclosed function @main",
+    );
+    expect_err(
+        "fn @f() {\nentry:\n    return\nfn @g() {\nentry:\n    return\n}\n",
+        1,
+        1,
+        "unclosed function @f",
+    );
 }
 
 #[test]
@@ -504,9 +807,13 @@ fn pathological_inputs_fail_fast() {
 fn twenty_thousand_blocks() {
     // Blocks in reverse text order, so inference has to follow the CFG.
     const N: usize = 20_000;
-    let mut t = String::from("fn @main(%n: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    jump b0(%n)\n");
+    let mut t = String::from(
+        "fn @main(%n: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    jump b0(%n)\n",
+    );
     for i in (0..N).rev() {
-        t.push_str(&format!("b{i}(%x{i}: i64):\n    %y{i} = iadd %x{i}, %one\n"));
+        t.push_str(&format!(
+            "b{i}(%x{i}: i64):\n    %y{i} = iadd %x{i}, %one\n"
+        ));
         if i + 1 < N {
             t.push_str(&format!("    jump b{}(%y{i})\n", i + 1));
         } else {
@@ -518,11 +825,18 @@ fn twenty_thousand_blocks() {
     let m = parse_ok(&t);
     let elapsed = start.elapsed();
     assert_eq!(m.functions[0].blocks.len(), N + 1);
-    assert!(elapsed < Duration::from_secs(2), "parsing {N} blocks took {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "parsing {N} blocks took {elapsed:?}"
+    );
     // A long chain of operand-typed values, written in reverse order.
     let mut t = String::from("fn @main(%n: i64) -> i64 {\nentry:\n    jump b0\n");
     for i in (0..N).rev() {
-        let src = if i == 0 { "%n".to_string() } else { format!("%v{}", i - 1) };
+        let src = if i == 0 {
+            "%n".to_string()
+        } else {
+            format!("%v{}", i - 1)
+        };
         t.push_str(&format!("b{i}:\n    %v{i} = iadd {src}, %n\n"));
         if i + 1 < N {
             t.push_str(&format!("    jump b{}\n", i + 1));
@@ -577,7 +891,10 @@ fn guards() {
     // explicit ids
     assert_eq!(insts[3].site, Some(SiteId(3)));
     let s3 = m.site(SiteId(3)).unwrap();
-    assert_eq!((s3.func, s3.loc, s3.op), (FuncId(0), SrcLoc::new(27, 5), "store_attr"));
+    assert_eq!(
+        (s3.func, s3.loc, s3.op),
+        (FuncId(0), SrcLoc::new(27, 5), "store_attr")
+    );
     assert_eq!(insts[4].site, Some(SiteId(0)));
     assert_eq!(m.site(SiteId(0)).unwrap().op, "dict_slot.load");
     // fresh ids: after the largest explicit one (7), in text order; loc = own position
@@ -616,18 +933,65 @@ fn guard_errors() {
         38,
         "duplicate site id 1",
     );
-    expect_err(&wrap("    %x = guard.iadd %a, %a"), 3, 10, "`iadd` cannot be guarded");
-    expect_err(&wrap("    %s = guard.adstack.alloc.f32 4"), 3, 10, "cannot be guarded");
-    expect_err(&wrap("    %n = guard.adstack.len %o"), 3, 10, "cannot be guarded");
-    expect_err(&wrap("    store_attr %o, 0, %a !site(1, 2:3)"), 3, 26, "only allowed on guarded");
-    expect_err(&wrap("    guard.watch %o !site(1, 2:3)"), 3, 20, "only allowed on guarded");
-    expect_err(&wrap("    guard.store_attr %o, 0, %a !sight(1, 2:3)"), 3, 32, "unknown annotation");
-    expect_err(&wrap("    guard.store_attr %o, 0, %a !site(1, 2)"), 3, 42, "expected `:`");
-    expect_err(&wrap("    guard.store_attr %o, 0, %a !site(4294967296, 2:3)"), 3, 38, "site id out of range");
-    expect_err(&wrap("    guard.store_attr %o, 0, %a !site(1, 2:3) %a"), 3, 46, "unexpected `%a`");
+    expect_err(
+        &wrap("    %x = guard.iadd %a, %a"),
+        3,
+        10,
+        "`iadd` cannot be guarded",
+    );
+    expect_err(
+        &wrap("    %s = guard.adstack.alloc.f32 4"),
+        3,
+        10,
+        "cannot be guarded",
+    );
+    expect_err(
+        &wrap("    %n = guard.adstack.len %o"),
+        3,
+        10,
+        "cannot be guarded",
+    );
+    expect_err(
+        &wrap("    store_attr %o, 0, %a !site(1, 2:3)"),
+        3,
+        26,
+        "only allowed on guarded",
+    );
+    expect_err(
+        &wrap("    guard.watch %o !site(1, 2:3)"),
+        3,
+        20,
+        "only allowed on guarded",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !sight(1, 2:3)"),
+        3,
+        32,
+        "unknown annotation",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(1, 2)"),
+        3,
+        42,
+        "expected `:`",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(4294967296, 2:3)"),
+        3,
+        38,
+        "integer literal out of range for a site id",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(1, 2:3) %a"),
+        3,
+        46,
+        "unexpected `%a`",
+    );
     // Fresh ids after the largest possible explicit id: no id left.
     expect_err(
-        &wrap("    guard.store_attr %o, 0, %a !site(4294967295, 2:3)\n    guard.store_attr %o, 0, %a"),
+        &wrap(
+            "    guard.store_attr %o, 0, %a !site(4294967295, 2:3)\n    guard.store_attr %o, 0, %a",
+        ),
         4,
         5,
         "no site id left",
@@ -706,7 +1070,10 @@ fn builder_roundtrip() {
     assert!(text.contains("\nb9_exit_(%v"), "{text}");
     assert!(text.contains("    %v5 = iconst.i8 -56\n"), "{text}");
     assert!(text.contains("    %v7 = fconst.f32 0.1\n"), "{text}");
-    assert!(text.contains("    guard.store_attr %v3, 2, %v4 !site(0, 42:7)\n"), "{text}");
+    assert!(
+        text.contains("    guard.store_attr %v3, 2, %v4 !site(0, 42:7)\n"),
+        "{text}"
+    );
     assert!(text.contains("    guard.watch %v3\n"), "{text}");
     let m2 = parse_ok(&text);
     // Same text again, and the same structure apart from value numbering
@@ -737,7 +1104,11 @@ fn printer_survives_bad_names() {
     f.blocks[1].name = "entry".into();
     let text = print_module(&m);
     let m2 = parse_ok(&text);
-    let names: Vec<&str> = m2.functions[0].values.iter().map(|v| v.name.as_str()).collect();
+    let names: Vec<&str> = m2.functions[0]
+        .values
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
     assert_eq!(names, ["a", "a.1", "v.1"]);
     assert_eq!(m2.functions[0].blocks[1].name, "entry_1");
     assert_eq!(print_module(&m2), text);
@@ -745,11 +1116,17 @@ fn printer_survives_bad_names() {
 
 #[test]
 fn mutations_never_panic() {
-    let texts: Vec<String> = examples().into_iter().map(|(_, t)| t).chain([ALL_OPS.to_string(), GUARDS.to_string()]).collect();
+    let texts: Vec<String> = examples()
+        .into_iter()
+        .map(|(_, t)| t)
+        .chain([ALL_OPS.to_string(), GUARDS.to_string()])
+        .collect();
     const ALPHABET: &[u8] = b" \n%@!(),:={}-;.0123456789aefinxz_guardsite\xc3\xa9\xff";
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (seed >> 33) as usize
     };
     let mut parsed_ok = 0;
@@ -787,4 +1164,13 @@ fn mutations_never_panic() {
         }
     }
     assert!(parsed_ok > 0);
+}
+
+#[test]
+fn examples_verify() {
+    for (path, text) in examples() {
+        if let Err(e) = guardlift_ir::parse_and_verify(&text) {
+            panic!("{path}: {e}");
+        }
+    }
 }

@@ -1,0 +1,1246 @@
+//! The one lowering from guardlift IR to Cranelift IR, shared by the JIT
+//! ([`crate::engine`]) and the object emitter ([`crate::object`]).
+//!
+//! Each IR block becomes a Cranelift block with the same parameters; each IR
+//! value maps to one Cranelift value (no variables: the IR is already SSA).
+//! Blocks are lowered in reverse postorder so every definition is lowered
+//! before its uses; unreachable blocks are dropped.
+//!
+//! Object-model and adstack code reads its offsets from
+//! [`guardlift_runtime::layout`] and [`guardlift_runtime::adstack`] only.
+//!
+//! Guards (instructions with a site) are an inline check of a few
+//! instructions that branches to an out-of-line cold block; the cold block
+//! calls the runtime's report entry point and then applies the recover-mode
+//! effect and rejoins. How a mode is lowered is decided in one place,
+//! [`guard_strategy`].
+
+use crate::error::JitError;
+use cranelift_codegen::ir::{
+    self as cl, condcodes, types, AbiParam, BlockArg, ExtFuncData, ExternalName, InstBuilder,
+    MemFlagsData, Signature, SourceLoc, StackSlotData, StackSlotKind, UserExternalName,
+    UserFuncName,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
+use guardlift_ir::{
+    analysis, BinOp, Block, Callee, ConvOp, FloatCC, FuncId, InstKind, IntCC, SiteId, Type, UnOp,
+    Value,
+};
+use guardlift_runtime::abi::{self, AbiTy, Builtin};
+use guardlift_runtime::adstack::{self, AdElem};
+use guardlift_runtime::layout;
+use guardlift_runtime::{Mode, ReportKind};
+use std::collections::HashMap;
+
+/// Name of the data symbol whose address is the runtime pointer in object files.
+pub const RUNTIME_SYMBOL: &str = "guardlift_runtime";
+
+/// How generated code finds the runtime (the hidden first argument of
+/// built-ins and report entry points).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RtRef {
+    /// A constant address (JIT: `Arc::as_ptr` of the module's runtime).
+    Const(u64),
+    /// The address of the imported data symbol [`RUNTIME_SYMBOL`] (object files).
+    Symbol,
+}
+
+/// How a failed check is lowered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GuardStrategy {
+    /// Inline check branching to a cold block that calls the report entry
+    /// point, then applies the recover-mode effect and rejoins. In abort mode
+    /// the call does not return unless the runtime was configured not to
+    /// end the process, in which case the recover path keeps every write
+    /// inside its buffer or slot.
+    ReportCall,
+}
+
+/// The single place where the runtime mode decides the guard lowering.
+///
+/// Trap mode is lowered like abort mode for now; a later change can return a
+/// `Trap` strategy here (a `trapnz` with a per-kind trap code) without
+/// touching the individual guards, which all go through
+/// `FnLower::check`.
+pub fn guard_strategy(mode: Mode) -> GuardStrategy {
+    match mode {
+        Mode::Abort | Mode::Recover | Mode::Trap => GuardStrategy::ReportCall,
+    }
+}
+
+// ---- the dict tag check ----------------------------------------------------
+
+/// Added to the word so that both valid tags land on low bits with
+/// `DICT_CHECK_MASK` clear: `VALUES_TAG` (0b111) wraps to 0b000 and
+/// `DICT_TAG` (0b000) becomes 0b001.
+pub const DICT_CHECK_ADD: u64 = layout::TAG_MASK + 1 - layout::VALUES_TAG;
+/// The tag bits other than the values bit: `((word + ADD) & MASK) == 0` iff the tag is valid.
+pub const DICT_CHECK_MASK: u64 = layout::TAG_MASK & !layout::VALUES_BIT;
+
+// The two-instruction check relies on the tag encoding; pin it.
+const _: () = assert!(layout::VALUES_TAG == layout::TAG_MASK);
+const _: () = assert!(layout::DICT_TAG == 0);
+const _: () = assert!(layout::VALUES_BIT == 1);
+const _: () = assert!(layout::TAG_MASK == 0b111);
+
+/// The check the inline sequence computes, in Rust (tests compare it with
+/// [`layout::tag_ok`]).
+pub const fn dict_word_ok(word: u64) -> bool {
+    word.wrapping_add(DICT_CHECK_ADD) & DICT_CHECK_MASK == 0
+}
+
+// ---- types and signatures ----------------------------------------------------
+
+/// The Cranelift type of an IR type (`ptr` and adstack handles are addresses).
+pub fn cl_type(t: Type) -> cl::Type {
+    match t {
+        Type::I8 => types::I8,
+        Type::I32 => types::I32,
+        Type::I64 | Type::Ptr | Type::AdStack(_) => types::I64,
+        Type::F32 => types::F32,
+        Type::F64 => types::F64,
+    }
+}
+
+fn elem_type(e: AdElem) -> cl::Type {
+    cl_type(Type::of_elem(e))
+}
+
+fn abi_cl(t: AbiTy) -> cl::Type {
+    match t {
+        AbiTy::I64 => types::I64,
+        AbiTy::F64 => types::F64,
+    }
+}
+
+/// The ABI class an IR type passes as to a built-in, if any.
+pub fn abi_class(t: Type) -> Option<AbiTy> {
+    match t {
+        Type::I64 | Type::Ptr => Some(AbiTy::I64),
+        Type::F64 => Some(AbiTy::F64),
+        _ => None,
+    }
+}
+
+/// The native signature of an IR function or host extern.
+pub fn ir_signature(cc: CallConv, params: &[Type], ret: Option<Type>) -> Signature {
+    let mut s = Signature::new(cc);
+    s.params.extend(params.iter().map(|&t| AbiParam::new(cl_type(t))));
+    s.returns.extend(ret.map(|t| AbiParam::new(cl_type(t))));
+    s
+}
+
+/// The native signature of a built-in (with the hidden runtime pointer when it needs it).
+pub fn builtin_signature(cc: CallConv, b: &Builtin) -> Signature {
+    let mut s = Signature::new(cc);
+    if b.needs_rt {
+        s.params.push(AbiParam::new(types::I64));
+    }
+    s.params.extend(b.params.iter().map(|&t| AbiParam::new(abi_cl(t))));
+    s.returns.extend(b.ret.map(|t| AbiParam::new(abi_cl(t))));
+    s
+}
+
+/// The instrumentation entry points of [`guardlift_runtime::abi`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    ReportDict,
+    ReportAdstack,
+    ClobberCheck,
+    Watch,
+}
+
+impl Entry {
+    pub const ALL: [Entry; 4] =
+        [Entry::ReportDict, Entry::ReportAdstack, Entry::ClobberCheck, Entry::Watch];
+
+    /// (symbol, address) in the runtime.
+    pub fn symbol_and_addr(self) -> (&'static str, *const u8) {
+        match self {
+            Entry::ReportDict => abi::ENTRY_REPORT_DICT,
+            Entry::ReportAdstack => abi::ENTRY_REPORT_ADSTACK,
+            Entry::ClobberCheck => abi::ENTRY_CLOBBER_CHECK,
+            Entry::Watch => abi::ENTRY_WATCH,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        self.symbol_and_addr().0
+    }
+
+    /// Native signature (runtime pointer first).
+    pub fn signature(self, cc: CallConv) -> Signature {
+        use types::{I32, I64};
+        let (params, ret): (&[cl::Type], Option<cl::Type>) = match self {
+            // gl_report_dict(rt, site: u32, obj, word) -> u32
+            Entry::ReportDict => (&[I64, I32, I64, I64], Some(I32)),
+            // gl_report_adstack(rt, site: u32, kind: u32, capacity: u64, len: u64) -> u32
+            Entry::ReportAdstack => (&[I64, I32, I32, I64, I64], Some(I32)),
+            // gl_clobber_check(rt, site: u32, addr: u64, width: u32, value: u64) -> u32
+            Entry::ClobberCheck => (&[I64, I32, I64, I32, I64], Some(I32)),
+            // gl_watch(rt, obj)
+            Entry::Watch => (&[I64, I64], None),
+        };
+        let mut s = Signature::new(cc);
+        s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        s.returns.extend(ret.map(AbiParam::new));
+        s
+    }
+}
+
+// ---- extern resolution -------------------------------------------------------
+
+/// What an IR extern is bound to.
+#[derive(Clone, Debug)]
+pub enum ExternBinding {
+    /// A built-in of spec §7: call `symbol` (with the runtime pointer when `needs_rt`).
+    Builtin(&'static Builtin),
+    /// A host function under this linker symbol, called as declared.
+    Host { symbol: String },
+}
+
+fn sig_text(params: &[Type], ret: Option<Type>) -> String {
+    let p: Vec<String> = params.iter().map(|t| t.to_string()).collect();
+    match ret {
+        Some(r) => format!("({}) -> {r}", p.join(", ")),
+        None => format!("({})", p.join(", ")),
+    }
+}
+
+fn abi_sig_text(b: &Builtin) -> String {
+    let name = |t: &AbiTy| match t {
+        AbiTy::I64 => "i64",
+        AbiTy::F64 => "f64",
+    };
+    let p: Vec<&str> = b.params.iter().map(name).collect();
+    match &b.ret {
+        Some(r) => format!("({}) -> {}", p.join(", "), name(r)),
+        None => format!("({})", p.join(", ")),
+    }
+}
+
+/// Binds every extern of the module: a built-in name to its built-in
+/// (checking the declared signature), any other name to what `host` returns
+/// (the linker symbol), or a link error `LINE:COL: undefined symbol @name`.
+pub fn resolve_externs(
+    m: &guardlift_ir::Module,
+    mut host: impl FnMut(&str) -> Option<String>,
+) -> Result<Vec<ExternBinding>, JitError> {
+    let mut out = Vec::with_capacity(m.externs.len());
+    for e in &m.externs {
+        if let Some(b) = abi::builtin(&e.name) {
+            let params_ok = e.params.len() == b.params.len()
+                && e.params.iter().zip(b.params).all(|(&t, &a)| abi_class(t) == Some(a));
+            let ret_ok = match (e.ret, b.ret) {
+                (None, None) => true,
+                (Some(t), Some(a)) => abi_class(t) == Some(a),
+                _ => false,
+            };
+            if !(params_ok && ret_ok) {
+                return Err(JitError::Link {
+                    loc: e.loc,
+                    msg: format!(
+                        "extern @{} is declared {} but the built-in is {}",
+                        e.name,
+                        sig_text(&e.params, e.ret),
+                        abi_sig_text(b)
+                    ),
+                });
+            }
+            out.push(ExternBinding::Builtin(b));
+        } else if let Some(symbol) = host(&e.name) {
+            out.push(ExternBinding::Host { symbol });
+        } else {
+            return Err(JitError::Link { loc: e.loc, msg: format!("undefined symbol @{}", e.name) });
+        }
+    }
+    Ok(out)
+}
+
+// ---- the module-level lowerer -----------------------------------------------
+
+/// Module-wide lowering state: how IR functions, externs and the runtime map
+/// to Cranelift module entities. Imports are declared on first use.
+pub struct Lowerer<'m> {
+    pub ir: &'m guardlift_ir::Module,
+    pub rt: RtRef,
+    pub mode: Mode,
+    /// Added to local site ids to get runtime-global ids.
+    pub site_base: u32,
+    pub call_conv: CallConv,
+    /// The Cranelift function of every IR function (by [`FuncId`]).
+    pub funcs: Vec<ClFuncId>,
+    /// The binding of every IR extern (by `ExternId`).
+    pub externs: Vec<ExternBinding>,
+    /// May calls between IR functions use near (limited-range) relocations?
+    pub colocated_calls: bool,
+    imports: HashMap<String, ClFuncId>,
+    rt_data: Option<DataId>,
+}
+
+impl<'m> Lowerer<'m> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ir: &'m guardlift_ir::Module,
+        rt: RtRef,
+        mode: Mode,
+        site_base: u32,
+        call_conv: CallConv,
+        funcs: Vec<ClFuncId>,
+        externs: Vec<ExternBinding>,
+        colocated_calls: bool,
+    ) -> Self {
+        Lowerer {
+            ir,
+            rt,
+            mode,
+            site_base,
+            call_conv,
+            funcs,
+            externs,
+            colocated_calls,
+            imports: HashMap::new(),
+            rt_data: None,
+        }
+    }
+
+    /// The native signature of IR function `id`.
+    pub fn func_signature(&self, id: FuncId) -> Signature {
+        let f = self.ir.func(id);
+        ir_signature(self.call_conv, &f.param_types(), f.ret)
+    }
+
+    fn import<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        symbol: &str,
+        sig: &Signature,
+    ) -> Result<ClFuncId, JitError> {
+        if let Some(&id) = self.imports.get(symbol) {
+            return Ok(id);
+        }
+        let id = m.declare_function(symbol, Linkage::Import, sig).map_err(|e| JitError::Link {
+            loc: Default::default(),
+            msg: format!("cannot import symbol `{symbol}`: {e}"),
+        })?;
+        self.imports.insert(symbol.to_string(), id);
+        Ok(id)
+    }
+
+    fn runtime_data<M: ClModule + ?Sized>(&mut self, m: &mut M) -> Result<DataId, JitError> {
+        if let Some(d) = self.rt_data {
+            return Ok(d);
+        }
+        let d = m.declare_data(RUNTIME_SYMBOL, Linkage::Import, true, false).map_err(|e| {
+            JitError::Link {
+                loc: Default::default(),
+                msg: format!("cannot import data symbol `{RUNTIME_SYMBOL}`: {e}"),
+            }
+        })?;
+        self.rt_data = Some(d);
+        Ok(d)
+    }
+
+    /// Lowers IR function `id` into `out` (which is cleared first).
+    pub fn lower_function<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        id: FuncId,
+        name: UserFuncName,
+        out: &mut cl::Function,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Result<(), JitError> {
+        let f = self.ir.func(id);
+        out.clear();
+        out.name = name;
+        out.signature = self.func_signature(id);
+        let caps = analysis::adstack_capacities(f)
+            .map_err(|d| JitError::Verify(guardlift_ir::VerifyErrors(vec![d])))?;
+        let frontend_config = m.isa().frontend_config();
+        let b = FunctionBuilder::new(out, fctx);
+        let mut fl = FnLower {
+            lw: self,
+            m,
+            b,
+            f,
+            fname: &f.name,
+            vals: vec![None; f.values.len()],
+            blocks: vec![None; f.blocks.len()],
+            caps,
+            frefs: HashMap::new(),
+            rt_gv: None,
+        };
+        fl.run()?;
+        let FnLower { b, .. } = fl;
+        b.finalize(frontend_config);
+        Ok(())
+    }
+}
+
+// ---- per-function lowering --------------------------------------------------
+
+/// Arguments of a report entry call.
+enum Report {
+    Dict { site: u32, obj: cl::Value, word: cl::Value },
+    Adstack { site: u32, kind: ReportKind, capacity: u32, len: cl::Value },
+}
+
+/// What the recover path passes to the join block.
+enum Recover {
+    Nothing,
+    Zero(cl::Type),
+    Value(cl::Value),
+}
+
+struct FnLower<'a, 'm, M: ClModule + ?Sized> {
+    lw: &'a mut Lowerer<'m>,
+    m: &'a mut M,
+    b: FunctionBuilder<'a>,
+    f: &'m guardlift_ir::Function,
+    fname: &'m str,
+    vals: Vec<Option<cl::Value>>,
+    blocks: Vec<Option<cl::Block>>,
+    caps: HashMap<Value, u32>,
+    frefs: HashMap<ClFuncId, cl::FuncRef>,
+    rt_gv: Option<cl::GlobalValue>,
+}
+
+/// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
+fn mem() -> MemFlagsData {
+    MemFlagsData::new()
+}
+
+/// Flags of adstack accesses: our own aligned stack slot.
+fn stack_mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+fn int_cc(cc: IntCC) -> condcodes::IntCC {
+    use condcodes::IntCC as C;
+    match cc {
+        IntCC::Eq => C::Equal,
+        IntCC::Ne => C::NotEqual,
+        IntCC::Slt => C::SignedLessThan,
+        IntCC::Sle => C::SignedLessThanOrEqual,
+        IntCC::Sgt => C::SignedGreaterThan,
+        IntCC::Sge => C::SignedGreaterThanOrEqual,
+        IntCC::Ult => C::UnsignedLessThan,
+        IntCC::Ule => C::UnsignedLessThanOrEqual,
+        IntCC::Ugt => C::UnsignedGreaterThan,
+        IntCC::Uge => C::UnsignedGreaterThanOrEqual,
+    }
+}
+
+fn float_cc(cc: FloatCC) -> condcodes::FloatCC {
+    use condcodes::FloatCC as C;
+    match cc {
+        // Ordered comparisons: false when either operand is NaN.
+        FloatCC::Eq => C::Equal,
+        FloatCC::Lt => C::LessThan,
+        FloatCC::Le => C::LessThanOrEqual,
+        FloatCC::Gt => C::GreaterThan,
+        FloatCC::Ge => C::GreaterThanOrEqual,
+        // `ne` = not `eq`: unordered or not equal, true on NaN.
+        FloatCC::Ne => C::NotEqual,
+    }
+}
+
+/// Reverse postorder of the blocks reachable from the entry (iterative).
+fn reverse_postorder(f: &guardlift_ir::Function) -> Vec<u32> {
+    let nb = f.blocks.len();
+    if nb == 0 {
+        return Vec::new();
+    }
+    let succs = |b: usize| -> Vec<u32> {
+        f.blocks[b]
+            .insts
+            .last()
+            .map(|i| {
+                i.kind
+                    .successors()
+                    .iter()
+                    .map(|bc| bc.block.0)
+                    .filter(|&s| (s as usize) < nb)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut visited = vec![false; nb];
+    let mut post = Vec::with_capacity(nb);
+    let mut stack: Vec<(u32, Vec<u32>)> = vec![(0, succs(0))];
+    visited[0] = true;
+    while let Some((b, pending)) = stack.last_mut() {
+        let b = *b;
+        match pending.pop() {
+            Some(s) => {
+                if !visited[s as usize] {
+                    visited[s as usize] = true;
+                    stack.push((s, succs(s as usize)));
+                }
+            }
+            None => {
+                post.push(b);
+                stack.pop();
+            }
+        }
+    }
+    post.reverse();
+    post
+}
+
+fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
+    JitError::Codegen(format!("@{fname}: {what}"))
+}
+
+impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
+    fn run(&mut self) -> Result<(), JitError> {
+        let f = self.f;
+        if f.blocks.is_empty() {
+            return Err(internal(self.fname, "function has no blocks"));
+        }
+        let rpo = reverse_postorder(f);
+        // Does any branch target the IR entry block? Then the Cranelift entry
+        // (which holds the function parameters) must be a separate block.
+        let entry_targeted = rpo.iter().any(|&bi| {
+            f.blocks[bi as usize]
+                .insts
+                .last()
+                .is_some_and(|t| t.kind.successors().iter().any(|bc| bc.block.0 == 0))
+        });
+        for &bi in &rpo {
+            let blk = self.b.create_block();
+            for &p in &f.blocks[bi as usize].params {
+                let t = cl_type(f.ty(p));
+                let v = self.b.append_block_param(blk, t);
+                self.vals[p.0 as usize] = Some(v);
+            }
+            self.blocks[bi as usize] = Some(blk);
+        }
+        let ir_entry = self.blocks[0].expect("entry is reachable");
+        let cl_entry = if entry_targeted { self.b.create_block() } else { ir_entry };
+        self.b.append_block_params_for_function_params(cl_entry);
+        let params: Vec<cl::Value> = self.b.block_params(cl_entry).to_vec();
+        for (&p, v) in f.params.iter().zip(params) {
+            self.vals[p.0 as usize] = Some(v);
+        }
+        if entry_targeted {
+            self.b.switch_to_block(cl_entry);
+            self.b.ins().jump(ir_entry, &[]);
+        }
+        for &bi in &rpo {
+            let blk = self.blocks[bi as usize].expect("reachable block");
+            self.b.switch_to_block(blk);
+            let bd = &f.blocks[bi as usize];
+            for inst in &bd.insts {
+                self.b.set_srcloc(SourceLoc::new(inst.loc.line));
+                self.inst(inst)?;
+            }
+            if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
+                return Err(internal(
+                    self.fname,
+                    format!("block `{}` does not end in a terminator", bd.name),
+                ));
+            }
+        }
+        self.b.seal_all_blocks();
+        Ok(())
+    }
+
+    // ---- small helpers ----
+
+    fn val(&self, v: Value) -> Result<cl::Value, JitError> {
+        self.vals
+            .get(v.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| internal(self.fname, format!("value %{} used before definition", v.0)))
+    }
+
+    fn ty(&self, v: Value) -> Type {
+        self.f.ty(v)
+    }
+
+    fn def(&mut self, r: Option<Value>, v: cl::Value) {
+        if let Some(r) = r {
+            self.vals[r.0 as usize] = Some(v);
+        }
+    }
+
+    fn iconst(&mut self, ty: cl::Type, imm: i64) -> cl::Value {
+        // Narrow constants are stored zero-extended.
+        let bits = ty.bits();
+        let imm = if bits < 64 { (imm as u64 & ((1u64 << bits) - 1)) as i64 } else { imm };
+        self.b.ins().iconst(ty, imm)
+    }
+
+    fn zero(&mut self, ty: cl::Type) -> cl::Value {
+        match ty {
+            types::F32 => self.b.ins().f32const(0.0f32),
+            types::F64 => self.b.ins().f64const(0.0f64),
+            _ => self.iconst(ty, 0),
+        }
+    }
+
+    fn site(&self, id: SiteId) -> Result<u32, JitError> {
+        self.lw
+            .site_base
+            .checked_add(id.0)
+            .ok_or_else(|| internal(self.fname, "site id overflows u32"))
+    }
+
+    fn cap(&self, stack: Value) -> Result<u32, JitError> {
+        self.caps
+            .get(&stack)
+            .copied()
+            .ok_or_else(|| internal(self.fname, format!("no adstack capacity for %{}", stack.0)))
+    }
+
+    fn stack_elem(&self, stack: Value) -> Result<AdElem, JitError> {
+        self.ty(stack)
+            .adstack_elem()
+            .ok_or_else(|| internal(self.fname, format!("%{} is not an adstack handle", stack.0)))
+    }
+
+    /// A FuncRef for a declared Cranelift function.
+    fn fref(&mut self, id: ClFuncId) -> cl::FuncRef {
+        if let Some(&r) = self.frefs.get(&id) {
+            return r;
+        }
+        let decl = self.m.declarations().get_function_decl(id);
+        let colocated = self.lw.colocated_calls && decl.linkage.is_final();
+        let sig = decl.signature.clone();
+        let sig = self.b.import_signature(sig);
+        let name = self
+            .b
+            .func
+            .declare_imported_user_function(UserExternalName { namespace: 0, index: id.as_u32() });
+        let r = self.b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature: sig,
+            colocated,
+            patchable: false,
+        });
+        self.frefs.insert(id, r);
+        r
+    }
+
+    fn import(&mut self, symbol: &str, sig: &Signature) -> Result<cl::FuncRef, JitError> {
+        let id = self.lw.import(self.m, symbol, sig)?;
+        Ok(self.fref(id))
+    }
+
+    /// The runtime pointer, materialized at the point of use (cold or slow paths).
+    fn rt(&mut self) -> Result<cl::Value, JitError> {
+        match self.lw.rt {
+            RtRef::Const(p) => Ok(self.b.ins().iconst(types::I64, p as i64)),
+            RtRef::Symbol => {
+                let gv = match self.rt_gv {
+                    Some(g) => g,
+                    None => {
+                        let d = self.lw.runtime_data(self.m)?;
+                        let g = self.m.declare_data_in_func(d, self.b.func);
+                        self.rt_gv = Some(g);
+                        g
+                    }
+                };
+                Ok(self.b.ins().symbol_value(types::I64, gv))
+            }
+        }
+    }
+
+    fn call_entry(&mut self, e: Entry, args: &[cl::Value]) -> Result<Option<cl::Value>, JitError> {
+        let sig = e.signature(self.lw.call_conv);
+        let r = self.import(e.symbol(), &sig)?;
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    fn call_builtin(
+        &mut self,
+        b: &'static Builtin,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let sig = builtin_signature(self.lw.call_conv, b);
+        let r = self.import(b.symbol, &sig)?;
+        let mut full = Vec::with_capacity(args.len() + 1);
+        if b.needs_rt {
+            full.push(self.rt()?);
+        }
+        full.extend_from_slice(args);
+        let call = self.b.ins().call(r, &full);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    fn slow_path(&mut self, name: &str, args: &[cl::Value]) -> Result<Option<cl::Value>, JitError> {
+        let b = abi::builtin(name)
+            .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
+        self.call_builtin(b, args)
+    }
+
+    fn emit_report(&mut self, r: Report) -> Result<(), JitError> {
+        let rt = self.rt()?;
+        match r {
+            Report::Dict { site, obj, word } => {
+                let s = self.iconst(types::I32, site as i64);
+                self.call_entry(Entry::ReportDict, &[rt, s, obj, word])?;
+            }
+            Report::Adstack { site, kind, capacity, len } => {
+                let s = self.iconst(types::I32, site as i64);
+                let k = self.iconst(types::I32, kind.code() as i64);
+                let c = self.iconst(types::I64, capacity as i64);
+                self.call_entry(Entry::ReportAdstack, &[rt, s, k, c, len])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The inline check of a guard: when `bad` is non-zero, branch to a cold
+    /// block that reports and then jumps to `join` with the recover value.
+    /// Leaves the builder in the block where the check passed.
+    fn check(
+        &mut self,
+        bad: cl::Value,
+        report: Report,
+        join: cl::Block,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        match guard_strategy(self.lw.mode) {
+            GuardStrategy::ReportCall => {
+                let cold = self.b.create_block();
+                self.b.set_cold_block(cold);
+                let ok = self.b.create_block();
+                self.b.ins().brif(bad, cold, &[], ok, &[]);
+                self.b.switch_to_block(cold);
+                self.emit_report(report)?;
+                let args: Vec<BlockArg> = match recover {
+                    Recover::Nothing => vec![],
+                    Recover::Zero(t) => vec![BlockArg::Value(self.zero(t))],
+                    Recover::Value(v) => vec![BlockArg::Value(v)],
+                };
+                self.b.ins().jump(join, &args);
+                self.b.switch_to_block(ok);
+            }
+        }
+        Ok(())
+    }
+
+    /// `((word + 1) & 0b110) != 0`: the managed-dict word's tag is invalid.
+    fn dict_bad(&mut self, word: cl::Value) -> cl::Value {
+        let t = self.b.ins().iadd_imm_u(word, DICT_CHECK_ADD as i64);
+        self.b.ins().band_imm_u(t, DICT_CHECK_MASK as i64)
+    }
+
+    fn slot_offset(&self) -> i32 {
+        self.lw.ir.layout.dict_slot_offset()
+    }
+
+    /// Loads the managed-dict word of `obj`.
+    fn load_word(&mut self, obj: cl::Value) -> cl::Value {
+        let off = self.slot_offset();
+        self.b.ins().load(types::I64, mem(), obj, off)
+    }
+
+    /// `word + 1 + 8*index` split as (base, constant offset) for a values-array access.
+    fn attr_offset(&self, index: u32) -> Result<i32, JitError> {
+        let off = layout::values_ptr(0) as i64 + layout::attr_offset(index) as i64;
+        i32::try_from(off).map_err(|_| internal(self.fname, "attribute offset overflows i32"))
+    }
+
+    /// Zero-extended raw bits of `v` (of IR type `t`) as an i64.
+    fn bits_u64(&mut self, v: cl::Value, t: Type) -> cl::Value {
+        match cl_type(t) {
+            types::I8 | types::I32 => self.b.ins().uextend(types::I64, v),
+            types::F32 => {
+                let i = self.b.ins().bitcast(types::I32, mem(), v);
+                self.b.ins().uextend(types::I64, i)
+            }
+            types::F64 => self.b.ins().bitcast(types::I64, mem(), v),
+            _ => v,
+        }
+    }
+
+    /// `handle + n * entry_bytes`, the base from which entry `n - 1` is at
+    /// `primal_offset(e, 0) - entry_bytes(e)` (see [`Self::top_offsets`]).
+    fn entry_base(&mut self, handle: cl::Value, n: cl::Value, e: AdElem) -> cl::Value {
+        let scaled = self.b.ins().imul_imm_u(n, adstack::entry_bytes(e) as i64);
+        self.b.ins().iadd(handle, scaled)
+    }
+
+    /// Offsets (primal, adjoint) of entry `n` from `entry_base(n)`.
+    fn push_offsets(e: AdElem) -> (i32, i32) {
+        (adstack::primal_offset(e, 0) as i32, adstack::adjoint_offset(e, 0) as i32)
+    }
+
+    /// Offsets (primal, adjoint) of entry `n - 1` from `entry_base(n)`.
+    fn top_offsets(e: AdElem) -> (i32, i32) {
+        let eb = adstack::entry_bytes(e) as i32;
+        (adstack::primal_offset(e, 0) as i32 - eb, adstack::adjoint_offset(e, 0) as i32 - eb)
+    }
+
+    fn load_count(&mut self, handle: cl::Value) -> cl::Value {
+        self.b.ins().load(types::I64, stack_mem(), handle, adstack::ADSTACK_COUNT_OFFSET as i32)
+    }
+
+    fn store_count(&mut self, handle: cl::Value, n: cl::Value) {
+        self.b.ins().store(stack_mem(), n, handle, adstack::ADSTACK_COUNT_OFFSET as i32);
+    }
+
+    /// For a guarded adstack op: branch to a cold underflow report when `n == 0`.
+    fn underflow_check(
+        &mut self,
+        site: Option<SiteId>,
+        stack: Value,
+        n: cl::Value,
+        join: Option<cl::Block>,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        let (Some(id), Some(join)) = (site, join) else { return Ok(()) };
+        let site = self.site(id)?;
+        let capacity = self.cap(stack)?;
+        let bad = self.b.ins().icmp_imm_u(condcodes::IntCC::Equal, n, 0);
+        let report = Report::Adstack { site, kind: ReportKind::AdstackUnderflow, capacity, len: n };
+        self.check(bad, report, join, recover)
+    }
+
+    /// Creates the join block of a guarded op (with a param of `ty` if the op yields one).
+    fn join_block(&mut self, guarded: bool, ty: Option<cl::Type>) -> (Option<cl::Block>, Option<cl::Value>) {
+        if !guarded {
+            return (None, None);
+        }
+        let j = self.b.create_block();
+        let p = ty.map(|t| self.b.append_block_param(j, t));
+        (Some(j), p)
+    }
+
+    /// Ends the passing path of a guarded op: jump to the join with `result`, continue there.
+    fn rejoin(&mut self, join: Option<cl::Block>, result: Option<cl::Value>) {
+        if let Some(j) = join {
+            let args: Vec<BlockArg> = result.into_iter().map(BlockArg::Value).collect();
+            self.b.ins().jump(j, &args);
+            self.b.switch_to_block(j);
+        }
+    }
+
+    fn block_args(&self, args: &[Value]) -> Result<Vec<BlockArg>, JitError> {
+        args.iter().map(|&a| self.val(a).map(BlockArg::Value)).collect()
+    }
+
+    fn target(&self, b: Block) -> Result<cl::Block, JitError> {
+        self.blocks
+            .get(b.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| internal(self.fname, format!("branch to unknown block #{}", b.0)))
+    }
+
+    // ---- instructions ----
+
+    fn inst(&mut self, inst: &guardlift_ir::Inst) -> Result<(), JitError> {
+        use InstKind::*;
+        let r = inst.result;
+        // A site only means something on an op that has a check.
+        let site = inst.site.filter(|_| inst.kind.check_kind().is_some());
+        match &inst.kind {
+            Iconst { ty, imm } => {
+                let v = self.iconst(cl_type(*ty), *imm);
+                self.def(r, v);
+            }
+            Fconst { ty, value } => {
+                let v = match ty {
+                    Type::F32 => self.b.ins().f32const(*value as f32),
+                    _ => self.b.ins().f64const(*value),
+                };
+                self.def(r, v);
+            }
+            Binary { op, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                let ins = self.b.ins();
+                let v = match op {
+                    BinOp::Iadd => ins.iadd(x, y),
+                    BinOp::Isub => ins.isub(x, y),
+                    BinOp::Imul => ins.imul(x, y),
+                    BinOp::Band => ins.band(x, y),
+                    BinOp::Bor => ins.bor(x, y),
+                    BinOp::Bxor => ins.bxor(x, y),
+                    // Cranelift shifts take the amount modulo the operand width.
+                    BinOp::Ishl => ins.ishl(x, y),
+                    BinOp::Ushr => ins.ushr(x, y),
+                    BinOp::Sshr => ins.sshr(x, y),
+                    BinOp::Fadd => ins.fadd(x, y),
+                    BinOp::Fsub => ins.fsub(x, y),
+                    BinOp::Fmul => ins.fmul(x, y),
+                    BinOp::Fdiv => ins.fdiv(x, y),
+                    // NaN if either operand is NaN; -0.0 < +0.0.
+                    BinOp::Fmin => ins.fmin(x, y),
+                    BinOp::Fmax => ins.fmax(x, y),
+                };
+                self.def(r, v);
+            }
+            Unary { op, a } => {
+                let x = self.val(*a)?;
+                let ins = self.b.ins();
+                let v = match op {
+                    UnOp::Fneg => ins.fneg(x),
+                    UnOp::Fabs => ins.fabs(x),
+                    UnOp::Fsqrt => ins.sqrt(x),
+                };
+                self.def(r, v);
+            }
+            Icmp { cc, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                let v = self.b.ins().icmp(int_cc(*cc), x, y);
+                self.def(r, v);
+            }
+            Fcmp { cc, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                let v = self.b.ins().fcmp(float_cc(*cc), x, y);
+                self.def(r, v);
+            }
+            Select { cond, a, b } => {
+                let (c, x, y) = (self.val(*cond)?, self.val(*a)?, self.val(*b)?);
+                let v = self.b.ins().select(c, x, y);
+                self.def(r, v);
+            }
+            Conv { op, ty, a } => {
+                let v = self.conv(*op, *ty, *a)?;
+                self.def(r, v);
+            }
+            Load { ty, addr, offset } => {
+                let p = self.val(*addr)?;
+                let v = self.b.ins().load(cl_type(*ty), mem(), p, *offset);
+                self.def(r, v);
+            }
+            Store { value, addr, offset } => {
+                let (x, p) = (self.val(*value)?, self.val(*addr)?);
+                match site {
+                    None => {
+                        self.b.ins().store(mem(), x, p, *offset);
+                    }
+                    Some(id) => {
+                        // Clobber check: the runtime decides; store only on 0.
+                        let site = self.site(id)?;
+                        let t = self.ty(*value);
+                        let eff = if *offset == 0 {
+                            p
+                        } else {
+                            self.b.ins().iadd_imm_s(p, *offset as i64)
+                        };
+                        let bits = self.bits_u64(x, t);
+                        let rt = self.rt()?;
+                        let s = self.iconst(types::I32, site as i64);
+                        let w = self.iconst(types::I32, t.bytes() as i64);
+                        let skip = self
+                            .call_entry(Entry::ClobberCheck, &[rt, s, eff, w, bits])?
+                            .ok_or_else(|| internal(self.fname, "clobber check returns nothing"))?;
+                        let do_store = self.b.create_block();
+                        let join = self.b.create_block();
+                        self.b.ins().brif(skip, join, &[], do_store, &[]);
+                        self.b.switch_to_block(do_store);
+                        self.b.ins().store(mem(), x, p, *offset);
+                        self.b.ins().jump(join, &[]);
+                        self.b.switch_to_block(join);
+                    }
+                }
+            }
+            Call { callee, args } => {
+                let argv: Vec<cl::Value> =
+                    args.iter().map(|&a| self.val(a)).collect::<Result<_, _>>()?;
+                let res = match callee {
+                    Callee::Func(fid) => {
+                        let id = *self
+                            .lw
+                            .funcs
+                            .get(fid.0 as usize)
+                            .ok_or_else(|| internal(self.fname, "call to unknown function"))?;
+                        let fr = self.fref(id);
+                        let call = self.b.ins().call(fr, &argv);
+                        self.b.inst_results(call).first().copied()
+                    }
+                    Callee::Extern(eid) => {
+                        let binding = self
+                            .lw
+                            .externs
+                            .get(eid.0 as usize)
+                            .cloned()
+                            .ok_or_else(|| internal(self.fname, "call to unknown extern"))?;
+                        match binding {
+                            ExternBinding::Builtin(b) => self.call_builtin(b, &argv)?,
+                            ExternBinding::Host { symbol } => {
+                                let e = self.lw.ir.ext(*eid);
+                                let sig = ir_signature(self.lw.call_conv, &e.params, e.ret);
+                                let fr = self.import(&symbol, &sig)?;
+                                let call = self.b.ins().call(fr, &argv);
+                                self.b.inst_results(call).first().copied()
+                            }
+                        }
+                    }
+                };
+                if let Some(rv) = r {
+                    let v = res.ok_or_else(|| {
+                        internal(self.fname, "call result of a callee that returns nothing")
+                    })?;
+                    self.vals[rv.0 as usize] = Some(v);
+                }
+            }
+            Jump { dest } => {
+                let t = self.target(dest.block)?;
+                let args = self.block_args(&dest.args)?;
+                self.b.ins().jump(t, &args);
+            }
+            Brif { cond, then_dest, else_dest } => {
+                let c = self.val(*cond)?;
+                let (t1, t2) = (self.target(then_dest.block)?, self.target(else_dest.block)?);
+                let a1 = self.block_args(&then_dest.args)?;
+                let a2 = self.block_args(&else_dest.args)?;
+                self.b.ins().brif(c, t1, &a1, t2, &a2);
+            }
+            Return { value } => {
+                let rv: Vec<cl::Value> = value.iter().map(|&v| self.val(v)).collect::<Result<_, _>>()?;
+                self.b.ins().return_(&rv);
+            }
+            DictSlotLoad { obj } => {
+                let o = self.val(*obj)?;
+                let word = self.load_word(o);
+                if let Some(id) = site {
+                    // Recover: the word itself is the result, so the cold path
+                    // simply rejoins.
+                    let site = self.site(id)?;
+                    let join = self.b.create_block();
+                    let bad = self.dict_bad(word);
+                    self.check(bad, Report::Dict { site, obj: o, word }, join, Recover::Nothing)?;
+                    self.b.ins().jump(join, &[]);
+                    self.b.switch_to_block(join);
+                }
+                self.def(r, word);
+            }
+            DictSlotStore { obj, word } => {
+                let (o, w) = (self.val(*obj)?, self.val(*word)?);
+                let (join, _) = self.join_block(site.is_some(), None);
+                if let (Some(id), Some(j)) = (site, join) {
+                    // Checked before the write; recover: the slot is unchanged.
+                    let site = self.site(id)?;
+                    let bad = self.dict_bad(w);
+                    self.check(bad, Report::Dict { site, obj: o, word: w }, j, Recover::Nothing)?;
+                }
+                let off = self.slot_offset();
+                self.b.ins().store(mem(), w, o, off);
+                self.rejoin(join, None);
+            }
+            LoadAttr { obj, index } => {
+                let o = self.val(*obj)?;
+                let off = self.attr_offset(*index)?;
+                let word = self.load_word(o);
+                let join = self.b.create_block();
+                let res = self.b.append_block_param(join, types::I64);
+                if let Some(id) = site {
+                    // Recover: the result is 0 and the slow path is not called.
+                    let site = self.site(id)?;
+                    let bad = self.dict_bad(word);
+                    self.check(
+                        bad,
+                        Report::Dict { site, obj: o, word },
+                        join,
+                        Recover::Zero(types::I64),
+                    )?;
+                }
+                let fast = self.b.create_block();
+                let slow = self.b.create_block();
+                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
+                self.b.ins().brif(is_values, fast, &[], slow, &[]);
+                // Fast path: the values array is at word + 1.
+                self.b.switch_to_block(fast);
+                let v = self.b.ins().load(types::I64, mem(), word, off);
+                self.b.ins().jump(join, &[BlockArg::Value(v)]);
+                // Slow path: the host's LoadAttr.
+                self.b.switch_to_block(slow);
+                let i = self.iconst(types::I64, *index as i64);
+                let v = self
+                    .slow_path("load_attr_slow", &[o, i])?
+                    .ok_or_else(|| internal(self.fname, "load_attr_slow returns nothing"))?;
+                self.b.ins().jump(join, &[BlockArg::Value(v)]);
+                self.b.switch_to_block(join);
+                self.def(r, res);
+            }
+            StoreAttr { obj, index, value } => {
+                let (o, x) = (self.val(*obj)?, self.val(*value)?);
+                let off = self.attr_offset(*index)?;
+                let word = self.load_word(o);
+                let join = self.b.create_block();
+                if let Some(id) = site {
+                    // Recover: the store is skipped.
+                    let site = self.site(id)?;
+                    let bad = self.dict_bad(word);
+                    self.check(bad, Report::Dict { site, obj: o, word }, join, Recover::Nothing)?;
+                }
+                let fast = self.b.create_block();
+                let slow = self.b.create_block();
+                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
+                self.b.ins().brif(is_values, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                self.b.ins().store(mem(), x, word, off);
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(slow);
+                let i = self.iconst(types::I64, *index as i64);
+                self.slow_path("store_attr_slow", &[o, i, x])?;
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+            }
+            AdAlloc { elem, capacity } => {
+                let bytes = u32::try_from(adstack::buffer_bytes(*elem, *capacity))
+                    .map_err(|_| internal(self.fname, "adstack buffer too large"))?;
+                let align_shift = adstack::ADSTACK_ALIGN.trailing_zeros() as u8;
+                let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    bytes,
+                    align_shift,
+                ));
+                let h = self.b.ins().stack_addr(types::I64, ss, 0);
+                let zero = self.iconst(types::I64, 0);
+                self.store_count(h, zero);
+                self.def(r, h);
+            }
+            AdPush { stack, value } => {
+                let e = self.stack_elem(*stack)?;
+                let (h, x) = (self.val(*stack)?, self.val(*value)?);
+                let n = self.load_count(h);
+                let (join, _) = self.join_block(site.is_some(), None);
+                if let (Some(id), Some(j)) = (site, join) {
+                    let site = self.site(id)?;
+                    let capacity = self.cap(*stack)?;
+                    let bad = self.b.ins().icmp_imm_u(
+                        condcodes::IntCC::UnsignedGreaterThanOrEqual,
+                        n,
+                        capacity as i64,
+                    );
+                    let report =
+                        Report::Adstack { site, kind: ReportKind::AdstackOverflow, capacity, len: n };
+                    self.check(bad, report, j, Recover::Nothing)?;
+                }
+                let base = self.entry_base(h, n, e);
+                let (po, ao) = Self::push_offsets(e);
+                self.b.ins().store(stack_mem(), x, base, po);
+                let z = self.zero(elem_type(e));
+                self.b.ins().store(stack_mem(), z, base, ao);
+                let n1 = self.b.ins().iadd_imm_u(n, 1);
+                self.store_count(h, n1);
+                self.rejoin(join, None);
+            }
+            AdPop { stack } => {
+                let h = self.val(*stack)?;
+                let n = self.load_count(h);
+                let (join, _) = self.join_block(site.is_some(), None);
+                self.underflow_check(site, *stack, n, join, Recover::Nothing)?;
+                let n1 = self.b.ins().iadd_imm_s(n, -1);
+                self.store_count(h, n1);
+                self.rejoin(join, None);
+            }
+            AdTop { stack } | AdTopAdj { stack } => {
+                let e = self.stack_elem(*stack)?;
+                let et = elem_type(e);
+                let h = self.val(*stack)?;
+                let n = self.load_count(h);
+                let (join, param) = self.join_block(site.is_some(), Some(et));
+                self.underflow_check(site, *stack, n, join, Recover::Zero(et))?;
+                let base = self.entry_base(h, n, e);
+                let (po, ao) = Self::top_offsets(e);
+                let off = if matches!(inst.kind, AdTop { .. }) { po } else { ao };
+                let v = self.b.ins().load(et, stack_mem(), base, off);
+                self.rejoin(join, Some(v));
+                self.def(r, param.unwrap_or(v));
+            }
+            AdAccAdj { stack, delta } => {
+                let e = self.stack_elem(*stack)?;
+                let et = elem_type(e);
+                let (h, d) = (self.val(*stack)?, self.val(*delta)?);
+                let n = self.load_count(h);
+                let (join, _) = self.join_block(site.is_some(), None);
+                self.underflow_check(site, *stack, n, join, Recover::Nothing)?;
+                let base = self.entry_base(h, n, e);
+                let (_, ao) = Self::top_offsets(e);
+                let adj = self.b.ins().load(et, stack_mem(), base, ao);
+                let sum = match e {
+                    AdElem::F32 | AdElem::F64 => self.b.ins().fadd(adj, d),
+                    AdElem::I64 => self.b.ins().iadd(adj, d),
+                };
+                self.b.ins().store(stack_mem(), sum, base, ao);
+                self.rejoin(join, None);
+            }
+            AdLen { stack } => {
+                let h = self.val(*stack)?;
+                let n = self.load_count(h);
+                self.def(r, n);
+            }
+            Watch { obj } => {
+                let o = self.val(*obj)?;
+                let rt = self.rt()?;
+                self.call_entry(Entry::Watch, &[rt, o])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn conv(&mut self, op: ConvOp, ty: Type, a: Value) -> Result<cl::Value, JitError> {
+        let x = self.val(a)?;
+        let from = cl_type(self.ty(a));
+        let to = cl_type(ty);
+        let ins = self.b.ins();
+        Ok(match op {
+            ConvOp::Sext => ins.sextend(to, x),
+            ConvOp::Uext => ins.uextend(to, x),
+            ConvOp::Ireduce => ins.ireduce(to, x),
+            ConvOp::FcvtFromSint => {
+                let x = if from == types::I8 { ins.sextend(types::I32, x) } else { x };
+                self.b.ins().fcvt_from_sint(to, x)
+            }
+            ConvOp::FcvtToSint => {
+                if to == types::I8 {
+                    // Saturate through i32, then clamp to the i8 range.
+                    let w = ins.fcvt_to_sint_sat(types::I32, x);
+                    let lo = self.iconst(types::I32, i8::MIN as i64);
+                    let hi = self.iconst(types::I32, i8::MAX as i64);
+                    let w = self.b.ins().smax(w, lo);
+                    let w = self.b.ins().smin(w, hi);
+                    self.b.ins().ireduce(types::I8, w)
+                } else {
+                    // Saturating; NaN converts to 0.
+                    ins.fcvt_to_sint_sat(to, x)
+                }
+            }
+            ConvOp::Fpromote => ins.fpromote(to, x),
+            ConvOp::Fdemote => ins.fdemote(to, x),
+            ConvOp::Bitcast => {
+                if from == to {
+                    x
+                } else {
+                    ins.bitcast(to, mem(), x)
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dict_check_matches_tag_ok() {
+        assert_eq!(DICT_CHECK_ADD, 1);
+        assert_eq!(DICT_CHECK_MASK, 6);
+        for hi in [0u64, 8, 0x1000, 0xffff_ffff_ffff_fff8, 0x8000_0000_0000_0000] {
+            for low in 0..8u64 {
+                let w = hi | low;
+                assert_eq!(dict_word_ok(w), layout::tag_ok(w), "word {w:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn guard_strategy_is_one_decision() {
+        for m in [Mode::Abort, Mode::Recover, Mode::Trap] {
+            assert_eq!(guard_strategy(m), GuardStrategy::ReportCall);
+        }
+    }
+}
