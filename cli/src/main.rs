@@ -59,9 +59,9 @@ pub struct InstrumentArgs {
     /// Insert the listed checks: dict,adstack,clobber.
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
-    /// What a failed check does.
-    #[arg(long, value_enum, default_value = "abort")]
-    mode: ModeArg,
+    /// What a failed check does [default: GUARDLIFT_OPTIONS mode, else abort].
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
 }
 
 impl InstrumentArgs {
@@ -76,11 +76,13 @@ impl InstrumentArgs {
             }
         }
     }
-    pub fn mode(&self) -> guardlift_runtime::Mode {
+    /// The mode: `--mode`, else `GUARDLIFT_OPTIONS`'s, else abort.
+    pub fn mode(&self, options: &guardlift_runtime::Options) -> guardlift_runtime::Mode {
         match self.mode {
-            ModeArg::Abort => guardlift_runtime::Mode::Abort,
-            ModeArg::Recover => guardlift_runtime::Mode::Recover,
-            ModeArg::Trap => guardlift_runtime::Mode::Trap,
+            Some(ModeArg::Abort) => guardlift_runtime::Mode::Abort,
+            Some(ModeArg::Recover) => guardlift_runtime::Mode::Recover,
+            Some(ModeArg::Trap) => guardlift_runtime::Mode::Trap,
+            None => options.mode.unwrap_or_default(),
         }
     }
 }
@@ -141,7 +143,11 @@ fn protect_negative_numbers(argv: Vec<String>) -> Vec<String> {
             let numeric = rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
                 || rest == "inf"
                 || rest == "nan";
-            if numeric { format!("{NEG_MARK}{a}") } else { a }
+            if numeric {
+                format!("{NEG_MARK}{a}")
+            } else {
+                a
+            }
         })
         .collect()
 }

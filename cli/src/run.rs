@@ -90,13 +90,17 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             target_name(o.target)
         )));
     }
-    let mode = o.inst.mode();
+    let options = guardlift_runtime::Options::from_env()
+        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    let mode = o.inst.mode(&options);
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
         mode,
         abort_process: true,
         capture_output: o.json,
     });
+    rt.configure(&options)
+        .map_err(|e| CliError::new(format!("guardlift: error: GUARDLIFT_OPTIONS log_path: {e}")))?;
     let engine = match o.engine {
         Engine::Jit => "jit",
         Engine::Interp => "interp",
@@ -179,10 +183,8 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     } else if let (Some(bits), Some(ty)) = (result, ret_ty) {
         println!("{}", format_value(ty, bits));
     }
+    rt.write_reports(&reports);
     let mut err = std::io::stderr().lock();
-    for r in &reports {
-        let _ = err.write_all(r.to_human().as_bytes());
-    }
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
     }

@@ -255,3 +255,45 @@ fn negative_and_special_float_arguments() {
     assert_eq!(j["result"], "-inf");
     assert_eq!(j["instrumented"], false);
 }
+
+#[test]
+fn guardlift_options_set_mode_log_and_json() {
+    let ex = shared().join("examples/tagflip.glir");
+    let log = std::env::temp_dir().join(format!("guardlift-log-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let o = Command::new(bin())
+        .args([
+            "run",
+            ex.to_str().unwrap(),
+            "10",
+            "--engine",
+            "interp",
+            "--instrument",
+        ])
+        .env(
+            "GUARDLIFT_OPTIONS",
+            format!("mode=recover:json=1:log_path={}", log.display()),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "0");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["kind"], "dict_slot_tag");
+    assert_eq!(lines[0]["count"], 7);
+    // The word changed behind the JIT's back: the last known write was obj_new's.
+    assert_eq!(lines[0]["last_write"]["by"], "obj_new");
+    assert_eq!(lines[0]["last_write"]["changed_behind"], true);
+    let o = Command::new(bin())
+        .args(["run", ex.to_str().unwrap(), "10", "--engine", "interp"])
+        .env("GUARDLIFT_OPTIONS", "mode=sometimes")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("GUARDLIFT_OPTIONS"));
+}

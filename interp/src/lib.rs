@@ -641,6 +641,9 @@ impl<'m> Interpreter<'m> {
                         }
                     }
                     self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)?;
+                    if let Some(site) = inst.site {
+                        self.rt.note_slot_write(self.site_base + site.0, o, w);
+                    }
                 }
                 InstKind::LoadAttr { obj, index } => {
                     let o = v(fr, *obj);

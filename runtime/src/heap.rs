@@ -6,6 +6,7 @@
 //! the (possibly corrupted) words in memory, to decide what a word points to.
 
 use crate::layout::{self, DictLayout};
+use crate::report::LastWrite;
 use std::alloc::{self, Layout as AllocLayout};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -67,6 +68,8 @@ pub struct Heap {
     dicts: HashMap<u64, BTreeMap<u32, i64>>,
     /// Addresses of watched dict slots (clobber check).
     watched: BTreeSet<u64>,
+    /// The last known write to each live object's dict slot.
+    last_write: HashMap<u64, LastWrite>,
 }
 
 impl Heap {
@@ -77,6 +80,7 @@ impl Heap {
             objects: HashMap::new(),
             dicts: HashMap::new(),
             watched: BTreeSet::new(),
+            last_write: HashMap::new(),
         }
     }
 
@@ -164,6 +168,7 @@ impl Heap {
             ((obj + 8) as *mut u64).write(n as u64);
         }
         self.write_word(self.slot(obj), layout::values_word(values));
+        self.note_write(self.slot(obj), "obj_new", None, layout::values_word(values));
         self.objects.insert(
             obj,
             ObjMeta {
@@ -251,6 +256,24 @@ impl Heap {
             m.dict = Some(d);
         }
         self.write_word(self.slot(obj), d);
+        self.note_write(self.slot(obj), "the host's dict code", None, d);
+    }
+
+    /// Records the last known write to the slot at `slot`.
+    pub fn note_write(&mut self, slot: u64, by: &str, site: Option<u32>, value: u64) {
+        self.last_write.insert(
+            slot,
+            LastWrite {
+                by: by.to_string(),
+                site,
+                value,
+            },
+        );
+    }
+
+    /// The last known write to the slot at `slot`.
+    pub fn last_write(&self, slot: u64) -> Option<LastWrite> {
+        self.last_write.get(&slot).cloned()
     }
 
     /// `@obj_free(obj)`.
@@ -262,6 +285,7 @@ impl Heap {
             );
         };
         self.watched.remove(&self.slot(obj));
+        self.last_write.remove(&self.slot(obj));
         if let Some(v) = m.values {
             self.dealloc(v);
         }

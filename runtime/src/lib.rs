@@ -12,9 +12,11 @@ pub mod abi;
 pub mod adstack;
 pub mod heap;
 pub mod layout;
+pub mod options;
 pub mod report;
 pub mod runtime;
 
 pub use heap::HostFault;
-pub use report::{Observed, Report, ReportKind, SiteInfo};
-pub use runtime::{format_f32, format_f64, Mode, Runtime, RuntimeConfig, Verdict};
+pub use options::Options;
+pub use report::{LastWrite, Observed, Report, ReportKind, SiteInfo};
+pub use runtime::{format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict};

@@ -66,6 +66,17 @@ pub struct SiteInfo {
     pub op: String,
 }
 
+/// The last write to a dict slot that the runtime saw: from instrumented
+/// code (`dict_slot.store` under the dict check) or from the model heap.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LastWrite {
+    /// The writer: `dict_slot.store at @f 12:5 (site 3)`, `obj_new`, `obj_dictify`, ...
+    pub by: String,
+    /// Runtime-global site id of an instrumented writer.
+    pub site: Option<u32>,
+    pub value: u64,
+}
+
 /// One deduplicated report: the first observation and how often the (site, kind) fired.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
@@ -74,6 +85,8 @@ pub struct Report {
     pub site: u32,
     pub info: SiteInfo,
     pub observed: Observed,
+    /// For dict kinds: the last known write to the slot, captured at check time.
+    pub last_write: Option<LastWrite>,
     pub count: u64,
 }
 
@@ -113,6 +126,12 @@ impl Report {
                 m.insert("width".into(), json!(width));
                 m.insert("value".into(), json!(hex(value)));
             }
+        }
+        if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
+            m.insert(
+                "last_write".into(),
+                json!({"by": w.by, "site": w.site, "value": hex(w.value), "changed_behind": w.value != value}),
+            );
         }
         o
     }
@@ -157,6 +176,18 @@ impl Report {
                 );
             }
         }
+        if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
+            let verdict = if w.value != value {
+                "the word changed behind the JIT's back"
+            } else {
+                "the bad word was written by that store"
+            };
+            let _ = writeln!(
+                s,
+                "    last known write to the slot: {} stored {:#x}; {verdict}",
+                w.by, w.value
+            );
+        }
         let _ = writeln!(s, "    seen {} time(s)", self.count);
         s
     }
@@ -171,18 +202,20 @@ pub struct ReportSink {
 }
 
 impl ReportSink {
-    /// Records one occurrence; returns true when it is the first for its (site, kind).
+    /// Records one occurrence; returns the (site, kind)'s count so far
+    /// (1 for the first) and its report.
     pub fn record(
         &mut self,
         kind: ReportKind,
         site: u32,
         info: &SiteInfo,
         observed: Observed,
-    ) -> bool {
-        match self.index.get(&(site, kind)) {
+        last_write: Option<LastWrite>,
+    ) -> (u64, &Report) {
+        let i = match self.index.get(&(site, kind)) {
             Some(&i) => {
                 self.reports[i].count += 1;
-                false
+                i
             }
             None => {
                 self.index.insert((site, kind), self.reports.len());
@@ -191,11 +224,13 @@ impl ReportSink {
                     site,
                     info: info.clone(),
                     observed,
+                    last_write,
                     count: 1,
                 });
-                true
+                self.reports.len() - 1
             }
-        }
+        };
+        (self.reports[i].count, &self.reports[i])
     }
     /// Takes every report, leaving the sink empty.
     pub fn take(&mut self) -> Vec<Report> {
@@ -223,33 +258,33 @@ mod tests {
             op: "store_attr".into(),
         };
         let mut s = ReportSink::default();
-        assert!(s.record(
-            ReportKind::DictSlotTag,
-            0,
-            &info,
-            Observed::Dict {
-                object: 16,
-                value: 0x96
-            }
-        ));
-        assert!(!s.record(
-            ReportKind::DictSlotTag,
-            0,
-            &info,
-            Observed::Dict {
-                object: 16,
-                value: 0x2
-            }
-        ));
-        assert!(s.record(
-            ReportKind::AdstackOverflow,
-            0,
-            &info,
-            Observed::Adstack {
-                capacity: 1,
-                len: 1
-            }
-        ));
+        let lw = LastWrite {
+            by: "obj_new".into(),
+            site: None,
+            value: 0x97,
+        };
+        let dict = |v| Observed::Dict {
+            object: 16,
+            value: v,
+        };
+        assert_eq!(
+            s.record(ReportKind::DictSlotTag, 0, &info, dict(0x96), Some(lw))
+                .0,
+            1
+        );
+        assert_eq!(
+            s.record(ReportKind::DictSlotTag, 0, &info, dict(0x2), None)
+                .0,
+            2
+        );
+        let ad = Observed::Adstack {
+            capacity: 1,
+            len: 1,
+        };
+        assert_eq!(
+            s.record(ReportKind::AdstackOverflow, 0, &info, ad, None).0,
+            1
+        );
         let r = s.take();
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].count, 2);
@@ -263,6 +298,8 @@ mod tests {
         assert_eq!(r[0].to_json()["value"], "0x96");
         assert_eq!(r[0].to_json()["value_low_bits"], "0b110");
         assert!(r[0].to_human().contains("low bits 0b110"));
+        assert_eq!(r[0].to_json()["last_write"]["changed_behind"], true);
+        assert!(r[0].to_human().contains("changed behind the JIT's back"));
         assert!(s.take().is_empty(), "taking twice finds nothing");
     }
 }

@@ -4,9 +4,28 @@
 
 use crate::heap::{Heap, HostFault};
 use crate::layout::DictLayout;
+use crate::options::Options;
 use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// A user-installed report handler: called for each occurrence of a
+/// violation (up to the per-site limit), after it was recorded, outside any
+/// runtime lock.
+pub type ReportHandler = Arc<dyn Fn(&Report) + Send + Sync>;
+
+/// Where and how reports are written (from the API or `GUARDLIFT_OPTIONS`).
+#[derive(Default)]
+struct Settings {
+    handler: Option<ReportHandler>,
+    /// Per (site, kind): handler calls beyond this many occurrences are
+    /// skipped (counts stay exact). 0 = no limit.
+    report_limit: u64,
+    /// Write reports here instead of stderr.
+    log: Option<Arc<Mutex<std::fs::File>>>,
+    /// Write reports as JSON lines instead of human text.
+    json: bool,
+}
 
 /// What a failed check does (spec §6).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -84,6 +103,7 @@ pub struct Runtime {
     fault: Mutex<Option<HostFault>>,
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
+    settings: RwLock<Settings>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -103,6 +123,7 @@ impl Runtime {
             fault: Mutex::new(None),
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
+            settings: RwLock::new(Settings::default()),
         })
     }
 
@@ -116,6 +137,33 @@ impl Runtime {
     /// Installs a hook run just before the process aborts on a violation.
     pub fn set_abort_hook(&self, hook: AbortHook) {
         *lock(&self.abort_hook) = Some(hook);
+    }
+
+    /// Applies report settings (log path, JSON, per-site limit). The mode is
+    /// fixed at construction: pass `options.mode` in [`RuntimeConfig`].
+    pub fn configure(&self, options: &Options) -> std::io::Result<()> {
+        let log = match &options.log_path {
+            Some(p) => Some(Arc::new(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)?,
+            ))),
+            None => None,
+        };
+        let mut s = self.settings.write().unwrap_or_else(|e| e.into_inner());
+        s.log = log;
+        s.json = options.json;
+        s.report_limit = options.report_limit;
+        Ok(())
+    }
+
+    /// Installs a handler called on each violation (see [`ReportHandler`]).
+    pub fn set_report_handler(&self, handler: Option<ReportHandler>) {
+        self.settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .handler = handler;
     }
 
     /// Registers a module's sites (indexed by local id; gaps are `None`) and
@@ -148,7 +196,29 @@ impl Runtime {
     /// with `abort_process`, prints the report and aborts the process.
     pub fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
         let info = self.site_info(site);
-        lock(&self.sink).record(kind, site, &info, observed);
+        let last_write = match observed {
+            Observed::Dict { object, .. } => {
+                lock(&self.heap).last_write(self.layout.slot_addr(object))
+            }
+            _ => None,
+        };
+        let (handler, limit) = {
+            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            (s.handler.clone(), s.report_limit)
+        };
+        let snapshot = {
+            let mut sink = lock(&self.sink);
+            let (count, r) = sink.record(kind, site, &info, observed, last_write);
+            (handler.is_some() && (limit == 0 || count <= limit)).then(|| {
+                let mut r = r.clone();
+                // The occurrence being handled, with its own observation.
+                r.observed = observed;
+                r
+            })
+        };
+        if let (Some(h), Some(r)) = (handler, snapshot) {
+            h(&r)
+        }
         match self.mode {
             Mode::Recover => Verdict::Recover,
             Mode::Abort | Mode::Trap => {
@@ -165,19 +235,58 @@ impl Runtime {
         if let Some(h) = lock(&self.abort_hook).as_ref() {
             h(self)
         }
-        self.flush_reports_to_stderr();
+        self.flush_reports();
         let _ = std::io::stdout().flush();
         std::process::abort()
     }
 
-    /// Prints and removes every pending report (human form) on stderr.
-    pub fn flush_reports_to_stderr(&self) {
+    /// Writes and removes every pending report (see [`Runtime::write_reports`]).
+    pub fn flush_reports(&self) {
         let reports = self.take_reports();
-        let mut err = std::io::stderr().lock();
-        for r in &reports {
-            let _ = err.write_all(r.to_human().as_bytes());
+        self.write_reports(&reports);
+    }
+
+    /// Writes reports to the configured log (stderr by default), as human
+    /// text or JSON lines. Never panics.
+    pub fn write_reports(&self, reports: &[Report]) {
+        if reports.is_empty() {
+            return;
         }
-        let _ = err.flush();
+        let (log, json) = {
+            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            (s.log.clone(), s.json)
+        };
+        let mut text = String::new();
+        for r in reports {
+            if json {
+                text.push_str(&r.to_json().to_string());
+                text.push('\n');
+            } else {
+                text.push_str(&r.to_human());
+            }
+        }
+        match log {
+            Some(f) => {
+                let mut f = lock(&f);
+                let _ = f.write_all(text.as_bytes());
+                let _ = f.flush();
+            }
+            None => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                let _ = err.flush();
+            }
+        }
+    }
+
+    /// Records that instrumented code wrote `word` to `obj`'s dict slot at `site`.
+    pub fn note_slot_write(&self, site: u32, obj: u64, word: u64) {
+        let info = self.site_info(site);
+        let by = format!(
+            "{} at @{} {}:{} (site {site})",
+            info.op, info.function, info.line, info.col
+        );
+        lock(&self.heap).note_write(self.layout.slot_addr(obj), &by, Some(site), word);
     }
 
     /// Takes the recorded reports; asking again finds none until new ones come.
@@ -283,8 +392,9 @@ impl Runtime {
 impl Drop for Runtime {
     /// Pending reports are flushed to stderr; never panics.
     fn drop(&mut self) {
-        if !lock(&self.sink).is_empty() {
-            self.flush_reports_to_stderr();
+        let pending = !lock(&self.sink).is_empty();
+        if pending {
+            self.flush_reports();
         }
     }
 }
