@@ -5,8 +5,8 @@ use crate::source::{self, CliError};
 use crate::{Engine, InstrumentArgs, Target, What};
 use guardlift_interp::{InterpError, Interpreter};
 use guardlift_ir::literal::{format_value, json_value, parse_arg};
-use guardlift_ir::{Module, Type};
-use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig};
+use guardlift_ir::Module;
+use guardlift_runtime::{Report, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -201,6 +201,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
 enum ExecError {
     Diag(guardlift_ir::Diagnostic),
     Plain(String),
+    Jit(guardlift_jit::JitError),
 }
 
 impl ExecError {
@@ -208,6 +209,7 @@ impl ExecError {
         match self {
             ExecError::Diag(d) => d.with_file(file),
             ExecError::Plain(s) => format!("{file}: error: {s}"),
+            ExecError::Jit(e) => e.with_file(file),
         }
     }
 }
@@ -239,28 +241,46 @@ fn execute(
 }
 
 fn jit_execute(
-    _m: &Module,
-    _rt: Arc<Runtime>,
-    _entry: &str,
-    _args: &[u64],
+    m: &Module,
+    rt: Arc<Runtime>,
+    entry: &str,
+    args: &[u64],
 ) -> Result<Outcome, ExecError> {
-    Err(ExecError::Plain(
-        "the JIT engine is not built yet: use --engine interp".into(),
-    ))
+    let code = guardlift_jit::Jit::compile(m, rt, &guardlift_jit::CompileOptions::default())
+        .map_err(ExecError::Jit)?;
+    code.call_dynamic(entry, args)
+        .map(Outcome::Value)
+        .map_err(ExecError::Jit)
+}
+
+fn jit_target(t: Target) -> guardlift_jit::Target {
+    match t {
+        Target::Host => guardlift_jit::Target::Host,
+        Target::X86_64 => guardlift_jit::Target::X86_64,
+        Target::Aarch64 => guardlift_jit::Target::Aarch64,
+    }
+}
+
+fn emit_options(inst: &InstrumentArgs) -> Result<guardlift_jit::EmitOptions, CliError> {
+    let options = guardlift_runtime::Options::from_env()
+        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    Ok(guardlift_jit::EmitOptions {
+        mode: inst.mode(&options),
+        ..Default::default()
+    })
 }
 
 pub fn emit(file: &str, what: What, target: Target, inst: &InstrumentArgs) -> Result<u8, CliError> {
     let m = load_instrumented(file, inst)?;
-    let _ = (target, Mode::Abort, Type::I64);
-    match what {
-        What::Ir => {
-            print!("{}", guardlift_ir::print_module(&m));
-            Ok(0)
-        }
-        What::Clif | What::Asm => Err(CliError::new(
-            "guardlift: error: emit clif/asm is not built yet",
-        )),
-    }
+    let text = match what {
+        What::Ir => guardlift_ir::print_module(&m),
+        What::Clif => guardlift_jit::emit_clif(&m, jit_target(target), &emit_options(inst)?)
+            .map_err(|e| CliError::new(e.with_file(file)))?,
+        What::Asm => guardlift_jit::emit_asm(&m, jit_target(target), &emit_options(inst)?)
+            .map_err(|e| CliError::new(e.with_file(file)))?,
+    };
+    print!("{text}");
+    Ok(0)
 }
 
 pub fn compile(
@@ -269,7 +289,10 @@ pub fn compile(
     out: &str,
     inst: &InstrumentArgs,
 ) -> Result<u8, CliError> {
-    let _m = load_instrumented(file, inst)?;
-    let _ = (target, out);
-    Err(CliError::new("guardlift: error: compile is not built yet"))
+    let m = load_instrumented(file, inst)?;
+    let bytes = guardlift_jit::emit_object(&m, jit_target(target), &emit_options(inst)?)
+        .map_err(|e| CliError::new(e.with_file(file)))?;
+    std::fs::write(out, bytes)
+        .map_err(|e| CliError::new(format!("{out}: error: cannot write: {e}")))?;
+    Ok(0)
 }

@@ -212,7 +212,7 @@ fn bad_arguments_and_flags_are_usage_errors() {
 fn demo_program_shows_a_report_when_instrumented() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ctxmgr_tagflip.glir");
     let d = demo.to_str().unwrap();
-    for engine in ["interp"] {
+    for engine in ["interp", "jit"] {
         let o = gl(&[
             "run",
             d,

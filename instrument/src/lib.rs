@@ -122,6 +122,14 @@ pub fn instrument(m: &Module, checks: CheckSet) -> Module {
             }
             b.insts = insts;
         }
+        // Inserted watches shift instruction indices: re-record where each result is defined.
+        for (bi, b) in f.blocks.iter().enumerate() {
+            for (ii, inst) in b.insts.iter().enumerate() {
+                if let Some(v) = inst.result.and_then(|r| f.values.get_mut(r.0 as usize)) {
+                    v.def = guardlift_ir::ValueDef::Inst(guardlift_ir::Block(bi as u32), ii as u32);
+                }
+            }
+        }
     }
     out
 }

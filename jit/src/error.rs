@@ -23,7 +23,11 @@ pub enum JitError {
     /// The Rust-side signature (or dynamic argument count) does not match
     /// the IR function's.
     #[error("error: signature mismatch for @{name}: the function is {expected}, the caller asked for {got}")]
-    Signature { name: String, expected: String, got: String },
+    Signature {
+        name: String,
+        expected: String,
+        got: String,
+    },
     /// The requested target is not one this backend emits code for.
     #[error("error: unsupported target `{0}` (expected host, x86_64 or aarch64)")]
     Target(String),

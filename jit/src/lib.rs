@@ -1,1 +1,34 @@
-//! Cranelift backend (being written).
+//! guardlift's Cranelift backend.
+//!
+//! - [`lower`]: the one lowering from guardlift IR to Cranelift IR (every op
+//!   of the spec, object model, adstack, guards), shared by
+//! - [`engine`]: the JIT for the host ([`Jit::compile`] → [`CompiledModule`],
+//!   typed entry points [`TypedFunc`] and [`CompiledModule::call_dynamic`]);
+//! - [`object`]: relocatable objects for `x86_64` / `aarch64`, and the text
+//!   of `guardlift emit --what clif|asm`.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use guardlift_runtime::{Runtime, RuntimeConfig};
+//! # use guardlift_jit::{Jit, CompileOptions};
+//! # let module: guardlift_ir::Module = unimplemented!();
+//! let rt = Runtime::new(RuntimeConfig::default());
+//! let code = Jit::compile(&module, rt.clone(), &CompileOptions::default())?;
+//! let f = code.func::<(i64, i64), i64>("add")?;
+//! assert_eq!(f.call((2, 3)), 5);
+//! # Ok::<(), guardlift_jit::JitError>(())
+//! ```
+
+pub mod engine;
+pub mod error;
+pub mod lower;
+pub mod object;
+pub mod target;
+pub mod typed;
+
+pub use engine::{CompileOptions, CompiledModule, Jit, TypedFunc};
+pub use error::JitError;
+pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
+pub use object::{emit_asm, emit_clif, emit_object, EmitOptions};
+pub use target::{OptLevel, Target};
+pub use typed::{NativeType, Params, Ptr, Results};

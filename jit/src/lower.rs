@@ -125,10 +125,21 @@ pub fn abi_class(t: Type) -> Option<AbiTy> {
 }
 
 /// The native signature of an IR function or host extern.
+///
+/// `i8` parameters and results travel sign-extended to 32 bits, as C
+/// compilers (and Rust's `extern "C"`) expect on x86-64.
 pub fn ir_signature(cc: CallConv, params: &[Type], ret: Option<Type>) -> Signature {
+    let param = |t: Type| {
+        let p = AbiParam::new(cl_type(t));
+        if t == Type::I8 {
+            p.sext()
+        } else {
+            p
+        }
+    };
     let mut s = Signature::new(cc);
-    s.params.extend(params.iter().map(|&t| AbiParam::new(cl_type(t))));
-    s.returns.extend(ret.map(|t| AbiParam::new(cl_type(t))));
+    s.params.extend(params.iter().map(|&t| param(t)));
+    s.returns.extend(ret.map(param));
     s
 }
 
@@ -138,7 +149,8 @@ pub fn builtin_signature(cc: CallConv, b: &Builtin) -> Signature {
     if b.needs_rt {
         s.params.push(AbiParam::new(types::I64));
     }
-    s.params.extend(b.params.iter().map(|&t| AbiParam::new(abi_cl(t))));
+    s.params
+        .extend(b.params.iter().map(|&t| AbiParam::new(abi_cl(t))));
     s.returns.extend(b.ret.map(|t| AbiParam::new(abi_cl(t))));
     s
 }
@@ -150,11 +162,17 @@ pub enum Entry {
     ReportAdstack,
     ClobberCheck,
     Watch,
+    NoteSlotWrite,
 }
 
 impl Entry {
-    pub const ALL: [Entry; 4] =
-        [Entry::ReportDict, Entry::ReportAdstack, Entry::ClobberCheck, Entry::Watch];
+    pub const ALL: [Entry; 5] = [
+        Entry::ReportDict,
+        Entry::ReportAdstack,
+        Entry::ClobberCheck,
+        Entry::Watch,
+        Entry::NoteSlotWrite,
+    ];
 
     /// (symbol, address) in the runtime.
     pub fn symbol_and_addr(self) -> (&'static str, *const u8) {
@@ -163,6 +181,7 @@ impl Entry {
             Entry::ReportAdstack => abi::ENTRY_REPORT_ADSTACK,
             Entry::ClobberCheck => abi::ENTRY_CLOBBER_CHECK,
             Entry::Watch => abi::ENTRY_WATCH,
+            Entry::NoteSlotWrite => abi::ENTRY_NOTE_SLOT_WRITE,
         }
     }
 
@@ -182,6 +201,8 @@ impl Entry {
             Entry::ClobberCheck => (&[I64, I32, I64, I32, I64], Some(I32)),
             // gl_watch(rt, obj)
             Entry::Watch => (&[I64, I64], None),
+            // gl_note_slot_write(rt, site: u32, obj, word)
+            Entry::NoteSlotWrite => (&[I64, I32, I64, I64], None),
         };
         let mut s = Signature::new(cc);
         s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -232,7 +253,10 @@ pub fn resolve_externs(
     for e in &m.externs {
         if let Some(b) = abi::builtin(&e.name) {
             let params_ok = e.params.len() == b.params.len()
-                && e.params.iter().zip(b.params).all(|(&t, &a)| abi_class(t) == Some(a));
+                && e.params
+                    .iter()
+                    .zip(b.params)
+                    .all(|(&t, &a)| abi_class(t) == Some(a));
             let ret_ok = match (e.ret, b.ret) {
                 (None, None) => true,
                 (Some(t), Some(a)) => abi_class(t) == Some(a),
@@ -253,7 +277,10 @@ pub fn resolve_externs(
         } else if let Some(symbol) = host(&e.name) {
             out.push(ExternBinding::Host { symbol });
         } else {
-            return Err(JitError::Link { loc: e.loc, msg: format!("undefined symbol @{}", e.name) });
+            return Err(JitError::Link {
+                loc: e.loc,
+                msg: format!("undefined symbol @{}", e.name),
+            });
         }
     }
     Ok(out)
@@ -321,10 +348,12 @@ impl<'m> Lowerer<'m> {
         if let Some(&id) = self.imports.get(symbol) {
             return Ok(id);
         }
-        let id = m.declare_function(symbol, Linkage::Import, sig).map_err(|e| JitError::Link {
-            loc: Default::default(),
-            msg: format!("cannot import symbol `{symbol}`: {e}"),
-        })?;
+        let id = m
+            .declare_function(symbol, Linkage::Import, sig)
+            .map_err(|e| JitError::Link {
+                loc: Default::default(),
+                msg: format!("cannot import symbol `{symbol}`: {e}"),
+            })?;
         self.imports.insert(symbol.to_string(), id);
         Ok(id)
     }
@@ -333,12 +362,12 @@ impl<'m> Lowerer<'m> {
         if let Some(d) = self.rt_data {
             return Ok(d);
         }
-        let d = m.declare_data(RUNTIME_SYMBOL, Linkage::Import, true, false).map_err(|e| {
-            JitError::Link {
+        let d = m
+            .declare_data(RUNTIME_SYMBOL, Linkage::Import, true, false)
+            .map_err(|e| JitError::Link {
                 loc: Default::default(),
                 msg: format!("cannot import data symbol `{RUNTIME_SYMBOL}`: {e}"),
-            }
-        })?;
+            })?;
         self.rt_data = Some(d);
         Ok(d)
     }
@@ -383,15 +412,23 @@ impl<'m> Lowerer<'m> {
 
 /// Arguments of a report entry call.
 enum Report {
-    Dict { site: u32, obj: cl::Value, word: cl::Value },
-    Adstack { site: u32, kind: ReportKind, capacity: u32, len: cl::Value },
+    Dict {
+        site: u32,
+        obj: cl::Value,
+        word: cl::Value,
+    },
+    Adstack {
+        site: u32,
+        kind: ReportKind,
+        capacity: u32,
+        len: cl::Value,
+    },
 }
 
 /// What the recover path passes to the join block.
 enum Recover {
     Nothing,
     Zero(cl::Type),
-    Value(cl::Value),
 }
 
 struct FnLower<'a, 'm, M: ClModule + ?Sized> {
@@ -519,7 +556,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             self.blocks[bi as usize] = Some(blk);
         }
         let ir_entry = self.blocks[0].expect("entry is reachable");
-        let cl_entry = if entry_targeted { self.b.create_block() } else { ir_entry };
+        let cl_entry = if entry_targeted {
+            self.b.create_block()
+        } else {
+            ir_entry
+        };
         self.b.append_block_params_for_function_params(cl_entry);
         let params: Vec<cl::Value> = self.b.block_params(cl_entry).to_vec();
         for (&p, v) in f.params.iter().zip(params) {
@@ -571,7 +612,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     fn iconst(&mut self, ty: cl::Type, imm: i64) -> cl::Value {
         // Narrow constants are stored zero-extended.
         let bits = ty.bits();
-        let imm = if bits < 64 { (imm as u64 & ((1u64 << bits) - 1)) as i64 } else { imm };
+        let imm = if bits < 64 {
+            (imm as u64 & ((1u64 << bits) - 1)) as i64
+        } else {
+            imm
+        };
         self.b.ins().iconst(ty, imm)
     }
 
@@ -615,7 +660,10 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         let name = self
             .b
             .func
-            .declare_imported_user_function(UserExternalName { namespace: 0, index: id.as_u32() });
+            .declare_imported_user_function(UserExternalName {
+                namespace: 0,
+                index: id.as_u32(),
+            });
         let r = self.b.import_function(ExtFuncData {
             name: ExternalName::user(name),
             signature: sig,
@@ -686,7 +734,12 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let s = self.iconst(types::I32, site as i64);
                 self.call_entry(Entry::ReportDict, &[rt, s, obj, word])?;
             }
-            Report::Adstack { site, kind, capacity, len } => {
+            Report::Adstack {
+                site,
+                kind,
+                capacity,
+                len,
+            } => {
                 let s = self.iconst(types::I32, site as i64);
                 let k = self.iconst(types::I32, kind.code() as i64);
                 let c = self.iconst(types::I64, capacity as i64);
@@ -717,7 +770,6 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let args: Vec<BlockArg> = match recover {
                     Recover::Nothing => vec![],
                     Recover::Zero(t) => vec![BlockArg::Value(self.zero(t))],
-                    Recover::Value(v) => vec![BlockArg::Value(v)],
                 };
                 self.b.ins().jump(join, &args);
                 self.b.switch_to_block(ok);
@@ -770,21 +822,34 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
 
     /// Offsets (primal, adjoint) of entry `n` from `entry_base(n)`.
     fn push_offsets(e: AdElem) -> (i32, i32) {
-        (adstack::primal_offset(e, 0) as i32, adstack::adjoint_offset(e, 0) as i32)
+        (
+            adstack::primal_offset(e, 0) as i32,
+            adstack::adjoint_offset(e, 0) as i32,
+        )
     }
 
     /// Offsets (primal, adjoint) of entry `n - 1` from `entry_base(n)`.
     fn top_offsets(e: AdElem) -> (i32, i32) {
         let eb = adstack::entry_bytes(e) as i32;
-        (adstack::primal_offset(e, 0) as i32 - eb, adstack::adjoint_offset(e, 0) as i32 - eb)
+        (
+            adstack::primal_offset(e, 0) as i32 - eb,
+            adstack::adjoint_offset(e, 0) as i32 - eb,
+        )
     }
 
     fn load_count(&mut self, handle: cl::Value) -> cl::Value {
-        self.b.ins().load(types::I64, stack_mem(), handle, adstack::ADSTACK_COUNT_OFFSET as i32)
+        self.b.ins().load(
+            types::I64,
+            stack_mem(),
+            handle,
+            adstack::ADSTACK_COUNT_OFFSET as i32,
+        )
     }
 
     fn store_count(&mut self, handle: cl::Value, n: cl::Value) {
-        self.b.ins().store(stack_mem(), n, handle, adstack::ADSTACK_COUNT_OFFSET as i32);
+        self.b
+            .ins()
+            .store(stack_mem(), n, handle, adstack::ADSTACK_COUNT_OFFSET as i32);
     }
 
     /// For a guarded adstack op: branch to a cold underflow report when `n == 0`.
@@ -796,16 +861,27 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         join: Option<cl::Block>,
         recover: Recover,
     ) -> Result<(), JitError> {
-        let (Some(id), Some(join)) = (site, join) else { return Ok(()) };
+        let (Some(id), Some(join)) = (site, join) else {
+            return Ok(());
+        };
         let site = self.site(id)?;
         let capacity = self.cap(stack)?;
         let bad = self.b.ins().icmp_imm_u(condcodes::IntCC::Equal, n, 0);
-        let report = Report::Adstack { site, kind: ReportKind::AdstackUnderflow, capacity, len: n };
+        let report = Report::Adstack {
+            site,
+            kind: ReportKind::AdstackUnderflow,
+            capacity,
+            len: n,
+        };
         self.check(bad, report, join, recover)
     }
 
     /// Creates the join block of a guarded op (with a param of `ty` if the op yields one).
-    fn join_block(&mut self, guarded: bool, ty: Option<cl::Type>) -> (Option<cl::Block>, Option<cl::Value>) {
+    fn join_block(
+        &mut self,
+        guarded: bool,
+        ty: Option<cl::Type>,
+    ) -> (Option<cl::Block>, Option<cl::Value>) {
         if !guarded {
             return (None, None);
         }
@@ -824,7 +900,9 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     }
 
     fn block_args(&self, args: &[Value]) -> Result<Vec<BlockArg>, JitError> {
-        args.iter().map(|&a| self.val(a).map(BlockArg::Value)).collect()
+        args.iter()
+            .map(|&a| self.val(a).map(BlockArg::Value))
+            .collect()
     }
 
     fn target(&self, b: Block) -> Result<cl::Block, JitError> {
@@ -912,7 +990,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let v = self.b.ins().load(cl_type(*ty), mem(), p, *offset);
                 self.def(r, v);
             }
-            Store { value, addr, offset } => {
+            Store {
+                value,
+                addr,
+                offset,
+            } => {
                 let (x, p) = (self.val(*value)?, self.val(*addr)?);
                 match site {
                     None => {
@@ -945,8 +1027,10 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 }
             }
             Call { callee, args } => {
-                let argv: Vec<cl::Value> =
-                    args.iter().map(|&a| self.val(a)).collect::<Result<_, _>>()?;
+                let argv: Vec<cl::Value> = args
+                    .iter()
+                    .map(|&a| self.val(a))
+                    .collect::<Result<_, _>>()?;
                 let res = match callee {
                     Callee::Func(fid) => {
                         let id = *self
@@ -989,7 +1073,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let args = self.block_args(&dest.args)?;
                 self.b.ins().jump(t, &args);
             }
-            Brif { cond, then_dest, else_dest } => {
+            Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
                 let c = self.val(*cond)?;
                 let (t1, t2) = (self.target(then_dest.block)?, self.target(else_dest.block)?);
                 let a1 = self.block_args(&then_dest.args)?;
@@ -997,7 +1085,10 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 self.b.ins().brif(c, t1, &a1, t2, &a2);
             }
             Return { value } => {
-                let rv: Vec<cl::Value> = value.iter().map(|&v| self.val(v)).collect::<Result<_, _>>()?;
+                let rv: Vec<cl::Value> = value
+                    .iter()
+                    .map(|&v| self.val(v))
+                    .collect::<Result<_, _>>()?;
                 self.b.ins().return_(&rv);
             }
             DictSlotLoad { obj } => {
@@ -1009,7 +1100,12 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     let site = self.site(id)?;
                     let join = self.b.create_block();
                     let bad = self.dict_bad(word);
-                    self.check(bad, Report::Dict { site, obj: o, word }, join, Recover::Nothing)?;
+                    self.check(
+                        bad,
+                        Report::Dict { site, obj: o, word },
+                        join,
+                        Recover::Nothing,
+                    )?;
                     self.b.ins().jump(join, &[]);
                     self.b.switch_to_block(join);
                 }
@@ -1022,10 +1118,26 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     // Checked before the write; recover: the slot is unchanged.
                     let site = self.site(id)?;
                     let bad = self.dict_bad(w);
-                    self.check(bad, Report::Dict { site, obj: o, word: w }, j, Recover::Nothing)?;
+                    self.check(
+                        bad,
+                        Report::Dict {
+                            site,
+                            obj: o,
+                            word: w,
+                        },
+                        j,
+                        Recover::Nothing,
+                    )?;
                 }
                 let off = self.slot_offset();
                 self.b.ins().store(mem(), w, o, off);
+                if let Some(id) = site {
+                    // The runtime's last-known-write record (as the interpreter keeps it).
+                    let site = self.site(id)?;
+                    let rt = self.rt()?;
+                    let s = self.iconst(types::I32, site as i64);
+                    self.call_entry(Entry::NoteSlotWrite, &[rt, s, o, w])?;
+                }
                 self.rejoin(join, None);
             }
             LoadAttr { obj, index } => {
@@ -1072,7 +1184,12 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     // Recover: the store is skipped.
                     let site = self.site(id)?;
                     let bad = self.dict_bad(word);
-                    self.check(bad, Report::Dict { site, obj: o, word }, join, Recover::Nothing)?;
+                    self.check(
+                        bad,
+                        Report::Dict { site, obj: o, word },
+                        join,
+                        Recover::Nothing,
+                    )?;
                 }
                 let fast = self.b.create_block();
                 let slow = self.b.create_block();
@@ -1114,8 +1231,12 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                         n,
                         capacity as i64,
                     );
-                    let report =
-                        Report::Adstack { site, kind: ReportKind::AdstackOverflow, capacity, len: n };
+                    let report = Report::Adstack {
+                        site,
+                        kind: ReportKind::AdstackOverflow,
+                        capacity,
+                        len: n,
+                    };
                     self.check(bad, report, j, Recover::Nothing)?;
                 }
                 let base = self.entry_base(h, n, e);
@@ -1145,7 +1266,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 self.underflow_check(site, *stack, n, join, Recover::Zero(et))?;
                 let base = self.entry_base(h, n, e);
                 let (po, ao) = Self::top_offsets(e);
-                let off = if matches!(inst.kind, AdTop { .. }) { po } else { ao };
+                let off = if matches!(inst.kind, AdTop { .. }) {
+                    po
+                } else {
+                    ao
+                };
                 let v = self.b.ins().load(et, stack_mem(), base, off);
                 self.rejoin(join, Some(v));
                 self.def(r, param.unwrap_or(v));
@@ -1191,7 +1316,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             ConvOp::Uext => ins.uextend(to, x),
             ConvOp::Ireduce => ins.ireduce(to, x),
             ConvOp::FcvtFromSint => {
-                let x = if from == types::I8 { ins.sextend(types::I32, x) } else { x };
+                let x = if from == types::I8 {
+                    ins.sextend(types::I32, x)
+                } else {
+                    x
+                };
                 self.b.ins().fcvt_from_sint(to, x)
             }
             ConvOp::FcvtToSint => {
@@ -1229,7 +1358,13 @@ mod tests {
     fn dict_check_matches_tag_ok() {
         assert_eq!(DICT_CHECK_ADD, 1);
         assert_eq!(DICT_CHECK_MASK, 6);
-        for hi in [0u64, 8, 0x1000, 0xffff_ffff_ffff_fff8, 0x8000_0000_0000_0000] {
+        for hi in [
+            0u64,
+            8,
+            0x1000,
+            0xffff_ffff_ffff_fff8,
+            0x8000_0000_0000_0000,
+        ] {
             for low in 0..8u64 {
                 let w = hi | low;
                 assert_eq!(dict_word_ok(w), layout::tag_ok(w), "word {w:#x}");

@@ -212,3 +212,16 @@ pub extern "C" fn gl_exp(x: f64) -> f64 {
 pub extern "C" fn gl_log(x: f64) -> f64 {
     x.ln()
 }
+
+// ---- added for the JIT: the last-known-write record of guarded dict_slot.store ----
+
+/// `(symbol, address)` of [`gl_note_slot_write`]: generated code calls it
+/// after a guarded `dict_slot.store` has written the slot (as the
+/// interpreter calls [`Runtime::note_slot_write`]).
+pub const ENTRY_NOTE_SLOT_WRITE: (&str, *const u8) =
+    ("gl_note_slot_write", gl_note_slot_write as *const u8);
+
+abi_fns! {
+    /// Instrumented code wrote `word` to `obj`'s dict slot at `site` (runtime-global id).
+    fn gl_note_slot_write(site: u32, obj: u64, word: u64) = |r| r.note_slot_write(site, obj, word);
+}

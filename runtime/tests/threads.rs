@@ -2,19 +2,25 @@
 //! against one runtime lose no report and miscount nothing; dropping a
 //! runtime with pending reports flushes them without panicking.
 
-use guardlift_runtime::{
-    Mode, Observed, ReportKind, Runtime, RuntimeConfig, SiteInfo, Verdict,
-};
+use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, RuntimeConfig, SiteInfo, Verdict};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 fn site(i: u32) -> Option<SiteInfo> {
-    Some(SiteInfo { function: format!("f{i}"), line: i + 1, col: 5, op: "store_attr".into() })
+    Some(SiteInfo {
+        function: format!("f{i}"),
+        line: i + 1,
+        col: 5,
+        op: "store_attr".into(),
+    })
 }
 
 #[test]
 fn eight_threads_ten_thousand_violations_each() {
-    let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
+    let rt = Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        ..Default::default()
+    });
     let base = rt.register_sites((0..9).map(site).collect());
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
@@ -27,9 +33,18 @@ fn eight_threads_ten_thousand_violations_each() {
             s.spawn(move || {
                 for i in 0..10_000u64 {
                     // One site per thread, and one shared by all.
-                    let obs = Observed::Dict { object: 0x1000 * (t as u64 + 1), value: 0x96 + 8 * i };
-                    assert_eq!(rt.report(ReportKind::DictSlotTag, base + t, obs), Verdict::Recover);
-                    let obs = Observed::Adstack { capacity: 32, len: 32 };
+                    let obs = Observed::Dict {
+                        object: 0x1000 * (t as u64 + 1),
+                        value: 0x96 + 8 * i,
+                    };
+                    assert_eq!(
+                        rt.report(ReportKind::DictSlotTag, base + t, obs),
+                        Verdict::Recover
+                    );
+                    let obs = Observed::Adstack {
+                        capacity: 32,
+                        len: 32,
+                    };
                     rt.report(ReportKind::AdstackOverflow, base + 8, obs);
                 }
             });
@@ -46,14 +61,22 @@ fn eight_threads_ten_thousand_violations_each() {
             k => panic!("unexpected kind {k:?}"),
         }
     }
-    assert_eq!(handled.load(Ordering::Relaxed), 160_000, "handler saw every occurrence");
+    assert_eq!(
+        handled.load(Ordering::Relaxed),
+        160_000,
+        "handler saw every occurrence"
+    );
     assert!(rt.take_reports().is_empty(), "taking twice finds none");
 }
 
 #[test]
 fn report_limit_caps_handler_calls_not_counts() {
-    let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
-    rt.configure(&guardlift_runtime::Options::parse("report_limit=3").unwrap()).unwrap();
+    let rt = Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        ..Default::default()
+    });
+    rt.configure(&guardlift_runtime::Options::parse("report_limit=3").unwrap())
+        .unwrap();
     let base = rt.register_sites(vec![site(0)]);
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
@@ -62,7 +85,14 @@ fn report_limit_caps_handler_calls_not_counts() {
         h.fetch_add(1, Ordering::Relaxed);
     })));
     for _ in 0..10 {
-        rt.report(ReportKind::DictSlotTag, base, Observed::Dict { object: 8, value: 6 });
+        rt.report(
+            ReportKind::DictSlotTag,
+            base,
+            Observed::Dict {
+                object: 8,
+                value: 6,
+            },
+        );
     }
     assert_eq!(handled.load(Ordering::Relaxed), 3);
     assert_eq!(rt.take_reports()[0].count, 10);
@@ -70,11 +100,21 @@ fn report_limit_caps_handler_calls_not_counts() {
 
 #[test]
 fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
-    let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
+    let rt = Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        ..Default::default()
+    });
     let base = rt.register_sites(vec![site(0)]);
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
-    rt.report(ReportKind::DictSlotTag, base, Observed::Dict { object: o, value: 6 });
+    rt.report(
+        ReportKind::DictSlotTag,
+        base,
+        Observed::Dict {
+            object: o,
+            value: 6,
+        },
+    );
     // A handler that panics must not turn teardown into an abort either: it
     // is only called at report time, never from Drop.
     drop(rt);
@@ -82,11 +122,21 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
 
 #[test]
 fn last_known_write_is_captured_when_the_check_runs() {
-    let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
+    let rt = Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        ..Default::default()
+    });
     let base = rt.register_sites(vec![site(0)]);
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
-    rt.report(ReportKind::DictSlotTag, base, Observed::Dict { object: o, value: 0x96 });
+    rt.report(
+        ReportKind::DictSlotTag,
+        base,
+        Observed::Dict {
+            object: o,
+            value: 0x96,
+        },
+    );
     // Later writes do not change what the report says.
     rt.note_slot_write(base, o, 0x1234);
     let r = rt.take_reports().remove(0);

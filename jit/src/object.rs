@@ -1,0 +1,204 @@
+//! Ahead-of-time output through the same lowering as the JIT: relocatable
+//! ELF objects (cranelift-object), and the text of `guardlift emit --what
+//! clif|asm`.
+//!
+//! In an object file, IR functions are exported under their names, built-ins
+//! and report entry points are imported as their `gl_*` symbols, other
+//! externs as their own names, and the runtime pointer is the address of the
+//! imported data symbol [`crate::RUNTIME_SYMBOL`]. The code is
+//! position-independent (calls and data go through the GOT/PLT).
+
+use crate::error::JitError;
+use crate::lower::{self, Lowerer, RtRef};
+use crate::target::{build_isa, OptLevel, Target};
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::UserFuncName;
+use cranelift_codegen::Context;
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module as _};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use guardlift_ir::FuncId;
+use guardlift_runtime::Mode;
+use std::fmt::Write as _;
+
+/// Options of the ahead-of-time outputs.
+#[derive(Clone, Debug, Default)]
+pub struct EmitOptions {
+    /// Decides the guard lowering (see [`crate::lower::guard_strategy`]).
+    pub mode: Mode,
+    /// Added to local site ids: the base the program's runtime will hand out
+    /// when it registers this module's sites (0 for the first module).
+    pub site_base: u32,
+    pub opt_level: OptLevel,
+}
+
+struct Setup<'m> {
+    om: ObjectModule,
+    lw: Lowerer<'m>,
+    funcs: Vec<ClFuncId>,
+}
+
+fn setup<'m>(
+    module: &'m guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<Setup<'m>, JitError> {
+    guardlift_ir::verify_module(module)?;
+    let externs = lower::resolve_externs(module, |name| Some(name.to_string()))?;
+    let isa = build_isa(target, opts.opt_level, true)?;
+    let call_conv = isa.default_call_conv();
+    let ob = ObjectBuilder::new(isa, "guardlift", cranelift_module::default_libcall_names())
+        .map_err(|e| JitError::Object(e.to_string()))?;
+    let mut om = ObjectModule::new(ob);
+    let mut funcs = Vec::with_capacity(module.functions.len());
+    for f in &module.functions {
+        let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
+        let id = om
+            .declare_function(&f.name, Linkage::Export, &sig)
+            .map_err(|e| JitError::Link {
+                loc: f.loc,
+                msg: format!("cannot export @{}: {e}", f.name),
+            })?;
+        funcs.push(id);
+    }
+    let lw = Lowerer::new(
+        module,
+        RtRef::Symbol,
+        opts.mode,
+        opts.site_base,
+        call_conv,
+        funcs.clone(),
+        externs,
+        true,
+    );
+    Ok(Setup { om, lw, funcs })
+}
+
+/// A relocatable object file (ELF for the explicit targets).
+pub fn emit_object(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<Vec<u8>, JitError> {
+    let Setup {
+        mut om,
+        mut lw,
+        funcs,
+    } = setup(module, target, opts)?;
+    let mut ctx = om.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    for (i, f) in module.functions.iter().enumerate() {
+        let id = funcs[i];
+        lw.lower_function(
+            &mut om,
+            FuncId(i as u32),
+            UserFuncName::user(0, id.as_u32()),
+            &mut ctx.func,
+            &mut fctx,
+        )?;
+        om.define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+        om.clear_context(&mut ctx);
+    }
+    drop(lw);
+    om.finish()
+        .emit()
+        .map_err(|e| JitError::Object(e.to_string()))
+}
+
+/// What the external names of a lowered function stand for, as CLIF
+/// comments (`; userextname0 = u0:3 = gl_report_dict`).
+fn name_comments(om: &ObjectModule, func: &cranelift_codegen::ir::Function) -> String {
+    let mut s = String::new();
+    for (r, n) in func.params.user_named_funcs().iter() {
+        let name = match n.namespace {
+            0 => cranelift_module::FuncId::from_u32(n.index),
+            _ => {
+                let d = cranelift_module::DataId::from_u32(n.index);
+                let name = om
+                    .declarations()
+                    .get_data_decl(d)
+                    .name
+                    .as_deref()
+                    .unwrap_or("?");
+                let _ = writeln!(s, "; {r} = u{}:{} = {name} (data)", n.namespace, n.index);
+                continue;
+            }
+        };
+        let decl = om.declarations().get_function_decl(name);
+        let _ = writeln!(
+            s,
+            "; {r} = u{}:{} = {}",
+            n.namespace,
+            n.index,
+            decl.name.as_deref().unwrap_or("?")
+        );
+    }
+    s
+}
+
+/// The Cranelift IR of every function, as lowered (before Cranelift's own
+/// optimizations), preceded by a table of the external names it uses.
+pub fn emit_clif(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<String, JitError> {
+    let Setup { mut om, mut lw, .. } = setup(module, target, opts)?;
+    let mut fctx = FunctionBuilderContext::new();
+    let mut bodies = String::new();
+    let mut func = cranelift_codegen::ir::Function::new();
+    for (i, f) in module.functions.iter().enumerate() {
+        lw.lower_function(
+            &mut om,
+            FuncId(i as u32),
+            UserFuncName::testcase(&f.name),
+            &mut func,
+            &mut fctx,
+        )?;
+        let _ = writeln!(bodies, "; @{}", f.name);
+        bodies.push_str(&name_comments(&om, &func));
+        let _ = writeln!(bodies, "{}", func.display());
+    }
+    drop(lw);
+    let mut s = format!("; target {} ({})\n\n", target, target.triple());
+    s.push_str(&bodies);
+    Ok(s)
+}
+
+/// Machine code of every function as Cranelift's disassembly of its final
+/// instructions (after register allocation).
+pub fn emit_asm(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<String, JitError> {
+    let Setup { mut om, mut lw, .. } = setup(module, target, opts)?;
+    let mut fctx = FunctionBuilderContext::new();
+    let mut bodies = String::new();
+    let mut ctx = Context::new();
+    for (i, f) in module.functions.iter().enumerate() {
+        ctx.clear();
+        ctx.set_disasm(true);
+        lw.lower_function(
+            &mut om,
+            FuncId(i as u32),
+            UserFuncName::testcase(&f.name),
+            &mut ctx.func,
+            &mut fctx,
+        )?;
+        let code = ctx
+            .compile(om.isa(), &mut ControlPlane::default())
+            .map_err(|e| JitError::Codegen(format!("@{}: {:?}", f.name, e.inner)))?;
+        let text = code.vcode.clone().unwrap_or_default();
+        let size = code.code_info().total_size;
+        let _ = writeln!(bodies, "@{}:  ; {size} bytes", f.name);
+        bodies.push_str(&name_comments(&om, &ctx.func));
+        bodies.push_str(&text);
+        bodies.push('\n');
+    }
+    drop(lw);
+    let mut s = format!("; target {} ({})\n\n", target, target.triple());
+    s.push_str(&bodies);
+    Ok(s)
+}

@@ -1,0 +1,133 @@
+//! Targets and the Cranelift ISA settings every engine here uses.
+
+use crate::error::JitError;
+use cranelift_codegen::isa::{self, OwnedTargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use std::fmt;
+
+/// Where code runs: the host (JIT), or an explicit architecture (Linux ELF).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Target {
+    #[default]
+    Host,
+    X86_64,
+    Aarch64,
+}
+
+impl Target {
+    /// Accepts `host`, `x86_64`, `aarch64` and the triples
+    /// `x86_64-unknown-linux-gnu` / `aarch64-unknown-linux-gnu`.
+    pub fn parse(s: &str) -> Result<Target, JitError> {
+        match s {
+            "host" | "native" => Ok(Target::Host),
+            "x86_64" | "x86-64" | "x86_64-unknown-linux-gnu" => Ok(Target::X86_64),
+            "aarch64" | "arm64" | "aarch64-unknown-linux-gnu" => Ok(Target::Aarch64),
+            _ => Err(JitError::Target(s.to_string())),
+        }
+    }
+
+    /// The name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Host => "host",
+            Target::X86_64 => "x86_64",
+            Target::Aarch64 => "aarch64",
+        }
+    }
+
+    /// The explicit target this host is, if it is one of them.
+    pub fn host_arch() -> Option<Target> {
+        if cfg!(target_arch = "x86_64") {
+            Some(Target::X86_64)
+        } else if cfg!(target_arch = "aarch64") {
+            Some(Target::Aarch64)
+        } else {
+            None
+        }
+    }
+
+    /// Does code for this target run on this host?
+    pub fn is_native(self) -> bool {
+        self == Target::Host || Target::host_arch() == Some(self)
+    }
+
+    /// The target triple (the host's own for [`Target::Host`]).
+    pub fn triple(self) -> String {
+        match self {
+            Target::Host => match cranelift_native::builder() {
+                Ok(b) => b.triple().to_string(),
+                Err(_) => "unknown".to_string(),
+            },
+            Target::X86_64 => "x86_64-unknown-linux-gnu".to_string(),
+            Target::Aarch64 => "aarch64-unknown-linux-gnu".to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Cranelift's optimization level.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OptLevel {
+    None,
+    #[default]
+    Speed,
+    SpeedAndSize,
+}
+
+impl OptLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            OptLevel::None => "none",
+            OptLevel::Speed => "speed",
+            OptLevel::SpeedAndSize => "speed_and_size",
+        }
+    }
+}
+
+fn set(b: &mut settings::Builder, name: &str, value: &str) -> Result<(), JitError> {
+    b.set(name, value)
+        .map_err(|e| JitError::Codegen(format!("setting {name}={value}: {e}")))
+}
+
+/// Builds the ISA for `target`. `pic` must be false for the JIT.
+///
+/// Settings: the optimization level; Cranelift's verifier in debug builds;
+/// inline stack probes (adstack frames can be large).
+pub(crate) fn build_isa(
+    target: Target,
+    opt: OptLevel,
+    pic: bool,
+) -> Result<OwnedTargetIsa, JitError> {
+    let mut fb = settings::builder();
+    set(&mut fb, "opt_level", opt.name())?;
+    set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
+    set(
+        &mut fb,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    )?;
+    set(&mut fb, "enable_probestack", "true")?;
+    set(&mut fb, "probestack_strategy", "inline")?;
+    // Libcalls (none expected) must not assume they are within near range.
+    set(&mut fb, "use_colocated_libcalls", "false")?;
+    let flags = settings::Flags::new(fb);
+    let builder = match target {
+        Target::Host => {
+            cranelift_native::builder().map_err(|e| JitError::Target(format!("host ({e})")))?
+        }
+        Target::X86_64 | Target::Aarch64 => isa::lookup_by_name(&target.triple())
+            .map_err(|e| JitError::Target(format!("{} ({e})", target.name())))?,
+    };
+    builder
+        .finish(flags)
+        .map_err(|e| JitError::Codegen(format!("building the {target} ISA: {e}")))
+}
