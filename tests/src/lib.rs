@@ -1,1 +1,142 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared helpers for the cross-engine tests: the program corpus in
+//! `tests/programs/`, and running a module on an engine into a comparable
+//! [`Outcome`].
+
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_ir::literal::parse_arg;
+use guardlift_ir::{parse_and_verify, Module};
+use guardlift_runtime::{Mode, Observed, Report, Runtime, RuntimeConfig};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A corpus program: its path, text and entry arguments (`; args:` header).
+pub struct Program {
+    pub path: PathBuf,
+    pub text: String,
+    pub args: Vec<String>,
+}
+
+/// Every `.glir` file in `tests/programs/`, sorted.
+pub fn corpus() -> Vec<Program> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("programs");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "glir"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let args = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("; args:"))
+                .map(|a| a.split_whitespace().map(String::from).collect())
+                .unwrap_or_default();
+            Program { path, text, args }
+        })
+        .collect()
+}
+
+/// Which engine runs a module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Interp,
+    Jit,
+}
+
+/// A report with the parts that must agree across engines: heap addresses
+/// differ between runs, so dict and clobber observations keep only what
+/// does not depend on where the heap put the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CmpReport {
+    pub kind: &'static str,
+    pub function: String,
+    pub line: u32,
+    pub col: u32,
+    pub op: String,
+    pub count: u64,
+    pub observed: String,
+    pub last_write: Option<(String, bool)>,
+}
+
+impl CmpReport {
+    pub fn from(r: &Report) -> Self {
+        let observed = match r.observed {
+            Observed::Dict { value, .. } => format!("dict low bits {:03b}", value & 7),
+            Observed::Adstack { capacity, len } => format!("adstack {capacity} {len}"),
+            // The stored value may be derived from an address (a word with a bit cleared).
+            Observed::Clobber { width, .. } => format!("clobber w{width}"),
+        };
+        let last_write = match (&r.last_write, r.observed) {
+            (Some(w), Observed::Dict { value, .. }) => Some((w.by.clone(), w.value != value)),
+            _ => None,
+        };
+        CmpReport {
+            kind: r.kind.name(),
+            function: r.info.function.clone(),
+            line: r.info.line,
+            col: r.info.col,
+            op: r.info.op.clone(),
+            count: r.count,
+            observed,
+            last_write,
+        }
+    }
+}
+
+/// Everything a run produced that engines must agree on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub result: Result<Option<u64>, String>,
+    pub output: String,
+    pub reports: Vec<CmpReport>,
+    pub host_fault: bool,
+}
+
+/// Parses and verifies a corpus program (panics with the diagnostic).
+pub fn load(p: &Program) -> Module {
+    parse_and_verify(&p.text).unwrap_or_else(|e| panic!("{}: {e}", p.path.display()))
+}
+
+/// Instruments `m` with `checks` (none: unchanged).
+pub fn with_checks(m: &Module, checks: CheckSet) -> Module {
+    if checks.is_empty() {
+        m.clone()
+    } else {
+        instrument(m, checks)
+    }
+}
+
+/// Runs `@main` of `m` with text arguments on `engine`, in `mode`, on a fresh runtime.
+pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
+    let f = m.func(m.func_by_name("main").expect("@main"));
+    let bits: Vec<u64> = f
+        .param_types()
+        .into_iter()
+        .zip(args)
+        .map(|(t, a)| parse_arg(t, a).expect("argument"))
+        .collect();
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode,
+        abort_process: false,
+        capture_output: true,
+    });
+    let result = match engine {
+        Engine::Interp => guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
+            .and_then(|it| it.call("main", &bits))
+            .map_err(|e| e.to_string()),
+        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
+            .and_then(|c| c.call_dynamic("main", &bits))
+            .map_err(|e| e.to_string()),
+    };
+    Outcome {
+        result,
+        output: rt.take_output(),
+        reports: rt.take_reports().iter().map(CmpReport::from).collect(),
+        host_fault: rt.take_host_fault().is_some(),
+    }
+}

@@ -1,0 +1,1 @@
+//! The guardlift C API (being written).

@@ -1,0 +1,1 @@
+//! Fuzzing library (being written).
