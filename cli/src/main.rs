@@ -3,6 +3,7 @@
 //! reports; 2 usage, parse, verify or link error; 134 abort/trap after a
 //! violation (and host faults: what would have been a crash).
 
+mod bench;
 mod run;
 mod source;
 
@@ -120,6 +121,15 @@ enum Cmd {
         #[command(flatten)]
         inst: InstrumentArgs,
     },
+    /// Measure guardlift against the interpreter, CPython, gcc and ASan.
+    Bench {
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Fewer and shorter repeats.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Write an ELF object file for a target.
     Compile {
         file: String,
@@ -162,6 +172,7 @@ fn main() -> ExitCode {
         }
     };
     let r = match cli.cmd {
+        Cmd::Bench { json, quick } => bench::bench(json, quick),
         Cmd::Check { file } => source::load(&file).map(|_| 0),
         Cmd::Fmt { file } => source::load(&file).map(|m| {
             print!("{}", guardlift_ir::print_module(&m));

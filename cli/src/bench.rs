@@ -1,0 +1,474 @@
+//! `guardlift bench`: one run that measures guardlift side by side with what
+//! users would pick instead, and prints ratios (issue "Performance").
+//!
+//! 1. store_attr loop (values mode): JIT plain, JIT instrumented (dict
+//!    check) per mode, the reference interpreter, and CPython's `o.x = i`.
+//! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs instrumented.
+//! 3. the same store loop in C, `gcc -O2` and `gcc -O2 -fsanitize=address`.
+//! 4. compile throughput (IR instructions per second) by phase, 1k–100k.
+//!
+//! Every number is the median of several repeats, measured in this process.
+
+use crate::source::CliError;
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_interp::Interpreter;
+use guardlift_ir::Module;
+use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Instant;
+
+const STORE_LOOP: &str = "
+fn @stores(%o: ptr, %n: i64) -> i64 {
+entry:
+    %z = iconst.i64 0
+    jump loop(%z)
+loop(%i: i64):
+    %done = icmp.sge %i, %n
+    brif %done, exit, body(%i)
+body(%k: i64):
+    store_attr %o, 1, %k
+    %one = iconst.i64 1
+    %k2 = iadd %k, %one
+    jump loop(%k2)
+exit:
+    %r = load_attr %o, 1
+    return %r
+}
+";
+
+/// Reverse-mode loop: `rounds` times, push 1024 primals, then walk back with
+/// top / acc_adj / top_adj / pop, accumulating a gradient.
+const ADSTACK_LOOP: &str = "
+fn @grad(%rounds: i64) -> f64 {
+entry:
+    %s = adstack.alloc.f64 1024
+    %g0 = fconst.f64 0.0
+    %z = iconst.i64 0
+    jump round(%s, %z, %g0)
+round(%s1: adstack.f64, %r: i64, %g: f64):
+    %done = icmp.sge %r, %rounds
+    brif %done, exit(%g), fwd(%s1, %z, %r, %g)
+fwd(%s2: adstack.f64, %i: i64, %r2: i64, %g2: f64):
+    %cap = iconst.i64 1024
+    %full = icmp.sge %i, %cap
+    brif %full, rev(%s2, %r2, %g2), push(%s2, %i, %r2, %g2)
+push(%s3: adstack.f64, %j: i64, %r3: i64, %g3: f64):
+    %x = fcvt_from_sint.f64 %j
+    adstack.push %s3, %x
+    %one = iconst.i64 1
+    %j2 = iadd %j, %one
+    jump fwd(%s3, %j2, %r3, %g3)
+rev(%s4: adstack.f64, %r4: i64, %g4: f64):
+    %n = adstack.len %s4
+    %empty = icmp.eq %n, %z
+    brif %empty, next(%s4, %r4, %g4), pop(%s4, %r4, %g4)
+pop(%s5: adstack.f64, %r5: i64, %g5: f64):
+    %v = adstack.top %s5
+    %h = fconst.f64 0.5
+    adstack.acc_adj %s5, %h
+    %a = adstack.top_adj %s5
+    %va = fmul %v, %a
+    %g6 = fadd %g5, %va
+    adstack.pop %s5
+    jump rev(%s5, %r5, %g6)
+next(%s6: adstack.f64, %r6: i64, %g7: f64):
+    %one2 = iconst.i64 1
+    %r7 = iadd %r6, %one2
+    jump round(%s6, %r7, %g7)
+exit(%gr: f64):
+    return %gr
+}
+";
+
+const C_STORE_LOOP: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+/* CPython 3.12's managed-dict word at obj - 24; values-tagged (values - 1). */
+__attribute__((noinline)) static void slow(char *o, int64_t i, int64_t v) { (void)o; (void)i; (void)v; abort(); }
+__attribute__((noinline)) static void stores(char *o, int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t w = *(volatile uint64_t *)(o - 24);
+        if (w & 1) ((int64_t *)(w + 1))[1] = k; else slow(o, 1, k);
+    }
+}
+int main(int argc, char **argv) {
+    int64_t n = argc > 1 ? atoll(argv[1]) : 10000000;
+    char *block = calloc(1, 64);
+    int64_t *values = aligned_alloc(16, 64);
+    char *o = block + 24;
+    *(uint64_t *)(o - 24) = (uint64_t)values - 1;
+    stores(o, 1000);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    stores(o, n);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+    printf("%.4f %lld\n", ns / n, (long long)values[1]);
+    free(values); free(block);
+    return 0;
+}
+"#;
+
+const PY_STORE_LOOP: &str = "
+import sys, time
+class O: pass
+def stores(o, n):
+    for i in range(n):
+        o.x = i
+o = O(); n = int(sys.argv[1])
+stores(o, 1000)
+t = time.perf_counter_ns(); stores(o, n); t = time.perf_counter_ns() - t
+print(t / n)
+";
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Median over `reps` of `f()`'s seconds, divided by `per`: ns per unit.
+fn ns_per(reps: usize, per: u64, mut f: impl FnMut()) -> f64 {
+    f(); // warm up
+    median(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_nanos() as f64 / per as f64
+            })
+            .collect(),
+    )
+}
+
+fn parse(text: &str) -> Module {
+    guardlift_ir::parse_and_verify(text).expect("bench IR is valid")
+}
+
+fn runtime(mode: Mode) -> std::sync::Arc<Runtime> {
+    Runtime::new(RuntimeConfig {
+        mode,
+        ..Default::default()
+    })
+}
+
+struct Row {
+    name: String,
+    ns: Option<f64>,
+    note: String,
+}
+
+fn row(name: &str, ns: Option<f64>, note: impl Into<String>) -> Row {
+    Row {
+        name: name.into(),
+        ns,
+        note: note.into(),
+    }
+}
+
+fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
+    let m = parse(STORE_LOOP);
+    let dict = CheckSet {
+        dict: true,
+        ..Default::default()
+    };
+    let mut rows = Vec::new();
+    let jit = |mm: &Module, mode: Mode| {
+        let rt = runtime(mode);
+        let o = rt.obj_new(2);
+        let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
+        let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
+        ns_per(reps, n, || {
+            std::hint::black_box(f.call((Ptr(o), n as i64)));
+        })
+    };
+    rows.push(row(
+        "store_attr jit",
+        Some(jit(&m, Mode::Abort)),
+        "uninstrumented",
+    ));
+    let mi = instrument(&m, dict);
+    for mode in [Mode::Abort, Mode::Recover, Mode::Trap] {
+        rows.push(row(
+            &format!("store_attr jit+dict {}", mode.name()),
+            Some(jit(&mi, mode)),
+            "instrumented",
+        ));
+    }
+    let rt = runtime(Mode::Abort);
+    let o = rt.obj_new(2);
+    let it = Interpreter::new(&m, rt, &HashMap::new()).expect("links");
+    let ni = (n / 50).max(1000);
+    rows.push(row(
+        "store_attr interp",
+        Some(ns_per(reps.min(5), ni, || {
+            it.call("stores", &[o, ni]).expect("runs");
+        })),
+        "reference interpreter",
+    ));
+    rows.push(python_row(n));
+    rows.extend(c_rows(n));
+    rows
+}
+
+fn python_row(n: u64) -> Row {
+    let out = Command::new("python3")
+        .args(["-c", PY_STORE_LOOP, &(n / 10).to_string()])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let ns = String::from_utf8_lossy(&o.stdout).trim().parse().ok();
+            let v = Command::new("python3").arg("--version").output().ok();
+            let ver = v
+                .map(|v| String::from_utf8_lossy(&v.stdout).trim().to_string())
+                .unwrap_or_default();
+            row("store_attr cpython", ns, format!("{ver}: `o.x = i`"))
+        }
+        _ => row("store_attr cpython", None, "python3 not available"),
+    }
+}
+
+fn c_rows(n: u64) -> Vec<Row> {
+    let dir = std::env::temp_dir().join(format!("guardlift-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let src = dir.join("stores.c");
+    let _ = std::fs::write(&src, C_STORE_LOOP);
+    let mut rows = Vec::new();
+    for (name, flags) in [
+        ("store_attr gcc -O2", &["-O2"][..]),
+        ("store_attr gcc -O2 asan", &["-O2", "-fsanitize=address"]),
+    ] {
+        let exe = dir.join(if flags.len() > 1 {
+            "stores_asan"
+        } else {
+            "stores"
+        });
+        let built = Command::new("gcc")
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .status();
+        let ns = match built {
+            Ok(s) if s.success() => {
+                let runs: Vec<f64> = (0..5)
+                    .filter_map(|_| Command::new(&exe).arg(n.to_string()).output().ok())
+                    .filter_map(|o| {
+                        String::from_utf8_lossy(&o.stdout)
+                            .split_whitespace()
+                            .next()?
+                            .parse()
+                            .ok()
+                    })
+                    .collect();
+                (!runs.is_empty()).then(|| median(runs))
+            }
+            _ => None,
+        };
+        rows.push(row(
+            name,
+            ns,
+            if ns.is_some() {
+                "C, same loop"
+            } else {
+                "gcc not available"
+            },
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    rows
+}
+
+fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
+    let m = parse(ADSTACK_LOOP);
+    let ops = rounds * 1024 * 5; // push, top, acc_adj, top_adj, pop
+    let run = |mm: &Module, mode: Mode| {
+        let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
+        let f = code.func::<(i64,), f64>("grad").expect("signature");
+        ns_per(reps, ops, || {
+            std::hint::black_box(f.call((rounds as i64,)));
+        })
+    };
+    let mut rows = vec![row(
+        "adstack jit",
+        Some(run(&m, Mode::Abort)),
+        "uninstrumented, ns per op",
+    )];
+    let mi = instrument(
+        &m,
+        CheckSet {
+            adstack: true,
+            ..Default::default()
+        },
+    );
+    for mode in [Mode::Abort, Mode::Recover, Mode::Trap] {
+        rows.push(row(
+            &format!("adstack jit+adstack {}", mode.name()),
+            Some(run(&mi, mode)),
+            "instrumented",
+        ));
+    }
+    rows
+}
+
+/// A module of about `n` instructions in `n/10` blocks.
+pub fn sized_module(n: usize) -> String {
+    let mut s = String::from("fn @main(%x: i64) -> i64 {\nentry:\n    jump b0(%x)\n");
+    let blocks = (n / 20).max(1);
+    for b in 0..blocks {
+        s += &format!("b{b}(%a{b}: i64):\n");
+        let mut prev = format!("%a{b}");
+        for i in 0..9 {
+            s += &format!(
+                "    %c{b}_{i} = iconst.i64 {}\n    %v{b}_{i} = iadd {prev}, %c{b}_{i}\n",
+                i + 1
+            );
+            prev = format!("%v{b}_{i}");
+        }
+        let next = if b + 1 == blocks {
+            "done".to_string()
+        } else {
+            format!("b{}", b + 1)
+        };
+        s += &format!("    jump {next}({prev})\n");
+    }
+    s += "done(%r: i64):\n    return %r\n}\n";
+    s
+}
+
+fn compile_rows(sizes: &[usize]) -> Vec<Json> {
+    let mut out = Vec::new();
+    for &n in sizes {
+        // Many functions of ~200 instructions, as a JIT compiles them.
+        let per_fn = 200;
+        let mut text = String::new();
+        for f in 0..(n / per_fn).max(1) {
+            text += &sized_module(per_fn).replace("@main", &format!("@f{f}"));
+        }
+        let t = Instant::now();
+        let m = parse(&text);
+        let parse_s = t.elapsed().as_secs_f64();
+        let insts = m.inst_count();
+        let t = Instant::now();
+        let mi = instrument(&m, CheckSet::ALL);
+        let inst_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let code = Jit::compile(&mi, runtime(Mode::Recover), &CompileOptions::default())
+            .expect("compiles");
+        let compile_s = t.elapsed().as_secs_f64();
+        drop(code);
+        out.push(json!({
+            "instructions": insts,
+            "parse_verify_s": parse_s,
+            "instrument_s": inst_s,
+            "lower_and_cranelift_s": compile_s,
+            "insts_per_s_total": insts as f64 / (parse_s + inst_s + compile_s),
+            "guardlift_share": (parse_s + inst_s) / (parse_s + inst_s + compile_s),
+        }));
+    }
+    out
+}
+
+fn find(rows: &[Row], name: &str) -> Option<f64> {
+    rows.iter().find(|r| r.name == name).and_then(|r| r.ns)
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? / b?)
+}
+
+pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
+    let (reps, n, rounds) = if quick {
+        (3, 1_000_000, 20)
+    } else {
+        (9, 20_000_000, 400)
+    };
+    let mut rows = store_attr_rows(reps, n);
+    rows.extend(adstack_rows(reps, rounds));
+    let sizes: &[usize] = if quick {
+        &[1_000, 10_000]
+    } else {
+        &[1_000, 10_000, 100_000]
+    };
+    let compile = compile_rows(sizes);
+    let jit = find(&rows, "store_attr jit");
+    let ratios = json!({
+        "store_attr_instrumented_over_plain": {
+            "abort": ratio(find(&rows, "store_attr jit+dict abort"), jit),
+            "recover": ratio(find(&rows, "store_attr jit+dict recover"), jit),
+            "trap": ratio(find(&rows, "store_attr jit+dict trap"), jit),
+        },
+        "adstack_instrumented_over_plain": {
+            "abort": ratio(find(&rows, "adstack jit+adstack abort"), find(&rows, "adstack jit")),
+            "recover": ratio(find(&rows, "adstack jit+adstack recover"), find(&rows, "adstack jit")),
+            "trap": ratio(find(&rows, "adstack jit+adstack trap"), find(&rows, "adstack jit")),
+        },
+        "interp_over_jit": ratio(find(&rows, "store_attr interp"), jit),
+        "cpython_over_jit": ratio(find(&rows, "store_attr cpython"), jit),
+        "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),
+        "jit_instrumented_over_gcc": ratio(find(&rows, "store_attr jit+dict abort"), find(&rows, "store_attr gcc -O2")),
+    });
+    if json_out {
+        let j = json!({
+            "rows": rows.iter().map(|r| json!({"name": r.name, "ns_per_op": r.ns, "note": r.note})).collect::<Vec<_>>(),
+            "ratios": ratios,
+            "compile": compile,
+            "machine": machine(),
+        });
+        println!("{j}");
+        return Ok(0);
+    }
+    println!("guardlift bench — {} (median of {reps} runs)", machine());
+    println!("\n{:<32} {:>12}  note", "measurement", "ns/op");
+    for r in &rows {
+        let ns = r.ns.map_or("n/a".to_string(), |v| format!("{v:.3}"));
+        println!("{:<32} {:>12}  {}", r.name, ns, r.note);
+    }
+    println!("\nratios");
+    let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    for (k, v) in ratios.as_object().into_iter().flatten() {
+        match v.as_object() {
+            Some(o) => {
+                let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
+                println!("  {k:<36} {}", parts.join(", "));
+            }
+            None => println!("  {k:<36} {}", fmt(v)),
+        }
+    }
+    println!("\ncompile (instrumented with every check)");
+    println!(
+        "  {:>8} {:>12} {:>12} {:>14} {:>12} {:>10}",
+        "insts", "parse+verify", "instrument", "lower+clift", "insts/s", "ours"
+    );
+    for c in &compile {
+        println!(
+            "  {:>8} {:>11.1}ms {:>11.1}ms {:>13.1}ms {:>12.0} {:>9.1}%",
+            c["instructions"],
+            c["parse_verify_s"].as_f64().unwrap_or(0.0) * 1e3,
+            c["instrument_s"].as_f64().unwrap_or(0.0) * 1e3,
+            c["lower_and_cranelift_s"].as_f64().unwrap_or(0.0) * 1e3,
+            c["insts_per_s_total"].as_f64().unwrap_or(0.0),
+            c["guardlift_share"].as_f64().unwrap_or(0.0) * 100.0,
+        );
+    }
+    Ok(0)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    format!(
+        "{cpu}, {} cores",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    )
+}
