@@ -9,12 +9,13 @@ use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, InstBuilder, MemFlagsData, Signature,
     UserExternalName, UserFuncName,
 };
+use cranelift_codegen::CompiledCode;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::abi::BUILTINS;
-use guardlift_runtime::Runtime;
+use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -101,7 +102,7 @@ impl Jit {
             let mut lw = Lowerer::new(
                 module,
                 RtRef::Const(rt_addr),
-                rt.mode(),
+                lowering_mode(&rt),
                 site_base,
                 call_conv,
                 funcs.clone(),
@@ -111,6 +112,8 @@ impl Jit {
             );
             let mut ctx = jm.make_context();
             let mut fctx = FunctionBuilderContext::new();
+            // (function index, code offset, site, kind) of every trap.
+            let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
             for (i, f) in module.functions.iter().enumerate() {
                 let id = funcs[i];
                 lw.lower_function(
@@ -122,6 +125,18 @@ impl Jit {
                 )?;
                 jm.define_function(id, &mut ctx)
                     .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+                if !lw.trap_sites().is_empty() {
+                    // cranelift-jit drops trap metadata: read it before the
+                    // context is cleared.
+                    let code = ctx.compiled_code().ok_or_else(|| {
+                        JitError::Codegen(format!("@{}: no compiled code", f.name))
+                    })?;
+                    for (off, site, kind) in trap_offsets(code, lw.trap_sites())
+                        .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?
+                    {
+                        traps.push((i, off, site, kind));
+                    }
+                }
                 jm.clear_context(&mut ctx);
             }
             jm.finalize_definitions()
@@ -138,9 +153,36 @@ impl Jit {
                     addr: jm.get_finalized_function(id) as usize,
                 })
                 .collect();
-            Ok((infos, site_base))
+            let registration = if traps.is_empty() {
+                None
+            } else {
+                let site_infos = module.site_infos();
+                let sites = traps
+                    .iter()
+                    .map(|&(i, off, site, kind)| {
+                        let local = (site - site_base) as usize;
+                        TrapSite {
+                            pc: infos[i].addr + off as usize,
+                            site,
+                            kind,
+                            info: site_infos.get(local).cloned().flatten().unwrap_or_else(|| {
+                                SiteInfo {
+                                    function: infos[i].name.clone(),
+                                    line: 0,
+                                    col: 0,
+                                    op: "?".into(),
+                                }
+                            }),
+                        }
+                    })
+                    .collect();
+                Some(rt.register_trap_sites(sites).map_err(|e| {
+                    JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
+                })?)
+            };
+            Ok((infos, site_base, registration))
         })();
-        let (funcs, site_base) = match result {
+        let (funcs, site_base, traps) = match result {
             Ok(x) => x,
             Err(e) => {
                 // SAFETY: nothing from this module was handed out or run.
@@ -155,6 +197,7 @@ impl Jit {
             .collect();
         Ok(CompiledModule {
             inner: Arc::new(Inner {
+                traps,
                 rt,
                 funcs,
                 by_name,
@@ -166,6 +209,53 @@ impl Jit {
             }),
         })
     }
+}
+
+/// The mode the guards of a module compiled against `rt` are lowered for:
+/// the runtime's, except that trap mode is lowered like abort mode when
+/// the process has no trap handler for this platform or the runtime must
+/// not end the process (a trap cannot return a verdict).
+pub fn lowering_mode(rt: &Runtime) -> Mode {
+    match rt.mode() {
+        Mode::Trap if !guardlift_runtime::trap::supported() || !rt.aborts_process() => Mode::Abort,
+        m => m,
+    }
+}
+
+/// (code offset, site, kind) of every guard trap in `code`: a trap whose
+/// code is one of the report kinds' user codes, mapped to its site through
+/// the source location the lowering gave it ([`lower::trap_index`]).
+pub fn trap_offsets(
+    code: &CompiledCode,
+    sites: &[(u32, ReportKind)],
+) -> Result<Vec<(u32, u32, ReportKind)>, String> {
+    let srclocs = code.buffer.get_srclocs_sorted();
+    let mut out = Vec::new();
+    for t in code.buffer.traps() {
+        let Some(kind) = ReportKind::from_trap_code(t.code.as_raw().get()) else {
+            continue;
+        };
+        // The source-location range that contains the trap instruction.
+        let i = srclocs.partition_point(|l| l.end <= t.offset);
+        let loc = srclocs
+            .get(i)
+            .filter(|l| l.start <= t.offset)
+            .map(|l| l.loc)
+            .ok_or_else(|| format!("trap at offset {:#x} has no source location", t.offset))?;
+        let &(site, k) = lower::trap_index(loc)
+            .and_then(|ix| sites.get(ix))
+            .ok_or_else(|| format!("trap at offset {:#x} maps to no guard site", t.offset))?;
+        if k != kind {
+            return Err(format!(
+                "trap at offset {:#x}: code says {}, site {site} is {}",
+                t.offset,
+                kind.name(),
+                k.name()
+            ));
+        }
+        out.push((t.offset, site, kind));
+    }
+    Ok(out)
 }
 
 struct FuncInfo {
@@ -185,6 +275,8 @@ struct State {
 }
 
 struct Inner {
+    /// Trap-mode sites of this module's code; unregistered before the code is freed.
+    traps: Option<TrapRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -203,6 +295,8 @@ const _: fn() = || {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // First make the signal handler forget this code's trap PCs.
+        drop(self.traps.take());
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and

@@ -12,8 +12,9 @@
 //! Guards (instructions with a site) are an inline check of a few
 //! instructions that branches to an out-of-line cold block; the cold block
 //! calls the runtime's report entry point and then applies the recover-mode
-//! effect and rejoins. How a mode is lowered is decided in one place,
-//! [`guard_strategy`].
+//! effect and rejoins (abort, recover), or leaves what it observed in the
+//! runtime's trap scratch area and executes a trap instruction (trap). How
+//! a mode is lowered is decided in one place, [`guard_strategy`].
 
 use crate::error::JitError;
 use cranelift_codegen::ir::{
@@ -56,18 +57,39 @@ pub enum GuardStrategy {
     /// end the process, in which case the recover path keeps every write
     /// inside its buffer or slot.
     ReportCall,
+    /// The same inline check and branch; the cold block stores the observed
+    /// values in the runtime's trap scratch area, tagged with the site, and
+    /// executes `trap` with the report kind's user trap code (see
+    /// [`guardlift_runtime::trap`]). Nothing after the trap runs: the signal
+    /// handler reports and aborts. The clobber check calls
+    /// `gl_clobber_overlaps` (no report) and traps the same way.
+    Trap,
 }
 
 /// The single place where the runtime mode decides the guard lowering.
 ///
-/// Trap mode is lowered like abort mode for now; a later change can return a
-/// `Trap` strategy here (a `trapnz` with a per-kind trap code) without
-/// touching the individual guards, which all go through
-/// `FnLower::check`.
+/// The JIT lowers a trap-mode module with the abort strategy instead when
+/// trap mode cannot work in this process (no handler for the platform) or
+/// must not (`RuntimeConfig::abort_process` is off: a trap cannot return a
+/// verdict); see `Jit::compile`.
 pub fn guard_strategy(mode: Mode) -> GuardStrategy {
     match mode {
-        Mode::Abort | Mode::Recover | Mode::Trap => GuardStrategy::ReportCall,
+        Mode::Abort | Mode::Recover => GuardStrategy::ReportCall,
+        Mode::Trap => GuardStrategy::Trap,
     }
+}
+
+/// Set in the source location of every instruction of a trap sequence; the
+/// low bits are the trap's index in [`Lowerer::trap_sites`]. (Lines stay
+/// far below this bit, so the relative encoding of source locations
+/// cannot collide with it.)
+pub const TRAP_SRCLOC_BIT: u32 = 1 << 31;
+
+/// The index into [`Lowerer::trap_sites`] that a trap instruction's source
+/// location encodes, if it is one of ours.
+pub fn trap_index(loc: SourceLoc) -> Option<usize> {
+    (!loc.is_default() && loc.bits() & TRAP_SRCLOC_BIT != 0)
+        .then(|| (loc.bits() & !TRAP_SRCLOC_BIT) as usize)
 }
 
 // ---- the dict tag check ----------------------------------------------------
@@ -163,15 +185,18 @@ pub enum Entry {
     ClobberCheck,
     Watch,
     NoteSlotWrite,
+    /// Trap mode's clobber test (no report).
+    ClobberOverlaps,
 }
 
 impl Entry {
-    pub const ALL: [Entry; 5] = [
+    pub const ALL: [Entry; 6] = [
         Entry::ReportDict,
         Entry::ReportAdstack,
         Entry::ClobberCheck,
         Entry::Watch,
         Entry::NoteSlotWrite,
+        Entry::ClobberOverlaps,
     ];
 
     /// (symbol, address) in the runtime.
@@ -182,6 +207,7 @@ impl Entry {
             Entry::ClobberCheck => abi::ENTRY_CLOBBER_CHECK,
             Entry::Watch => abi::ENTRY_WATCH,
             Entry::NoteSlotWrite => abi::ENTRY_NOTE_SLOT_WRITE,
+            Entry::ClobberOverlaps => abi::ENTRY_CLOBBER_OVERLAPS,
         }
     }
 
@@ -203,6 +229,8 @@ impl Entry {
             Entry::Watch => (&[I64, I64], None),
             // gl_note_slot_write(rt, site: u32, obj, word)
             Entry::NoteSlotWrite => (&[I64, I32, I64, I64], None),
+            // gl_clobber_overlaps(rt, addr: u64, width: u32) -> u32
+            Entry::ClobberOverlaps => (&[I64, I64, I32], Some(I32)),
         };
         let mut s = Signature::new(cc);
         s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -305,6 +333,9 @@ pub struct Lowerer<'m> {
     pub colocated_calls: bool,
     imports: HashMap<String, ClFuncId>,
     rt_data: Option<DataId>,
+    /// (runtime-global site, kind) of each trap of the last lowered
+    /// function, indexed by [`trap_index`] of the trap's source location.
+    traps: Vec<(u32, ReportKind)>,
 }
 
 impl<'m> Lowerer<'m> {
@@ -330,7 +361,17 @@ impl<'m> Lowerer<'m> {
             colocated_calls,
             imports: HashMap::new(),
             rt_data: None,
+            traps: Vec::new(),
         }
+    }
+
+    /// (runtime-global site, kind) of every trap instruction emitted for the
+    /// last function [`Lowerer::lower_function`] lowered (trap mode), in
+    /// emission order; a trap's source location holds its index here
+    /// ([`trap_index`]). Traps of blocks Cranelift drops are simply absent
+    /// from the machine code.
+    pub fn trap_sites(&self) -> &[(u32, ReportKind)] {
+        &self.traps
     }
 
     /// The native signature of IR function `id`.
@@ -382,6 +423,7 @@ impl<'m> Lowerer<'m> {
         fctx: &mut FunctionBuilderContext,
     ) -> Result<(), JitError> {
         let f = self.ir.func(id);
+        self.traps.clear();
         out.clear();
         out.name = name;
         out.signature = self.func_signature(id);
@@ -774,7 +816,79 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 self.b.ins().jump(join, &args);
                 self.b.switch_to_block(ok);
             }
+            GuardStrategy::Trap => {
+                // Nothing rejoins: the trap ends the process.
+                let _ = (join, recover);
+                let cold = self.b.create_block();
+                self.b.set_cold_block(cold);
+                let ok = self.b.create_block();
+                self.b.ins().brif(bad, cold, &[], ok, &[]);
+                self.b.switch_to_block(cold);
+                let (site, kind, vals) = match report {
+                    Report::Dict { site, obj, word } => {
+                        (site, ReportKind::DictSlotTag, vec![obj, word])
+                    }
+                    Report::Adstack {
+                        site,
+                        kind,
+                        capacity,
+                        len,
+                    } => {
+                        let c = self.iconst(types::I64, capacity as i64);
+                        (site, kind, vec![c, len])
+                    }
+                };
+                self.emit_trap(site, kind, &vals)?;
+                self.b.switch_to_block(ok);
+            }
         }
+        Ok(())
+    }
+
+    /// The trap sequence (in the current, cold block): tag the runtime's
+    /// trap scratch area with the site's token (`owner`), fence, store
+    /// `vals` (I64), publish `ready = token` (a sequentially consistent
+    /// store), then `trap` with `kind`'s user code. No read-modify-write and
+    /// no call: nothing here constrains register allocation of the hot path.
+    /// Every instruction carries the source location that maps the trap
+    /// back to `(site, kind)`.
+    fn emit_trap(
+        &mut self,
+        site: u32,
+        kind: ReportKind,
+        vals: &[cl::Value],
+    ) -> Result<(), JitError> {
+        use guardlift_runtime::trap::{
+            TrapScratch, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET,
+        };
+        use guardlift_runtime::TRAP_SCRATCH_OFFSET;
+        let code = cl::TrapCode::user(kind.trap_code())
+            .ok_or_else(|| internal(self.fname, "trap code out of Cranelift's user range"))?;
+        let idx = u32::try_from(self.lw.traps.len())
+            .ok()
+            .filter(|&i| i < TRAP_SRCLOC_BIT)
+            .ok_or_else(|| internal(self.fname, "too many trap sites"))?;
+        self.lw.traps.push((site, kind));
+        let saved = self.b.srcloc();
+        self.b.set_srcloc(SourceLoc::new(TRAP_SRCLOC_BIT | idx));
+        let base = self.rt()?;
+        let flags = MemFlagsData::trusted();
+        let token = self.iconst(types::I64, TrapScratch::token(site) as i64);
+        self.b
+            .ins()
+            .store(flags, token, base, TRAP_SCRATCH_OFFSET + TRAP_OWNER_OFFSET);
+        self.b.ins().fence();
+        for (i, &v) in vals.iter().enumerate() {
+            let off = TRAP_SCRATCH_OFFSET + TRAP_VALUES_OFFSET + 8 * i as i32;
+            self.b.ins().store(flags, v, base, off);
+        }
+        let ready = self
+            .b
+            .ins()
+            .iadd_imm_s(base, (TRAP_SCRATCH_OFFSET + TRAP_READY_OFFSET) as i64);
+        self.b.ins().atomic_store(flags, token, ready);
+        self.b.ins().trap(code);
+        self.b.set_srcloc(saved);
         Ok(())
     }
 
@@ -998,6 +1112,32 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let (x, p) = (self.val(*value)?, self.val(*addr)?);
                 match site {
                     None => {
+                        self.b.ins().store(mem(), x, p, *offset);
+                    }
+                    Some(id) if guard_strategy(self.lw.mode) == GuardStrategy::Trap => {
+                        // Trap mode: the runtime only answers "overlaps?";
+                        // the cold path stores the observation and traps.
+                        let site = self.site(id)?;
+                        let t = self.ty(*value);
+                        let eff = if *offset == 0 {
+                            p
+                        } else {
+                            self.b.ins().iadd_imm_s(p, *offset as i64)
+                        };
+                        let rt = self.rt()?;
+                        let w = self.iconst(types::I32, t.bytes() as i64);
+                        let hit = self
+                            .call_entry(Entry::ClobberOverlaps, &[rt, eff, w])?
+                            .ok_or_else(|| internal(self.fname, "clobber test returns nothing"))?;
+                        let cold = self.b.create_block();
+                        self.b.set_cold_block(cold);
+                        let do_store = self.b.create_block();
+                        self.b.ins().brif(hit, cold, &[], do_store, &[]);
+                        self.b.switch_to_block(cold);
+                        let bits = self.bits_u64(x, t);
+                        let w64 = self.iconst(types::I64, t.bytes() as i64);
+                        self.emit_trap(site, ReportKind::SlotClobber, &[eff, w64, bits])?;
+                        self.b.switch_to_block(do_store);
                         self.b.ins().store(mem(), x, p, *offset);
                     }
                     Some(id) => {
@@ -1374,8 +1514,25 @@ mod tests {
 
     #[test]
     fn guard_strategy_is_one_decision() {
-        for m in [Mode::Abort, Mode::Recover, Mode::Trap] {
+        for m in [Mode::Abort, Mode::Recover] {
             assert_eq!(guard_strategy(m), GuardStrategy::ReportCall);
+        }
+        assert_eq!(guard_strategy(Mode::Trap), GuardStrategy::Trap);
+    }
+
+    #[test]
+    fn trap_srclocs_are_distinct_from_lines() {
+        assert_eq!(trap_index(SourceLoc::new(TRAP_SRCLOC_BIT | 7)), Some(7));
+        assert_eq!(trap_index(SourceLoc::new(27)), None);
+        assert_eq!(trap_index(SourceLoc::default()), None);
+        // The relative encoding never maps a trap location to "unknown".
+        for base in [1u32, 2, 1000, 1 << 24] {
+            let rel = cl::RelSourceLoc::from_base_offset(
+                SourceLoc::new(base),
+                SourceLoc::new(TRAP_SRCLOC_BIT),
+            );
+            assert!(!rel.is_default());
+            assert_eq!(rel.expand(SourceLoc::new(base)).bits(), TRAP_SRCLOC_BIT);
         }
     }
 }

@@ -80,6 +80,33 @@ pub fn emit_object(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<Vec<u8>, JitError> {
+    emit_object_with_traps(module, target, opts).map(|(bytes, _)| bytes)
+}
+
+/// A guard's trap instruction in an object file (trap mode): where it is
+/// and which site and kind it reports. An object's host maps a trapping PC
+/// back with these (`function`'s symbol address + `offset`); the observed
+/// values are in the `guardlift_runtime::TrapScratch` layout at the address of
+/// [`crate::RUNTIME_SYMBOL`] (see `guardlift_runtime::trap`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectTrap {
+    /// The exported IR function (its symbol name).
+    pub function: String,
+    /// Offset of the trap instruction from the function's start.
+    pub offset: u32,
+    /// Site id (`opts.site_base` + local id).
+    pub site: u32,
+    pub kind: guardlift_runtime::ReportKind,
+}
+
+/// [`emit_object`], plus the trap sites of trap mode (empty otherwise),
+/// which the object format does not carry.
+pub fn emit_object_with_traps(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<(Vec<u8>, Vec<ObjectTrap>), JitError> {
+    let mut traps = Vec::new();
     let Setup {
         mut om,
         mut lw,
@@ -98,12 +125,29 @@ pub fn emit_object(
         )?;
         om.define_function(id, &mut ctx)
             .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+        if !lw.trap_sites().is_empty() {
+            let code = ctx
+                .compiled_code()
+                .ok_or_else(|| JitError::Codegen(format!("@{}: no compiled code", f.name)))?;
+            for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites())
+                .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?
+            {
+                traps.push(ObjectTrap {
+                    function: f.name.clone(),
+                    offset,
+                    site,
+                    kind,
+                });
+            }
+        }
         om.clear_context(&mut ctx);
     }
     drop(lw);
-    om.finish()
+    let bytes = om
+        .finish()
         .emit()
-        .map_err(|e| JitError::Object(e.to_string()))
+        .map_err(|e| JitError::Object(e.to_string()))?;
+    Ok((bytes, traps))
 }
 
 /// What the external names of a lowered function stand for, as CLIF

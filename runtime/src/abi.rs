@@ -225,3 +225,15 @@ abi_fns! {
     /// Instrumented code wrote `word` to `obj`'s dict slot at `site` (runtime-global id).
     fn gl_note_slot_write(site: u32, obj: u64, word: u64) = |r| r.note_slot_write(site, obj, word);
 }
+
+// ---- trap mode: the clobber test without a report ----
+
+/// `(symbol, address)` of [`gl_clobber_overlaps`]: trap-mode code calls it
+/// instead of [`gl_clobber_check`], then traps itself (see [`crate::trap`]).
+pub const ENTRY_CLOBBER_OVERLAPS: (&str, *const u8) =
+    ("gl_clobber_overlaps", gl_clobber_overlaps as *const u8);
+
+abi_fns! {
+    /// 1 when a raw store of `width` bytes at `addr` overlaps a watched dict slot.
+    fn gl_clobber_overlaps(addr: u64, width: u32) -> u32 = |r| r.clobber_overlaps(addr, width) as u32;
+}

@@ -6,7 +6,8 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
-//! - [`abi`]: the C entry points generated code calls.
+//! - [`abi`]: the C entry points generated code calls;
+//! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
 
 pub mod abi;
 pub mod adstack;
@@ -15,8 +16,13 @@ pub mod layout;
 pub mod options;
 pub mod report;
 pub mod runtime;
+pub mod trap;
 
 pub use heap::HostFault;
 pub use options::Options;
-pub use report::{LastWrite, Observed, Report, ReportKind, SiteInfo};
-pub use runtime::{format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict};
+pub use report::{HumanReport, LastWrite, Observed, Report, ReportKind, SiteInfo, TrapNote};
+pub use runtime::{
+    format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
+    TRAP_SCRATCH_OFFSET,
+};
+pub use trap::{TrapRegistration, TrapScratch, TrapSite};

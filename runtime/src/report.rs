@@ -4,10 +4,13 @@
 //! A report is built from values passed in by the check itself; nothing here
 //! ever reads program memory to describe a violation.
 
-use crate::layout::low_bits;
+use crate::layout::{low_bits, TAG_MASK};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::fmt;
+
+/// First user trap code of trap mode: one code per [`ReportKind`] follows.
+pub const TRAP_CODE_BASE: u8 = 0x60;
 
 /// What a guard found wrong.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +33,15 @@ impl ReportKind {
     /// The numeric code used by generated code and trap codes.
     pub const fn code(self) -> u8 {
         self as u8
+    }
+    /// The user trap code of this kind's trap instruction in trap mode
+    /// (`TRAP_CODE_BASE + code()`; Cranelift's `TrapCode::user`).
+    pub const fn trap_code(self) -> u8 {
+        TRAP_CODE_BASE + self.code()
+    }
+    /// The kind whose trap instruction carries user trap code `c`.
+    pub fn from_trap_code(c: u8) -> Option<Self> {
+        c.checked_sub(TRAP_CODE_BASE).and_then(Self::from_code)
     }
     pub fn from_code(c: u8) -> Option<Self> {
         Some(match c {
@@ -138,58 +150,116 @@ impl Report {
 
     /// Sanitizer-style human text, several lines, ending in a newline.
     pub fn to_human(&self) -> String {
-        let mut s = String::new();
-        let i = &self.info;
-        let _ = writeln!(
+        self.human().to_string()
+    }
+
+    /// The human form as a [`fmt::Display`] that borrows this report.
+    pub fn human(&self) -> HumanReport<'_> {
+        HumanReport {
+            kind: self.kind,
+            site: self.site,
+            function: &self.info.function,
+            line: self.info.line,
+            col: self.info.col,
+            op: &self.info.op,
+            observed: Some(self.observed),
+            last_write: self.last_write.as_ref(),
+            count: self.count,
+            trap: None,
+        }
+    }
+}
+
+/// Where a trap-mode report came from: the signal and the trapping PC.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TrapNote {
+    /// `SIGILL` or `SIGTRAP`.
+    pub signal: &'static str,
+    pub pc: u64,
+}
+
+/// The human form of a report, written without allocating (`Display` over
+/// borrowed parts), so that the trap-mode signal handler prints exactly
+/// what [`Report::to_human`] prints, from a stack buffer.
+#[derive(Copy, Clone, Debug)]
+pub struct HumanReport<'a> {
+    pub kind: ReportKind,
+    pub site: u32,
+    pub function: &'a str,
+    pub line: u32,
+    pub col: u32,
+    pub op: &'a str,
+    /// `None`: the values were not captured (trap mode, see `trap.rs`).
+    pub observed: Option<Observed>,
+    pub last_write: Option<&'a LastWrite>,
+    pub count: u64,
+    pub trap: Option<TrapNote>,
+}
+
+impl fmt::Display for HumanReport<'_> {
+    fn fmt(&self, s: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
             s,
             "==guardlift== ERROR: {} at @{} {}:{} ({}), site {}",
             self.kind.name(),
-            i.function,
-            i.line,
-            i.col,
-            i.op,
+            self.function,
+            self.line,
+            self.col,
+            self.op,
             self.site
-        );
+        )?;
         match self.observed {
-            Observed::Dict { object, value } => {
-                let _ = writeln!(
+            Some(Observed::Dict { object, value }) => {
+                writeln!(
                     s,
-                    "    object {object:#x}: managed-dict word {value:#x}, low bits {} (valid: 0b111 values-tagged, 0b000 dict pointer or 0)",
-                    low_bits(value)
-                );
+                    "    object {object:#x}: managed-dict word {value:#x}, low bits 0b{:03b} (valid: 0b111 values-tagged, 0b000 dict pointer or 0)",
+                    value & TAG_MASK
+                )?;
             }
-            Observed::Adstack { capacity, len } => {
+            Some(Observed::Adstack { capacity, len }) => {
                 let what = match self.kind {
                     ReportKind::AdstackOverflow => "push into a full adstack",
                     _ => "access to an empty adstack",
                 };
-                let _ = writeln!(s, "    {what}: len {len}, capacity {capacity}");
+                writeln!(s, "    {what}: len {len}, capacity {capacity}")?;
             }
-            Observed::Clobber {
+            Some(Observed::Clobber {
                 address,
                 width,
                 value,
-            } => {
-                let _ = writeln!(
+            }) => {
+                writeln!(
                     s,
                     "    raw store of {width} byte(s) at {address:#x} (value {value:#x}) overlaps a watched managed-dict slot"
-                );
+                )?;
+            }
+            None => {
+                writeln!(
+                    s,
+                    "    observed values not captured: another thread's trap overwrote them"
+                )?;
             }
         }
-        if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
+        if let (Some(w), Some(Observed::Dict { value, .. })) = (self.last_write, self.observed) {
             let verdict = if w.value != value {
                 "the word changed behind the JIT's back"
             } else {
                 "the bad word was written by that store"
             };
-            let _ = writeln!(
+            writeln!(
                 s,
                 "    last known write to the slot: {} stored {:#x}; {verdict}",
                 w.by, w.value
-            );
+            )?;
         }
-        let _ = writeln!(s, "    seen {} time(s)", self.count);
-        s
+        if let Some(t) = self.trap {
+            writeln!(
+                s,
+                "    trap mode: {} at pc {:#x} (the guard's trap instruction); aborting",
+                t.signal, t.pc
+            )?;
+        }
+        writeln!(s, "    seen {} time(s)", self.count)
     }
 }
 

@@ -6,8 +6,14 @@ use crate::heap::{Heap, HostFault};
 use crate::layout::DictLayout;
 use crate::options::Options;
 use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
+use crate::trap::TrapScratch;
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Offset of the trap-mode scratch area ([`TrapScratch`]) from the runtime
+/// pointer (`Arc::as_ptr`) that generated code embeds.
+pub const TRAP_SCRATCH_OFFSET: i32 = std::mem::offset_of!(Runtime, trap) as i32;
+const _: () = assert!(TRAP_SCRATCH_OFFSET == 0);
 
 /// A user-installed report handler: called for each occurrence of a
 /// violation (up to the per-site limit), after it was recorded, outside any
@@ -92,7 +98,13 @@ impl Default for RuntimeConfig {
 /// The host side of a guardlift program. Shared (`Arc`) by every engine
 /// and compiled module that uses it; all methods take `&self` and are
 /// thread-safe.
+///
+/// `#[repr(C)]` with the trap-mode scratch area first, so generated code
+/// reaches it at [`TRAP_SCRATCH_OFFSET`] from the runtime pointer it
+/// already embeds (see [`crate::trap`]).
+#[repr(C)]
 pub struct Runtime {
+    trap: TrapScratch,
     layout: DictLayout,
     mode: Mode,
     abort_process: bool,
@@ -113,6 +125,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Runtime {
     pub fn new(config: RuntimeConfig) -> Arc<Runtime> {
         Arc::new(Runtime {
+            trap: TrapScratch::new(),
             layout: config.layout,
             mode: config.mode,
             abort_process: config.abort_process,
@@ -133,6 +146,15 @@ impl Runtime {
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// Does a violation in abort/trap mode end the process
+    /// ([`RuntimeConfig::abort_process`])?
+    pub fn aborts_process(&self) -> bool {
+        self.abort_process
+    }
+    /// The trap-mode scratch area (at [`TRAP_SCRATCH_OFFSET`] from `self`).
+    pub fn trap_scratch(&self) -> &TrapScratch {
+        &self.trap
+    }
 
     /// Installs a hook run just before the process aborts on a violation.
     pub fn set_abort_hook(&self, hook: AbortHook) {
@@ -151,6 +173,16 @@ impl Runtime {
             ))),
             None => None,
         };
+        #[cfg(unix)]
+        let fd = log.as_ref().map(|f| {
+            use std::os::fd::AsRawFd;
+            lock(f).as_raw_fd()
+        });
+        #[cfg(not(unix))]
+        let fd = None;
+        // The trap handler cannot lock: it gets the raw fd (set before the
+        // previous log file, if any, is closed below).
+        self.trap.set_output(fd, options.json);
         let mut s = self.settings.write().unwrap_or_else(|e| e.into_inner());
         s.log = log;
         s.json = options.json;
@@ -368,6 +400,12 @@ impl Runtime {
     /// Adds `obj`'s slot to the clobber watch list.
     pub fn watch(&self, obj: u64) {
         lock(&self.heap).watch(obj)
+    }
+
+    /// Does a raw store of `width` bytes at `addr` overlap a watched slot?
+    /// (Trap mode's clobber test: the trap reports, not this call.)
+    pub fn clobber_overlaps(&self, addr: u64, width: u32) -> bool {
+        lock(&self.heap).overlaps_watched(addr, width)
     }
 
     /// The clobber check of a raw store: true when the store must be skipped

@@ -140,3 +140,68 @@ pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
         host_fault: rt.take_host_fault().is_some(),
     }
 }
+
+/// A scenario program from `tests/programs/scenarios/NAME.glir` (entry
+/// arguments from its `; args:` header, which callers may override).
+pub fn scenario(name: &str) -> Program {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("programs/scenarios")
+        .join(format!("{name}.glir"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let args = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("; args:"))
+        .map(|a| a.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    Program { path, text, args }
+}
+
+/// As [`run`], on a thread with a `stack_bytes` stack (large adstack
+/// frames), also returning the full reports (with addresses and values).
+pub fn run_with_reports(
+    m: &Module,
+    args: &[String],
+    engine: Engine,
+    mode: Mode,
+    stack_bytes: usize,
+) -> (Outcome, Vec<Report>) {
+    let f = m.func(m.func_by_name("main").expect("@main"));
+    let bits: Vec<u64> = f
+        .param_types()
+        .into_iter()
+        .zip(args)
+        .map(|(t, a)| parse_arg(t, a).expect("argument"))
+        .collect();
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode,
+        abort_process: false,
+        capture_output: true,
+    });
+    let result = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(stack_bytes)
+            .spawn_scoped(s, || match engine {
+                Engine::Interp => {
+                    guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
+                        .and_then(|it| it.call("main", &bits))
+                        .map_err(|e| e.to_string())
+                }
+                Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
+                    .and_then(|c| c.call_dynamic("main", &bits))
+                    .map_err(|e| e.to_string()),
+            })
+            .expect("spawn the run thread")
+            .join()
+            .expect("the run thread panicked")
+    });
+    let reports = rt.take_reports();
+    let outcome = Outcome {
+        result,
+        output: rt.take_output(),
+        reports: reports.iter().map(CmpReport::from).collect(),
+        host_fault: rt.take_host_fault().is_some(),
+    };
+    (outcome, reports)
+}

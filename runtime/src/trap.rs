@@ -1,0 +1,840 @@
+//! Trap mode (spec §6): "the check is a trapping instruction; a signal
+//! handler maps the PC back to the site, reports, aborts".
+//!
+//! # How generated code traps
+//!
+//! A guard's inline check and conditional branch are the same in every mode.
+//! In trap mode the cold block does not call the runtime: it writes the
+//! site's token ([`TrapScratch::token`]: site + 1) to the runtime's
+//! [`TrapScratch`] `owner`, fences, stores what the check observed into
+//! `values`, publishes `ready = token` (a sequentially consistent store),
+//! and executes a trap instruction (`ud2`
+//! on x86_64, `udf` on aarch64: SIGILL) whose Cranelift user trap code is
+//! the report kind's ([`ReportKind::trap_code`]). No call and no
+//! read-modify-write: the cold path puts no constraint on the registers of
+//! the hot path (a call there would make values live across it spill, and
+//! an atomic compare-and-swap is a loop with fixed registers on aarch64
+//! without LSE). What lands in `values`:
+//!
+//! | kind | `values[0]` | `values[1]` | `values[2]` |
+//! |---|---|---|---|
+//! | `dict_slot_tag` | object | managed-dict word | 0 |
+//! | `adstack_overflow` / `adstack_underflow` | capacity | len | 0 |
+//! | `slot_clobber` | address | width | value |
+//!
+//! The scratch area is the first field of the `#[repr(C)]` [`Runtime`], so
+//! its address is the runtime pointer generated code already embeds
+//! ([`crate::runtime::TRAP_SCRATCH_OFFSET`] = 0).
+//!
+//! # How the PC finds its site
+//!
+//! The JIT reads each compiled function's trap records (offset, code) before
+//! the compilation context is cleared, maps each trap with one of our codes
+//! to its guard site, and after finalization registers
+//! `(absolute pc, site, kind, SiteInfo)` here ([`Runtime::register_trap_sites`]).
+//! The registry is a process-global, immutable, sorted snapshot behind an
+//! `AtomicPtr`; the signal handler binary-searches it without locks or
+//! allocation. Writers (registration, and [`TrapRegistration`]'s drop when
+//! the compiled module is freed) build a new snapshot under a mutex, swap it
+//! in, then wait until no handler is inside a lookup (a reader count
+//! incremented around the lookup) before freeing the old one: snapshots
+//! are freed, never leaked, and never freed under a reader. A handler copies
+//! what it needs (including the function and op names, truncated to fixed
+//! stack buffers) and leaves the reader section before it reports.
+//!
+//! # The handler
+//!
+//! Installed once (`sigaction`, `SA_SIGINFO | SA_ONSTACK`) for SIGILL and
+//! SIGTRAP the first time trap sites are registered. It reads the PC from
+//! the `ucontext` (x86_64: `gregs[REG_RIP]`, aarch64: `pc`). Not ours: it
+//! chains to the handler that was installed before (calls its
+//! `sa_sigaction`/`sa_handler`; for `SIG_DFL`, restores the default and
+//! re-raises, so the process dies of the original signal as it would have
+//! without guardlift; an ignored SIGTRAP stays ignored). Ours: it takes
+//! the values from the scratch area if they are this site's, formats the
+//! same report as the other modes (human, or a JSON line when `json=1`)
+//! into a stack buffer with `core::fmt`, `write(2)`s it to the runtime's
+//! log (stderr by default) and calls `abort()` (exit status 134). Only
+//! async-signal-safe calls are made: `write`, `nanosleep`, `pause`,
+//! `sigaction`, `raise`, `abort`.
+//!
+//! The handler takes the values only if `ready` and `owner` both hold its
+//! site's token, and still do 1 ms later (the handler runs on the trapping
+//! thread, which wrote them just before the trap; a thread of another site
+//! caught mid-write would have changed a tag by then). When several
+//! threads trap at once, they share the area: a thread whose values were
+//! overwritten leaves the report to the thread that overwrote them (which
+//! traps right after) and waits in `pause()` for the abort; one report is
+//! printed (the first handler to claim the global reporting flag with
+//! valid values). If no thread reports within 200 ms, a handler reports
+//! its own site without values rather than show another site's. (Two
+//! threads trapping at the same site at the same moment share a token: the
+//! values shown are then one of theirs, both real violations of that site.)
+//!
+//! Not available in trap mode (the handler may not lock): the last known
+//! write to the slot, the report handler callback, the abort hook (so
+//! `guardlift run --json` prints no JSON object on stdout when it traps).
+
+use crate::report::{HumanReport, Observed, ReportKind, SiteInfo, TrapNote};
+use crate::runtime::Runtime;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// The per-runtime area where a trapping guard leaves what it observed.
+/// Generated code writes it at fixed offsets ([`TRAP_OWNER_OFFSET`],
+/// [`TRAP_VALUES_OFFSET`], [`TRAP_READY_OFFSET`]) from the runtime pointer.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TrapScratch {
+    /// The token of the site whose trap is writing (0: never used).
+    pub owner: AtomicU64,
+    /// The observed values (see the module docs for each kind).
+    pub values: [AtomicU64; 3],
+    /// The same token, stored once `values` are written.
+    pub ready: AtomicU64,
+    /// Where the handler writes reports: an fd, or -1 for stderr.
+    log_fd: AtomicI32,
+    /// Write reports as JSON lines.
+    json: AtomicBool,
+}
+
+/// Offset of [`TrapScratch::owner`] in the scratch area.
+pub const TRAP_OWNER_OFFSET: i32 = std::mem::offset_of!(TrapScratch, owner) as i32;
+/// Offset of [`TrapScratch::values`]`[0]` (the others follow, 8 bytes apart).
+pub const TRAP_VALUES_OFFSET: i32 = std::mem::offset_of!(TrapScratch, values) as i32;
+/// Offset of [`TrapScratch::ready`].
+pub const TRAP_READY_OFFSET: i32 = std::mem::offset_of!(TrapScratch, ready) as i32;
+
+const _: () = assert!(TRAP_OWNER_OFFSET == 0);
+const _: () = assert!(TRAP_VALUES_OFFSET == 8);
+const _: () = assert!(TRAP_READY_OFFSET == 32);
+
+impl TrapScratch {
+    pub(crate) const fn new() -> Self {
+        TrapScratch {
+            owner: AtomicU64::new(0),
+            values: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+            ready: AtomicU64::new(0),
+            log_fd: AtomicI32::new(-1),
+            json: AtomicBool::new(false),
+        }
+    }
+
+    /// The tag a site's trap writes to `owner` and `ready` (never 0).
+    pub const fn token(site: u32) -> u64 {
+        site as u64 + 1
+    }
+
+    /// Where the handler writes: `fd` (or stderr when `None`), human or JSON.
+    pub(crate) fn set_output(&self, fd: Option<i32>, json: bool) {
+        self.log_fd.store(fd.unwrap_or(-1), SeqCst);
+        self.json.store(json, SeqCst);
+    }
+}
+
+/// The observation a kind's trap stored as `values`.
+pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
+    match kind {
+        ReportKind::DictSlotTag => Observed::Dict {
+            object: values[0],
+            value: values[1],
+        },
+        ReportKind::AdstackOverflow | ReportKind::AdstackUnderflow => Observed::Adstack {
+            capacity: values[0],
+            len: values[1],
+        },
+        ReportKind::SlotClobber => Observed::Clobber {
+            address: values[0],
+            width: values[1] as u32,
+            value: values[2],
+        },
+    }
+}
+
+/// One trap instruction of compiled code and the guard it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrapSite {
+    /// Absolute address of the trap instruction.
+    pub pc: usize,
+    /// Runtime-global site id.
+    pub site: u32,
+    pub kind: ReportKind,
+    /// Snapshot of the site's function, line, column and opcode.
+    pub info: SiteInfo,
+}
+
+/// Keeps trap sites registered; dropping it removes them (do that before
+/// the code is unmapped). Holds the runtime whose scratch area the
+/// entries point to.
+pub struct TrapRegistration {
+    id: u64,
+    sites: usize,
+    _rt: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for TrapRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrapRegistration")
+            .field("id", &self.id)
+            .field("sites", &self.sites)
+            .finish()
+    }
+}
+
+impl TrapRegistration {
+    /// How many trap sites this registration holds.
+    pub fn len(&self) -> usize {
+        self.sites
+    }
+    pub fn is_empty(&self) -> bool {
+        self.sites == 0
+    }
+}
+
+impl Drop for TrapRegistration {
+    fn drop(&mut self) {
+        let id = self.id;
+        imp::update(|v| v.retain(|e| e.reg != id));
+    }
+}
+
+/// Is trap mode available on this platform (a handler that can read the PC)?
+pub const fn supported() -> bool {
+    imp::SUPPORTED
+}
+
+/// The PCs registered right now (for tests and diagnostics).
+pub fn registered_pcs() -> Vec<usize> {
+    imp::snapshot_pcs()
+}
+
+impl Runtime {
+    /// Registers trap instructions of compiled code (see the module docs),
+    /// installing the signal handler the first time. The entries point to
+    /// this runtime's scratch area; the registration keeps the runtime
+    /// alive. Errors when trap mode is not supported here or `sigaction`
+    /// fails.
+    pub fn register_trap_sites(
+        self: &Arc<Self>,
+        sites: Vec<TrapSite>,
+    ) -> std::io::Result<TrapRegistration> {
+        imp::install()?;
+        let scratch = self.trap_scratch() as *const TrapScratch;
+        let n = sites.len();
+        let id = imp::next_id();
+        let entries: Vec<imp::Entry> = sites
+            .into_iter()
+            .map(|s| imp::Entry {
+                pc: s.pc,
+                site: s.site,
+                kind: s.kind,
+                scratch,
+                info: Arc::new(s.info),
+                reg: id,
+            })
+            .collect();
+        imp::update(move |v| v.extend(entries));
+        Ok(TrapRegistration {
+            id,
+            sites: n,
+            _rt: self.clone(),
+        })
+    }
+}
+
+/// A fixed-size, truncating text buffer on the stack (`core::fmt::Write`).
+struct StackBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackBuf<N> {
+    const fn new() -> Self {
+        StackBuf {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or("?")
+    }
+}
+
+impl<const N: usize> std::fmt::Write for StackBuf<N> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        // Truncate at a char boundary; never fail (a cut report beats none).
+        let room = N - self.len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// A JSON string literal, escaped, written without allocating.
+struct JsonStr<'a>(&'a str);
+
+impl std::fmt::Display for JsonStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        f.write_char('"')?;
+        for c in self.0.chars() {
+            match c {
+                '"' => f.write_str("\\\"")?,
+                '\\' => f.write_str("\\\\")?,
+                c if (c as u32) < 0x20 => write!(f, "\\u{:04x}", c as u32)?,
+                c => f.write_char(c)?,
+            }
+        }
+        f.write_char('"')
+    }
+}
+
+/// The JSON line of a trap-mode report (the keys of `Report::to_json`,
+/// plus `trap_signal` and `trap_pc`).
+struct JsonReport<'a>(&'a HumanReport<'a>);
+
+impl std::fmt::Display for JsonReport<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.0;
+        write!(
+            f,
+            "{{\"kind\":\"{}\",\"site\":{},\"function\":{},\"line\":{},\"col\":{},\"op\":{},\"count\":{}",
+            r.kind.name(),
+            r.site,
+            JsonStr(r.function),
+            r.line,
+            r.col,
+            JsonStr(r.op),
+            r.count
+        )?;
+        match r.observed {
+            Some(Observed::Dict { object, value }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"value\":\"{value:#x}\",\"value_low_bits\":\"0b{:03b}\"",
+                value & crate::layout::TAG_MASK
+            )?,
+            Some(Observed::Adstack { capacity, len }) => {
+                write!(f, ",\"capacity\":{capacity},\"len\":{len}")?
+            }
+            Some(Observed::Clobber {
+                address,
+                width,
+                value,
+            }) => write!(
+                f,
+                ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
+            )?,
+            None => {}
+        }
+        if let Some(t) = r.trap {
+            write!(
+                f,
+                ",\"trap_signal\":\"{}\",\"trap_pc\":\"{:#x}\"",
+                t.signal, t.pc
+            )?;
+        }
+        f.write_str("}\n")
+    }
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod imp {
+    use super::*;
+    use std::cell::UnsafeCell;
+    use std::fmt::Write as _;
+    use std::mem::MaybeUninit;
+    use std::sync::atomic::{AtomicPtr, AtomicUsize};
+    use std::sync::{Mutex, Once};
+
+    pub const SUPPORTED: bool = true;
+
+    /// One registered trap instruction.
+    #[derive(Clone)]
+    pub struct Entry {
+        pub pc: usize,
+        pub site: u32,
+        pub kind: ReportKind,
+        pub scratch: *const TrapScratch,
+        pub info: Arc<SiteInfo>,
+        pub reg: u64,
+    }
+
+    /// An immutable snapshot of every registered trap, sorted by pc.
+    struct Table {
+        entries: Vec<Entry>,
+    }
+
+    // SAFETY: `scratch` points into a `Runtime` kept alive by the
+    // registration that owns the entry; the table is only read after it is
+    // published and only freed by the writer once no reader can see it.
+    unsafe impl Send for Table {}
+    unsafe impl Sync for Table {}
+
+    static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+    /// Handlers currently inside a lookup of `TABLE`.
+    static READERS: AtomicUsize = AtomicUsize::new(0);
+    /// Serializes writers; holds the next registration id.
+    static WRITER: Mutex<u64> = Mutex::new(1);
+    /// Set by the first handler that reports: the others wait for the abort.
+    static REPORTING: AtomicBool = AtomicBool::new(false);
+
+    pub fn next_id() -> u64 {
+        let mut g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+        let id = *g;
+        *g += 1;
+        id
+    }
+
+    /// Replaces the snapshot by `f(copy of it)`, then frees the old one once
+    /// no handler can be reading it.
+    pub fn update(f: impl FnOnce(&mut Vec<Entry>)) {
+        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+        let old = TABLE.load(SeqCst);
+        // SAFETY: only writers (serialized by WRITER) free snapshots.
+        let mut v = if old.is_null() {
+            Vec::new()
+        } else {
+            unsafe { (*old).entries.clone() }
+        };
+        f(&mut v);
+        v.sort_by_key(|e| e.pc);
+        let new = if v.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            Box::into_raw(Box::new(Table { entries: v }))
+        };
+        TABLE.store(new, SeqCst);
+        // A reader that saw `old` incremented READERS before loading it.
+        while READERS.load(SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        if !old.is_null() {
+            // SAFETY: unpublished and no reader left; allocated by Box above.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    pub fn snapshot_pcs() -> Vec<usize> {
+        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+        let t = TABLE.load(SeqCst);
+        if t.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: writers are excluded, so `t` stays alive.
+            unsafe { (*t).entries.iter().map(|e| e.pc).collect() }
+        }
+    }
+
+    /// A copy of one entry, owned by the handler's stack.
+    struct Found {
+        site: u32,
+        kind: ReportKind,
+        scratch: *const TrapScratch,
+        line: u32,
+        col: u32,
+        function: StackBuf<128>,
+        op: StackBuf<32>,
+    }
+
+    /// Async-signal-safe lookup: no locks, no allocation.
+    fn lookup(pc: usize) -> Option<Found> {
+        READERS.fetch_add(1, SeqCst);
+        let t = TABLE.load(SeqCst);
+        let r = if t.is_null() {
+            None
+        } else {
+            // SAFETY: a published snapshot is not freed while READERS > 0.
+            let es = unsafe { &(*t).entries };
+            es.binary_search_by_key(&pc, |e| e.pc).ok().map(|i| {
+                let e = &es[i];
+                let mut function = StackBuf::new();
+                let _ = function.write_str(&e.info.function);
+                let mut op = StackBuf::new();
+                let _ = op.write_str(&e.info.op);
+                Found {
+                    site: e.site,
+                    kind: e.kind,
+                    scratch: e.scratch,
+                    line: e.info.line,
+                    col: e.info.col,
+                    function,
+                    op,
+                }
+            })
+        };
+        READERS.fetch_sub(1, SeqCst);
+        r
+    }
+
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGILL, libc::SIGTRAP];
+
+    /// The actions installed before ours, written once (inside `INSTALL`)
+    /// before our handler is installed, read only by the handler.
+    struct Prev(UnsafeCell<[MaybeUninit<libc::sigaction>; 2]>);
+    // SAFETY: see above: written before any reader can exist.
+    unsafe impl Sync for Prev {}
+    static PREV: Prev = Prev(UnsafeCell::new([MaybeUninit::uninit(); 2]));
+    static PREV_SET: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+
+    static INSTALL: Once = Once::new();
+    /// errno of a failed installation (0: fine).
+    static INSTALL_ERR: AtomicI32 = AtomicI32::new(0);
+
+    pub fn install() -> std::io::Result<()> {
+        INSTALL.call_once(|| {
+            for (i, &sig) in SIGNALS.iter().enumerate() {
+                // SAFETY: plain sigaction calls with valid, initialized structs.
+                unsafe {
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+                        INSTALL_ERR.store(errno(), SeqCst);
+                        return;
+                    }
+                    (*PREV.0.get())[i] = MaybeUninit::new(old);
+                    PREV_SET[i].store(true, SeqCst);
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = on_signal as *const () as usize;
+                    sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                    libc::sigemptyset(&mut sa.sa_mask);
+                    if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                        INSTALL_ERR.store(errno(), SeqCst);
+                        return;
+                    }
+                }
+            }
+        });
+        match INSTALL_ERR.load(SeqCst) {
+            0 => Ok(()),
+            e => Err(std::io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    fn errno() -> libc::c_int {
+        // SAFETY: the thread's errno location is always valid.
+        unsafe { *libc::__errno_location() }
+    }
+
+    /// The PC of the interrupted instruction.
+    ///
+    /// # Safety
+    /// `uctx` is the `ucontext_t` the kernel passed to an SA_SIGINFO handler.
+    unsafe fn context_pc(uctx: *mut libc::c_void) -> usize {
+        let uc = uctx as *const libc::ucontext_t;
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: per the contract.
+            unsafe { (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as usize }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            // SAFETY: per the contract.
+            unsafe { (*uc).uc_mcontext.pc as usize }
+        }
+    }
+
+    extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid context; errno is per thread.
+        let saved_errno = errno();
+        let pc = unsafe { context_pc(uctx) };
+        match lookup(pc) {
+            Some(f) => report_and_abort(sig, pc, &f),
+            None => unsafe { chain(sig, info, uctx) },
+        }
+        // SAFETY: as in `errno`.
+        unsafe { *libc::__errno_location() = saved_errno };
+    }
+
+    /// Hands a signal that is not ours to the action installed before ours.
+    ///
+    /// # Safety
+    /// Called from the signal handler with its arguments.
+    unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+        let Some(i) = SIGNALS.iter().position(|&s| s == sig) else {
+            return;
+        };
+        let prev = if PREV_SET[i].load(SeqCst) {
+            // SAFETY: written before our handler was installed.
+            Some(unsafe { (*PREV.0.get())[i].assume_init() })
+        } else {
+            None
+        };
+        let h = prev.map_or(libc::SIG_DFL, |p| p.sa_sigaction);
+        if h == libc::SIG_IGN && sig == libc::SIGTRAP {
+            return;
+        }
+        if h == libc::SIG_DFL || h == libc::SIG_IGN {
+            // Die of the original signal, as without guardlift: restore the
+            // default action and re-raise (delivered when we return; a
+            // faulting instruction would fault again anyway).
+            // SAFETY: sigaction and raise are async-signal-safe.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = libc::SIG_DFL;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+                libc::raise(sig);
+            }
+            return;
+        }
+        let p = prev.expect("a handler address implies a saved action");
+        // SAFETY: the previous action's handler, called as it asked to be.
+        unsafe {
+            if p.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(h);
+                f(sig, info, uctx);
+            } else {
+                let f: extern "C" fn(libc::c_int) = std::mem::transmute(h);
+                f(sig);
+            }
+        }
+    }
+
+    fn sleep_ms(ms: i64) {
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: ms * 1_000_000,
+        };
+        // SAFETY: nanosleep is async-signal-safe; `ts` is valid.
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+    }
+
+    /// Waits for the process to end (another thread is reporting).
+    fn park() -> ! {
+        loop {
+            // SAFETY: pause is async-signal-safe.
+            unsafe { libc::pause() };
+        }
+    }
+
+    fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            // SAFETY: writes from a valid slice.
+            let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+            if n < 0 {
+                if errno() == libc::EINTR {
+                    continue;
+                }
+                return;
+            }
+            bytes = &bytes[n as usize..];
+        }
+    }
+
+    /// The values in `scratch` if a trap with `token` wrote them.
+    fn own_values(scratch: &TrapScratch, token: u64) -> Option<[u64; 3]> {
+        let r1 = scratch.ready.load(SeqCst);
+        let v = [
+            scratch.values[0].load(SeqCst),
+            scratch.values[1].load(SeqCst),
+            scratch.values[2].load(SeqCst),
+        ];
+        let r2 = scratch.owner.load(SeqCst);
+        (r1 == token && r2 == token).then_some(v)
+    }
+
+    fn report_and_abort(sig: libc::c_int, pc: usize, f: &Found) -> ! {
+        // SAFETY: the registration keeps the runtime (and its scratch) alive.
+        let scratch = unsafe { &*f.scratch };
+        let token = TrapScratch::token(f.site);
+        let mut observed = None;
+        for _ in 0..200 {
+            if let Some(v) = own_values(scratch, token) {
+                // Still ours a moment later: no other thread was mid-write.
+                sleep_ms(1);
+                if own_values(scratch, token) == Some(v) {
+                    observed = Some(decode_observed(f.kind, v));
+                    break;
+                }
+                continue;
+            }
+            if scratch.owner.load(SeqCst) == 0 {
+                // Nothing was ever stored: not a trap of our sequence.
+                break;
+            }
+            // Another thread's trap overwrote our values; it reports.
+            if REPORTING.load(SeqCst) {
+                park();
+            }
+            sleep_ms(1);
+        }
+        if REPORTING.swap(true, SeqCst) {
+            park();
+        }
+        let report = HumanReport {
+            kind: f.kind,
+            site: f.site,
+            function: f.function.as_str(),
+            line: f.line,
+            col: f.col,
+            op: f.op.as_str(),
+            observed,
+            last_write: None,
+            count: 1,
+            trap: Some(TrapNote {
+                signal: if sig == libc::SIGTRAP {
+                    "SIGTRAP"
+                } else {
+                    "SIGILL"
+                },
+                pc: pc as u64,
+            }),
+        };
+        let mut buf = StackBuf::<2048>::new();
+        if scratch.json.load(SeqCst) {
+            let _ = write!(buf, "{}", JsonReport(&report));
+        } else {
+            let _ = write!(buf, "{report}");
+        }
+        let fd = match scratch.log_fd.load(SeqCst) {
+            fd if fd >= 0 => fd,
+            _ => libc::STDERR_FILENO,
+        };
+        write_all(fd, buf.as_bytes());
+        // SAFETY: abort is async-signal-safe.
+        unsafe { libc::abort() }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+mod imp {
+    use super::*;
+
+    pub const SUPPORTED: bool = false;
+
+    pub struct Entry {
+        pub pc: usize,
+        pub site: u32,
+        pub kind: ReportKind,
+        pub scratch: *const TrapScratch,
+        pub info: Arc<SiteInfo>,
+        pub reg: u64,
+    }
+
+    pub fn next_id() -> u64 {
+        0
+    }
+    pub fn update(_f: impl FnOnce(&mut Vec<Entry>)) {}
+    pub fn snapshot_pcs() -> Vec<usize> {
+        Vec::new()
+    }
+    pub fn install() -> std::io::Result<()> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "trap mode needs Linux on x86_64 or aarch64",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    #[test]
+    fn trap_codes_round_trip() {
+        for k in [
+            ReportKind::DictSlotTag,
+            ReportKind::AdstackOverflow,
+            ReportKind::AdstackUnderflow,
+            ReportKind::SlotClobber,
+        ] {
+            assert!(
+                k.trap_code() != 0 && k.trap_code() < 0xfb,
+                "a Cranelift user code"
+            );
+            assert_eq!(ReportKind::from_trap_code(k.trap_code()), Some(k));
+        }
+        assert_eq!(ReportKind::from_trap_code(0), None);
+        assert_eq!(ReportKind::from_trap_code(0xff), None);
+    }
+
+    #[test]
+    fn stack_report_is_the_human_report() {
+        let info = SiteInfo {
+            function: "main".into(),
+            line: 27,
+            col: 5,
+            op: "store_attr".into(),
+        };
+        let r = crate::Report {
+            kind: ReportKind::DictSlotTag,
+            site: 3,
+            info,
+            observed: Observed::Dict {
+                object: 0x1000,
+                value: 0x1236,
+            },
+            last_write: None,
+            count: 1,
+        };
+        let mut buf = StackBuf::<2048>::new();
+        write!(buf, "{}", r.human()).unwrap();
+        assert_eq!(buf.as_str(), r.to_human());
+        assert!(buf.as_str().contains("low bits 0b110"));
+        let mut small = StackBuf::<10>::new();
+        write!(small, "{}", r.human()).unwrap();
+        assert_eq!(small.as_str(), "==guardlif");
+    }
+
+    #[test]
+    fn json_line_parses() {
+        let h = HumanReport {
+            kind: ReportKind::SlotClobber,
+            site: 1,
+            function: "we\"ird",
+            line: 2,
+            col: 3,
+            op: "store",
+            observed: Some(Observed::Clobber {
+                address: 0x10,
+                width: 1,
+                value: 0xfe,
+            }),
+            last_write: None,
+            count: 1,
+            trap: Some(TrapNote {
+                signal: "SIGILL",
+                pc: 0x1234,
+            }),
+        };
+        let text = JsonReport(&h).to_string();
+        let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(j["function"], "we\"ird");
+        assert_eq!(j["width"], 1);
+        assert_eq!(j["value"], "0xfe");
+        assert_eq!(j["trap_pc"], "0x1234");
+    }
+
+    #[test]
+    fn observed_values_decode_per_kind() {
+        assert_eq!(
+            decode_observed(ReportKind::SlotClobber, [8, 1, 0xfe]),
+            Observed::Clobber {
+                address: 8,
+                width: 1,
+                value: 0xfe
+            }
+        );
+        assert_eq!(
+            decode_observed(ReportKind::AdstackUnderflow, [4, 0, 9]),
+            Observed::Adstack {
+                capacity: 4,
+                len: 0
+            }
+        );
+    }
+}
