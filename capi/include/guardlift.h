@@ -1,0 +1,331 @@
+/*
+ * guardlift.h — the C API of guardlift, a JIT backend with sanitizer-style
+ * checks for object-model (managed-dict word) and adstack code.
+ *
+ * Link: libguardlift.a (or libguardlift.so) from `cargo build -p guardlift-capi`,
+ *       plus -lpthread -ldl -lm.
+ *
+ * The IR text format is spec/IR.md; docs/EMBEDDING.md walks through using
+ * guardlift as an interpreter's JIT backend.
+ *
+ * Conventions (they hold for every function below):
+ *
+ *  - Every function except gl_last_error, gl_status_name, gl_abi_version and
+ *    gl_report_struct_size returns a gl_status: GL_OK (0) or a GL_ERR_* code.
+ *    The message of the last call on the calling thread is gl_last_error()
+ *    ("" after a success).
+ *  - Nothing unwinds into the caller: an internal panic is GL_ERR_PANIC.
+ *  - Handles (gl_module *, gl_runtime *, gl_code *, gl_func *, gl_reports *)
+ *    are opaque values, not addresses: never dereference them. Each one is
+ *    owned by the caller from the call that returns it until the matching
+ *    gl_*_free. Using a handle after its free, freeing it twice, or passing
+ *    a handle of another type is detected in every build (GL_ERR_HANDLE),
+ *    including after the library reused its slot for a new object.
+ *    gl_*_free(NULL) is a no-op that returns GL_OK.
+ *  - Handles are independent: freeing one never invalidates another.
+ *    Objects that need each other keep each other alive internally (a
+ *    gl_func keeps its code, code keeps its runtime).
+ *  - Out pointers ("out_*", "out") must not be NULL unless documented; on
+ *    failure they are set to NULL / 0.
+ *  - Strings passed in are NUL-terminated UTF-8 and only borrowed for the
+ *    call. Strings returned as `const char *` are owned by guardlift:
+ *      * gl_last_error(), gl_module_print(), gl_runtime_take_host_fault():
+ *        valid until the next guardlift call on the same thread;
+ *      * strings inside a gl_report passed to a callback: valid during the
+ *        callback only;
+ *      * strings inside reports from gl_runtime_take_reports: valid until
+ *        that gl_reports list is freed.
+ *  - Threads: every function may be called from any thread. A runtime,
+ *    code and funcs may be used from many threads at once (reports are
+ *    counted exactly). gl_last_error() is per thread.
+ *  - 64-bit hosts only (x86_64, aarch64).
+ */
+#ifndef GUARDLIFT_H
+#define GUARDLIFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GL_ABI_VERSION 1u
+
+/* ---- status codes ------------------------------------------------------- */
+
+typedef int gl_status;
+enum {
+    GL_OK = 0,
+    GL_ERR_NULL = 1,        /* a required pointer argument was NULL */
+    GL_ERR_HANDLE = 2,      /* freed / double-freed / wrong-type / unknown handle */
+    GL_ERR_ARGUMENT = 3,    /* bad value: type code, check bits, mode, layout, options, arg count, non-UTF-8 */
+    GL_ERR_PARSE = 4,       /* IR text did not parse ("[FILE:]LINE:COL: error: ...") */
+    GL_ERR_VERIFY = 5,      /* IR did not verify (one line per error) */
+    GL_ERR_LAYOUT = 6,      /* module layout != runtime layout (gl_compile) */
+    GL_ERR_LINK = 7,        /* an extern nothing provides, or a built-in with the wrong signature */
+    GL_ERR_CODEGEN = 8,     /* code generation failed */
+    GL_ERR_NO_FUNCTION = 9, /* no function of that name */
+    GL_ERR_SIGNATURE = 10,  /* the caller's signature does not match the function's */
+    GL_ERR_PANIC = 11,      /* internal error (a guardlift bug); nothing crossed into C */
+    GL_ERR_IO = 12          /* e.g. a log_path that cannot be opened */
+};
+
+/* ---- value types, modes, checks, report kinds ----------------------------- */
+
+/* Type codes of function signatures. */
+typedef uint32_t gl_type;
+enum {
+    GL_TYPE_VOID = 0, /* only as a result: "no result" */
+    GL_TYPE_I8 = 1,
+    GL_TYPE_I32 = 2,
+    GL_TYPE_I64 = 3,
+    GL_TYPE_PTR = 4,
+    GL_TYPE_F32 = 5,
+    GL_TYPE_F64 = 6
+};
+
+/* What a failed check does (fixed per runtime). */
+typedef uint32_t gl_mode;
+enum {
+    GL_MODE_ABORT = 0,   /* report (callback + stderr), then abort() the process */
+    GL_MODE_RECOVER = 1, /* record, skip the bad operation, go on */
+    GL_MODE_TRAP = 2     /* trapping instruction; the signal handler writes the report to
+                            the log (stderr) and aborts; the report callback is NOT called
+                            (it would not be async-signal-safe) */
+};
+
+/* Instrumentation checks (bit set). */
+enum {
+    GL_CHECK_DICT = 1u,    /* managed-dict word tag (dict_slot.*, load_attr, store_attr) */
+    GL_CHECK_ADSTACK = 2u, /* adstack overflow / underflow */
+    GL_CHECK_CLOBBER = 4u, /* raw stores over watched dict slots */
+    GL_CHECK_ALL = 7u
+};
+
+/* gl_report.kind */
+enum {
+    GL_REPORT_DICT_SLOT_TAG = 0,
+    GL_REPORT_ADSTACK_OVERFLOW = 1,
+    GL_REPORT_ADSTACK_UNDERFLOW = 2,
+    GL_REPORT_SLOT_CLOBBER = 3
+};
+
+/* ---- opaque handles ------------------------------------------------------- */
+
+typedef struct gl_module gl_module;   /* parsed (maybe instrumented) IR */
+typedef struct gl_runtime gl_runtime; /* layout, mode, host symbols, reports */
+typedef struct gl_code gl_code;       /* compiled code of one module */
+typedef struct gl_func gl_func;       /* a function of compiled code, signature checked */
+typedef struct gl_reports gl_reports; /* reports taken from a runtime */
+
+/* ---- reports -------------------------------------------------------------- */
+
+/* One report: where the guard sits and what the check observed at check
+ * time. Deduplicated per (site, kind); `count` is the number of occurrences
+ * so far. Fields that do not apply to the kind are 0 / NULL. */
+typedef struct gl_report {
+    uint32_t kind;              /* GL_REPORT_* */
+    uint32_t site;              /* runtime-global site id */
+    const char *kind_name;      /* "dict_slot_tag", "adstack_overflow", ... */
+    const char *function;       /* IR function of the guarded instruction, without '@' */
+    uint32_t line;              /* its position in the IR text (1-based) */
+    uint32_t col;
+    const char *op;             /* guarded opcode: "dict_slot.load", "store_attr", ... */
+    uint64_t count;
+    uint64_t object;            /* dict_slot_tag: the object */
+    uint64_t value;             /* dict_slot_tag: the word seen; slot_clobber: the value stored */
+    uint64_t capacity;          /* adstack kinds */
+    uint64_t len;               /* adstack kinds */
+    uint64_t address;           /* slot_clobber: store address */
+    uint32_t width;             /* slot_clobber: store width in bytes */
+    uint32_t has_last_write;    /* dict kinds: 1 when the last known write to the slot is known */
+    uint64_t last_write_value;
+    int64_t last_write_site;    /* -1 when the writer was not instrumented code */
+    const char *last_write_by;  /* "obj_new", "dict_slot.store at @f 12:5 (site 3)", or NULL */
+    const char *text;           /* sanitizer-style text, several lines ending in '\n' */
+    const char *json;           /* one line of JSON, no newline */
+} gl_report;
+
+/* Report callback: called for each occurrence of a violation (up to the
+ * runtime's report_limit per site and kind), on the thread that ran the
+ * failing check, possibly on several threads at once. `report` and its
+ * strings are valid during the call only. The callback may call guardlift
+ * functions (e.g. gl_runtime_take_reports) and must return normally (no
+ * longjmp out of it). */
+typedef void (*gl_report_fn)(const gl_report *report, void *user_data);
+
+/* A host function, cast to this type for registration:
+ *   gl_runtime_add_symbol(rt, "interp_dict_get", (gl_host_fn)interp_dict_get); */
+typedef void (*gl_host_fn)(void);
+
+/* ---- misc ------------------------------------------------------------------ */
+
+/* The message of the last call on this thread; "" if it succeeded. Never
+ * NULL. Owned by guardlift, valid until the next guardlift call on this
+ * thread. */
+const char *gl_last_error(void);
+
+/* "GL_ERR_PARSE" etc.; static storage, never NULL. */
+const char *gl_status_name(gl_status status);
+
+/* GL_ABI_VERSION of the linked library. */
+uint32_t gl_abi_version(void);
+
+/* sizeof(gl_report) as the library was built; must equal sizeof(gl_report). */
+size_t gl_report_struct_size(void);
+
+/* ---- modules ---------------------------------------------------------------- */
+
+/* Parses and verifies IR text (spec/IR.md). `filename` (nullable) prefixes
+ * diagnostics: "FILE:LINE:COL: error: ...". On success *out is a new module
+ * owned by the caller (free with gl_module_free). `text` is only borrowed.
+ * Errors: GL_ERR_PARSE, GL_ERR_VERIFY, GL_ERR_NULL, GL_ERR_ARGUMENT. */
+gl_status gl_module_parse(const char *text, const char *filename, gl_module **out);
+
+/* Runs the instrumentation pass in place: every instruction covered by
+ * `checks` (GL_CHECK_* bits) becomes guarded. Sites keep the positions of the
+ * text that was parsed. Idempotent for already-guarded instructions. The
+ * mode (abort / recover / trap) is the runtime's. */
+gl_status gl_module_instrument(gl_module *m, uint32_t checks);
+
+/* Overrides the module's `layout` line: "cpython312", "phoenix" or
+ * "dict_slot_offset = N" (N a multiple of 8 within +-4096, decimal or 0x hex).
+ * gl_compile requires module layout == runtime layout; this is how a host
+ * that generates IR without a layout line (default cpython312) or that
+ * compiles one text for several layouts makes them agree. */
+gl_status gl_module_set_layout(gl_module *m, const char *layout);
+
+/* The module's dict slot offset in bytes from the object pointer (-24 for
+ * cpython312, +24 for phoenix). */
+gl_status gl_module_get_layout(gl_module *m, int32_t *out_offset);
+
+/* The module's canonical text (instrumented modules show `guard.` ops and
+ * `!site(ID, LINE:COL)`). *out_text is owned by guardlift and valid until the
+ * next guardlift call on this thread: copy it if you need it longer. */
+gl_status gl_module_print(gl_module *m, const char **out_text);
+
+/* Frees a module. Code compiled from it is not affected. */
+gl_status gl_module_free(gl_module *m);
+
+/* ---- runtimes --------------------------------------------------------------- */
+
+/* Creates a runtime: the object layout compiled code assumes (`layout`:
+ * as for gl_module_set_layout; NULL = "cpython312"), and what a failed check
+ * does (`mode`, fixed for the runtime's life). The runtime also owns the
+ * model heap behind the built-in host functions (@obj_new, ...), the report
+ * sink and the host symbols registered with it. *out is owned by the caller
+ * (gl_runtime_free). GUARDLIFT_OPTIONS is not read: pass
+ * getenv("GUARDLIFT_OPTIONS") to gl_runtime_configure if you want it. */
+gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
+
+/* Report settings in GUARDLIFT_OPTIONS syntax ("key=value" separated by ':'
+ * or ','): log_path=FILE (reports written on abort / at teardown go there
+ * instead of stderr), json=0|1, report_limit=N (callback calls per site and
+ * kind; counts stay exact). mode=... is accepted only if it equals the
+ * runtime's mode. */
+gl_status gl_runtime_configure(gl_runtime *rt, const char *options);
+
+/* Registers a host function for IR declarations `extern fn @name(...)` of
+ * modules compiled against `rt` from now on (already compiled code is not
+ * affected). `name` may carry the '@'; registering a name again replaces the
+ * function. The function is called with the C calling convention and the
+ * extern's declared signature (i64/ptr -> int64_t/uint64_t, i32 -> int32_t,
+ * i8 -> int8_t sign-extended, f64 -> double, f32 -> float); nothing checks
+ * that they agree. Built-in names (obj_new, obj_dictify, obj_free,
+ * fault_clear_lsb, load_attr_slow, store_attr_slow, sin, cos, exp, log,
+ * print_i64, print_f64) are always bound to the runtime's model heap and are
+ * refused here (GL_ERR_ARGUMENT): in particular the slow paths of
+ * load_attr/store_attr cannot be replaced — see docs/EMBEDDING.md for how an
+ * interpreter with its own dicts emits attribute access. The function must
+ * stay callable as long as code compiled with it lives. */
+gl_status gl_runtime_add_symbol(gl_runtime *rt, const char *name, gl_host_fn fn);
+
+/* Installs the report callback (replacing any previous one); cb == NULL
+ * removes it. `user_data` is passed back untouched; guardlift never frees
+ * it. After gl_runtime_free(rt) returns the callback is never called again.
+ * In GL_MODE_ABORT the callback runs before the process aborts; in
+ * GL_MODE_TRAP it is not called (the signal handler only writes the log). */
+gl_status gl_runtime_set_report_callback(gl_runtime *rt, gl_report_fn cb, void *user_data);
+
+/* Takes every report recorded since the last take (asking again finds none
+ * until new violations happen). *out_list is a new list owned by the caller
+ * (gl_reports_free); *out_items (nullable) points to an array of *out_count
+ * (nullable) reports owned by the list and valid until it is freed. */
+gl_status gl_runtime_take_reports(gl_runtime *rt, gl_reports **out_list,
+                                  const gl_report **out_items, size_t *out_count);
+
+/* Number of (site, kind) reports recorded and not yet taken. */
+gl_status gl_runtime_pending_reports(gl_runtime *rt, size_t *out_count);
+
+/* The first host fault of the model heap since the last call (a built-in
+ * like @obj_free or @load_attr_slow handed a bad object; the operation did
+ * nothing), taken; *out_msg = NULL when there was none. The message is
+ * valid until the next guardlift call on this thread. */
+gl_status gl_runtime_take_host_fault(gl_runtime *rt, const char **out_msg);
+
+/* Frees the runtime handle and removes its report callback. Code compiled
+ * against it keeps the runtime itself alive (and can still run); reports
+ * nobody took are written to the log (stderr) when the last user is gone. */
+gl_status gl_runtime_free(gl_runtime *rt);
+
+/* ---- report lists ------------------------------------------------------------ */
+
+/* The items of a list (owned by the list, valid until gl_reports_free). */
+gl_status gl_reports_get(gl_reports *list, const gl_report **out_items, size_t *out_count);
+
+/* Frees a list and every string its reports point to. */
+gl_status gl_reports_free(gl_reports *list);
+
+/* ---- compiling and calling ---------------------------------------------------- */
+
+/* Verifies, links (built-ins, then rt's host symbols) and compiles every
+ * function of `m` for the host. `m` is only read (free it whenever you like);
+ * *out is new code owned by the caller (gl_code_free) that keeps `rt`'s
+ * runtime alive. Errors: GL_ERR_LAYOUT (module layout != runtime layout),
+ * GL_ERR_LINK ("[FILE:]LINE:COL: error: undefined symbol @x"),
+ * GL_ERR_VERIFY, GL_ERR_CODEGEN. Compiled code runs with the full
+ * privileges of native code. */
+gl_status gl_compile(gl_runtime *rt, gl_module *m, gl_code **out);
+
+/* A function's signature: up to `cap` parameter type codes into `params`
+ * (nullable when cap == 0), their number into *out_nparams and the result
+ * code into *out_ret (GL_TYPE_VOID: none). `name` may carry the '@'. */
+gl_status gl_code_signature(gl_code *code, const char *name, gl_type *params, size_t cap,
+                            size_t *out_nparams, gl_type *out_ret);
+
+/* Looks up function `name` and checks that its signature is exactly
+ * (params[0..nparams]) -> ret (GL_TYPE_VOID for none; i64 and ptr are
+ * distinct here). Errors: GL_ERR_NO_FUNCTION, GL_ERR_SIGNATURE (the message
+ * shows both signatures), GL_ERR_ARGUMENT (bad type code). *out is a new
+ * function handle owned by the caller (gl_func_free); it keeps the code
+ * alive, so gl_code_free may come first. */
+gl_status gl_code_get_func(gl_code *code, const char *name, const gl_type *params,
+                           size_t nparams, gl_type ret, gl_func **out);
+
+/* Frees a code handle. The machine code is released when the last function
+ * handle looked up from it is freed too, and never while a gl_func_call into
+ * it is running (the call holds its own reference): freeing handles from a
+ * report callback or from another thread during a call is safe. */
+gl_status gl_code_free(gl_code *code);
+
+/* Calls the function with raw argument bits: integers sign-extended to 64
+ * bits from their width, ptr as the address, f32 as its bits in the low 32
+ * bits, f64 as its bits. The result comes back the same way in *out_result
+ * (nullable; 0 for a function without a result). `nargs` must equal the
+ * parameter count (GL_ERR_ARGUMENT). In GL_MODE_ABORT / GL_MODE_TRAP a
+ * violation ends the process inside this call. */
+gl_status gl_func_call(gl_func *f, const uint64_t *args, size_t nargs, uint64_t *out_result);
+
+/* The same for functions whose parameters and result are all i64/ptr (or
+ * that return nothing); GL_ERR_SIGNATURE otherwise. */
+gl_status gl_func_call_i64(gl_func *f, const int64_t *args, size_t nargs, int64_t *out_result);
+
+/* Frees a function handle. */
+gl_status gl_func_free(gl_func *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GUARDLIFT_H */

@@ -1,0 +1,895 @@
+//! The `extern "C"` entry points. Every one runs inside [`ffi`]: no panic
+//! crosses into C, the status is returned, and the message is left for
+//! `gl_last_error`. Out pointers are set to NULL/0 first, so a failed call
+//! never leaves garbage behind.
+
+use crate::error::*;
+use crate::handles::{self, Kind, Object};
+use crate::state::*;
+use guardlift_instrument::CheckSet;
+use guardlift_ir::Type;
+use guardlift_jit::{CompileOptions, Jit, JitError};
+use guardlift_runtime::layout::DictLayout;
+use guardlift_runtime::{Mode, Options, Report, Runtime, RuntimeConfig};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Opaque handle types (never dereferenced: the value encodes a table entry).
+macro_rules! opaque {
+    ($($name:ident),*) => {$(
+        #[repr(C)]
+        #[allow(non_camel_case_types)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
+}
+opaque!(gl_module, gl_runtime, gl_code, gl_func, gl_reports);
+
+/// A host function as C passes it; cast to the extern's real signature by the
+/// compiled code.
+pub type GlHostFn = Option<unsafe extern "C" fn()>;
+/// A report callback.
+pub type GlReportFn =
+    Option<unsafe extern "C" fn(report: *const gl_report, user_data: *mut c_void)>;
+
+pub const GL_MODE_ABORT: u32 = 0;
+pub const GL_MODE_RECOVER: u32 = 1;
+pub const GL_MODE_TRAP: u32 = 2;
+
+pub const GL_CHECK_DICT: u32 = 1;
+pub const GL_CHECK_ADSTACK: u32 = 2;
+pub const GL_CHECK_CLOBBER: u32 = 4;
+pub const GL_CHECK_ALL: u32 = 7;
+
+/// Bumped when the header's types or functions change incompatibly.
+pub const GL_ABI_VERSION: u32 = 1;
+
+fn h<T>(p: *mut T) -> u64 {
+    p as usize as u64
+}
+
+fn ptr<T>(handle: u64) -> *mut T {
+    handle as usize as *mut T
+}
+
+/// The object behind a handle argument, or why there is none.
+fn get(p: u64, kind: Kind, func: &str, arg: &str) -> Result<Object> {
+    if p == 0 {
+        return Err(Error::new(
+            GL_ERR_NULL,
+            format!("{func}: `{arg}` must not be NULL"),
+        ));
+    }
+    handles::get(p, kind).map_err(|e| Error::new(e.code, format!("{func}: `{arg}`: {}", e.msg)))
+}
+
+macro_rules! get_as {
+    ($variant:ident, $p:expr, $kind:expr, $func:expr, $arg:expr) => {
+        match get(h($p), $kind, $func, $arg)? {
+            Object::$variant(x) => x,
+            _ => unreachable!("the table checked the handle's kind"),
+        }
+    };
+}
+
+/// Frees a handle of `kind` (NULL is a no-op, as for `free`).
+fn free_handle(p: u64, kind: Kind, func: &str) -> c_int {
+    ffi(|| {
+        if p == 0 {
+            return Ok(());
+        }
+        let obj = handles::remove(p, kind)
+            .map_err(|e| Error::new(e.code, format!("{func}: {}", e.msg)))?;
+        if let Object::Runtime(rt) = &obj {
+            // After gl_runtime_free returns, the callback is never called again
+            // (code compiled against the runtime may live on and keep running).
+            rt.rt.set_report_handler(None);
+        }
+        drop(obj);
+        Ok(())
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn jit_error(e: JitError, file: &Option<String>) -> Error {
+    let code = match &e {
+        JitError::Verify(_) => GL_ERR_VERIFY,
+        JitError::Link { .. } => GL_ERR_LINK,
+        JitError::NoSuchFunction(_) => GL_ERR_NO_FUNCTION,
+        JitError::Signature { .. } => GL_ERR_SIGNATURE,
+        _ => GL_ERR_CODEGEN,
+    };
+    let msg = match file {
+        Some(f) => e.with_file(f),
+        None => e.to_string(),
+    };
+    Error::new(code, msg)
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let v = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(hex) => i64::from_str_radix(hex, 16).ok()?,
+        None => body.parse::<i64>().ok()?,
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// `cpython312`, `phoenix`, or `dict_slot_offset = N` (as after `layout` in IR).
+fn parse_layout(s: &str, func: &str) -> Result<DictLayout> {
+    let t = s.trim();
+    let bad = |m: String| Error::new(GL_ERR_ARGUMENT, format!("{func}: {m}"));
+    if let Some(rest) = t.strip_prefix("dict_slot_offset") {
+        let n = rest
+            .trim_start()
+            .strip_prefix('=')
+            .map(str::trim)
+            .and_then(parse_int)
+            .ok_or_else(|| bad(format!("bad layout `{t}` (expected dict_slot_offset = N)")))?;
+        DictLayout::custom(n).map_err(|e| bad(e.to_string()))
+    } else {
+        DictLayout::preset(t).map_err(|e| bad(e.to_string()))
+    }
+}
+
+fn mode_of(m: u32) -> Option<Mode> {
+    Some(match m {
+        GL_MODE_ABORT => Mode::Abort,
+        GL_MODE_RECOVER => Mode::Recover,
+        GL_MODE_TRAP => Mode::Trap,
+        _ => return None,
+    })
+}
+
+fn signature_text(params: &[Type], ret: Option<Type>) -> String {
+    let p: Vec<String> = params.iter().map(|t| t.to_string()).collect();
+    match ret {
+        Some(r) => format!("({}) -> {r}", p.join(", ")),
+        None => format!("({})", p.join(", ")),
+    }
+}
+
+// ---- misc ------------------------------------------------------------------------
+
+/// The message of the last call on this thread ("" if it succeeded).
+#[no_mangle]
+pub extern "C" fn gl_last_error() -> *const c_char {
+    last_error_ptr()
+}
+
+/// The name of a status code.
+#[no_mangle]
+pub extern "C" fn gl_status_name(status: c_int) -> *const c_char {
+    status_name(status).as_ptr()
+}
+
+/// [`GL_ABI_VERSION`] of the library.
+#[no_mangle]
+pub extern "C" fn gl_abi_version() -> u32 {
+    GL_ABI_VERSION
+}
+
+/// `sizeof(gl_report)` as the library sees it (the header's must match).
+#[no_mangle]
+pub extern "C" fn gl_report_struct_size() -> usize {
+    std::mem::size_of::<gl_report>()
+}
+
+// ---- modules -----------------------------------------------------------------------
+
+/// Parses and verifies IR text into a new module.
+///
+/// # Safety
+/// `text` and `filename` (nullable) are NUL-terminated; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_module_parse(
+    text: *const c_char,
+    filename: *const c_char,
+    out: *mut *mut gl_module,
+) -> c_int {
+    const F: &str = "gl_module_parse";
+    ffi(|| {
+        non_null(out, F, "out")?;
+        // SAFETY: checked non-null; valid for writes by contract.
+        unsafe { put(out, std::ptr::null_mut()) };
+        // SAFETY: NUL-terminated by contract.
+        let text = unsafe { str_arg(text, F, "text") }?;
+        let file = if filename.is_null() {
+            None
+        } else {
+            // SAFETY: NUL-terminated by contract.
+            Some(unsafe { str_arg(filename, F, "filename") }?.to_string())
+        };
+        let module = guardlift_ir::parse_module(text).map_err(|d| {
+            let msg = match &file {
+                Some(f) => d.with_file(f),
+                None => d.to_string(),
+            };
+            Error::new(GL_ERR_PARSE, msg)
+        })?;
+        guardlift_ir::verify_module(&module).map_err(|v| {
+            let msg = match &file {
+                Some(f) => v.with_file(f),
+                None => v.to_string(),
+            };
+            Error::new(GL_ERR_VERIFY, msg)
+        })?;
+        let handle = handles::insert(Object::Module(Arc::new(Mutex::new(ModuleState {
+            module,
+            file,
+        }))))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, ptr(handle)) };
+        Ok(())
+    })
+}
+
+/// Runs the instrumentation pass on the module, in place.
+///
+/// # Safety
+/// `m` is a handle value (checked).
+#[no_mangle]
+pub unsafe extern "C" fn gl_module_instrument(m: *mut gl_module, checks: u32) -> c_int {
+    const F: &str = "gl_module_instrument";
+    ffi(|| {
+        let ms = get_as!(Module, m, Kind::Module, F, "module");
+        if checks & !GL_CHECK_ALL != 0 {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{F}: unknown check bits {:#x} (expected GL_CHECK_DICT | GL_CHECK_ADSTACK | GL_CHECK_CLOBBER)", checks & !GL_CHECK_ALL),
+            ));
+        }
+        let set = CheckSet {
+            dict: checks & GL_CHECK_DICT != 0,
+            adstack: checks & GL_CHECK_ADSTACK != 0,
+            clobber: checks & GL_CHECK_CLOBBER != 0,
+        };
+        let mut st = lock(&ms);
+        st.module = guardlift_instrument::instrument(&st.module, set);
+        Ok(())
+    })
+}
+
+/// Overrides the module's `layout` line.
+///
+/// # Safety
+/// `layout` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gl_module_set_layout(m: *mut gl_module, layout: *const c_char) -> c_int {
+    const F: &str = "gl_module_set_layout";
+    ffi(|| {
+        let ms = get_as!(Module, m, Kind::Module, F, "module");
+        // SAFETY: NUL-terminated by contract.
+        let l = parse_layout(unsafe { str_arg(layout, F, "layout") }?, F)?;
+        let mut st = lock(&ms);
+        st.module.layout = l;
+        guardlift_ir::verify_module(&st.module).map_err(|v| {
+            let msg = match &st.file {
+                Some(f) => v.with_file(f),
+                None => v.to_string(),
+            };
+            Error::new(GL_ERR_VERIFY, msg)
+        })?;
+        Ok(())
+    })
+}
+
+/// The module's dict slot offset (−24 for cpython312).
+///
+/// # Safety
+/// `out_offset` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_module_get_layout(m: *mut gl_module, out_offset: *mut i32) -> c_int {
+    const F: &str = "gl_module_get_layout";
+    ffi(|| {
+        non_null(out_offset, F, "out_offset")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_offset, 0) };
+        let ms = get_as!(Module, m, Kind::Module, F, "module");
+        let off = lock(&ms).module.layout.dict_slot_offset();
+        // SAFETY: checked non-null.
+        unsafe { put(out_offset, off) };
+        Ok(())
+    })
+}
+
+/// The module's canonical text (instrumented IR shows its guards).
+///
+/// # Safety
+/// `out_text` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_module_print(m: *mut gl_module, out_text: *mut *const c_char) -> c_int {
+    const F: &str = "gl_module_print";
+    ffi(|| {
+        non_null(out_text, F, "out_text")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_text, std::ptr::null()) };
+        let ms = get_as!(Module, m, Kind::Module, F, "module");
+        let text = guardlift_ir::print_module(&lock(&ms).module);
+        // SAFETY: checked non-null.
+        unsafe { put(out_text, thread_text(&text)) };
+        Ok(())
+    })
+}
+
+/// Frees a module (NULL: no-op).
+#[no_mangle]
+pub extern "C" fn gl_module_free(m: *mut gl_module) -> c_int {
+    free_handle(h(m), Kind::Module, "gl_module_free")
+}
+
+// ---- runtimes ---------------------------------------------------------------------
+
+/// Creates a runtime with a layout and a mode.
+///
+/// # Safety
+/// `layout` is NULL or NUL-terminated; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_new(
+    layout: *const c_char,
+    mode: u32,
+    out: *mut *mut gl_runtime,
+) -> c_int {
+    const F: &str = "gl_runtime_new";
+    ffi(|| {
+        non_null(out, F, "out")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, std::ptr::null_mut()) };
+        let layout = if layout.is_null() {
+            DictLayout::Cpython312
+        } else {
+            // SAFETY: NUL-terminated by contract.
+            parse_layout(unsafe { str_arg(layout, F, "layout") }?, F)?
+        };
+        let mode = mode_of(mode).ok_or_else(|| {
+            Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{F}: unknown mode {mode} (expected GL_MODE_ABORT, GL_MODE_RECOVER or GL_MODE_TRAP)"),
+            )
+        })?;
+        let rt = Runtime::new(RuntimeConfig {
+            layout,
+            mode,
+            ..Default::default()
+        });
+        let handle = handles::insert(Object::Runtime(Arc::new(RtState {
+            rt,
+            symbols: Mutex::new(Vec::new()),
+        })))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, ptr(handle)) };
+        Ok(())
+    })
+}
+
+/// Applies `GUARDLIFT_OPTIONS`-style settings (`log_path`, `json`, `report_limit`).
+///
+/// # Safety
+/// `options` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_configure(
+    rt: *mut gl_runtime,
+    options: *const c_char,
+) -> c_int {
+    const F: &str = "gl_runtime_configure";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        // SAFETY: NUL-terminated by contract.
+        let text = unsafe { str_arg(options, F, "options") }?;
+        let o =
+            Options::parse(text).map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))?;
+        if let Some(m) = o.mode {
+            if m != st.rt.mode() {
+                return Err(Error::new(
+                    GL_ERR_ARGUMENT,
+                    format!(
+                        "{F}: mode={} differs from the runtime's mode ({}); the mode is fixed by gl_runtime_new",
+                        m.name(),
+                        st.rt.mode().name()
+                    ),
+                ));
+            }
+        }
+        st.rt
+            .configure(&o)
+            .map_err(|e| Error::new(GL_ERR_IO, format!("{F}: {e}")))
+    })
+}
+
+/// Registers a host function for `extern fn @name(...)` declarations of
+/// modules compiled afterwards against this runtime.
+///
+/// # Safety
+/// `name` is NUL-terminated; `f` is a function with the C ABI and the
+/// signature the IR declares.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_add_symbol(
+    rt: *mut gl_runtime,
+    name: *const c_char,
+    f: GlHostFn,
+) -> c_int {
+    const F: &str = "gl_runtime_add_symbol";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        // SAFETY: NUL-terminated by contract.
+        let name = unsafe { str_arg(name, F, "name") }?;
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let Some(f) = f else {
+            return Err(Error::new(
+                GL_ERR_NULL,
+                format!("{F}: `fn` must not be NULL"),
+            ));
+        };
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+        if !valid {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{F}: `{name}` is not an IR function name"),
+            ));
+        }
+        if guardlift_runtime::abi::builtin(name).is_some() {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!(
+                    "{F}: @{name} is a built-in host function; built-ins are always bound to the runtime's model heap and cannot be replaced (declare your own extern under another name)"
+                ),
+            ));
+        }
+        let mut syms = lock(&st.symbols);
+        syms.retain(|(n, _)| n != name);
+        syms.push((name.to_string(), f as usize));
+        Ok(())
+    })
+}
+
+struct CCallback {
+    f: unsafe extern "C" fn(*const gl_report, *mut c_void),
+    user: *mut c_void,
+}
+// SAFETY: the header documents that the callback and its user data may be
+// used from any thread that runs compiled code; the C caller vouches for it.
+unsafe impl Send for CCallback {}
+unsafe impl Sync for CCallback {}
+
+impl CCallback {
+    fn call(&self, r: &Report) {
+        let o = OwnedReport::new(r);
+        // SAFETY: the C caller's contract for the callback.
+        unsafe { (self.f)(&o.c, self.user) }
+    }
+}
+
+/// Installs (or, with NULL, removes) the report callback.
+///
+/// # Safety
+/// `cb` must be safe to call from any thread running code compiled against
+/// `rt`, with `user_data`, until it is replaced or the runtime is freed.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_set_report_callback(
+    rt: *mut gl_runtime,
+    cb: GlReportFn,
+    user_data: *mut c_void,
+) -> c_int {
+    const F: &str = "gl_runtime_set_report_callback";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let handler = cb.map(|f| {
+            let cc = CCallback { f, user: user_data };
+            Arc::new(move |r: &Report| {
+                // Called from compiled code: nothing may unwind out of here.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cc.call(r)));
+            }) as guardlift_runtime::ReportHandler
+        });
+        st.rt.set_report_handler(handler);
+        Ok(())
+    })
+}
+
+/// Takes the recorded reports into a new list.
+///
+/// # Safety
+/// `out_list` is valid for a write; `out_items` and `out_count` are NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_take_reports(
+    rt: *mut gl_runtime,
+    out_list: *mut *mut gl_reports,
+    out_items: *mut *const gl_report,
+    out_count: *mut usize,
+) -> c_int {
+    const F: &str = "gl_runtime_take_reports";
+    ffi(|| {
+        non_null(out_list, F, "out_list")?;
+        // SAFETY: out_list checked non-null; the others NULL or valid.
+        unsafe {
+            put(out_list, std::ptr::null_mut());
+            put(out_items, std::ptr::null());
+            put(out_count, 0);
+        }
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let list = Arc::new(ReportList::new(&st.rt.take_reports()));
+        let (items, n) = (list.items.as_ptr(), list.items.len());
+        let handle = handles::insert(Object::Reports(list))?;
+        // SAFETY: as above.
+        unsafe {
+            put(out_list, ptr(handle));
+            put(out_items, items);
+            put(out_count, n);
+        }
+        Ok(())
+    })
+}
+
+/// How many (site, kind) reports are recorded and not yet taken.
+///
+/// # Safety
+/// `out_count` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_pending_reports(
+    rt: *mut gl_runtime,
+    out_count: *mut usize,
+) -> c_int {
+    const F: &str = "gl_runtime_pending_reports";
+    ffi(|| {
+        non_null(out_count, F, "out_count")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_count, 0) };
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        // SAFETY: checked non-null.
+        unsafe { put(out_count, st.rt.peek_reports().len()) };
+        Ok(())
+    })
+}
+
+/// The first host fault of the model heap since the last call (taken), or NULL.
+///
+/// # Safety
+/// `out_msg` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_take_host_fault(
+    rt: *mut gl_runtime,
+    out_msg: *mut *const c_char,
+) -> c_int {
+    const F: &str = "gl_runtime_take_host_fault";
+    ffi(|| {
+        non_null(out_msg, F, "out_msg")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_msg, std::ptr::null()) };
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        if let Some(fault) = st.rt.take_host_fault() {
+            // SAFETY: checked non-null.
+            unsafe { put(out_msg, thread_text(&fault.to_string())) };
+        }
+        Ok(())
+    })
+}
+
+/// Frees a runtime handle (NULL: no-op). Code compiled against it keeps the
+/// runtime alive; the report callback is removed now.
+#[no_mangle]
+pub extern "C" fn gl_runtime_free(rt: *mut gl_runtime) -> c_int {
+    free_handle(h(rt), Kind::Runtime, "gl_runtime_free")
+}
+
+// ---- reports ----------------------------------------------------------------------
+
+/// The items of a report list.
+///
+/// # Safety
+/// `out_items` and `out_count` are valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gl_reports_get(
+    list: *mut gl_reports,
+    out_items: *mut *const gl_report,
+    out_count: *mut usize,
+) -> c_int {
+    const F: &str = "gl_reports_get";
+    ffi(|| {
+        non_null(out_items, F, "out_items")?;
+        non_null(out_count, F, "out_count")?;
+        // SAFETY: checked non-null.
+        unsafe {
+            put(out_items, std::ptr::null());
+            put(out_count, 0);
+        }
+        let l = get_as!(Reports, list, Kind::Reports, F, "list");
+        // SAFETY: checked non-null; the array lives as long as the list handle.
+        unsafe {
+            put(out_items, l.items.as_ptr());
+            put(out_count, l.items.len());
+        }
+        Ok(())
+    })
+}
+
+/// Frees a report list and every string its reports point to (NULL: no-op).
+#[no_mangle]
+pub extern "C" fn gl_reports_free(list: *mut gl_reports) -> c_int {
+    free_handle(h(list), Kind::Reports, "gl_reports_free")
+}
+
+// ---- compiling and calling -------------------------------------------------------------
+
+/// Compiles a module against a runtime.
+///
+/// # Safety
+/// `out` is valid for a write. Compiled code runs with the full privileges of
+/// native code (it dereferences whatever the IR computes).
+#[no_mangle]
+pub unsafe extern "C" fn gl_compile(
+    rt: *mut gl_runtime,
+    m: *mut gl_module,
+    out: *mut *mut gl_code,
+) -> c_int {
+    const F: &str = "gl_compile";
+    ffi(|| {
+        non_null(out, F, "out")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, std::ptr::null_mut()) };
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let ms = get_as!(Module, m, Kind::Module, F, "module");
+        let ms = lock(&ms);
+        if ms.module.layout != st.rt.layout() {
+            return Err(Error::new(
+                GL_ERR_LAYOUT,
+                format!(
+                    "{F}: the module's layout ({}) is not the runtime's ({}): objects would be read at another slot offset than the host wrote them; fix the module's `layout` line or override it with gl_module_set_layout",
+                    ms.module.layout,
+                    st.rt.layout()
+                ),
+            ));
+        }
+        let opts = CompileOptions {
+            symbols: lock(&st.symbols)
+                .iter()
+                .map(|(n, a)| (n.clone(), *a as *const u8))
+                .collect(),
+            ..Default::default()
+        };
+        let code =
+            Jit::compile(&ms.module, st.rt.clone(), &opts).map_err(|e| jit_error(e, &ms.file))?;
+        let handle = handles::insert(Object::Code(Arc::new(CodeState {
+            code,
+            file: ms.file.clone(),
+        })))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, ptr(handle)) };
+        Ok(())
+    })
+}
+
+/// A function's signature as type codes.
+///
+/// # Safety
+/// `name` is NUL-terminated; `params` is NULL (with `cap` 0) or valid for
+/// `cap` writes; `out_nparams` and `out_ret` are valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gl_code_signature(
+    code: *mut gl_code,
+    name: *const c_char,
+    params: *mut u32,
+    cap: usize,
+    out_nparams: *mut usize,
+    out_ret: *mut u32,
+) -> c_int {
+    const F: &str = "gl_code_signature";
+    ffi(|| {
+        non_null(out_nparams, F, "out_nparams")?;
+        non_null(out_ret, F, "out_ret")?;
+        if cap > 0 {
+            non_null(params, F, "params")?;
+        }
+        // SAFETY: checked non-null.
+        unsafe {
+            put(out_nparams, 0);
+            put(out_ret, GL_TYPE_VOID);
+        }
+        let c = get_as!(Code, code, Kind::Code, F, "code");
+        // SAFETY: NUL-terminated by contract.
+        let name = unsafe { str_arg(name, F, "name") }?;
+        let (ps, ret) = c.code.signature(name).map_err(|e| jit_error(e, &None))?;
+        for (i, t) in ps.iter().take(cap).enumerate() {
+            // SAFETY: i < cap, and params is valid for cap writes.
+            unsafe { params.add(i).write(code_of_type(Some(*t))) };
+        }
+        // SAFETY: checked non-null.
+        unsafe {
+            put(out_nparams, ps.len());
+            put(out_ret, code_of_type(ret));
+        }
+        Ok(())
+    })
+}
+
+/// Looks a function up by name, checking the caller's idea of its signature.
+///
+/// # Safety
+/// `name` is NUL-terminated; `params` is valid for `nparams` reads (NULL if
+/// 0); `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_code_get_func(
+    code: *mut gl_code,
+    name: *const c_char,
+    params: *const u32,
+    nparams: usize,
+    ret: u32,
+    out: *mut *mut gl_func,
+) -> c_int {
+    const F: &str = "gl_code_get_func";
+    ffi(|| {
+        non_null(out, F, "out")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, std::ptr::null_mut()) };
+        let c = get_as!(Code, code, Kind::Code, F, "code");
+        // SAFETY: NUL-terminated by contract.
+        let name = unsafe { str_arg(name, F, "name") }?;
+        let name = name.strip_prefix('@').unwrap_or(name);
+        if nparams > 0 {
+            non_null(params, F, "params")?;
+        }
+        let codes: &[u32] = if nparams == 0 {
+            &[]
+        } else {
+            // SAFETY: non-null and valid for nparams reads by contract.
+            unsafe { std::slice::from_raw_parts(params, nparams) }
+        };
+        let mut want_p = Vec::with_capacity(nparams);
+        for (i, &t) in codes.iter().enumerate() {
+            want_p.push(type_of_code(t).ok_or_else(|| {
+                Error::new(
+                    GL_ERR_ARGUMENT,
+                    format!("{F}: params[{i}] = {t} is not a GL_TYPE_* value type"),
+                )
+            })?);
+        }
+        let want_r = match ret {
+            GL_TYPE_VOID => None,
+            t => Some(type_of_code(t).ok_or_else(|| {
+                Error::new(
+                    GL_ERR_ARGUMENT,
+                    format!("{F}: ret = {t} is not a GL_TYPE_* code"),
+                )
+            })?),
+        };
+        let (ps, r) = c.code.signature(name).map_err(|e| jit_error(e, &c.file))?;
+        if ps != want_p || r != want_r {
+            return Err(Error::new(
+                GL_ERR_SIGNATURE,
+                format!(
+                    "{F}: signature mismatch for @{name}: the function is {}, the caller asked for {}",
+                    signature_text(&ps, r),
+                    signature_text(&want_p, want_r)
+                ),
+            ));
+        }
+        let handle = handles::insert(Object::Func(Arc::new(FuncState {
+            code: c.code.clone(),
+            name: name.to_string(),
+            params: ps,
+            ret: r,
+        })))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out, ptr(handle)) };
+        Ok(())
+    })
+}
+
+/// Frees compiled code (NULL: no-op). Functions looked up from it keep it alive.
+#[no_mangle]
+pub extern "C" fn gl_code_free(code: *mut gl_code) -> c_int {
+    free_handle(h(code), Kind::Code, "gl_code_free")
+}
+
+fn call_bits(f: &FuncState, args: &[u64], func: &str) -> Result<Option<u64>> {
+    if args.len() != f.params.len() {
+        return Err(Error::new(
+            GL_ERR_ARGUMENT,
+            format!(
+                "{func}: @{} takes {} argument(s), got {}",
+                f.name,
+                f.params.len(),
+                args.len()
+            ),
+        ));
+    }
+    f.code
+        .call_dynamic(&f.name, args)
+        .map_err(|e| jit_error(e, &None))
+}
+
+/// Calls a function with raw argument bits.
+///
+/// # Safety
+/// `args` is valid for `nargs` reads (NULL if 0); `out_result` is NULL or
+/// valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_func_call(
+    f: *mut gl_func,
+    args: *const u64,
+    nargs: usize,
+    out_result: *mut u64,
+) -> c_int {
+    const F: &str = "gl_func_call";
+    ffi(|| {
+        // SAFETY: NULL or valid.
+        unsafe { put(out_result, 0) };
+        let fs = get_as!(Func, f, Kind::Func, F, "func");
+        if nargs > 0 {
+            non_null(args, F, "args")?;
+        }
+        let a: &[u64] = if nargs == 0 {
+            &[]
+        } else {
+            // SAFETY: non-null and valid for nargs reads by contract.
+            unsafe { std::slice::from_raw_parts(args, nargs) }
+        };
+        let r = call_bits(&fs, a, F)?;
+        // SAFETY: NULL or valid.
+        unsafe { put(out_result, r.unwrap_or(0)) };
+        Ok(())
+    })
+}
+
+/// Calls a function whose params and result are all `i64`/`ptr` (or no result).
+///
+/// # Safety
+/// As [`gl_func_call`].
+#[no_mangle]
+pub unsafe extern "C" fn gl_func_call_i64(
+    f: *mut gl_func,
+    args: *const i64,
+    nargs: usize,
+    out_result: *mut i64,
+) -> c_int {
+    const F: &str = "gl_func_call_i64";
+    ffi(|| {
+        // SAFETY: NULL or valid.
+        unsafe { put(out_result, 0) };
+        let fs = get_as!(Func, f, Kind::Func, F, "func");
+        if !fs.params.iter().all(|t| t.is_word()) || !fs.ret.is_none_or(|t| t.is_word()) {
+            return Err(Error::new(
+                GL_ERR_SIGNATURE,
+                format!(
+                    "{F}: @{} is {}; gl_func_call_i64 needs i64/ptr params and an i64/ptr result or none (use gl_func_call)",
+                    fs.name,
+                    signature_text(&fs.params, fs.ret)
+                ),
+            ));
+        }
+        if nargs > 0 {
+            non_null(args, F, "args")?;
+        }
+        let a: Vec<u64> = if nargs == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: non-null and valid for nargs reads by contract.
+            unsafe { std::slice::from_raw_parts(args, nargs) }
+                .iter()
+                .map(|&x| x as u64)
+                .collect()
+        };
+        let r = call_bits(&fs, &a, F)?;
+        // SAFETY: NULL or valid.
+        unsafe { put(out_result, r.unwrap_or(0) as i64) };
+        Ok(())
+    })
+}
+
+/// Frees a function handle (NULL: no-op).
+#[no_mangle]
+pub extern "C" fn gl_func_free(f: *mut gl_func) -> c_int {
+    free_handle(h(f), Kind::Func, "gl_func_free")
+}

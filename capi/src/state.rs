@@ -1,0 +1,224 @@
+//! What the handles refer to, and the C view of a report.
+
+use crate::error::cstring;
+use guardlift_ir::{Module, Type};
+use guardlift_jit::CompiledModule;
+use guardlift_runtime::{Observed, Report, Runtime};
+use std::ffi::{c_char, CString};
+use std::sync::{Arc, Mutex};
+
+/// A parsed (and possibly instrumented) module.
+pub(crate) struct ModuleState {
+    pub module: Module,
+    /// The name given at parse time, used to prefix diagnostics.
+    pub file: Option<String>,
+}
+
+/// A runtime and the host symbols registered with it.
+pub(crate) struct RtState {
+    pub rt: Arc<Runtime>,
+    /// (IR name without `@`, address), in registration order; later wins.
+    pub symbols: Mutex<Vec<(String, usize)>>,
+}
+
+/// Compiled code.
+pub(crate) struct CodeState {
+    pub code: CompiledModule,
+    pub file: Option<String>,
+}
+
+/// A function looked up with its signature; keeps the code alive.
+pub(crate) struct FuncState {
+    pub code: CompiledModule,
+    pub name: String,
+    pub params: Vec<Type>,
+    pub ret: Option<Type>,
+}
+
+// ---- type codes -------------------------------------------------------------
+
+pub const GL_TYPE_VOID: u32 = 0;
+pub const GL_TYPE_I8: u32 = 1;
+pub const GL_TYPE_I32: u32 = 2;
+pub const GL_TYPE_I64: u32 = 3;
+pub const GL_TYPE_PTR: u32 = 4;
+pub const GL_TYPE_F32: u32 = 5;
+pub const GL_TYPE_F64: u32 = 6;
+
+/// The IR type of a type code (`GL_TYPE_VOID` is not a value type).
+pub(crate) fn type_of_code(c: u32) -> Option<Type> {
+    Some(match c {
+        GL_TYPE_I8 => Type::I8,
+        GL_TYPE_I32 => Type::I32,
+        GL_TYPE_I64 => Type::I64,
+        GL_TYPE_PTR => Type::Ptr,
+        GL_TYPE_F32 => Type::F32,
+        GL_TYPE_F64 => Type::F64,
+        _ => return None,
+    })
+}
+
+/// The type code of a value type (adstack handles never appear in signatures).
+pub(crate) fn code_of_type(t: Option<Type>) -> u32 {
+    match t {
+        None => GL_TYPE_VOID,
+        Some(Type::I8) => GL_TYPE_I8,
+        Some(Type::I32) => GL_TYPE_I32,
+        Some(Type::I64) => GL_TYPE_I64,
+        Some(Type::Ptr) => GL_TYPE_PTR,
+        Some(Type::F32) => GL_TYPE_F32,
+        Some(Type::F64) => GL_TYPE_F64,
+        Some(Type::AdStack(_)) => GL_TYPE_VOID,
+    }
+}
+
+// ---- reports ------------------------------------------------------------------
+
+/// One report as C sees it. Strings are NUL-terminated UTF-8 owned by
+/// guardlift (see the header for how long they live).
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug)]
+pub struct gl_report {
+    /// `GL_REPORT_*` (dict_slot_tag = 0, adstack_overflow = 1, adstack_underflow = 2, slot_clobber = 3).
+    pub kind: u32,
+    /// Runtime-global site id.
+    pub site: u32,
+    /// `"dict_slot_tag"`, ...
+    pub kind_name: *const c_char,
+    /// The guarded instruction's IR function, without `@`.
+    pub function: *const c_char,
+    /// Source position of the guarded instruction in the IR text.
+    pub line: u32,
+    pub col: u32,
+    /// The guarded opcode (`"dict_slot.load"`, `"store_attr"`, ...).
+    pub op: *const c_char,
+    /// Occurrences of this (site, kind) so far.
+    pub count: u64,
+    /// dict_slot_tag: the object.
+    pub object: u64,
+    /// dict_slot_tag: the word observed; slot_clobber: the value stored.
+    pub value: u64,
+    /// adstack kinds: capacity and length at the failing op.
+    pub capacity: u64,
+    pub len: u64,
+    /// slot_clobber: the raw store's address and width in bytes.
+    pub address: u64,
+    pub width: u32,
+    /// 1 when `last_write_*` are known (dict kinds only).
+    pub has_last_write: u32,
+    /// The last write to the slot the runtime saw: its value, its writer,
+    /// and its site (−1 when the writer was not instrumented code).
+    pub last_write_value: u64,
+    pub last_write_site: i64,
+    pub last_write_by: *const c_char,
+    /// The sanitizer-style human text (several lines, ending in a newline).
+    pub text: *const c_char,
+    /// The report as one line of JSON (no newline).
+    pub json: *const c_char,
+}
+
+/// A [`gl_report`] with the strings it points into.
+pub(crate) struct OwnedReport {
+    pub c: gl_report,
+    _strings: Vec<CString>,
+}
+
+impl OwnedReport {
+    pub fn new(r: &Report) -> Self {
+        let mut strings = Vec::with_capacity(7);
+        let mut keep = |s: &str| {
+            let c = cstring(s);
+            let p = c.as_ptr();
+            strings.push(c); // moving a CString does not move its bytes
+            p
+        };
+        let kind_name = keep(r.kind.name());
+        let function = keep(&r.info.function);
+        let op = keep(&r.info.op);
+        let text = keep(&r.to_human());
+        let json = keep(&r.to_json().to_string());
+        let last_write_by = match &r.last_write {
+            Some(w) => keep(&w.by),
+            None => std::ptr::null(),
+        };
+        let mut c = gl_report {
+            kind: r.kind.code() as u32,
+            site: r.site,
+            kind_name,
+            function,
+            line: r.info.line,
+            col: r.info.col,
+            op,
+            count: r.count,
+            object: 0,
+            value: 0,
+            capacity: 0,
+            len: 0,
+            address: 0,
+            width: 0,
+            has_last_write: r.last_write.is_some() as u32,
+            last_write_value: r.last_write.as_ref().map_or(0, |w| w.value),
+            last_write_site: r
+                .last_write
+                .as_ref()
+                .and_then(|w| w.site)
+                .map_or(-1, |s| s as i64),
+            last_write_by,
+            text,
+            json,
+        };
+        match r.observed {
+            Observed::Dict { object, value } => {
+                c.object = object;
+                c.value = value;
+            }
+            Observed::Adstack { capacity, len } => {
+                c.capacity = capacity;
+                c.len = len;
+            }
+            Observed::Clobber {
+                address,
+                width,
+                value,
+            } => {
+                c.address = address;
+                c.width = width;
+                c.value = value;
+            }
+        }
+        OwnedReport {
+            c,
+            _strings: strings,
+        }
+    }
+}
+
+/// Reports taken from a runtime: a contiguous array for C plus the strings
+/// its entries point into.
+#[derive(Default)]
+pub(crate) struct ReportList {
+    pub items: Vec<gl_report>,
+    _strings: Vec<Vec<CString>>,
+}
+
+impl ReportList {
+    pub fn new(reports: &[Report]) -> Self {
+        let mut items = Vec::with_capacity(reports.len());
+        let mut strings = Vec::with_capacity(reports.len());
+        for r in reports {
+            let o = OwnedReport::new(r);
+            items.push(o.c);
+            strings.push(o._strings);
+        }
+        ReportList {
+            items,
+            _strings: strings,
+        }
+    }
+}
+
+// SAFETY: the raw pointers in `items` point into the CStrings the list owns,
+// which are never mutated; sharing them between threads is sharing `&str`s.
+unsafe impl Send for ReportList {}
+unsafe impl Sync for ReportList {}

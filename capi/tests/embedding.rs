@@ -1,0 +1,380 @@
+//! Embedding end to end: the C interpreter `capi/examples/pyish` built with
+//! the system C compiler against `libguardlift.a`, and its Rust twin
+//! `jit/examples/pyish.rs`, run clean, instrumented, and with the buggy
+//! helper; the C one also under valgrind.
+//!
+//! The static library is not guaranteed to exist after `cargo test` built
+//! this crate's rlib, so the first test that needs it runs
+//! `cargo build -p guardlift-capi` with the profile of this test binary
+//! (a no-op when it is up to date).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// target/<profile> of this test binary (target/<profile>/deps/<test>).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|p| p.parent()).unwrap().to_path_buf()
+}
+
+fn profile_name() -> String {
+    let dir = profile_dir();
+    dir.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// `cargo build ARGS` with this test binary's profile and target directory.
+fn cargo_build(args: &[&str]) {
+    let dir = profile_dir();
+    let profile = match profile_name().as_str() {
+        "debug" => "dev".to_string(),
+        p => p.to_string(),
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root())
+        .args(["build", "-q", "--profile", &profile, "--target-dir"])
+        .arg(dir.parent().unwrap())
+        .args(args)
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo build {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The C pyish binary, built once per test run.
+fn c_pyish() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        cargo_build(&["-p", "guardlift-capi", "--lib"]);
+        let lib = profile_dir().join("libguardlift.a");
+        assert!(lib.exists(), "{} missing after cargo build", lib.display());
+        let src = root().join("capi/examples/pyish");
+        // Per profile: debug and release test runs share CARGO_TARGET_TMPDIR.
+        let exe =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pyish-c-{}", profile_name()));
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let out = Command::new(&cc)
+            .args([
+                "-O1",
+                "-g",
+                "-std=c11",
+                "-D_POSIX_C_SOURCE=200809L",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+            ])
+            .arg("-I")
+            .arg(root().join("capi/include"))
+            .arg("-o")
+            .arg(&exe)
+            .args(["main.c", "vm.c", "objects.c", "jit.c"].map(|f| src.join(f)))
+            .arg(&lib)
+            .args(["-lpthread", "-ldl", "-lm"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}`: {e}"));
+        assert!(
+            out.status.success(),
+            "compiling pyish failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    })
+}
+
+/// The Rust pyish example, built once per test run.
+fn rust_pyish() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        cargo_build(&["-p", "guardlift-jit", "--example", "pyish"]);
+        let exe = profile_dir().join("examples/pyish");
+        assert!(exe.exists(), "{} missing", exe.display());
+        exe
+    })
+}
+
+struct Run {
+    code: Option<i32>,
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(exe: &Path, args: &[&str]) -> Run {
+    run_output(Command::new(exe).args(args).output().expect("run pyish"))
+}
+
+fn run_output(out: Output) -> Run {
+    use std::os::unix::process::ExitStatusExt;
+    Run {
+        code: out.status.code(),
+        signal: out.status.signal(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The lines that state the program's results.
+fn results(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("pyish: step(p)") || l.starts_with("pyish: p.x"))
+        .collect()
+}
+
+const CLEAN: &str = "pyish: step(p) = 1001000, step(q) = 2512500";
+
+fn check_clean(exe: &Path, what: &str) {
+    let interp = run(exe, &["--no-jit"]);
+    assert_eq!(interp.code, Some(0), "{what} --no-jit: {}", interp.stderr);
+    assert!(interp.stdout.contains(CLEAN), "{what}: {}", interp.stdout);
+    assert!(!interp.stdout.contains("compiled"), "{}", interp.stdout);
+    for args in [&[][..], &["--instrument"][..]] {
+        let r = run(exe, args);
+        assert_eq!(
+            r.code,
+            Some(0),
+            "{what} {args:?}: {}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.stdout
+                .contains("pyish: step is hot after 4 calls: compiled to guardlift IR"),
+            "{what} {args:?}: {}",
+            r.stdout
+        );
+        assert_eq!(
+            results(&r.stdout),
+            results(&interp.stdout),
+            "{what} {args:?}: compiled code must compute what the interpreter computes"
+        );
+        assert!(
+            r.stdout.contains("pyish: 0 guardlift report(s)"),
+            "{}",
+            r.stdout
+        );
+        assert!(!r.stderr.contains("guardlift report"), "{}", r.stderr);
+    }
+}
+
+/// The first report names the IR line of the first attribute access after
+/// the buggy `incref(p)`: bytecode 9, `LOAD_ATTR total`, whose
+/// `dict_slot.load` is what reads the flipped word first.
+fn check_buggy(r: &Run, ir: &str, what: &str) {
+    assert_eq!(r.code, Some(1), "{what}: {}\n{}", r.stdout, r.stderr);
+    let first = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("==pyish== guardlift report:"))
+        .unwrap_or_else(|| panic!("{what}: no report printed:\n{}", r.stderr));
+    let line: usize = first
+        .split("at IR line ")
+        .nth(1)
+        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{what}: bad report line `{first}`"));
+    assert!(
+        first.starts_with("==pyish== guardlift report: dict_slot_tag in @step at IR line ")
+            && first.contains(":5 (dict_slot.load), site "),
+        "{what}: {first}"
+    );
+    let src = ir.lines().nth(line - 1).unwrap_or("");
+    assert!(
+        src.contains("dict_slot.load") && src.contains("; bc 9 LOAD_ATTR total"),
+        "{what}: report names IR line {line}, which is `{src}`"
+    );
+    // The callback quoted the same line.
+    assert!(
+        r.stderr.contains(&format!("==pyish==   IR {line}: {src}")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("(low bits 0b110)"),
+        "{what}: the observed word has its tag bit flipped:\n{}",
+        r.stderr
+    );
+    // The deduplicated summary after the run: every attribute access of the
+    // loop, counted, and nothing else.
+    assert!(
+        r.stdout.contains("pyish: 7 guardlift report(s)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "pyish:   dict_slot_tag in @step at IR line {line}:5 (dict_slot.load), 750 time(s)"
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains(CLEAN), "the bug changed the results");
+}
+
+#[test]
+fn c_pyish_clean_runs_compute_what_the_interpreter_computes() {
+    check_clean(c_pyish(), "C pyish");
+}
+
+#[test]
+fn c_pyish_reports_the_buggy_helper_at_the_generated_site() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let ir_path = dir.join(format!("pyish-c-step-{}.glir", profile_name()));
+    let _ = std::fs::remove_file(&ir_path);
+    let r = run(
+        c_pyish(),
+        &[
+            "--instrument",
+            "--buggy",
+            "--dump-ir",
+            ir_path.to_str().unwrap(),
+        ],
+    );
+    let ir = std::fs::read_to_string(&ir_path).expect("pyish --dump-ir");
+    check_buggy(&r, &ir, "C pyish");
+    // Without instrumentation the same bug goes unreported.
+    let silent = run(c_pyish(), &["--buggy"]);
+    assert_eq!(silent.code, Some(0), "{}", silent.stderr);
+    assert!(silent.stdout.contains("pyish: 0 guardlift report(s)"));
+    assert_eq!(results(&silent.stdout), results(&r.stdout));
+}
+
+#[test]
+fn c_pyish_abort_mode_reports_then_aborts() {
+    let r = run(c_pyish(), &["--instrument", "--buggy", "--mode", "abort"]);
+    assert_eq!(
+        r.signal,
+        Some(6),
+        "SIGABRT expected: {:?}\n{}",
+        r.code,
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "==pyish== guardlift report: dict_slot_tag in @step at IR line 21:5 (dict_slot.load)"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("==guardlift== ERROR: dict_slot_tag at @step 21:5"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn c_pyish_trap_mode_reports_from_the_signal_handler() {
+    let r = run(c_pyish(), &["--instrument", "--buggy", "--mode", "trap"]);
+    assert_eq!(
+        r.signal,
+        Some(6),
+        "SIGABRT expected: {:?}\n{}",
+        r.code,
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("==guardlift== ERROR: dict_slot_tag at @step 21:5 (dict_slot.load)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn c_pyish_api_selftest() {
+    let r = run(c_pyish(), &["--selftest"]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("pyish selftest: ok"), "{}", r.stdout);
+}
+
+#[test]
+fn c_pyish_under_valgrind_has_no_errors_and_no_definite_leaks() {
+    let exe = c_pyish();
+    for (args, code) in [
+        (&["--selftest"][..], 0),
+        (&["--instrument"][..], 0),
+        (&["--instrument", "--buggy"][..], 1),
+    ] {
+        let out = Command::new("valgrind")
+            .args([
+                "--error-exitcode=99",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+            ])
+            .arg(exe)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run valgrind ({e}): install it with `apt-get install valgrind`")
+            });
+        let r = run_output(out);
+        assert_eq!(
+            r.code,
+            Some(code),
+            "valgrind pyish {args:?} (99 = valgrind found errors):\n{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("ERROR SUMMARY: 0 errors"),
+            "valgrind pyish {args:?}:\n{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("definitely lost: 0 bytes")
+                || r.stderr.contains("All heap blocks were freed"),
+            "valgrind pyish {args:?}:\n{}",
+            r.stderr
+        );
+        eprintln!(
+            "valgrind pyish {args:?}: {}",
+            r.stderr
+                .lines()
+                .filter(|l| l.contains("ERROR SUMMARY") || l.contains("definitely lost"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+}
+
+#[test]
+fn rust_pyish_clean_runs_compute_what_the_interpreter_computes() {
+    check_clean(rust_pyish(), "Rust pyish");
+}
+
+#[test]
+fn rust_pyish_reports_the_buggy_helper_at_the_generated_site() {
+    let exe = rust_pyish();
+    let dump = run(exe, &["--instrument", "--dump-ir"]);
+    assert_eq!(dump.code, Some(0), "{}", dump.stderr);
+    let ir: String = dump
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("; step"))
+        .take_while(|l| !l.starts_with("pyish:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(ir.contains("guard.dict_slot.load"), "{ir}");
+    let r = run(exe, &["--instrument", "--buggy"]);
+    check_buggy(&r, &ir, "Rust pyish");
+    // The C and Rust interpreters generate the same IR shape: same site.
+    let c = run(c_pyish(), &["--instrument", "--buggy"]);
+    let first = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("==pyish== guardlift report:"))
+            .map(str::to_string)
+    };
+    assert_eq!(first(&r.stderr), first(&c.stderr));
+}
