@@ -42,10 +42,6 @@ fn target_name(t: Target) -> &'static str {
     }
 }
 
-fn is_host(t: Target) -> bool {
-    target_name(t) == std::env::consts::ARCH
-}
-
 /// How a run ended.
 enum Outcome {
     Value(Option<u64>),
@@ -84,11 +80,9 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
                 .map_err(|e| CliError::new(format!("guardlift: error: argument: {e}")))?,
         );
     }
-    if !is_host(o.target) {
-        return Err(CliError::new(format!(
-            "guardlift: error: running for target {} is not supported yet on this host",
-            target_name(o.target)
-        )));
+    if o.target != Target::Host {
+        // An explicit architecture always runs ahead of time (also x86_64 on x86_64).
+        return target_run(&o, &m, &args, ret_ty);
     }
     let options = guardlift_runtime::Options::from_env()
         .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
@@ -110,15 +104,13 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         // In abort/trap mode the process ends inside the run: still print one JSON object.
         let (engine, target) = (engine.to_string(), target.to_string());
         rt.set_abort_hook(Box::new(move |rt| {
-            let j = serde_json::json!({
-                "result": null,
-                "reports": reports_json(&rt.peek_reports()),
-                "engine": engine,
-                "target": target,
-                "instrumented": instrumented,
-                "aborted": true,
-                "stdout": rt.take_output(),
-            });
+            let j = aborted_json(
+                &rt.peek_reports(),
+                &engine,
+                &target,
+                instrumented,
+                rt.take_output(),
+            );
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{j}");
             let _ = out.flush();
@@ -144,12 +136,65 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let outcome = outcome?.map_err(|e| CliError::new(e.with_file(&o.file)))?;
     let reports = rt.take_reports();
     let fault = rt.take_host_fault().map(|f| format!("host fault in {f}"));
+    let ctx = Finish {
+        file: &o.file,
+        json: o.json,
+        engine,
+        target,
+        instrumented,
+        mode,
+        ret_ty,
+    };
+    finish(&ctx, &rt, reports, fault, outcome)
+}
+
+/// The JSON object printed when abort mode ends the run (`"aborted": true`).
+fn aborted_json(
+    reports: &[Report],
+    engine: &str,
+    target: &str,
+    instrumented: bool,
+    stdout: String,
+) -> serde_json::Value {
+    serde_json::json!({
+        "result": null,
+        "reports": reports_json(reports),
+        "engine": engine,
+        "target": target,
+        "instrumented": instrumented,
+        "aborted": true,
+        "stdout": stdout,
+    })
+}
+
+/// What the end of a run prints, whatever ran it.
+struct Finish<'a> {
+    file: &'a str,
+    json: bool,
+    engine: &'a str,
+    target: &'a str,
+    instrumented: bool,
+    mode: guardlift_runtime::Mode,
+    ret_ty: Option<guardlift_ir::Type>,
+}
+
+/// Prints the result (or JSON object), the reports and any fatal error as
+/// spec §8 says, and returns the exit status (exits with 134 itself).
+fn finish(
+    c: &Finish,
+    rt: &Runtime,
+    reports: Vec<Report>,
+    fault: Option<String>,
+    outcome: Outcome,
+) -> Result<u8, CliError> {
+    let (file, engine, target, instrumented, mode, ret_ty) =
+        (c.file, c.engine, c.target, c.instrumented, c.mode, c.ret_ty);
     let (result, fatal) = match outcome {
         // A host fault is where native code would have crashed: no result.
         Outcome::Value(v) => (if fault.is_some() { None } else { v }, fault),
         Outcome::Fatal(msg) => (None, Some(msg)),
     };
-    let fatal = fatal.map(|m| format!("{}: fatal: {m}", o.file));
+    let fatal = fatal.map(|m| format!("{file}: fatal: {m}"));
     let code = if fatal.is_some() {
         134
     } else if !reports.is_empty() {
@@ -157,7 +202,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     } else {
         0
     };
-    if o.json {
+    if c.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
             _ => "null".into(),
@@ -195,6 +240,153 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         std::process::exit(134);
     }
     Ok(code)
+}
+
+/// `run --target x86_64|aarch64`: compile the module ahead of time for the
+/// target, link it with the target-side support, run it (under qemu-user
+/// when the host cannot), and print what the host run would have printed
+/// from what the target reported (see the `guardlift-aot` crate).
+fn target_run(
+    o: &RunOpts,
+    m: &Module,
+    args: &[u64],
+    ret_ty: Option<guardlift_ir::Type>,
+) -> Result<u8, CliError> {
+    let t = jit_target(o.target);
+    if o.engine == Engine::Interp {
+        return Err(CliError::new(format!(
+            "guardlift: error: --target {} runs compiled code; the interpreter (--engine interp) runs on the host only",
+            t.name()
+        )));
+    }
+    let options = guardlift_runtime::Options::from_env()
+        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    let mode = o.inst.mode(&options);
+    let run = guardlift_aot::build(m, &o.entry, t, mode)
+        .and_then(|b| b.run(args))
+        .map_err(|e| CliError::new(e.with_file(&o.file)))?;
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode,
+        abort_process: false,
+        capture_output: o.json,
+    });
+    rt.configure(&options)
+        .map_err(|e| CliError::new(format!("guardlift: error: GUARDLIFT_OPTIONS log_path: {e}")))?;
+    for p in &run.prints {
+        match *p {
+            guardlift_aot::Print::I64(v) => rt.print_i64(v),
+            guardlift_aot::Print::F64(v) => rt.print_f64(v),
+        }
+    }
+    let (engine, target, instrumented) = ("jit", t.name(), m.is_instrumented());
+    let outcome = match run.end {
+        guardlift_aot::End::Exited => Outcome::Value(run.result),
+        guardlift_aot::End::Aborted => {
+            // As the runtime's die(): the abort hook's JSON, the reports, abort.
+            if o.json {
+                let j = aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
+                println!("{j}");
+            }
+            rt.write_reports(&run.reports);
+            let _ = std::io::stdout().flush();
+            std::process::abort()
+        }
+        guardlift_aot::End::Trapped(trap) => match &trap.report {
+            Some(r) => write_trap_report_and_abort(&options, &trap, r),
+            None => Outcome::Fatal(format!(
+                "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
+                guardlift_aot::signal_name(trap.signal),
+                trap.pc
+            )),
+        },
+        // Where the JIT would have crashed: a fatal error, as the interpreter reports it.
+        guardlift_aot::End::Crashed { signal } => Outcome::Fatal(format!(
+            "the {target} program died of signal {signal} ({})",
+            guardlift_aot::signal_name(signal)
+        )),
+    };
+    let fault = run.host_fault.map(|f| format!("host fault in {f}"));
+    let ctx = Finish {
+        file: &o.file,
+        json: o.json,
+        engine,
+        target,
+        instrumented,
+        mode,
+        ret_ty,
+    };
+    finish(&ctx, &rt, run.reports, fault, outcome)
+}
+
+/// Trap mode on a target: what the runtime's trap handler writes (the
+/// report with its trap note, human or a JSON line, to the log or stderr;
+/// no JSON object on stdout), then abort.
+fn write_trap_report_and_abort(
+    options: &guardlift_runtime::Options,
+    trap: &guardlift_aot::Trap,
+    r: &guardlift_aot::TrapReport,
+) -> ! {
+    let note = guardlift_runtime::TrapNote {
+        signal: if guardlift_aot::signal_name(trap.signal) == "SIGTRAP" {
+            "SIGTRAP"
+        } else {
+            "SIGILL"
+        },
+        pc: trap.pc,
+    };
+    let text = if options.json {
+        let mut j = match r.observed {
+            Some(observed) => Report {
+                kind: r.kind,
+                site: r.site,
+                info: r.info.clone(),
+                observed,
+                last_write: None,
+                count: 1,
+            }
+            .to_json(),
+            None => serde_json::json!({
+                "kind": r.kind.name(), "site": r.site, "function": r.info.function,
+                "line": r.info.line, "col": r.info.col, "op": r.info.op, "count": 1,
+            }),
+        };
+        j["trap_signal"] = note.signal.into();
+        j["trap_pc"] = format!("{:#x}", note.pc).into();
+        format!("{j}\n")
+    } else {
+        guardlift_runtime::HumanReport {
+            kind: r.kind,
+            site: r.site,
+            function: &r.info.function,
+            line: r.info.line,
+            col: r.info.col,
+            op: &r.info.op,
+            observed: r.observed,
+            last_write: None,
+            count: 1,
+            trap: Some(note),
+        }
+        .to_string()
+    };
+    let _ = std::io::stdout().flush();
+    match &options.log_path {
+        Some(p) => {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+            {
+                let _ = f.write_all(text.as_bytes());
+            }
+        }
+        None => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        }
+    }
+    std::process::abort()
 }
 
 /// A failure before or outside the program's own execution, with a source position.

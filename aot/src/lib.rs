@@ -1,0 +1,184 @@
+//! guardlift ahead of time: run a module on an explicit architecture
+//! (`--target aarch64` under qemu-user, `--target x86_64` natively) and get
+//! back exactly what the host JIT run would have produced.
+//!
+//! 1. [`wrap::wrap_entry`] renames the IR functions and appends the entry
+//!    wrapper `@__gl_start(%args: ptr, %ret: ptr)`, written in guardlift IR
+//!    (raw u64 argument bits in, raw result bits out).
+//! 2. [`guardlift_jit::emit_object`] compiles it for the target with the
+//!    same lowering as the JIT.
+//! 3. [`toolchain::link`] links it statically with the target-side support
+//!    (`support/gl_support.c`, a small model of the runtime's heap, plus the
+//!    generated header `gl_layout.h` carrying the runtime's constants).
+//! 4. [`Build::run`] runs it and parses the line protocol
+//!    ([`protocol`]) into prints, reports, host faults and the result, in
+//!    the runtime's own types, so the host formats them as it formats its own.
+//!
+//! ```no_run
+//! # let module: guardlift_ir::Module = unimplemented!();
+//! use guardlift_aot::{build, End};
+//! let b = build(&module, "main", guardlift_jit::Target::Aarch64, guardlift_runtime::Mode::Recover)?;
+//! let run = b.run(&[5])?;
+//! assert_eq!(run.end, End::Exited);
+//! # Ok::<(), guardlift_aot::AotError>(())
+//! ```
+
+pub mod protocol;
+pub mod support;
+pub mod toolchain;
+pub mod wrap;
+
+pub use protocol::{End, Print, TargetRun, Trap, TrapReport};
+pub use toolchain::{Toolchain, INSTALL_HINT};
+
+use guardlift_ir::{Module, Type};
+use guardlift_jit::{EmitOptions, JitError, Target};
+use guardlift_runtime::{Mode, SiteInfo};
+use std::path::{Path, PathBuf};
+use toolchain::WorkDir;
+
+/// Why a target build or run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AotError {
+    /// Verification, link (undefined extern) or code generation.
+    #[error(transparent)]
+    Jit(#[from] JitError),
+    /// Bad entry or arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// A compiler or emulator is missing.
+    #[error("{0}")]
+    Tools(String),
+    /// Compiling the support or linking failed.
+    #[error("{0}")]
+    Build(String),
+    /// The program could not be run, or said something unexpected.
+    #[error("{0}")]
+    Run(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl AotError {
+    /// The CLI's error line(s) for `file`.
+    pub fn with_file(&self, file: &str) -> String {
+        match self {
+            AotError::Jit(e) => e.with_file(file),
+            AotError::Usage(m) => format!("{file}: error: {m}"),
+            other => format!("guardlift: error: {other}"),
+        }
+    }
+}
+
+/// A module compiled and linked for a target, ready to run (many times).
+#[derive(Debug)]
+pub struct Build {
+    toolchain: Toolchain,
+    mode: Mode,
+    sites: Vec<Option<SiteInfo>>,
+    params: Vec<Type>,
+    ret: Option<Type>,
+    exe: PathBuf,
+    _work: WorkDir,
+}
+
+/// Compiles `m` (already instrumented as wanted) for `target` with the
+/// guard lowering of `mode`, and links it with the target-side support.
+pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Build, AotError> {
+    // Only built-ins exist on the target: any other extern is the same link
+    // error (LINE:COL: undefined symbol @name) as in the JIT.
+    guardlift_jit::lower::resolve_externs(m, |_| None)?;
+    let fid = m
+        .func_by_name(entry)
+        .ok_or_else(|| AotError::Usage(format!("no function @{entry}")))?;
+    let f = m.func(fid);
+    let (params, ret) = (f.param_types(), f.ret);
+    let wrapped = wrap::wrap_entry(m, entry)?;
+    let (object, traps) = guardlift_jit::emit_object_with_traps(
+        &wrapped,
+        target,
+        &EmitOptions {
+            mode,
+            site_base: 0,
+            ..Default::default()
+        },
+    )?;
+    let toolchain = Toolchain::find(target)?;
+    let work = WorkDir::new()?;
+    let exe = toolchain::link(&toolchain, &object, &traps, m.layout, work.path())?;
+    Ok(Build {
+        toolchain,
+        mode,
+        sites: m.site_infos(),
+        params,
+        ret,
+        exe,
+        _work: work,
+    })
+}
+
+impl Build {
+    /// The target it runs on.
+    pub fn target(&self) -> Target {
+        self.toolchain.target
+    }
+
+    /// The linked executable (removed when the build drops).
+    pub fn executable(&self) -> &Path {
+        &self.exe
+    }
+
+    /// Runs the entry with raw argument bits (`guardlift_ir::literal`).
+    pub fn run(&self, args: &[u64]) -> Result<TargetRun, AotError> {
+        if args.len() != self.params.len() {
+            return Err(AotError::Usage(format!(
+                "the entry takes {} argument(s), got {}",
+                self.params.len(),
+                args.len()
+            )));
+        }
+        let mut argv = vec![self.mode.name().to_string()];
+        argv.extend(args.iter().map(|a| format!("{a:x}")));
+        let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (mut run, complete) = protocol::parse(&stdout, &self.sites).map_err(|e| {
+            AotError::Run(format!(
+                "the {} program's output is not the protocol: {e}; stderr: {}",
+                self.target(),
+                toolchain::output_tail(&out.stderr, 1000)
+            ))
+        })?;
+        if !complete {
+            use std::os::unix::process::ExitStatusExt;
+            match out.status.signal() {
+                Some(sig) => run.end = End::Crashed { signal: sig as u32 },
+                None => {
+                    return Err(AotError::Run(format!(
+                        "the {} program ended ({}) without an end marker; stderr: {}",
+                        self.target(),
+                        out.status,
+                        toolchain::output_tail(&out.stderr, 1000)
+                    )))
+                }
+            }
+        }
+        if self.ret.is_none() {
+            run.result = None;
+        }
+        Ok(run)
+    }
+}
+
+/// The conventional name of a signal number (for messages).
+pub fn signal_name(sig: u32) -> &'static str {
+    match sig {
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,449 @@
+//! The line protocol from the target program to the host.
+//!
+//! The target (the object linked with `support/gl_support.c`) writes these
+//! lines to its stdout, fully buffered, flushed at exit and before it aborts.
+//! Numbers are lowercase hex without `0x`; fields are separated by one
+//! space. Formatting of everything a user sees stays on the host.
+//!
+//! | line | meaning |
+//! |---|---|
+//! | `P i BITS` / `P f BITS` | `print_i64` / `print_f64` of the raw bits |
+//! | `F FN FAULT A B` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands |
+//! | `R KIND SITE A B C LW LWSITE LWVALUE COUNT` | one deduplicated report, in first-occurrence order: [`ReportKind::code`], site id, observed values (dict: object word; adstack: capacity len; clobber: address width value), the last known write to the slot ([`LastWriteCode`]), the occurrence count |
+//! | `T SIGNAL PC FOUND KIND SITE HAVE A B C` | a trap instruction fired (before `A`): FOUND 1 when the PC is a guard's trap (trap mode), with its kind and site; HAVE 1 when the scratch area held this site's observed values A B C |
+//! | `S SIGNAL` | the program is dying of a signal (segfault, ...) |
+//! | `V BITS` | the entry returned these raw result bits |
+//! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
+//! | `E` | the run ended normally (reports and faults precede it) |
+
+use guardlift_runtime::heap::MAX_OBJ_ATTRS;
+use guardlift_runtime::layout::low_bits;
+use guardlift_runtime::trap::decode_observed;
+use guardlift_runtime::{HostFault, LastWrite, Observed, Report, ReportKind, SiteInfo};
+
+/// Event letters (the header gives them to the C side as `GL_EV_*`).
+pub const EVENTS: &[(&str, char)] = &[
+    ("PRINT", 'P'),
+    ("FAULT", 'F'),
+    ("REPORT", 'R'),
+    ("TRAP", 'T'),
+    ("SIGNAL", 'S'),
+    ("RESULT", 'V'),
+    ("ABORT", 'A'),
+    ("END", 'E'),
+];
+
+/// The model heap's functions, as host faults name them (`GL_FN_*` in C).
+pub const FAULT_FUNCS: &[&str] = &[
+    "obj_new",
+    "obj_dictify",
+    "obj_free",
+    "fault_clear_lsb",
+    "load_attr_slow",
+    "store_attr_slow",
+    "dict",
+];
+
+/// What went wrong in a host fault (`GL_FAULT_*` in C). The message text is
+/// the model heap's own (`runtime/src/heap.rs`); a test pins each one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// `A` is not a live object.
+    NotLive = 0,
+    /// `obj_free(A)` of an object that is not live.
+    DoubleFree = 1,
+    /// Object `A`'s word `B` is neither its values array nor its dict.
+    Corrupted = 2,
+    /// Attribute `A` of an object with `B`.
+    AttrRange = 3,
+    /// `obj_new(A)` with a count out of range.
+    CountRange = 4,
+    /// The allocation failed.
+    OutOfMemory = 5,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 6] = [
+        Fault::NotLive,
+        Fault::DoubleFree,
+        Fault::Corrupted,
+        Fault::AttrRange,
+        Fault::CountRange,
+        Fault::OutOfMemory,
+    ];
+    /// The C macro name suffix.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Fault::NotLive => "NOT_LIVE",
+            Fault::DoubleFree => "DOUBLE_FREE",
+            Fault::Corrupted => "CORRUPTED",
+            Fault::AttrRange => "ATTR_RANGE",
+            Fault::CountRange => "COUNT_RANGE",
+            Fault::OutOfMemory => "OUT_OF_MEMORY",
+        }
+    }
+    fn from_code(c: u64) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| *f as u64 == c)
+    }
+
+    /// The host fault the model heap would have raised.
+    pub fn host_fault(self, func: &'static str, a: u64, b: u64) -> HostFault {
+        let msg = match self {
+            Fault::NotLive => format!("{a:#x} is not a live object"),
+            Fault::DoubleFree => format!("{a:#x} is not a live object (double free?)"),
+            Fault::Corrupted => format!(
+                "object {a:#x}: managed-dict word {b:#x} (low bits {}) is neither its values array nor its dict: the word was corrupted",
+                low_bits(b)
+            ),
+            Fault::AttrRange => format!("attribute {a} of an object with {b}"),
+            Fault::CountRange => format!(
+                "attribute count {} out of range 0..={MAX_OBJ_ATTRS}",
+                a as i64
+            ),
+            Fault::OutOfMemory => "out of memory".to_string(),
+        };
+        HostFault { func, msg }
+    }
+}
+
+/// Who last wrote a dict slot, as the target records it (`GL_LW_*` in C).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LastWriteCode {
+    None = 0,
+    ObjNew = 1,
+    DictCode = 2,
+    /// Instrumented code (`gl_note_slot_write`) at a site.
+    Site = 3,
+}
+
+impl LastWriteCode {
+    pub const ALL: [LastWriteCode; 4] = [
+        LastWriteCode::None,
+        LastWriteCode::ObjNew,
+        LastWriteCode::DictCode,
+        LastWriteCode::Site,
+    ];
+    pub fn c_name(self) -> &'static str {
+        match self {
+            LastWriteCode::None => "NONE",
+            LastWriteCode::ObjNew => "OBJ_NEW",
+            LastWriteCode::DictCode => "DICT_CODE",
+            LastWriteCode::Site => "SITE",
+        }
+    }
+}
+
+/// The writer texts of the model heap (pinned against `runtime` by a test).
+const BY_OBJ_NEW: &str = "obj_new";
+const BY_DICT_CODE: &str = "the host's dict code";
+
+/// The last-write record the host runtime would have kept
+/// (`Runtime::note_slot_write`'s text for instrumented writers).
+pub fn last_write(
+    code: u64,
+    site: u32,
+    value: u64,
+    sites: &[Option<SiteInfo>],
+) -> Option<LastWrite> {
+    let by = match code {
+        c if c == LastWriteCode::ObjNew as u64 => BY_OBJ_NEW.to_string(),
+        c if c == LastWriteCode::DictCode as u64 => BY_DICT_CODE.to_string(),
+        c if c == LastWriteCode::Site as u64 => {
+            let i = site_info(sites, site);
+            format!(
+                "{} at @{} {}:{} (site {site})",
+                i.op, i.function, i.line, i.col
+            )
+        }
+        _ => return None,
+    };
+    let site = (code == LastWriteCode::Site as u64).then_some(site);
+    Some(LastWrite { by, site, value })
+}
+
+/// A site's info, or the runtime's placeholder for an unknown id.
+pub fn site_info(sites: &[Option<SiteInfo>], site: u32) -> SiteInfo {
+    sites
+        .get(site as usize)
+        .cloned()
+        .flatten()
+        .unwrap_or(SiteInfo {
+            function: "?".into(),
+            line: 0,
+            col: 0,
+            op: "?".into(),
+        })
+}
+
+/// One `print_*` call of the program.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Print {
+    I64(i64),
+    F64(f64),
+}
+
+/// A guard's trap, mapped back to its site (trap mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrapReport {
+    pub kind: ReportKind,
+    pub site: u32,
+    pub info: SiteInfo,
+    /// What the guard left in the scratch area, if it was this site's.
+    pub observed: Option<Observed>,
+}
+
+/// A trap instruction that fired.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trap {
+    /// `SIGILL` or `SIGTRAP` (the target's numbers are Linux's).
+    pub signal: u32,
+    /// The trapping PC (a target address).
+    pub pc: u64,
+    /// `None`: not a guard's trap instruction.
+    pub report: Option<TrapReport>,
+}
+
+/// How the target run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The entry returned (`E`).
+    Exited,
+    /// A violation in abort mode ended it (`A`); the reports say which.
+    Aborted,
+    /// A trap instruction ended it (`T`, then `A`).
+    Trapped(Trap),
+    /// It died of a signal (what the JIT would have crashed of).
+    Crashed { signal: u32 },
+}
+
+/// Everything a target run told the host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetRun {
+    pub prints: Vec<Print>,
+    /// The raw result bits (`V`), when the entry returned.
+    pub result: Option<u64>,
+    pub reports: Vec<Report>,
+    pub host_fault: Option<HostFault>,
+    pub end: End,
+}
+
+fn hex(field: Option<&str>, line: &str) -> Result<u64, String> {
+    let f = field.ok_or_else(|| format!("short line `{line}`"))?;
+    u64::from_str_radix(f, 16).map_err(|_| format!("bad number `{f}` in `{line}`"))
+}
+
+/// Parses the target's stdout. `sites` is the module's site table
+/// ([`guardlift_ir::Module::site_infos`]) so reports name their sites.
+/// The flag is false when neither `E`, `A` nor `S` was seen (the run is
+/// then `End::Crashed { signal: 0 }`; the caller decides from the exit status).
+pub fn parse(stdout: &str, sites: &[Option<SiteInfo>]) -> Result<(TargetRun, bool), String> {
+    let mut run = TargetRun {
+        prints: Vec::new(),
+        result: None,
+        reports: Vec::new(),
+        host_fault: None,
+        end: End::Crashed { signal: 0 },
+    };
+    let mut trap = None;
+    let mut complete = false;
+    for line in stdout.lines() {
+        let mut it = line.split(' ');
+        let tag = it.next().unwrap_or("");
+        match tag {
+            "P" => {
+                let k = it.next();
+                let bits = hex(it.next(), line)?;
+                run.prints.push(match k {
+                    Some("i") => Print::I64(bits as i64),
+                    Some("f") => Print::F64(f64::from_bits(bits)),
+                    _ => return Err(format!("bad print line `{line}`")),
+                });
+            }
+            "F" => {
+                let func = hex(it.next(), line)?;
+                let fault = hex(it.next(), line)?;
+                let (a, b) = (hex(it.next(), line)?, hex(it.next(), line)?);
+                let func = *FAULT_FUNCS
+                    .get(func as usize)
+                    .ok_or_else(|| format!("bad fault function in `{line}`"))?;
+                let fault =
+                    Fault::from_code(fault).ok_or_else(|| format!("bad fault code in `{line}`"))?;
+                if run.host_fault.is_none() {
+                    run.host_fault = Some(fault.host_fault(func, a, b));
+                }
+            }
+            "R" => {
+                let mut n = [0u64; 9];
+                for x in &mut n {
+                    *x = hex(it.next(), line)?;
+                }
+                let [kind, site, a, b, c, lw, lw_site, lw_value, count] = n;
+                let kind = u8::try_from(kind)
+                    .ok()
+                    .and_then(ReportKind::from_code)
+                    .ok_or_else(|| format!("bad report kind in `{line}`"))?;
+                let site = u32::try_from(site).map_err(|_| format!("bad site in `{line}`"))?;
+                let observed = decode_observed(kind, [a, b, c]);
+                let last_write = match observed {
+                    Observed::Dict { .. } => last_write(lw, lw_site as u32, lw_value, sites),
+                    _ => None,
+                };
+                run.reports.push(Report {
+                    kind,
+                    site,
+                    info: site_info(sites, site),
+                    observed,
+                    last_write,
+                    count,
+                });
+            }
+            "T" => {
+                let mut n = [0u64; 9];
+                for x in &mut n {
+                    *x = hex(it.next(), line)?;
+                }
+                let [signal, pc, found, kind, site, have, a, b, c] = n;
+                let report = if found != 0 {
+                    let kind = u8::try_from(kind)
+                        .ok()
+                        .and_then(ReportKind::from_code)
+                        .ok_or_else(|| format!("bad trap kind in `{line}`"))?;
+                    let site = u32::try_from(site).map_err(|_| format!("bad site in `{line}`"))?;
+                    Some(TrapReport {
+                        kind,
+                        site,
+                        info: site_info(sites, site),
+                        observed: (have != 0).then(|| decode_observed(kind, [a, b, c])),
+                    })
+                } else {
+                    None
+                };
+                trap = Some(Trap {
+                    signal: signal as u32,
+                    pc,
+                    report,
+                });
+            }
+            "S" => {
+                run.end = End::Crashed {
+                    signal: hex(it.next(), line)? as u32,
+                };
+                complete = true;
+            }
+            "V" => run.result = Some(hex(it.next(), line)?),
+            "A" => {
+                run.end = match trap.take() {
+                    Some(t) => End::Trapped(t),
+                    None => End::Aborted,
+                };
+                complete = true;
+            }
+            "E" => {
+                run.end = End::Exited;
+                complete = true;
+            }
+            _ => return Err(format!("unexpected line `{line}`")),
+        }
+    }
+    Ok((run, complete))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use guardlift_runtime::heap::Heap;
+    use guardlift_runtime::layout::DictLayout;
+    use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
+
+    /// The fault texts are the model heap's own.
+    #[test]
+    fn fault_messages_match_the_model_heap() {
+        let mut h = Heap::new(DictLayout::Phoenix);
+        let o = h.obj_new(2).unwrap();
+        let e = h.store_attr_slow(o, 5, 1).unwrap_err();
+        assert_eq!(e, Fault::AttrRange.host_fault("store_attr_slow", 5, 2));
+        h.fault_clear_lsb(o).unwrap();
+        // SAFETY: the slot of a live object of this heap (real memory).
+        let word = unsafe { *(DictLayout::Phoenix.slot_addr(o) as *const u64) };
+        let e = h.load_attr_slow(o, 0).unwrap_err();
+        assert_eq!(e, Fault::Corrupted.host_fault("load_attr_slow", o, word));
+        h.obj_free(o).unwrap();
+        let e = h.obj_free(o).unwrap_err();
+        assert_eq!(e, Fault::DoubleFree.host_fault("obj_free", o, 0));
+        let e = h.fault_clear_lsb(o).unwrap_err();
+        assert_eq!(e, Fault::NotLive.host_fault("fault_clear_lsb", o, 0));
+        let e = h.obj_new(-1).unwrap_err();
+        assert_eq!(e, Fault::CountRange.host_fault("obj_new", -1i64 as u64, 0));
+    }
+
+    /// The last-write texts are the runtime's own.
+    #[test]
+    fn last_write_texts_match_the_runtime() {
+        let mut h = Heap::new(DictLayout::Cpython312);
+        let o = h.obj_new(1).unwrap();
+        let slot = DictLayout::Cpython312.slot_addr(o);
+        let w = h.last_write(slot).unwrap();
+        assert_eq!(last_write(1, 0, w.value, &[]), Some(w));
+        h.obj_dictify(o).unwrap();
+        let w = h.last_write(slot).unwrap();
+        assert_eq!(last_write(2, 0, w.value, &[]), Some(w));
+
+        let rt = Runtime::new(RuntimeConfig {
+            mode: Mode::Recover,
+            ..Default::default()
+        });
+        let info = SiteInfo {
+            function: "f".into(),
+            line: 3,
+            col: 5,
+            op: "dict_slot.store".into(),
+        };
+        let sites = vec![None, Some(info.clone())];
+        rt.register_sites(sites.clone());
+        rt.note_slot_write(1, 0x1000, 0x96);
+        let w = rt.with_heap(|h| h.last_write(DictLayout::Cpython312.slot_addr(0x1000)));
+        assert_eq!(last_write(3, 1, 0x96, &sites), w);
+        assert_eq!(last_write(0, 0, 0, &sites), None);
+    }
+
+    #[test]
+    fn parses_a_run() {
+        let sites = vec![Some(SiteInfo {
+            function: "main".into(),
+            line: 27,
+            col: 5,
+            op: "store_attr".into(),
+        })];
+        let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 7\nF 4 2 10 96\nV 2a\nE\n";
+        let (r, complete) = parse(out, &sites).unwrap();
+        assert!(complete);
+        assert_eq!(r.prints, vec![Print::I64(-1), Print::F64(1.0)]);
+        assert_eq!(r.result, Some(42));
+        assert_eq!(r.end, End::Exited);
+        assert_eq!(r.reports.len(), 1);
+        assert_eq!(r.reports[0].count, 7);
+        assert_eq!(r.reports[0].info.line, 27);
+        assert_eq!(r.reports[0].last_write.as_ref().unwrap().by, "obj_new");
+        assert_eq!(r.host_fault.as_ref().unwrap().func, "load_attr_slow");
+        let (r, complete) = parse("T 4 1234 1 0 0 1 10 96 0\nA\n", &sites).unwrap();
+        assert!(complete);
+        let End::Trapped(t) = r.end else {
+            panic!("{:?}", r.end)
+        };
+        assert_eq!((t.signal, t.pc), (4, 0x1234));
+        let tr = t.report.unwrap();
+        assert_eq!(tr.info.line, 27);
+        assert_eq!(
+            tr.observed,
+            Some(Observed::Dict {
+                object: 0x10,
+                value: 0x96
+            })
+        );
+        let (r, _) = parse("T 4 1234 0 0 0 0 0 0 0\nA\n", &sites).unwrap();
+        assert!(matches!(r.end, End::Trapped(Trap { report: None, .. })));
+        assert_eq!(parse("A\n", &sites).unwrap().0.end, End::Aborted);
+        assert!(!parse("P i 1\n", &sites).unwrap().1);
+        assert!(parse("Q\n", &sites).is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! The target-side support: `support/gl_support.c` (embedded, so an
+//! installed CLI works from any directory) and the header `gl_layout.h`
+//! generated for each module from the runtime's own constants, so that no
+//! layout constant, report code, protocol code or ABI signature is written
+//! twice.
+
+use crate::protocol::{Fault, LastWriteCode, EVENTS, FAULT_FUNCS};
+use cranelift_codegen::isa::CallConv;
+use guardlift_jit::lower::Entry;
+use guardlift_runtime::abi::{AbiTy, BUILTINS};
+use guardlift_runtime::heap::{
+    BLOCK_ALIGN, DICT_MAGIC, DICT_OBJECT_BYTES, MAX_OBJ_ATTRS, OBJ_BODY_BYTES,
+};
+use guardlift_runtime::layout::{self, DictLayout};
+use guardlift_runtime::trap::{TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET};
+use guardlift_runtime::{Mode, ReportKind, TrapScratch, TRAP_SCRATCH_OFFSET};
+use std::fmt::Write as _;
+
+/// The C source of the target-side support.
+pub const SUPPORT_C: &str = include_str!("../support/gl_support.c");
+/// The name the support includes its generated header by.
+pub const HEADER_NAME: &str = "gl_layout.h";
+
+/// Stack of the thread the target runs the entry on: the CLI's run thread
+/// has the same (adstack frames can be large).
+pub const RUN_STACK_BYTES: u64 = 512 << 20;
+/// Bytes of the `guardlift_runtime` data symbol the object imports (its
+/// address is the hidden runtime pointer; trap mode may keep a scratch area there).
+pub const RUNTIME_SYMBOL_BYTES: u64 = 4096;
+
+fn c_ident(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn c_type(bits: u32, float: bool) -> &'static str {
+    match (bits, float) {
+        (64, true) => "double",
+        (32, true) => "float",
+        (32, false) => "uint32_t",
+        _ => "uint64_t",
+    }
+}
+
+/// The runtime ABI the object imports, as C prototypes: built-ins from
+/// `runtime::abi::BUILTINS`, entry points from the lowering's own
+/// signatures. A definition in the C file that disagrees fails to compile.
+fn prototypes() -> String {
+    let mut s = String::new();
+    let abi = |t: AbiTy| match t {
+        AbiTy::I64 => "uint64_t",
+        AbiTy::F64 => "double",
+    };
+    for b in BUILTINS {
+        let mut params: Vec<String> = Vec::new();
+        if b.needs_rt {
+            params.push("void *rt".into());
+        }
+        params.extend(
+            b.params
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| format!("{} a{i}", abi(t))),
+        );
+        if params.is_empty() {
+            params.push("void".into());
+        }
+        let ret = b.ret.map_or("void", abi);
+        let _ = writeln!(s, "{ret} {}({});", b.symbol, params.join(", "));
+    }
+    for e in Entry::ALL {
+        let sig = e.signature(CallConv::SystemV);
+        let params: Vec<String> = sig
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i == 0 {
+                    "void *rt".to_string()
+                } else {
+                    let t = p.value_type;
+                    format!("{} a{i}", c_type(t.bits(), t.is_float()))
+                }
+            })
+            .collect();
+        let ret = sig.returns.first().map_or("void", |r| {
+            c_type(r.value_type.bits(), r.value_type.is_float())
+        });
+        let _ = writeln!(s, "{ret} {}({});", e.symbol(), params.join(", "));
+    }
+    s
+}
+
+/// `gl_layout.h` for a module with `layout`.
+pub fn header(layout: DictLayout) -> String {
+    let mut s = String::new();
+    let mut def = |name: &str, value: String| {
+        let _ = writeln!(s, "#define GL_{name} {value}");
+    };
+    // Object layout (runtime::layout, runtime::heap).
+    def(
+        "DICT_SLOT_OFFSET",
+        format!("({}LL)", layout.dict_slot_offset()),
+    );
+    def("DICT_WORD_BYTES", format!("{}u", layout::DICT_WORD_BYTES));
+    def("TAG_MASK", format!("{:#x}ULL", layout::TAG_MASK));
+    def("VALUES_TAG", format!("{:#x}ULL", layout::VALUES_TAG));
+    def("DICT_TAG", format!("{:#x}ULL", layout::DICT_TAG));
+    def("VALUES_BIT", format!("{:#x}ULL", layout::VALUES_BIT));
+    def(
+        "VALUES_WORD(values)",
+        format!("((uint64_t)(values) + {:#x}ULL)", layout::values_word(0)),
+    );
+    def("ATTR_BYTES", format!("{}u", layout::ATTR_BYTES));
+    def("OBJ_BODY_BYTES", format!("{OBJ_BODY_BYTES}LL"));
+    def("BLOCK_ALIGN", format!("{BLOCK_ALIGN}u"));
+    def("DICT_OBJECT_BYTES", format!("{DICT_OBJECT_BYTES}u"));
+    def("MAX_OBJ_ATTRS", format!("{MAX_OBJ_ATTRS}LL"));
+    def("DICT_MAGIC", format!("{DICT_MAGIC:#x}ULL"));
+    // Report kinds (runtime::report).
+    let mut c = 0u8;
+    while let Some(k) = ReportKind::from_code(c) {
+        def(
+            &format!("KIND_{}", c_ident(k.name())),
+            format!("{}u", k.code()),
+        );
+        c += 1;
+    }
+    // Modes as the command line passes them.
+    for m in [Mode::Recover, Mode::Abort, Mode::Trap] {
+        def(
+            &format!("MODE_{}", c_ident(m.name())),
+            format!("\"{}\"", m.name()),
+        );
+    }
+    // The protocol (protocol.rs).
+    for (name, ch) in EVENTS {
+        def(&format!("EV_{name}"), format!("'{ch}'"));
+    }
+    for (i, f) in FAULT_FUNCS.iter().enumerate() {
+        def(&format!("FN_{}", c_ident(f)), format!("{i}u"));
+    }
+    for f in Fault::ALL {
+        def(&format!("FAULT_{}", f.c_name()), format!("{}u", f as u32));
+    }
+    for w in LastWriteCode::ALL {
+        def(&format!("LW_{}", w.c_name()), format!("{}u", w as u32));
+    }
+    // Trap mode's scratch area at the runtime pointer (runtime::trap).
+    def("TRAP_SCRATCH_OFFSET", format!("{TRAP_SCRATCH_OFFSET}"));
+    def("TRAP_OWNER_OFFSET", format!("{TRAP_OWNER_OFFSET}"));
+    def("TRAP_VALUES_OFFSET", format!("{TRAP_VALUES_OFFSET}"));
+    def("TRAP_READY_OFFSET", format!("{TRAP_READY_OFFSET}"));
+    def(
+        "TRAP_TOKEN(site)",
+        format!("((uint64_t)(site) + {}ULL)", TrapScratch::token(0)),
+    );
+    def("RUN_STACK_BYTES", format!("{RUN_STACK_BYTES}ULL"));
+    def("RUNTIME_SYMBOL_BYTES", format!("{RUNTIME_SYMBOL_BYTES}u"));
+    format!(
+        "/* {HEADER_NAME}: generated by guardlift-aot from guardlift_runtime's constants \
+         (layout {layout}); do not edit. */\n\
+         #ifndef GL_LAYOUT_H\n#define GL_LAYOUT_H\n#include <stdint.h>\n\n{s}\n\
+         /* The runtime ABI the object imports (runtime/src/abi.rs). */\n{}\n\
+         /* The runtime pointer's symbol and the entry wrapper (guardlift-aot). */\n\
+         extern unsigned char {}[];\nvoid {}(uint64_t *args, uint64_t *ret);\n\n\
+         /* Trap mode: the guards' trap instructions (gl_traps.c, generated per program). */\n\
+         typedef struct {{ const char *pc; uint32_t site; uint32_t kind; }} gl_trap_t;\n\
+         extern const gl_trap_t gl_traps[];\nextern const unsigned long gl_ntraps;\n\n#endif\n",
+        prototypes(),
+        guardlift_jit::RUNTIME_SYMBOL,
+        crate::wrap::START_SYMBOL,
+    )
+}
+
+/// `gl_traps.c`: where each guard's trap instruction is (the function's
+/// symbol plus the offset `emit_object_with_traps` found) and which site
+/// and kind it reports. Symbols are named through asm labels, so IR names
+/// with `.` work.
+pub fn trap_table(traps: &[guardlift_jit::ObjectTrap]) -> String {
+    let mut s = format!(
+        "/* gl_traps.c: generated by guardlift-aot; do not edit. */\n#include \"{HEADER_NAME}\"\n"
+    );
+    let mut funcs: Vec<&str> = traps.iter().map(|t| t.function.as_str()).collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    for (i, f) in funcs.iter().enumerate() {
+        let _ = writeln!(s, "extern const char gl_trap_fn{i}[] __asm__(\"{f}\");");
+    }
+    s.push_str("const gl_trap_t gl_traps[] = {\n");
+    for t in traps {
+        let i = funcs.binary_search(&t.function.as_str()).unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "    {{gl_trap_fn{i} + {:#x}, {}u, {}u}},",
+            t.offset,
+            t.site,
+            t.kind.code()
+        );
+    }
+    if traps.is_empty() {
+        s.push_str("    {0, 0u, 0u},\n");
+    }
+    let _ = writeln!(s, "}};\nconst unsigned long gl_ntraps = {};", traps.len());
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_carries_the_runtime_constants() {
+        let h = header(DictLayout::Phoenix);
+        assert!(h.contains("#define GL_DICT_SLOT_OFFSET (24LL)"), "{h}");
+        assert!(header(DictLayout::Cpython312).contains("#define GL_DICT_SLOT_OFFSET (-24LL)"));
+        assert!(h.contains("#define GL_KIND_DICT_SLOT_TAG 0u"));
+        assert!(h.contains("#define GL_KIND_SLOT_CLOBBER 3u"));
+        assert!(h.contains("#define GL_MODE_RECOVER \"recover\""));
+        assert!(
+            h.contains("uint64_t gl_obj_new(void *rt, uint64_t a0);"),
+            "{h}"
+        );
+        assert!(h.contains("double gl_sin(double a0);"), "{h}");
+        assert!(
+            h.contains("uint32_t gl_report_dict(void *rt, uint32_t a1, uint64_t a2, uint64_t a3);"),
+            "{h}"
+        );
+        assert!(h.contains("extern unsigned char guardlift_runtime[];"));
+        assert!(
+            h.contains("#define GL_TRAP_TOKEN(site) ((uint64_t)(site) + 1ULL)"),
+            "{h}"
+        );
+        // The scratch area fits in the runtime symbol the support defines.
+        assert!(
+            TRAP_SCRATCH_OFFSET as u64 + std::mem::size_of::<TrapScratch>() as u64
+                <= RUNTIME_SYMBOL_BYTES
+        );
+        // The C file uses no number the header should have given it.
+        for forbidden in ["-24", "0x18", "0b111", "1048576"] {
+            assert!(
+                !SUPPORT_C.contains(forbidden),
+                "gl_support.c spells {forbidden}"
+            );
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Finding the target's C compiler and runner, compiling the support
+//! (cached), linking, and running the program.
+
+use crate::support::{self, HEADER_NAME, SUPPORT_C};
+use crate::AotError;
+use guardlift_jit::Target;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the tests and the CLI tell a user who lacks the tools.
+pub const INSTALL_HINT: &str =
+    "install qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: run scripts/install-deps";
+
+/// Flags the support is compiled with.
+const CFLAGS: &[&str] = &[
+    "-O2",
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-fno-strict-aliasing",
+    "-pthread",
+];
+
+/// The C compiler that links for a target and, when the host cannot run
+/// its code, the user-mode emulator that can.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toolchain {
+    pub target: Target,
+    pub cc: PathBuf,
+    /// `None`: run natively.
+    pub runner: Option<PathBuf>,
+}
+
+/// Looks `name` up in `PATH` (or takes it as a path when it has a `/`).
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn env_name(what: &str, target: Target) -> String {
+    format!("GUARDLIFT_{what}_{}", target.name().to_ascii_uppercase())
+}
+
+impl Toolchain {
+    /// The tools for `target` (an explicit architecture; `Host` means this
+    /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
+    /// (empty: run natively), likewise `..._X86_64`.
+    pub fn find(target: Target) -> Result<Toolchain, AotError> {
+        let target = match target {
+            Target::Host => Target::host_arch()
+                .ok_or_else(|| AotError::Tools("this host is neither x86_64 nor aarch64".into()))?,
+            t => t,
+        };
+        let native = target.is_native();
+        let (cc_default, runner_default, packages) = match (target, native) {
+            (_, true) => ("cc", None, "gcc"),
+            (Target::Aarch64, false) => (
+                "aarch64-linux-gnu-gcc",
+                Some("qemu-aarch64"),
+                "qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross",
+            ),
+            (_, false) => (
+                "x86_64-linux-gnu-gcc",
+                Some("qemu-x86_64"),
+                "qemu-user, gcc-x86-64-linux-gnu, libc6-dev-amd64-cross",
+            ),
+        };
+        let cc_name = std::env::var(env_name("CC", target)).unwrap_or_else(|_| cc_default.into());
+        let runner_name = match std::env::var(env_name("RUNNER", target)) {
+            Ok(s) if s.is_empty() => None,
+            Ok(s) => Some(s),
+            Err(_) => runner_default.map(String::from),
+        };
+        let cc = find_in_path(&cc_name);
+        let runner = runner_name.as_deref().map(|r| (r, find_in_path(r)));
+        let mut missing = Vec::new();
+        if cc.is_none() {
+            missing.push(cc_name.clone());
+        }
+        if let Some((name, None)) = &runner {
+            missing.push(name.to_string());
+        }
+        if !missing.is_empty() {
+            let hint = if target == Target::Aarch64 {
+                INSTALL_HINT.to_string()
+            } else {
+                format!("install {packages}")
+            };
+            return Err(AotError::Tools(format!(
+                "--target {} needs {}, not found in PATH: {hint}",
+                target.name(),
+                missing.join(" and ")
+            )));
+        }
+        Ok(Toolchain {
+            target,
+            cc: cc.unwrap_or_default(),
+            runner: runner.and_then(|(_, p)| p),
+        })
+    }
+}
+
+/// A scratch directory, removed on drop (kept when `GUARDLIFT_AOT_KEEP` is set).
+#[derive(Debug)]
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    pub fn new() -> Result<WorkDir, AotError> {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        for _ in 0..100 {
+            let p = base.join(format!(
+                "guardlift-aot-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(WorkDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(AotError::Build(format!(
+                        "cannot create a directory in {}: {e}",
+                        base.display()
+                    )))
+                }
+            }
+        }
+        Err(AotError::Build("cannot create a scratch directory".into()))
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if std::env::var_os("GUARDLIFT_AOT_KEEP").is_some() {
+            eprintln!("guardlift: kept {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), AotError> {
+    std::fs::write(path, bytes)
+        .map_err(|e| AotError::Build(format!("cannot write {}: {e}", path.display())))
+}
+
+fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, AotError> {
+    cmd.output()
+        .map_err(|e| AotError::Build(format!("cannot run {what}: {e}")))
+}
+
+fn tail(bytes: &[u8], n: usize) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim_end();
+    match s.char_indices().rev().nth(n) {
+        Some((i, _)) => format!("...{}", &s[i..]),
+        None => s.to_string(),
+    }
+}
+
+/// Where compiled support objects are kept: `GUARDLIFT_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/guardlift`, else `$HOME/.cache/guardlift`.
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("GUARDLIFT_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("guardlift"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("guardlift"))
+}
+
+/// Compiles the support for a module's header into `work`, or takes it
+/// from the cache (keyed by source, header, compiler and flags).
+fn support_object(tc: &Toolchain, header: &str, work: &Path) -> Result<PathBuf, AotError> {
+    let mut h = DefaultHasher::new();
+    SUPPORT_C.hash(&mut h);
+    header.hash(&mut h);
+    CFLAGS.hash(&mut h);
+    tc.cc.hash(&mut h);
+    if let Ok(md) = std::fs::metadata(&tc.cc) {
+        md.len().hash(&mut h);
+        md.modified().ok().hash(&mut h);
+    }
+    let name = format!("gl_support-{}-{:016x}.o", tc.target.name(), h.finish());
+    let cached = cache_dir().map(|d| d.join(&name));
+    if let Some(c) = &cached {
+        if c.is_file() {
+            return Ok(c.clone());
+        }
+    }
+    write(&work.join(HEADER_NAME), header.as_bytes())?;
+    write(&work.join("gl_support.c"), SUPPORT_C.as_bytes())?;
+    let obj = work.join("gl_support.o");
+    let out = run_tool(
+        Command::new(&tc.cc).current_dir(work).args(CFLAGS).args([
+            "-c",
+            "gl_support.c",
+            "-o",
+            "gl_support.o",
+        ]),
+        &tc.cc.display().to_string(),
+    )?;
+    if !out.status.success() {
+        return Err(AotError::Build(format!(
+            "compiling the target support with {} failed: {}",
+            tc.cc.display(),
+            tail(&out.stderr, 2000)
+        )));
+    }
+    if let Some(c) = cached {
+        // Best effort: publish atomically (write a private name, rename).
+        if let Some(dir) = c.parent() {
+            if std::fs::create_dir_all(dir).is_ok() {
+                let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+                if std::fs::copy(&obj, &tmp).is_ok() && std::fs::rename(&tmp, &c).is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+            }
+        }
+    }
+    Ok(obj)
+}
+
+/// Writes the program object and links it with the support into a static
+/// executable in `work`.
+pub fn link(
+    tc: &Toolchain,
+    object: &[u8],
+    traps: &[guardlift_jit::ObjectTrap],
+    layout: guardlift_runtime::layout::DictLayout,
+    work: &Path,
+) -> Result<PathBuf, AotError> {
+    let header = support::header(layout);
+    let support = support_object(tc, &header, work)?;
+    write(&work.join(HEADER_NAME), header.as_bytes())?;
+    let traps_c = work.join("gl_traps.c");
+    write(&traps_c, support::trap_table(traps).as_bytes())?;
+    let prog_o = work.join("program.o");
+    write(&prog_o, object)?;
+    let exe = work.join("program");
+    let attempt = |static_: bool| {
+        let mut c = Command::new(&tc.cc);
+        c.current_dir(work);
+        if static_ {
+            c.arg("-static");
+        }
+        c.arg("-o")
+            .arg(&exe)
+            .arg(&prog_o)
+            .arg(&traps_c)
+            .arg(&support)
+            .args(["-lm", "-pthread"]);
+        run_tool(&mut c, &tc.cc.display().to_string())
+    };
+    let mut out = attempt(true)?;
+    if !out.status.success() && tc.runner.is_none() {
+        // Natively, a dynamic link will do when there is no static libc.
+        out = attempt(false)?;
+    }
+    if !out.status.success() {
+        let hint = if tc.target == Target::Aarch64 {
+            format!(" ({INSTALL_HINT})")
+        } else {
+            String::new()
+        };
+        return Err(AotError::Build(format!(
+            "linking for {} with {} failed{hint}: {}",
+            tc.target.name(),
+            tc.cc.display(),
+            tail(&out.stderr, 2000)
+        )));
+    }
+    Ok(exe)
+}
+
+/// Runs the executable (under the runner when there is one).
+pub fn execute(tc: &Toolchain, exe: &Path, argv: &[String]) -> Result<Output, AotError> {
+    let mut c = match &tc.runner {
+        Some(r) => {
+            let mut c = Command::new(r);
+            c.arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    c.args(argv);
+    c.output().map_err(|e| {
+        AotError::Run(format!(
+            "cannot run {}: {e}",
+            tc.runner.as_deref().unwrap_or(exe).display()
+        ))
+    })
+}
+
+/// The last `n` characters of a tool's output, for error messages.
+pub fn output_tail(bytes: &[u8], n: usize) -> String {
+    tail(bytes, n)
+}

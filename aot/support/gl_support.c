@@ -1,0 +1,676 @@
+/*
+ * gl_support.c: the target-side support of guardlift's ahead-of-time path.
+ *
+ * Linked (statically) with the object `guardlift_jit::emit_object` made for
+ * the target, it provides what the object imports: the runtime ABI of
+ * runtime/src/abi.rs (built-ins and instrumentation entry points), the data
+ * symbol `guardlift_runtime` whose address is the hidden runtime pointer,
+ * and `main`, which calls the IR entry wrapper `__gl_start` and reports to
+ * the host through the line protocol of aot/src/protocol.rs on stdout.
+ *
+ * This is a deliberately small model of guardlift_runtime's heap
+ * (runtime/src/heap.rs): objects are laid out exactly as there, the slow
+ * paths give the same answers and raise the same host faults, and the
+ * watch list and last-write records follow the same rules. Everything that
+ * is a number in the runtime (slot offset, tag bits, block sizes, report
+ * codes, protocol codes, ABI signatures) comes from the generated header
+ * gl_layout.h; nothing is formatted for a user here: the host does that.
+ *
+ * usage: PROGRAM MODE [ARG_BITS_HEX...]    (MODE: recover | abort | trap)
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "gl_layout.h"
+
+typedef uint64_t u64;
+typedef int64_t i64;
+typedef uint32_t u32;
+
+/* The lowering passes this symbol's address as the runtime pointer. */
+_Alignas(64) unsigned char guardlift_runtime[GL_RUNTIME_SYMBOL_BYTES];
+
+static int g_recover; /* recover mode: report and go on */
+
+/* ---- output ------------------------------------------------------------- */
+
+static char g_outbuf[1 << 16];
+
+static void emit_reports(void);
+
+static void flush_out(void) { fflush(stdout); }
+
+/* Abort or trap mode after a violation: everything recorded, then `A`. */
+static void die(void) {
+    struct rlimit no_core = {0, 0};
+    emit_reports();
+    printf("%c\n", GL_EV_ABORT);
+    flush_out();
+    setrlimit(RLIMIT_CORE, &no_core);
+    abort();
+}
+
+static void oom(void) {
+    /* The host sees no end marker and reports the signal. */
+    flush_out();
+    abort();
+}
+
+/* ---- u64 -> u64 hash map (open addressing, linear probing) ---------------- */
+
+typedef struct {
+    u64 *keys;
+    u64 *vals;
+    unsigned char *state; /* 0 empty, 1 used, 2 deleted */
+    size_t cap, used, tomb;
+} map_t;
+
+static size_t slot_of(const map_t *m, u64 k) {
+    return (size_t)((k * 0x9E3779B97F4A7C15ULL) >> 17) & (m->cap - 1);
+}
+
+static void map_grow(map_t *m);
+
+static u64 *map_get(const map_t *m, u64 k) {
+    if (m->cap == 0) return NULL;
+    for (size_t i = slot_of(m, k);; i = (i + 1) & (m->cap - 1)) {
+        if (m->state[i] == 0) return NULL;
+        if (m->state[i] == 1 && m->keys[i] == k) return &m->vals[i];
+    }
+}
+
+static void map_put(map_t *m, u64 k, u64 v) {
+    u64 *p = map_get(m, k);
+    if (p) {
+        *p = v;
+        return;
+    }
+    if ((m->used + m->tomb + 1) * 2 > m->cap) map_grow(m);
+    size_t i = slot_of(m, k);
+    while (m->state[i] == 1) i = (i + 1) & (m->cap - 1);
+    if (m->state[i] == 2) m->tomb--;
+    m->state[i] = 1;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    m->used++;
+}
+
+static int map_del(map_t *m, u64 k) {
+    u64 *p = map_get(m, k);
+    if (!p) return 0;
+    size_t i = (size_t)(p - m->vals);
+    m->state[i] = 2;
+    m->used--;
+    m->tomb++;
+    return 1;
+}
+
+static void map_grow(map_t *m) {
+    map_t n = {0};
+    n.cap = 64;
+    while (n.cap < (m->used + 1) * 4) n.cap *= 2;
+    n.keys = calloc(n.cap, sizeof(u64));
+    n.vals = calloc(n.cap, sizeof(u64));
+    n.state = calloc(n.cap, 1);
+    if (!n.keys || !n.vals || !n.state) oom();
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->state[i] == 1) map_put(&n, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    free(m->state);
+    *m = n;
+}
+
+/* ---- the model heap (runtime/src/heap.rs) --------------------------------- */
+
+typedef struct {
+    u64 base; /* start of the allocation (<= obj) */
+    u32 n_attrs;
+    u64 values; /* 0: none */
+    u64 dict;   /* 0: none */
+} obj_meta;
+
+typedef struct {
+    u32 *idx;
+    i64 *val;
+    size_t len, cap;
+} dict_t;
+
+typedef struct {
+    u32 code; /* GL_LW_* */
+    u32 site;
+    u64 value;
+} last_write_t;
+
+static map_t g_objects;   /* obj -> obj_meta* */
+static map_t g_dicts;     /* dict address -> dict_t* */
+static map_t g_watched;   /* slot address -> 1 */
+static map_t g_lastwrite; /* slot address -> last_write_t* */
+static int g_faulted;
+
+static u64 slot(u64 obj) { return obj + (u64)GL_DICT_SLOT_OFFSET; }
+static u64 read_word(u64 addr) {
+    u64 w;
+    memcpy(&w, (void *)(uintptr_t)addr, 8);
+    return w;
+}
+static void write_word(u64 addr, u64 w) { memcpy((void *)(uintptr_t)addr, &w, 8); }
+
+/* A block of at least `size` bytes (at least 8), zeroed, BLOCK_ALIGN-aligned. */
+static u64 alloc_block(size_t size) {
+    if (size < 8) size = 8;
+    size_t rounded = (size + GL_BLOCK_ALIGN - 1) / GL_BLOCK_ALIGN * GL_BLOCK_ALIGN;
+    void *p = aligned_alloc(GL_BLOCK_ALIGN, rounded);
+    if (!p) return 0;
+    memset(p, 0, rounded);
+    return (u64)(uintptr_t)p;
+}
+static void free_block(u64 p) { free((void *)(uintptr_t)p); }
+
+/* A host fault: the first one is reported; the operation does nothing. */
+static void fault(u32 fn, u32 kind, u64 a, u64 b) {
+    if (g_faulted) return;
+    g_faulted = 1;
+    printf("%c %x %x %llx %llx\n", GL_EV_FAULT, fn, kind, (unsigned long long)a,
+           (unsigned long long)b);
+}
+
+static void note_write(u64 slot_addr, u32 code, u32 site, u64 value) {
+    u64 *p = map_get(&g_lastwrite, slot_addr);
+    last_write_t *w;
+    if (p) {
+        w = (last_write_t *)(uintptr_t)*p;
+    } else {
+        w = malloc(sizeof *w);
+        if (!w) oom();
+        map_put(&g_lastwrite, slot_addr, (u64)(uintptr_t)w);
+    }
+    w->code = code;
+    w->site = site;
+    w->value = value;
+}
+
+static void forget_write(u64 slot_addr) {
+    u64 *p = map_get(&g_lastwrite, slot_addr);
+    if (p) {
+        free((void *)(uintptr_t)*p);
+        map_del(&g_lastwrite, slot_addr);
+    }
+}
+
+static obj_meta *meta(u32 fn, u64 obj) {
+    u64 *p = map_get(&g_objects, obj);
+    if (!p) {
+        fault(fn, GL_FAULT_NOT_LIVE, obj, 0);
+        return NULL;
+    }
+    return (obj_meta *)(uintptr_t)*p;
+}
+
+static dict_t *dict_of(u64 d) {
+    u64 *p = map_get(&g_dicts, d);
+    return p ? (dict_t *)(uintptr_t)*p : NULL;
+}
+
+static i64 *dict_find(dict_t *d, u32 i) {
+    for (size_t k = 0; k < d->len; k++)
+        if (d->idx[k] == i) return &d->val[k];
+    return NULL;
+}
+
+static void dict_set(dict_t *d, u32 i, i64 x) {
+    i64 *p = dict_find(d, i);
+    if (p) {
+        *p = x;
+        return;
+    }
+    if (d->len == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 4;
+        d->idx = realloc(d->idx, d->cap * sizeof(u32));
+        d->val = realloc(d->val, d->cap * sizeof(i64));
+        if (!d->idx || !d->val) oom();
+    }
+    d->idx[d->len] = i;
+    d->val[d->len] = x;
+    d->len++;
+}
+
+/* A new model dict object; 0 (after a fault) when out of memory. */
+static u64 new_dict(void) {
+    u64 d = alloc_block(GL_DICT_OBJECT_BYTES);
+    if (!d) {
+        fault(GL_FN_DICT, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        return 0;
+    }
+    write_word(d, GL_DICT_MAGIC);
+    dict_t *t = calloc(1, sizeof *t);
+    if (!t) oom();
+    map_put(&g_dicts, d, (u64)(uintptr_t)t);
+    return d;
+}
+
+static void set_dict(obj_meta *m, u64 obj, u64 d) {
+    m->dict = d;
+    write_word(slot(obj), d);
+    note_write(slot(obj), GL_LW_DICT_CODE, 0, d);
+}
+
+enum word_is { W_BAD, W_EMPTY, W_VALUES, W_DICT };
+
+/* What the heap believes `word` is for `obj` (never trusts the word itself). */
+static enum word_is classify(const obj_meta *m, u64 word) {
+    if (word == 0) return W_EMPTY;
+    if (m->values && word == GL_VALUES_WORD(m->values)) return W_VALUES;
+    if (m->dict && word == m->dict && dict_of(word)) return W_DICT;
+    return W_BAD;
+}
+
+uint64_t gl_obj_new(void *rt, uint64_t n_bits) {
+    (void)rt;
+    i64 n = (i64)n_bits;
+    if (n < 0 || n > GL_MAX_OBJ_ATTRS) {
+        fault(GL_FN_OBJ_NEW, GL_FAULT_COUNT_RANGE, (u64)n, 0);
+        return 0;
+    }
+    i64 off = GL_DICT_SLOT_OFFSET;
+    i64 lo = off < 0 ? off : 0;
+    i64 hi = off + 8 > GL_OBJ_BODY_BYTES ? off + 8 : GL_OBJ_BODY_BYTES;
+    u64 base = alloc_block((size_t)(hi - lo));
+    if (!base) {
+        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        return 0;
+    }
+    u64 obj = base + (u64)(-lo);
+    u64 values = alloc_block((size_t)n * GL_ATTR_BYTES);
+    if (!values) {
+        free_block(base);
+        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        return 0;
+    }
+    /* Body: word 0 refcount 1, word 1 the attribute count. */
+    write_word(obj, 1);
+    write_word(obj + 8, (u64)n);
+    u64 word = GL_VALUES_WORD(values);
+    write_word(slot(obj), word);
+    note_write(slot(obj), GL_LW_OBJ_NEW, 0, word);
+    obj_meta *m = malloc(sizeof *m);
+    if (!m) oom();
+    m->base = base;
+    m->n_attrs = (u32)n;
+    m->values = values;
+    m->dict = 0;
+    map_put(&g_objects, obj, (u64)(uintptr_t)m);
+    map_put(&g_watched, slot(obj), 1);
+    return obj;
+}
+
+void gl_obj_dictify(void *rt, uint64_t obj) {
+    (void)rt;
+    obj_meta *m = meta(GL_FN_OBJ_DICTIFY, obj);
+    if (!m) return;
+    u64 word = read_word(slot(obj));
+    switch (classify(m, word)) {
+    case W_BAD:
+        fault(GL_FN_OBJ_DICTIFY, GL_FAULT_CORRUPTED, obj, word);
+        return;
+    case W_DICT:
+        return;
+    case W_EMPTY: {
+        u64 d = new_dict();
+        if (d) set_dict(m, obj, d);
+        return;
+    }
+    case W_VALUES: {
+        u64 d = new_dict();
+        if (!d) return;
+        dict_t *t = dict_of(d);
+        for (u32 i = 0; i < m->n_attrs; i++)
+            dict_set(t, i, (i64)read_word(m->values + (u64)GL_ATTR_BYTES * i));
+        free_block(m->values);
+        m->values = 0;
+        set_dict(m, obj, d);
+        return;
+    }
+    }
+}
+
+void gl_obj_free(void *rt, uint64_t obj) {
+    (void)rt;
+    u64 *p = map_get(&g_objects, obj);
+    if (!p) {
+        fault(GL_FN_OBJ_FREE, GL_FAULT_DOUBLE_FREE, obj, 0);
+        return;
+    }
+    obj_meta *m = (obj_meta *)(uintptr_t)*p;
+    map_del(&g_objects, obj);
+    map_del(&g_watched, slot(obj));
+    forget_write(slot(obj));
+    if (m->values) free_block(m->values);
+    if (m->dict) {
+        dict_t *t = dict_of(m->dict);
+        if (t) {
+            free(t->idx);
+            free(t->val);
+            free(t);
+            map_del(&g_dicts, m->dict);
+        }
+        free_block(m->dict);
+    }
+    free_block(m->base);
+    free(m);
+}
+
+void gl_fault_clear_lsb(void *rt, uint64_t obj) {
+    (void)rt;
+    if (!meta(GL_FN_FAULT_CLEAR_LSB, obj)) return;
+    write_word(slot(obj), read_word(slot(obj)) & ~(u64)1);
+}
+
+uint64_t gl_load_attr_slow(void *rt, uint64_t obj, uint64_t index) {
+    (void)rt;
+    u32 i = (u32)index;
+    obj_meta *m = meta(GL_FN_LOAD_ATTR_SLOW, obj);
+    if (!m) return 0;
+    u64 word = read_word(slot(obj));
+    switch (classify(m, word)) {
+    case W_BAD:
+        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word);
+        return 0;
+    case W_EMPTY:
+        return 0;
+    case W_DICT: {
+        i64 *p = dict_find(dict_of(word), i);
+        return p ? (u64)*p : 0;
+    }
+    case W_VALUES:
+        if (i < m->n_attrs) return read_word(m->values + (u64)GL_ATTR_BYTES * i);
+        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs);
+        return 0;
+    }
+    return 0;
+}
+
+void gl_store_attr_slow(void *rt, uint64_t obj, uint64_t index, uint64_t x) {
+    (void)rt;
+    u32 i = (u32)index;
+    obj_meta *m = meta(GL_FN_STORE_ATTR_SLOW, obj);
+    if (!m) return;
+    u64 word = read_word(slot(obj));
+    switch (classify(m, word)) {
+    case W_BAD:
+        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word);
+        return;
+    case W_EMPTY: {
+        u64 d = new_dict();
+        if (!d) return;
+        dict_set(dict_of(d), i, (i64)x);
+        set_dict(m, obj, d);
+        return;
+    }
+    case W_DICT:
+        dict_set(dict_of(word), i, (i64)x);
+        return;
+    case W_VALUES:
+        if (i < m->n_attrs) {
+            write_word(m->values + (u64)GL_ATTR_BYTES * i, x);
+            return;
+        }
+        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs);
+        return;
+    }
+}
+
+void gl_print_i64(void *rt, uint64_t v) {
+    (void)rt;
+    printf("%c i %llx\n", GL_EV_PRINT, (unsigned long long)v);
+}
+
+void gl_print_f64(void *rt, double v) {
+    (void)rt;
+    u64 bits;
+    memcpy(&bits, &v, 8);
+    printf("%c f %llx\n", GL_EV_PRINT, (unsigned long long)bits);
+}
+
+double gl_sin(double x) { return sin(x); }
+double gl_cos(double x) { return cos(x); }
+double gl_exp(double x) { return exp(x); }
+double gl_log(double x) { return log(x); }
+
+/* ---- reports (runtime/src/report.rs: deduplicated per site and kind) ------- */
+
+typedef struct {
+    u32 kind, site;
+    u64 a, b, c; /* the observation of the first occurrence */
+    last_write_t lw;
+    u64 count;
+} report_t;
+
+static report_t *g_reports;
+static size_t g_nreports, g_capreports;
+static map_t g_report_index; /* site << 8 | kind -> index */
+
+static void emit_reports(void) {
+    for (size_t i = 0; i < g_nreports; i++) {
+        report_t *r = &g_reports[i];
+        printf("%c %x %x %llx %llx %llx %x %x %llx %llx\n", GL_EV_REPORT, r->kind, r->site,
+               (unsigned long long)r->a, (unsigned long long)r->b, (unsigned long long)r->c,
+               r->lw.code, r->lw.site, (unsigned long long)r->lw.value,
+               (unsigned long long)r->count);
+    }
+    g_nreports = 0;
+}
+
+/* Records a violation; returns 0 (recover) or does not return. */
+static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write_t *lw) {
+    u64 key = ((u64)site << 8) | kind;
+    u64 *p = map_get(&g_report_index, key);
+    if (p) {
+        g_reports[*p].count++;
+    } else {
+        if (g_nreports == g_capreports) {
+            g_capreports = g_capreports ? g_capreports * 2 : 16;
+            g_reports = realloc(g_reports, g_capreports * sizeof *g_reports);
+            if (!g_reports) oom();
+        }
+        report_t *r = &g_reports[g_nreports];
+        r->kind = kind;
+        r->site = site;
+        r->a = a;
+        r->b = b;
+        r->c = c;
+        if (lw) {
+            r->lw = *lw;
+        } else {
+            r->lw.code = GL_LW_NONE;
+            r->lw.site = 0;
+            r->lw.value = 0;
+        }
+        r->count = 1;
+        map_put(&g_report_index, key, g_nreports);
+        g_nreports++;
+    }
+    if (!g_recover) die();
+    return 0;
+}
+
+uint32_t gl_report_dict(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
+    (void)rt;
+    u64 *p = map_get(&g_lastwrite, slot(obj));
+    const last_write_t *lw = p ? (const last_write_t *)(uintptr_t)*p : NULL;
+    return report(GL_KIND_DICT_SLOT_TAG, site, obj, word, 0, lw);
+}
+
+uint32_t gl_report_adstack(void *rt, uint32_t site, uint32_t kind, uint64_t capacity,
+                           uint64_t len) {
+    (void)rt;
+    u32 k = kind == GL_KIND_ADSTACK_OVERFLOW ? GL_KIND_ADSTACK_OVERFLOW : GL_KIND_ADSTACK_UNDERFLOW;
+    return report(k, site, capacity, len, 0, NULL);
+}
+
+/* Does [addr, addr + width) overlap a watched 8-byte slot? */
+static int overlaps_watched(u64 addr, u32 width) {
+    u64 lo = addr >= GL_DICT_WORD_BYTES - 1 ? addr - (GL_DICT_WORD_BYTES - 1) : 0;
+    u64 hi = addr + width < addr ? UINT64_MAX : addr + width;
+    if (g_watched.used == 0) return 0;
+    for (u64 s = lo; s < hi; s++)
+        if (map_get(&g_watched, s)) return 1;
+    return 0;
+}
+
+/* Trap mode's clobber test: the object traps itself when this says 1. */
+uint32_t gl_clobber_overlaps(void *rt, uint64_t addr, uint32_t width) {
+    (void)rt;
+    return (uint32_t)overlaps_watched(addr, width);
+}
+
+uint32_t gl_clobber_check(void *rt, uint32_t site, uint64_t addr, uint32_t width,
+                          uint64_t value) {
+    (void)rt;
+    if (!overlaps_watched(addr, width)) return 0;
+    report(GL_KIND_SLOT_CLOBBER, site, addr, width, value, NULL);
+    return 1;
+}
+
+void gl_watch(void *rt, uint64_t obj) {
+    (void)rt;
+    map_put(&g_watched, slot(obj), 1);
+}
+
+void gl_note_slot_write(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
+    (void)rt;
+    note_write(slot(obj), GL_LW_SITE, site, word);
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+static u64 signal_pc(void *uctx) {
+    ucontext_t *uc = uctx;
+#if defined(__aarch64__)
+    return uc->uc_mcontext.pc;
+#elif defined(__x86_64__)
+    return (u64)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__riscv)
+    return (u64)uc->uc_mcontext.__gregs[REG_PC];
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+static u64 scratch_load(int offset) {
+    return __atomic_load_n((u64 *)(void *)(guardlift_runtime + GL_TRAP_SCRATCH_OFFSET + offset),
+                           __ATOMIC_SEQ_CST);
+}
+
+/* A trap instruction. A guard's (trap mode; gl_traps.c says which site):
+ * its observed values are in the scratch area at the runtime pointer if the
+ * guard could claim it (runtime/src/trap.rs). The host prints the report. */
+static void on_trap(int sig, siginfo_t *si, void *uctx) {
+    (void)si;
+    u64 pc = signal_pc(uctx);
+    const gl_trap_t *t = NULL;
+    for (unsigned long i = 0; i < gl_ntraps; i++)
+        if ((u64)(uintptr_t)gl_traps[i].pc == pc) t = &gl_traps[i];
+    u64 v[3] = {0, 0, 0};
+    int have = 0;
+    if (t) {
+        u64 token = GL_TRAP_TOKEN(t->site);
+        if (scratch_load(GL_TRAP_OWNER_OFFSET) == token &&
+            scratch_load(GL_TRAP_READY_OFFSET) == token) {
+            for (int k = 0; k < 3; k++) v[k] = scratch_load(GL_TRAP_VALUES_OFFSET + 8 * k);
+            have = 1;
+        }
+    }
+    printf("%c %x %llx %x %x %x %x %llx %llx %llx\n", GL_EV_TRAP, (unsigned)sig,
+           (unsigned long long)pc, t ? 1u : 0u, t ? t->kind : 0u, t ? t->site : 0u, (unsigned)have,
+           (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2]);
+    die();
+}
+
+/* A crash: tell the host which signal, then die of it. */
+static void on_crash(int sig, siginfo_t *si, void *uctx) {
+    (void)si;
+    (void)uctx;
+    struct rlimit no_core = {0, 0};
+    printf("%c %x\n", GL_EV_SIGNAL, (unsigned)sig);
+    flush_out();
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install(int sig, void (*h)(int, siginfo_t *, void *)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = h;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+typedef struct {
+    u64 *args;
+    u64 ret;
+} run_t;
+
+static void *run_entry(void *p) {
+    run_t *r = p;
+    /* Stack overflow lands on the guard page: handle it on its own stack. */
+    static char altstack[1 << 16];
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    __gl_start(r->args, &r->ret);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, g_outbuf, _IOFBF, sizeof g_outbuf);
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODE [ARG_BITS_HEX...]\n", argv[0]);
+        return 2;
+    }
+    g_recover = strcmp(argv[1], GL_MODE_RECOVER) == 0;
+    if (!g_recover && strcmp(argv[1], GL_MODE_ABORT) != 0 && strcmp(argv[1], GL_MODE_TRAP) != 0) {
+        fprintf(stderr, "unknown mode %s\n", argv[1]);
+        return 2;
+    }
+    int n = argc - 2;
+    u64 *args = calloc((size_t)(n > 0 ? n : 1), sizeof(u64));
+    if (!args) oom();
+    for (int i = 0; i < n; i++) args[i] = strtoull(argv[i + 2], NULL, 16);
+
+    install(SIGILL, on_trap);
+    install(SIGTRAP, on_trap);
+    install(SIGSEGV, on_crash);
+    install(SIGBUS, on_crash);
+    install(SIGFPE, on_crash);
+
+    run_t r = {args, 0};
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)GL_RUN_STACK_BYTES);
+    if (pthread_create(&th, &attr, run_entry, &r) != 0) {
+        /* No big stack to be had: run on this one. */
+        run_entry(&r);
+    } else {
+        pthread_join(th, NULL);
+    }
+    emit_reports();
+    printf("%c %llx\n", GL_EV_RESULT, (unsigned long long)r.ret);
+    printf("%c\n", GL_EV_END);
+    flush_out();
+    return 0;
+}

@@ -1,0 +1,149 @@
+//! End-to-end: build for each target, run, compare with the host JIT.
+
+use guardlift_aot::{build, End, Print};
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_jit::Target;
+use guardlift_runtime::{Mode, ReportKind};
+
+fn tagflip() -> guardlift_ir::Module {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/examples/tagflip.glir"
+    );
+    let text = std::fs::read_to_string(path).expect("../shared/examples beside the repository");
+    guardlift_ir::parse_and_verify(&text).unwrap()
+}
+
+fn targets() -> [Target; 2] {
+    [Target::Aarch64, Target::X86_64]
+}
+
+#[test]
+fn tagflip_recovers_with_the_same_reports_on_every_target() {
+    let m = instrument(&tagflip(), CheckSet::ALL);
+    for t in targets() {
+        let b = build(&m, "main", t, Mode::Recover).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let r = b.run(&[10]).unwrap();
+        assert_eq!(r.end, End::Exited, "{t}");
+        assert_eq!(r.result, Some(0), "{t}");
+        assert!(r.host_fault.is_none(), "{t}: {:?}", r.host_fault);
+        let got: Vec<(ReportKind, u32, u64)> = r
+            .reports
+            .iter()
+            .map(|r| (r.kind, r.info.line, r.count))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (ReportKind::DictSlotTag, 27, 7),
+                (ReportKind::DictSlotTag, 32, 1)
+            ],
+            "{t}"
+        );
+        let lw = r.reports[0].last_write.as_ref().expect("last write");
+        assert_eq!(lw.by, "obj_new", "{t}");
+        // The same build runs again with other arguments.
+        let r = b.run(&[2]).unwrap();
+        assert_eq!(r.result, Some(1), "{t}");
+        assert!(r.reports.is_empty(), "{t}");
+    }
+}
+
+#[test]
+fn abort_mode_stops_at_the_first_violation() {
+    let m = instrument(&tagflip(), CheckSet::ALL);
+    for t in targets() {
+        let r = build(&m, "main", t, Mode::Abort)
+            .unwrap()
+            .run(&[10])
+            .unwrap();
+        assert_eq!(r.end, End::Aborted, "{t}");
+        assert_eq!(r.reports.len(), 1, "{t}");
+        assert_eq!(r.reports[0].info.line, 27, "{t}");
+        assert_eq!(r.result, None, "{t}");
+    }
+}
+
+#[test]
+fn uninstrumented_corruption_is_a_host_fault() {
+    let m = tagflip();
+    for t in targets() {
+        let r = build(&m, "main", t, Mode::Recover)
+            .unwrap()
+            .run(&[10])
+            .unwrap();
+        assert_eq!(r.end, End::Exited, "{t}");
+        let f = r.host_fault.expect("host fault");
+        assert_eq!(f.func, "store_attr_slow", "{t}");
+        assert!(f.msg.contains("low bits 0b110"), "{t}: {}", f.msg);
+    }
+}
+
+#[test]
+fn prints_and_entry_types_round_trip() {
+    let text = "extern fn @print_i64(i64)\nextern fn @print_f64(f64)\nextern fn @sin(f64) -> f64\n\
+        fn @main(%a: i8, %b: f32, %c: f64, %d: i32) -> f32 {\nentry:\n\
+        %w = sext.i64 %a\n    call @print_i64(%w)\n    %s = call @sin(%c)\n    call @print_f64(%s)\n\
+        %x = sext.i64 %d\n    call @print_i64(%x)\n    return %b\n}\n";
+    let m = guardlift_ir::parse_and_verify(text).unwrap();
+    let bits = [
+        (-3i64) as u64,
+        1.5f32.to_bits() as u64,
+        0.5f64.to_bits(),
+        (-7i64) as u64,
+    ];
+    for t in targets() {
+        let r = build(&m, "main", t, Mode::Recover)
+            .unwrap()
+            .run(&bits)
+            .unwrap();
+        assert_eq!(
+            r.prints,
+            vec![Print::I64(-3), Print::F64(0.5f64.sin()), Print::I64(-7)],
+            "{t}"
+        );
+        assert_eq!(r.result, Some(1.5f32.to_bits() as u64), "{t}");
+    }
+}
+
+#[test]
+fn unknown_externs_are_link_errors() {
+    let text = "extern fn @nope(i64) -> i64\nfn @main() -> i64 {\nentry:\n    %z = iconst.i64 0\n    %r = call @nope(%z)\n    return %r\n}\n";
+    let m = guardlift_ir::parse_and_verify(text).unwrap();
+    let e = build(&m, "main", Target::Aarch64, Mode::Recover).unwrap_err();
+    assert!(
+        e.with_file("f.glir").starts_with("f.glir:1:"),
+        "{}",
+        e.with_file("f.glir")
+    );
+}
+
+#[test]
+fn trap_mode_maps_the_pc_back_to_the_site() {
+    let m = instrument(&tagflip(), CheckSet::ALL);
+    for t in targets() {
+        let r = build(&m, "main", t, Mode::Trap)
+            .unwrap()
+            .run(&[10])
+            .unwrap();
+        let End::Trapped(trap) = r.end else {
+            panic!("{t}: {:?}", r.end)
+        };
+        assert_eq!(trap.signal, 4, "{t}: SIGILL");
+        let tr = trap
+            .report
+            .unwrap_or_else(|| panic!("{t}: trap at {:#x} not mapped", trap.pc));
+        assert_eq!(
+            (tr.kind, tr.info.line),
+            (ReportKind::DictSlotTag, 27),
+            "{t}"
+        );
+        match tr.observed {
+            Some(guardlift_runtime::Observed::Dict { value, .. }) => {
+                assert_eq!(value & 7, 0b110, "{t}")
+            }
+            o => panic!("{t}: {o:?}"),
+        }
+        assert!(r.reports.is_empty(), "{t}");
+    }
+}
