@@ -1,0 +1,7 @@
+//! cargo-fuzz target `guards`: the body is [`guardlift_fuzz::targets::guards`], which
+//! stable `cargo test -p guardlift-fuzz` also runs.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    guardlift_fuzz::targets::guards(data);
+});

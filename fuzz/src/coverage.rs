@@ -1,0 +1,144 @@
+//! Which op families a generated function contains: read off its IR, plus
+//! the generator's own events for what opcodes do not show (loop shapes,
+//! injected faults, handles passed through block params, ...).
+
+use crate::gen::Generated;
+use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module};
+use std::collections::BTreeSet;
+
+/// Every family the generator must produce (the coverage test asserts each
+/// appears in at least 1 % of generated functions).
+pub const FAMILIES: &[&str] = &[
+    "int.arith",
+    "int.shift",
+    "int.icmp",
+    "float.arith",
+    "float.minmax",
+    "float.unary",
+    "float.fcmp",
+    "select",
+    "const.int",
+    "const.float",
+    "conv.int",
+    "conv.float",
+    "conv.bitcast",
+    "mem.load",
+    "mem.store",
+    "mem.dynamic_address",
+    "mem.object_body",
+    "call.function",
+    "call.object_arg",
+    "call.math",
+    "call.print",
+    "call.slow_path",
+    "ctl.brif",
+    "ctl.if",
+    "ctl.while",
+    "ctl.do_while",
+    "ctl.dynamic_trip_count",
+    "ctl.block_params",
+    "obj.new",
+    "obj.free",
+    "obj.dictify",
+    "obj.attr_after_dictify",
+    "obj.load_attr",
+    "obj.store_attr",
+    "obj.dict_slot.load",
+    "obj.dict_slot.store",
+    "obj.dict_slot.store_zero",
+    "obj.watch",
+    "adstack.alloc",
+    "adstack.push",
+    "adstack.pop",
+    "adstack.top",
+    "adstack.top_adj",
+    "adstack.acc_adj",
+    "adstack.len",
+    "adstack.tape_push",
+    "adstack.tape_pop",
+    "adstack.handle_param",
+    "guard.hand_written",
+    "fault.clear_lsb",
+    "fault.raw_slot_store",
+    "fault.bad_dict_store",
+    "fault.adstack_overflow",
+    "fault.adstack_underflow",
+];
+
+/// The families of one function of `m` (IR only).
+pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
+    let mut s = BTreeSet::new();
+    for b in &f.blocks {
+        if !b.params.is_empty() {
+            s.insert("ctl.block_params");
+        }
+        for inst in &b.insts {
+            if inst.site.is_some() {
+                s.insert("guard.hand_written");
+            }
+            let fam = match &inst.kind {
+                InstKind::Iconst { .. } => "const.int",
+                InstKind::Fconst { .. } => "const.float",
+                InstKind::Binary { op, .. } => match op {
+                    BinOp::Ishl | BinOp::Ushr | BinOp::Sshr => "int.shift",
+                    BinOp::Fmin | BinOp::Fmax => "float.minmax",
+                    o if o.is_float() => "float.arith",
+                    _ => "int.arith",
+                },
+                InstKind::Unary { .. } => "float.unary",
+                InstKind::Icmp { .. } => "int.icmp",
+                InstKind::Fcmp { .. } => "float.fcmp",
+                InstKind::Select { .. } => "select",
+                InstKind::Conv { op, .. } => match op {
+                    ConvOp::Sext | ConvOp::Uext | ConvOp::Ireduce => "conv.int",
+                    ConvOp::Bitcast => "conv.bitcast",
+                    _ => "conv.float",
+                },
+                InstKind::Load { .. } => "mem.load",
+                InstKind::Store { .. } => "mem.store",
+                InstKind::Call { callee, .. } => match callee {
+                    Callee::Func(_) => "call.function",
+                    Callee::Extern(e) => match m.ext(*e).name.as_str() {
+                        "obj_new" => "obj.new",
+                        "obj_dictify" => "obj.dictify",
+                        "obj_free" => "obj.free",
+                        "fault_clear_lsb" => "fault.clear_lsb",
+                        "print_i64" | "print_f64" => "call.print",
+                        "load_attr_slow" | "store_attr_slow" => "call.slow_path",
+                        _ => "call.math",
+                    },
+                },
+                InstKind::Jump { .. } | InstKind::Return { .. } => continue,
+                InstKind::Brif { .. } => "ctl.brif",
+                InstKind::DictSlotLoad { .. } => "obj.dict_slot.load",
+                InstKind::DictSlotStore { .. } => "obj.dict_slot.store",
+                InstKind::LoadAttr { .. } => "obj.load_attr",
+                InstKind::StoreAttr { .. } => "obj.store_attr",
+                InstKind::AdAlloc { .. } => "adstack.alloc",
+                InstKind::AdPush { .. } => "adstack.push",
+                InstKind::AdPop { .. } => "adstack.pop",
+                InstKind::AdTop { .. } => "adstack.top",
+                InstKind::AdTopAdj { .. } => "adstack.top_adj",
+                InstKind::AdAccAdj { .. } => "adstack.acc_adj",
+                InstKind::AdLen { .. } => "adstack.len",
+                InstKind::Watch { .. } => "obj.watch",
+            };
+            s.insert(fam);
+        }
+    }
+    s
+}
+
+/// The families of every function of a generated module (module order).
+pub fn families(g: &Generated) -> Vec<BTreeSet<&'static str>> {
+    g.module
+        .functions
+        .iter()
+        .zip(&g.events)
+        .map(|(f, ev)| {
+            let mut s = ir_families(&g.module, f);
+            s.extend(ev.iter().copied());
+            s
+        })
+        .collect()
+}

@@ -1,0 +1,159 @@
+//! Running a module on an engine into an [`Outcome`] that engines must
+//! agree on (results, captured output, reports as
+//! [`guardlift_tests::CmpReport`] compares them, host faults).
+
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_ir::literal::norm_int;
+use guardlift_ir::{Module, Type};
+use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig};
+use guardlift_tests::CmpReport;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Which engine runs a module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Interp,
+    Jit,
+}
+
+/// The check sets every module runs with (when its needs allow): none
+/// (uninstrumented), each check alone, dict+adstack, and all three.
+pub const CHECK_SETS: [CheckSet; 6] = [
+    CheckSet {
+        dict: false,
+        adstack: false,
+        clobber: false,
+    },
+    CheckSet {
+        dict: true,
+        adstack: false,
+        clobber: false,
+    },
+    CheckSet {
+        dict: false,
+        adstack: true,
+        clobber: false,
+    },
+    CheckSet {
+        dict: false,
+        adstack: false,
+        clobber: true,
+    },
+    CheckSet {
+        dict: true,
+        adstack: true,
+        clobber: false,
+    },
+    CheckSet::ALL,
+];
+
+/// `m` instrumented with `checks` (unchanged for the empty set).
+pub fn with_checks(m: &Module, checks: CheckSet) -> Module {
+    if checks.is_empty() {
+        m.clone()
+    } else {
+        instrument(m, checks)
+    }
+}
+
+/// Everything a run produced that engines must agree on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The entry's result in canonical bits, every NaN the same NaN.
+    pub result: Option<u64>,
+    pub output: String,
+    pub reports: Vec<CmpReport>,
+    pub host_fault: bool,
+}
+
+/// A run's raw products (for targets that check reports themselves).
+pub struct RawRun {
+    pub result: Result<Option<u64>, String>,
+    pub output: String,
+    pub reports: Vec<Report>,
+    pub host_fault: bool,
+}
+
+/// Canonical bits of a result of type `ty`: ints sign-extended from their
+/// width, f32 in the low 32 bits, and every NaN the canonical NaN.
+pub fn canon_result(ty: Type, bits: u64) -> u64 {
+    match ty {
+        Type::F32 => {
+            let f = f32::from_bits(bits as u32);
+            if f.is_nan() {
+                f32::NAN.to_bits() as u64
+            } else {
+                f.to_bits() as u64
+            }
+        }
+        Type::F64 => {
+            if f64::from_bits(bits).is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                bits
+            }
+        }
+        t => norm_int(t, bits),
+    }
+}
+
+/// Runs `entry(args)` of `m` on `engine` against a fresh runtime in `mode`
+/// (abort mode never ends the process: the runtime only records).
+pub fn run_raw(m: &Module, entry: &str, args: &[u64], engine: Engine, mode: Mode) -> RawRun {
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode,
+        abort_process: false,
+        capture_output: true,
+    });
+    let result = run_on(m, entry, args, engine, &rt);
+    RawRun {
+        result,
+        output: rt.take_output(),
+        reports: rt.take_reports(),
+        host_fault: rt.take_host_fault().is_some(),
+    }
+}
+
+fn run_on(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    rt: &Arc<Runtime>,
+) -> Result<Option<u64>, String> {
+    match engine {
+        Engine::Interp => guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
+            .and_then(|it| it.call(entry, args))
+            .map_err(|e| format!("interp: {e}")),
+        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
+            .and_then(|c| c.call_dynamic(entry, args))
+            .map_err(|e| format!("jit: {e}")),
+    }
+}
+
+/// As [`run_raw`], with the result canonicalized and reports made comparable.
+pub fn run(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    mode: Mode,
+) -> Result<Outcome, String> {
+    let ret = m
+        .func_by_name(entry)
+        .map(|f| m.func(f).ret)
+        .ok_or_else(|| format!("no function @{entry}"))?;
+    let r = run_raw(m, entry, args, engine, mode);
+    let result = r.result?;
+    Ok(Outcome {
+        result: match (ret, result) {
+            (Some(t), Some(bits)) => Some(canon_result(t, bits)),
+            _ => None,
+        },
+        output: r.output,
+        reports: r.reports.iter().map(CmpReport::from).collect(),
+        host_fault: r.host_fault,
+    })
+}

@@ -1,0 +1,593 @@
+//! The `guards` target: random managed-dict words and adstack op sequences
+//! against a model of the invariants (spec §4–§6), not against another
+//! engine.
+//!
+//! One straight-line `@main` per input:
+//! - a test object and a neighbour object, every word of their blocks
+//!   other than the dict slot and every attribute filled with canaries;
+//! - per input word: a guarded `dict_slot.store` of it, then (the word
+//!   written raw into the slot) a guarded `dict_slot.load`, and for words
+//!   that do not take the values fast path a guarded `load_attr` and
+//!   `store_attr`; the slot is restored after each;
+//! - three adstacks of the same element type allocated one after the
+//!   other, the outer two full of canaries, the middle one driven by the
+//!   input's op sequence (guarded);
+//! - every canary read back at the end.
+//!
+//! The guards are written by hand on exactly the ops under test, or put
+//! there by the instrumentation pass (`dict,adstack`; then every other
+//! dict and adstack op is guarded too and must stay silent). Either way,
+//! in recover mode on both engines: a guard fires exactly when the
+//! invariant is broken (word low bits not `0b000`/`0b111`; push at
+//! len = capacity; pop/top/top_adj/acc_adj at len 0), with the right
+//! observation, and every canary is intact.
+
+use crate::exec::{run_raw, Engine};
+use crate::gen::renumber;
+use arbitrary::Arbitrary;
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_ir::builder::{FunctionBuilder, ModuleBuilder};
+use guardlift_ir::{print_module, BinOp, ConvOp, FloatCC, Module, SrcLoc, Type, Value};
+use guardlift_runtime::adstack::AdElem;
+use guardlift_runtime::layout::{tag_ok, DictLayout};
+use guardlift_runtime::{Mode, Observed, ReportKind};
+use std::collections::BTreeMap;
+
+/// A managed-dict word to try.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub enum WordCase {
+    /// This exact word.
+    Raw(u64),
+    /// The object's real (values-tagged) word with its low 3 bits replaced.
+    Tagged(u8),
+    /// The word 0 ("no values and no dict yet").
+    Zero,
+}
+
+/// One op on the adstack under test.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub enum AdOp {
+    /// Push this value (raw bits of the element type).
+    Push(u64),
+    Pop,
+    Top,
+    TopAdj,
+    /// Add this (raw bits) to the top's adjoint.
+    AccAdj(u64),
+    Len,
+}
+
+/// A `guards` input.
+#[derive(Arbitrary, Clone, Debug)]
+pub struct GuardsInput {
+    pub layout: u8,
+    pub nattrs: u8,
+    pub words: Vec<WordCase>,
+    pub elem: u8,
+    pub cap: u8,
+    pub ops: Vec<AdOp>,
+    /// Guards from the instrumentation pass instead of by hand.
+    pub instrument: bool,
+}
+
+const MAX_WORDS: usize = 12;
+const MAX_OPS: usize = 48;
+const CANARY_STACK_CAP: u32 = 4;
+
+/// The layouts the target tries (the presets and custom offsets below,
+/// inside and above the object body).
+fn layout_of(k: u8) -> DictLayout {
+    match k % 6 {
+        0 => DictLayout::Cpython312,
+        1 => DictLayout::Phoenix,
+        2 => DictLayout::Custom(-64),
+        3 => DictLayout::Custom(0),
+        4 => DictLayout::Custom(8),
+        _ => DictLayout::Custom(32),
+    }
+}
+
+/// Offsets (from the object address) of every word of an object's block
+/// other than its dict slot (see `guardlift_runtime::heap::Heap::obj_new`).
+pub fn canary_offsets(layout: DictLayout) -> Vec<i32> {
+    let off = layout.dict_slot_offset();
+    let lo = off.min(0);
+    let hi = (off + 8).max(16);
+    (lo..hi).step_by(8).filter(|&o| o != off).collect()
+}
+
+fn canary(obj: usize, k: i64) -> i64 {
+    0x5a5a_0000_0000_0000u64 as i64 | ((obj as i64) << 32) | (k & 0xffff_ffff)
+}
+
+/// The element value (canonical bits) of raw input bits, as `fconst`/`iconst` build it.
+fn elem_bits(e: AdElem, x: u64) -> u64 {
+    match e {
+        AdElem::F32 => {
+            let f = f32::from_bits(x as u32);
+            if f.is_nan() {
+                f32::NAN.to_bits() as u64
+            } else {
+                f.to_bits() as u64
+            }
+        }
+        AdElem::F64 => {
+            let f = f64::from_bits(x);
+            if f.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                x
+            }
+        }
+        AdElem::I64 => x,
+    }
+}
+
+/// `old + d` in the element type (bits in, bits out).
+fn elem_add(e: AdElem, old: u64, d: u64) -> u64 {
+    match e {
+        AdElem::F32 => (f32::from_bits(old as u32) + f32::from_bits(d as u32)).to_bits() as u64,
+        AdElem::F64 => (f64::from_bits(old) + f64::from_bits(d)).to_bits(),
+        AdElem::I64 => old.wrapping_add(d),
+    }
+}
+
+/// What the program prints for an element value: its bits as an i64, every NaN the same NaN.
+fn elem_print(e: AdElem, bits: u64) -> String {
+    let v = match e {
+        AdElem::F32 => {
+            let f = f32::from_bits(bits as u32);
+            let b = if f.is_nan() {
+                f32::NAN.to_bits()
+            } else {
+                f.to_bits()
+            };
+            b as i32 as i64
+        }
+        AdElem::F64 => {
+            let f = f64::from_bits(bits);
+            (if f.is_nan() { f64::NAN.to_bits() } else { bits }) as i64
+        }
+        AdElem::I64 => bits as i64,
+    };
+    v.to_string()
+}
+
+/// A report the model expects: the guarded instruction (index in the
+/// entry block), its kind and its observation (`None`: a dict word, whose
+/// address part differs per run; only the low bits are checked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Expect {
+    inst: usize,
+    kind: ReportKind,
+    low_bits: Option<u64>,
+    adstack: Option<(u64, u64)>,
+}
+
+/// The builder with an instruction counter (every builder call here adds one instruction).
+struct B<'f> {
+    fb: FunctionBuilder<'f>,
+    n: usize,
+    hand: bool,
+    print_i64: guardlift_ir::ExternId,
+    expect: Vec<Expect>,
+    output: Vec<String>,
+}
+
+impl B<'_> {
+    fn c(&mut self, ty: Type, x: i64) -> Value {
+        self.n += 1;
+        self.fb.iconst(ty, x)
+    }
+    fn f(&mut self, ty: Type, x: f64) -> Value {
+        self.n += 1;
+        self.fb.fconst(ty, x)
+    }
+    fn bin(&mut self, op: BinOp, a: Value, b: Value) -> Value {
+        self.n += 1;
+        self.fb.binary(op, a, b)
+    }
+    fn conv(&mut self, op: ConvOp, ty: Type, a: Value) -> Value {
+        self.n += 1;
+        self.fb.conv(op, ty, a)
+    }
+    /// Prints `a == b` (as 0/1) and expects 1.
+    fn print_eq(&mut self, a: Value, b: Value) {
+        self.n += 1;
+        let e = self.fb.icmp(guardlift_ir::IntCC::Eq, a, b);
+        let e = self.conv(ConvOp::Uext, Type::I64, e);
+        self.print(e, "1".to_string());
+    }
+    fn print(&mut self, v: Value, expect: String) {
+        self.n += 1;
+        self.fb.call(self.print_i64, &[v]);
+        self.output.push(expect);
+    }
+    /// Marks the last instruction as under test: guarded by hand (unless
+    /// the pass will guard it), expected to report `fire`.
+    fn test(&mut self, fire: Option<(ReportKind, Option<u64>, Option<(u64, u64)>)>) {
+        if self.hand {
+            self.fb.guard_last(SrcLoc::default());
+        }
+        if let Some((kind, low_bits, adstack)) = fire {
+            self.expect.push(Expect {
+                inst: self.n - 1,
+                kind,
+                low_bits,
+                adstack,
+            });
+        }
+    }
+}
+
+/// The module of an input, the reports it must produce and its output.
+pub struct GuardsCase {
+    pub module: Module,
+    expect: Vec<Expect>,
+    pub output: Vec<String>,
+}
+
+/// Builds the module of `input` (instrumented if the input says so).
+pub fn build(input: &GuardsInput) -> GuardsCase {
+    let layout = layout_of(input.layout);
+    let off = layout.dict_slot_offset();
+    let nattrs = 1 + (input.nattrs % 6) as u32;
+    let elem = [AdElem::F32, AdElem::F64, AdElem::I64][(input.elem % 3) as usize];
+    let et = Type::of_elem(elem);
+    let cap = 1 + (input.cap % 6) as u32;
+    let words = &input.words[..input.words.len().min(MAX_WORDS)];
+    let ops = &input.ops[..input.ops.len().min(MAX_OPS)];
+
+    let mut mb = ModuleBuilder::new(layout);
+    let obj_new = mb.declare_extern("obj_new", &[Type::I64], Some(Type::Ptr));
+    let print_i64 = mb.declare_extern("print_i64", &[Type::I64], None);
+    let main = mb.declare_function("main", &[], None);
+    let mut fb = mb.function(main);
+    let entry = fb.create_block("entry");
+    fb.switch_to_block(entry);
+    let mut b = B {
+        fb,
+        n: 0,
+        hand: !input.instrument,
+        print_i64,
+        expect: Vec::new(),
+        output: Vec::new(),
+    };
+
+    // ---- managed-dict words ----
+    let mut objs = Vec::new();
+    for _ in 0..2 {
+        let n = b.c(Type::I64, nattrs as i64);
+        b.n += 1;
+        objs.push(b.fb.call(obj_new, &[n]).expect("obj_new returns"));
+    }
+    let cans = canary_offsets(layout);
+    for (k, &o) in objs.iter().enumerate() {
+        for &w in &cans {
+            let c = b.c(Type::I64, canary(k, w as i64));
+            b.n += 1;
+            b.fb.store(c, o, w);
+        }
+        for i in 0..nattrs {
+            let c = b.c(Type::I64, canary(k, 0x100 + i as i64));
+            b.n += 1;
+            b.fb.store_attr(o, i, c);
+        }
+    }
+    let o = objs[0];
+    b.n += 1;
+    let orig = b.fb.dict_slot_load(o);
+    for (ci, wc) in words.iter().enumerate() {
+        let (wv, low) = match *wc {
+            WordCase::Raw(x) => (b.c(Type::I64, x as i64), x & 7),
+            WordCase::Zero => (b.c(Type::I64, 0), 0),
+            WordCase::Tagged(t) => {
+                let m = b.c(Type::I64, !7);
+                let hi = b.bin(BinOp::Band, orig, m);
+                let t = (t & 7) as i64;
+                let tv = b.c(Type::I64, t);
+                (b.bin(BinOp::Bor, hi, tv), t as u64)
+            }
+        };
+        let bad = !tag_ok(low);
+        let dict_fire = bad.then_some((ReportKind::DictSlotTag, Some(low), None));
+        // dict_slot.store: written iff the tag is valid.
+        b.n += 1;
+        b.fb.dict_slot_store(o, wv);
+        b.test(dict_fire);
+        b.n += 1;
+        let now = b.fb.dict_slot_load(o);
+        b.print_eq(now, if bad { orig } else { wv });
+        b.n += 1;
+        b.fb.dict_slot_store(o, orig);
+        // The word written raw (no check), then read through guarded ops.
+        b.n += 1;
+        b.fb.store(wv, o, off);
+        b.n += 1;
+        let seen = b.fb.dict_slot_load(o);
+        b.test(dict_fire);
+        b.print_eq(seen, wv);
+        if low != 0b111 {
+            // Not the fast path: the guard fires, or the host's slow path
+            // answers (0 for an empty slot or a word that is not the object's).
+            let i = ci as u32 % nattrs;
+            b.n += 1;
+            let a = b.fb.load_attr(o, i);
+            b.test(dict_fire);
+            let z = b.c(Type::I64, 0);
+            b.print_eq(a, z);
+            let x = b.c(Type::I64, 0x7777);
+            b.n += 1;
+            b.fb.store_attr(o, i, x);
+            b.test(dict_fire);
+        }
+        b.n += 1;
+        b.fb.store(orig, o, off);
+    }
+
+    // ---- adstacks ----
+    let canary_elem = |s: usize, k: u32, adj: bool| -> u64 {
+        let x = (s as u64) * 10 + k as u64 + if adj { 100 } else { 1 };
+        match elem {
+            AdElem::F32 => (x as f32).to_bits() as u64,
+            AdElem::F64 => (x as f64).to_bits(),
+            AdElem::I64 => x,
+        }
+    };
+    let konst = |b: &mut B, bits: u64| -> Value {
+        match elem {
+            AdElem::F32 => b.f(Type::F32, f32::from_bits(bits as u32) as f64),
+            AdElem::F64 => b.f(Type::F64, f64::from_bits(bits)),
+            AdElem::I64 => b.c(Type::I64, bits as i64),
+        }
+    };
+    // Prints an element's bits (canonical NaN) as an i64.
+    let print_elem = |b: &mut B, v: Value, bits: u64| {
+        let p = match elem {
+            AdElem::I64 => v,
+            AdElem::F32 | AdElem::F64 => {
+                b.n += 1;
+                let c = b.fb.fcmp(FloatCC::Ne, v, v);
+                let nan = b.f(et, f64::NAN);
+                b.n += 1;
+                let v = b.fb.select(c, nan, v);
+                if elem == AdElem::F32 {
+                    let i = b.conv(ConvOp::Bitcast, Type::I32, v);
+                    b.conv(ConvOp::Sext, Type::I64, i)
+                } else {
+                    b.conv(ConvOp::Bitcast, Type::I64, v)
+                }
+            }
+        };
+        b.print(p, elem_print(elem, bits));
+    };
+    let mut handles = Vec::new();
+    for (s, c) in [CANARY_STACK_CAP, cap, CANARY_STACK_CAP]
+        .into_iter()
+        .enumerate()
+    {
+        b.n += 1;
+        let h = b.fb.adstack_alloc(elem, c);
+        handles.push(h);
+        if s != 1 {
+            for k in 0..c {
+                let v = konst(&mut b, canary_elem(s, k, false));
+                b.n += 1;
+                b.fb.adstack_push(h, v);
+                let d = konst(&mut b, canary_elem(s, k, true));
+                b.n += 1;
+                b.fb.adstack_acc_adj(h, d);
+            }
+        }
+    }
+    let a = handles[1];
+    let mut model: Vec<(u64, u64)> = Vec::new();
+    let ad = |kind: ReportKind, len: usize| Some((kind, None, Some((cap as u64, len as u64))));
+    for op in ops {
+        let len = model.len();
+        match *op {
+            AdOp::Push(x) => {
+                let bits = elem_bits(elem, x);
+                let v = konst(&mut b, bits);
+                b.n += 1;
+                b.fb.adstack_push(a, v);
+                if len as u32 >= cap {
+                    b.test(ad(ReportKind::AdstackOverflow, len));
+                } else {
+                    b.test(None);
+                    model.push((bits, 0));
+                }
+            }
+            AdOp::Pop => {
+                b.n += 1;
+                b.fb.adstack_pop(a);
+                if len == 0 {
+                    b.test(ad(ReportKind::AdstackUnderflow, 0));
+                } else {
+                    b.test(None);
+                    model.pop();
+                }
+            }
+            AdOp::Top | AdOp::TopAdj => {
+                b.n += 1;
+                let r = if matches!(op, AdOp::Top) {
+                    b.fb.adstack_top(a)
+                } else {
+                    b.fb.adstack_top_adj(a)
+                };
+                let bits = match model.last() {
+                    None => {
+                        b.test(ad(ReportKind::AdstackUnderflow, 0));
+                        0
+                    }
+                    Some(&(p, d)) => {
+                        b.test(None);
+                        if matches!(op, AdOp::Top) {
+                            p
+                        } else {
+                            d
+                        }
+                    }
+                };
+                print_elem(&mut b, r, bits);
+            }
+            AdOp::AccAdj(x) => {
+                let bits = elem_bits(elem, x);
+                let d = konst(&mut b, bits);
+                b.n += 1;
+                b.fb.adstack_acc_adj(a, d);
+                match model.last_mut() {
+                    None => b.test(ad(ReportKind::AdstackUnderflow, 0)),
+                    Some(top) => {
+                        b.test(None);
+                        top.1 = elem_add(elem, top.1, bits);
+                    }
+                }
+            }
+            AdOp::Len => {
+                b.n += 1;
+                let r = b.fb.adstack_len(a);
+                b.print(r, len.to_string());
+            }
+        }
+    }
+    b.n += 1;
+    let r = b.fb.adstack_len(a);
+    b.print(r, model.len().to_string());
+
+    // ---- every canary, read back ----
+    for (k, &o) in objs.iter().enumerate() {
+        for &w in &cans {
+            b.n += 1;
+            let r = b.fb.load(Type::I64, o, w);
+            let c = b.c(Type::I64, canary(k, w as i64));
+            b.print_eq(r, c);
+        }
+        for i in 0..nattrs {
+            b.n += 1;
+            let r = b.fb.load_attr(o, i);
+            let c = b.c(Type::I64, canary(k, 0x100 + i as i64));
+            b.print_eq(r, c);
+        }
+    }
+    for s in [0usize, 2] {
+        let h = handles[s];
+        b.n += 1;
+        let r = b.fb.adstack_len(h);
+        b.print(r, CANARY_STACK_CAP.to_string());
+        for k in (0..CANARY_STACK_CAP).rev() {
+            b.n += 1;
+            let t = b.fb.adstack_top(h);
+            print_elem(&mut b, t, canary_elem(s, k, false));
+            b.n += 1;
+            let d = b.fb.adstack_top_adj(h);
+            print_elem(&mut b, d, canary_elem(s, k, true));
+            b.n += 1;
+            b.fb.adstack_pop(h);
+        }
+    }
+    b.n += 1;
+    b.fb.ret(None);
+    let B {
+        n, expect, output, ..
+    } = b;
+    let text = print_module(mb.module());
+    let mut module = mb
+        .build()
+        .unwrap_or_else(|e| panic!("guards: the module does not verify: {e}\n{text}"));
+    assert_eq!(
+        module.functions[0].blocks[0].insts.len(),
+        n,
+        "guards: instruction count is off\n{text}"
+    );
+    renumber(&mut module);
+    if input.instrument {
+        module = instrument(
+            &module,
+            CheckSet {
+                dict: true,
+                adstack: true,
+                clobber: false,
+            },
+        );
+    }
+    GuardsCase {
+        module,
+        expect,
+        output,
+    }
+}
+
+/// Runs a case on `engine` in recover mode and checks it against the model.
+pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
+    let r = run_raw(&case.module, "main", &[], engine, Mode::Recover);
+    let ctx = || format!("engine {engine:?}\n{}", print_module(&case.module));
+    match &r.result {
+        Ok(None) => {}
+        other => return Err(format!("run failed: {other:?}\n{}", ctx())),
+    }
+    let output: Vec<&str> = r.output.lines().collect();
+    if output != case.output {
+        let first = output
+            .iter()
+            .zip(&case.output)
+            .position(|(a, b)| a != b)
+            .unwrap_or(output.len().min(case.output.len()));
+        return Err(format!(
+            "output differs from the model at line {first}: got {:?}, expected {:?} ({} vs {} lines; a canary or read-back value changed)\n{}",
+            output.get(first),
+            case.output.get(first),
+            output.len(),
+            case.output.len(),
+            ctx()
+        ));
+    }
+    // The instruction each expectation names, as a source line.
+    let insts = &case.module.functions[0].blocks[0].insts;
+    let line_of = |k: usize| -> u32 {
+        // The pass never inserts instructions here (no clobber check), so
+        // indices are the builder's.
+        insts[k].loc.line
+    };
+    let mut want: BTreeMap<(u32, &'static str), &Expect> = BTreeMap::new();
+    for e in &case.expect {
+        want.insert((line_of(e.inst), e.kind.name()), e);
+    }
+    let mut got: BTreeMap<(u32, &'static str), _> = BTreeMap::new();
+    for rep in &r.reports {
+        got.insert((rep.info.line, rep.kind.name()), rep);
+    }
+    for (k, e) in &want {
+        let Some(rep) = got.get(k) else {
+            return Err(format!(
+                "guard did not fire: line {} {} (expected {e:?})\n{}",
+                k.0,
+                k.1,
+                ctx()
+            ));
+        };
+        let ok = rep.count == 1
+            && match rep.observed {
+                Observed::Dict { value, .. } => e.low_bits == Some(value & 7),
+                Observed::Adstack { capacity, len } => e.adstack == Some((capacity, len)),
+                Observed::Clobber { .. } => false,
+            };
+        if !ok {
+            return Err(format!(
+                "wrong report at line {}: {rep:?}, expected {e:?}\n{}",
+                k.0,
+                ctx()
+            ));
+        }
+    }
+    for (k, rep) in &got {
+        if !want.contains_key(k) {
+            return Err(format!(
+                "guard fired on an intact invariant: line {}: {rep:?}\n{}",
+                k.0,
+                ctx()
+            ));
+        }
+    }
+    Ok(())
+}
