@@ -139,6 +139,7 @@ impl Jit {
                 }
                 jm.clear_context(&mut ctx);
             }
+            lw.define_stubs(&mut jm, &mut fctx)?;
             jm.finalize_definitions()
                 .map_err(|e| JitError::Codegen(format!("finalizing: {e}")))?;
             let infos: Vec<FuncInfo> = module

@@ -239,6 +239,90 @@ impl Entry {
     }
 }
 
+/// A module-local function that generated code calls instead of a runtime
+/// function, so that the call site needs neither the runtime pointer nor
+/// (for reports) any register: the hot code around a guard or an attribute
+/// access keeps its registers, and no long-lived runtime-pointer value is
+/// hoisted into loops for the sake of cold blocks.
+#[derive(Copy, Clone, Debug)]
+pub enum Stub {
+    /// A report entry point, called from a guard's cold block. Cranelift's
+    /// `preserve_all` convention: the call clobbers no register (SysV has
+    /// no callee-saved vector registers, so every float live across a guard
+    /// would otherwise be spilled on the hot path); the stub saves what the
+    /// entry point may clobber. No result: the verdict is not needed (abort
+    /// mode does not return when the process is to end; otherwise the
+    /// recover path runs).
+    Report(Entry),
+    /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
+    /// platform convention and the built-in's result.
+    Slow(&'static Builtin),
+    /// Trap mode's hand-off (`preserve_all`, no result): `(token, v0, v1,
+    /// v2)` into the runtime's trap scratch area — owner token, fence,
+    /// values, then `ready = token` (sequentially consistent). The guard's
+    /// cold block calls it and then executes its own trap instruction.
+    TrapScratch,
+}
+
+impl PartialEq for Stub {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Stub::Report(a), Stub::Report(b)) => a == b,
+            (Stub::Slow(a), Stub::Slow(b)) => a.symbol == b.symbol,
+            (Stub::TrapScratch, Stub::TrapScratch) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Stub {
+    /// The runtime function's parameters without the runtime pointer.
+    pub fn signature(self, cc: CallConv) -> Signature {
+        let mut s = match self {
+            Stub::Report(e) => {
+                let mut s = e.signature(CallConv::PreserveAll);
+                s.returns.clear();
+                s
+            }
+            Stub::Slow(b) => builtin_signature(cc, b),
+            Stub::TrapScratch => {
+                let mut s = Signature::new(CallConv::PreserveAll);
+                // (runtime, token, v0, v1, v2)
+                let n = 2 + guardlift_runtime::trap::TRAP_VALUE_COUNT;
+                s.params
+                    .extend(std::iter::repeat_n(AbiParam::new(types::I64), n));
+                s
+            }
+        };
+        s.params.remove(0);
+        s
+    }
+}
+
+/// The body of [`Stub::TrapScratch`]: tag the runtime's trap scratch area
+/// with `token` (owner), fence, store `vals`, publish `ready = token`.
+fn store_trap_scratch(
+    b: &mut FunctionBuilder,
+    rt: cl::Value,
+    token: cl::Value,
+    vals: &[cl::Value],
+) {
+    use guardlift_runtime::trap::{TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET};
+    use guardlift_runtime::TRAP_SCRATCH_OFFSET;
+    let flags = MemFlagsData::trusted();
+    b.ins()
+        .store(flags, token, rt, TRAP_SCRATCH_OFFSET + TRAP_OWNER_OFFSET);
+    b.ins().fence();
+    for (i, &v) in vals.iter().enumerate() {
+        let off = TRAP_SCRATCH_OFFSET + TRAP_VALUES_OFFSET + 8 * i as i32;
+        b.ins().store(flags, v, rt, off);
+    }
+    let ready = b
+        .ins()
+        .iadd_imm_s(rt, (TRAP_SCRATCH_OFFSET + TRAP_READY_OFFSET) as i64);
+    b.ins().atomic_store(flags, token, ready);
+}
+
 // ---- extern resolution -------------------------------------------------------
 
 /// What an IR extern is bound to.
@@ -332,6 +416,9 @@ pub struct Lowerer<'m> {
     /// May calls between IR functions use near (limited-range) relocations?
     pub colocated_calls: bool,
     imports: HashMap<String, ClFuncId>,
+    /// Stubs declared so far (see [`Lowerer::define_stubs`]).
+    stubs: Vec<(Stub, ClFuncId)>,
+    stub_names: HashMap<ClFuncId, String>,
     rt_data: Option<DataId>,
     /// (runtime-global site, kind) of each trap of the last lowered
     /// function, indexed by [`trap_index`] of the trap's source location.
@@ -360,6 +447,8 @@ impl<'m> Lowerer<'m> {
             externs,
             colocated_calls,
             imports: HashMap::new(),
+            stubs: Vec::new(),
+            stub_names: HashMap::new(),
             rt_data: None,
             traps: Vec::new(),
         }
@@ -397,6 +486,97 @@ impl<'m> Lowerer<'m> {
             })?;
         self.imports.insert(symbol.to_string(), id);
         Ok(id)
+    }
+
+    /// The stub for `st`, declared on first use (defined by
+    /// [`Lowerer::define_stubs`]).
+    fn stub<M: ClModule + ?Sized>(&mut self, m: &mut M, st: Stub) -> Result<ClFuncId, JitError> {
+        if let Some(&(_, id)) = self.stubs.iter().find(|(x, _)| *x == st) {
+            return Ok(id);
+        }
+        let id = m
+            .declare_anonymous_function(&st.signature(self.call_conv))
+            .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
+        self.stubs.push((st, id));
+        let what = match st {
+            Stub::Report(e) => format!("stub(preserve_all) -> {}", e.symbol()),
+            Stub::Slow(b) => format!("stub -> {}", b.symbol),
+            Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
+        };
+        self.stub_names.insert(id, what);
+        Ok(id)
+    }
+
+    /// What stub `id` is, for listings (`stub(preserve_all) -> gl_report_dict`).
+    pub fn stub_name(&self, id: ClFuncId) -> Option<String> {
+        self.stub_names.get(&id).cloned()
+    }
+
+    /// Defines the bodies of the stubs the lowered functions use: each
+    /// materializes the runtime pointer, calls the runtime function with
+    /// the platform's convention and returns its result (if the stub has
+    /// one). Call once, after the last [`Lowerer::lower_function`].
+    pub fn define_stubs<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Result<(), JitError> {
+        let mut ctx = m.make_context();
+        for (st, id) in std::mem::take(&mut self.stubs) {
+            let sig = st.signature(self.call_conv);
+            let target = match st {
+                Stub::Report(e) => {
+                    Some(self.import(m, e.symbol(), &e.signature(self.call_conv))?)
+                }
+                Stub::Slow(bi) => {
+                    Some(self.import(m, bi.symbol, &builtin_signature(self.call_conv, bi))?)
+                }
+                Stub::TrapScratch => None,
+            };
+            let rt_data = match self.rt {
+                RtRef::Symbol => Some(self.runtime_data(m)?),
+                RtRef::Const(_) => None,
+            };
+            ctx.func.signature = sig;
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            b.seal_block(entry);
+            let rt = match (self.rt, rt_data) {
+                (RtRef::Const(p), _) => b.ins().iconst(types::I64, p as i64),
+                (RtRef::Symbol, Some(d)) => {
+                    let gv = m.declare_data_in_func(d, b.func);
+                    b.ins().symbol_value(types::I64, gv)
+                }
+                (RtRef::Symbol, None) => unreachable!("declared above"),
+            };
+            let params = b.block_params(entry).to_vec();
+            let rets: Vec<cl::Value> = match (st, target) {
+                (Stub::TrapScratch, _) => {
+                    store_trap_scratch(&mut b, rt, params[0], &params[1..]);
+                    vec![]
+                }
+                (_, Some(target)) => {
+                    let mut args = vec![rt];
+                    args.extend_from_slice(&params);
+                    let callee = m.declare_func_in_func(target, b.func);
+                    let call = b.ins().call(callee, &args);
+                    match st {
+                        Stub::Slow(_) => b.inst_results(call).to_vec(),
+                        _ => vec![],
+                    }
+                }
+                (_, None) => unreachable!("only the trap stub has no target"),
+            };
+            b.ins().return_(&rets);
+            b.finalize(m.isa().frontend_config());
+            m.define_function(id, &mut ctx)
+                .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+            m.clear_context(&mut ctx);
+        }
+        Ok(())
     }
 
     fn runtime_data<M: ClModule + ?Sized>(&mut self, m: &mut M) -> Result<DataId, JitError> {
@@ -442,6 +622,8 @@ impl<'m> Lowerer<'m> {
             caps,
             frefs: HashMap::new(),
             rt_gv: None,
+            elided: Default::default(),
+            elide_check: false,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -484,6 +666,10 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     caps: HashMap<Value, u32>,
     frefs: HashMap<ClFuncId, cl::FuncRef>,
     rt_gv: Option<cl::GlobalValue>,
+    /// Guarded underflow checks that cannot fail ([`crate::elide`]).
+    elided: std::collections::HashSet<(u32, u32)>,
+    /// Is the instruction being lowered one of `elided`?
+    elide_check: bool,
 }
 
 /// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
@@ -580,6 +766,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             return Err(internal(self.fname, "function has no blocks"));
         }
         let rpo = reverse_postorder(f);
+        self.elided = crate::elide::redundant_underflow_checks(f, &rpo, &self.caps);
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.
         let entry_targeted = rpo.iter().any(|&bi| {
@@ -616,8 +803,9 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             let blk = self.blocks[bi as usize].expect("reachable block");
             self.b.switch_to_block(blk);
             let bd = &f.blocks[bi as usize];
-            for inst in &bd.insts {
+            for (ii, inst) in bd.insts.iter().enumerate() {
                 self.b.set_srcloc(SourceLoc::new(inst.loc.line));
+                self.elide_check = self.elided.contains(&(bi, ii as u32));
                 self.inst(inst)?;
             }
             if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
@@ -740,6 +928,14 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         }
     }
 
+    /// Calls `st`'s stub with `args` (no runtime pointer); its result, if any.
+    fn call_stub(&mut self, st: Stub, args: &[cl::Value]) -> Result<Option<cl::Value>, JitError> {
+        let id = self.lw.stub(self.m, st)?;
+        let r = self.fref(id);
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
     fn call_entry(&mut self, e: Entry, args: &[cl::Value]) -> Result<Option<cl::Value>, JitError> {
         let sig = e.signature(self.lw.call_conv);
         let r = self.import(e.symbol(), &sig)?;
@@ -763,18 +959,18 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         Ok(self.b.inst_results(call).first().copied())
     }
 
+    /// Calls a built-in slow path through its stub (no runtime pointer here).
     fn slow_path(&mut self, name: &str, args: &[cl::Value]) -> Result<Option<cl::Value>, JitError> {
         let b = abi::builtin(name)
             .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
-        self.call_builtin(b, args)
+        self.call_stub(Stub::Slow(b), args)
     }
 
     fn emit_report(&mut self, r: Report) -> Result<(), JitError> {
-        let rt = self.rt()?;
         match r {
             Report::Dict { site, obj, word } => {
                 let s = self.iconst(types::I32, site as i64);
-                self.call_entry(Entry::ReportDict, &[rt, s, obj, word])?;
+                self.call_stub(Stub::Report(Entry::ReportDict), &[s, obj, word])?;
             }
             Report::Adstack {
                 site,
@@ -785,7 +981,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let s = self.iconst(types::I32, site as i64);
                 let k = self.iconst(types::I32, kind.code() as i64);
                 let c = self.iconst(types::I64, capacity as i64);
-                self.call_entry(Entry::ReportAdstack, &[rt, s, k, c, len])?;
+                self.call_stub(Stub::Report(Entry::ReportAdstack), &[s, k, c, len])?;
             }
         }
         Ok(())
@@ -858,10 +1054,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         kind: ReportKind,
         vals: &[cl::Value],
     ) -> Result<(), JitError> {
-        use guardlift_runtime::trap::{
-            TrapScratch, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET,
-        };
-        use guardlift_runtime::TRAP_SCRATCH_OFFSET;
+        use guardlift_runtime::trap::TrapScratch;
         let code = cl::TrapCode::user(kind.trap_code())
             .ok_or_else(|| internal(self.fname, "trap code out of Cranelift's user range"))?;
         let idx = u32::try_from(self.lw.traps.len())
@@ -871,22 +1064,13 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         self.lw.traps.push((site, kind));
         let saved = self.b.srcloc();
         self.b.set_srcloc(SourceLoc::new(TRAP_SRCLOC_BIT | idx));
-        let base = self.rt()?;
-        let flags = MemFlagsData::trusted();
         let token = self.iconst(types::I64, TrapScratch::token(site) as i64);
-        self.b
-            .ins()
-            .store(flags, token, base, TRAP_SCRATCH_OFFSET + TRAP_OWNER_OFFSET);
-        self.b.ins().fence();
-        for (i, &v) in vals.iter().enumerate() {
-            let off = TRAP_SCRATCH_OFFSET + TRAP_VALUES_OFFSET + 8 * i as i32;
-            self.b.ins().store(flags, v, base, off);
+        let mut args = vec![token];
+        args.extend_from_slice(vals);
+        while args.len() < 1 + guardlift_runtime::trap::TRAP_VALUE_COUNT {
+            args.push(self.iconst(types::I64, 0));
         }
-        let ready = self
-            .b
-            .ins()
-            .iadd_imm_s(base, (TRAP_SCRATCH_OFFSET + TRAP_READY_OFFSET) as i64);
-        self.b.ins().atomic_store(flags, token, ready);
+        self.call_stub(Stub::TrapScratch, &args)?;
         self.b.ins().trap(code);
         self.b.set_srcloc(saved);
         Ok(())
@@ -908,10 +1092,69 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         self.b.ins().load(types::I64, mem(), obj, off)
     }
 
-    /// `word + 1 + 8*index` split as (base, constant offset) for a values-array access.
-    fn attr_offset(&self, index: u32) -> Result<i32, JitError> {
-        let off = layout::values_ptr(0) as i64 + layout::attr_offset(index) as i64;
+    /// The constant offset of attribute `index` from the base that
+    /// [`Self::attr_fast_path`] returns: `word + 1 + 8*index` from the word
+    /// (uninstrumented), or `8*index` from `word + DICT_CHECK_ADD` (the
+    /// checked path, whose tag test already computed that sum).
+    fn attr_offset(&self, index: u32, checked: bool) -> Result<i32, JitError> {
+        let from_word = layout::values_ptr(0) as i64 + layout::attr_offset(index) as i64;
+        let off = if checked {
+            from_word - DICT_CHECK_ADD as i64
+        } else {
+            from_word
+        };
         i32::try_from(off).map_err(|_| internal(self.fname, "attribute offset overflows i32"))
+    }
+
+    /// The dispatch of `load_attr`/`store_attr` on the managed-dict word.
+    /// Leaves the builder in the fast-path block (falls through from the
+    /// test) and returns the base of the values access and the cold
+    /// slow-path block, which the caller fills in.
+    ///
+    /// Uninstrumented: `test word, 1; jz slow` — values-tagged words take
+    /// the fast path. Guarded: one test serves the fast path and the check,
+    /// `t = word + 1; test t, 7; jnz other` (a valid values tag `0b111`
+    /// wraps to `0b000`, so `t` is the values pointer), and only the cold
+    /// `other` block tells a dict pointer (slow path) from a bad tag
+    /// (report; recover: rejoin `join` with `recover`'s value).
+    fn attr_fast_path(
+        &mut self,
+        site: Option<SiteId>,
+        word: cl::Value,
+        join: cl::Block,
+        recover: Recover,
+        report: impl FnOnce(u32) -> Report,
+    ) -> Result<(cl::Value, cl::Block), JitError> {
+        let fast = self.b.create_block();
+        match site {
+            None => {
+                let slow = self.b.create_block();
+                self.b.set_cold_block(slow);
+                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
+                self.b.ins().brif(is_values, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                Ok((word, slow))
+            }
+            Some(id) => {
+                let site = self.site(id)?;
+                let other = self.b.create_block();
+                self.b.set_cold_block(other);
+                let t = self.b.ins().iadd_imm_u(word, DICT_CHECK_ADD as i64);
+                let not_values = self.b.ins().band_imm_u(t, layout::TAG_MASK as i64);
+                self.b.ins().brif(not_values, other, &[], fast, &[]);
+                self.b.switch_to_block(other);
+                let bad = self.b.ins().band_imm_u(t, DICT_CHECK_MASK as i64);
+                self.check(bad, report(site), join, recover)?;
+                // A valid tag that is not the values tag: a dict (or none yet).
+                let slow = self
+                    .b
+                    .current_block()
+                    .ok_or_else(|| internal(self.fname, "no block after a check"))?;
+                self.b.set_cold_block(slow);
+                self.b.switch_to_block(fast);
+                Ok((t, slow))
+            }
+        }
     }
 
     /// Zero-extended raw bits of `v` (of IR type `t`) as an i64.
@@ -1032,8 +1275,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     fn inst(&mut self, inst: &guardlift_ir::Inst) -> Result<(), JitError> {
         use InstKind::*;
         let r = inst.result;
-        // A site only means something on an op that has a check.
-        let site = inst.site.filter(|_| inst.kind.check_kind().is_some());
+        // A site only means something on an op that has a check (and that
+        // check can fail).
+        let site = inst
+            .site
+            .filter(|_| inst.kind.check_kind().is_some() && !self.elide_check);
         match &inst.kind {
             Iconst { ty, imm } => {
                 let v = self.iconst(cl_type(*ty), *imm);
@@ -1282,30 +1528,17 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             LoadAttr { obj, index } => {
                 let o = self.val(*obj)?;
-                let off = self.attr_offset(*index)?;
                 let word = self.load_word(o);
                 let join = self.b.create_block();
                 let res = self.b.append_block_param(join, types::I64);
-                if let Some(id) = site {
-                    // Recover: the result is 0 and the slow path is not called.
-                    let site = self.site(id)?;
-                    let bad = self.dict_bad(word);
-                    self.check(
-                        bad,
-                        Report::Dict { site, obj: o, word },
-                        join,
-                        Recover::Zero(types::I64),
-                    )?;
-                }
-                let fast = self.b.create_block();
-                let slow = self.b.create_block();
-                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
-                self.b.ins().brif(is_values, fast, &[], slow, &[]);
-                // Fast path: the values array is at word + 1.
-                self.b.switch_to_block(fast);
-                let v = self.b.ins().load(types::I64, mem(), word, off);
+                // Recover: the result is 0 and the slow path is not called.
+                let report = |site| Report::Dict { site, obj: o, word };
+                let (base, slow) =
+                    self.attr_fast_path(site, word, join, Recover::Zero(types::I64), report)?;
+                let off = self.attr_offset(*index, site.is_some())?;
+                let v = self.b.ins().load(types::I64, mem(), base, off);
                 self.b.ins().jump(join, &[BlockArg::Value(v)]);
-                // Slow path: the host's LoadAttr.
+                // Slow path (cold): the host's LoadAttr.
                 self.b.switch_to_block(slow);
                 let i = self.iconst(types::I64, *index as i64);
                 let v = self
@@ -1317,27 +1550,16 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             StoreAttr { obj, index, value } => {
                 let (o, x) = (self.val(*obj)?, self.val(*value)?);
-                let off = self.attr_offset(*index)?;
                 let word = self.load_word(o);
                 let join = self.b.create_block();
-                if let Some(id) = site {
-                    // Recover: the store is skipped.
-                    let site = self.site(id)?;
-                    let bad = self.dict_bad(word);
-                    self.check(
-                        bad,
-                        Report::Dict { site, obj: o, word },
-                        join,
-                        Recover::Nothing,
-                    )?;
-                }
-                let fast = self.b.create_block();
-                let slow = self.b.create_block();
-                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
-                self.b.ins().brif(is_values, fast, &[], slow, &[]);
-                self.b.switch_to_block(fast);
-                self.b.ins().store(mem(), x, word, off);
+                // Recover: the store is skipped.
+                let report = |site| Report::Dict { site, obj: o, word };
+                let (base, slow) =
+                    self.attr_fast_path(site, word, join, Recover::Nothing, report)?;
+                let off = self.attr_offset(*index, site.is_some())?;
+                self.b.ins().store(mem(), x, base, off);
                 self.b.ins().jump(join, &[]);
+                // Slow path (cold): the host's StoreAttr.
                 self.b.switch_to_block(slow);
                 let i = self.iconst(types::I64, *index as i64);
                 self.slow_path("store_attr_slow", &[o, i, x])?;

@@ -142,6 +142,7 @@ pub fn emit_object_with_traps(
         }
         om.clear_context(&mut ctx);
     }
+    lw.define_stubs(&mut om, &mut fctx)?;
     drop(lw);
     let bytes = om
         .finish()
@@ -152,7 +153,11 @@ pub fn emit_object_with_traps(
 
 /// What the external names of a lowered function stand for, as CLIF
 /// comments (`; userextname0 = u0:3 = gl_report_dict`).
-fn name_comments(om: &ObjectModule, func: &cranelift_codegen::ir::Function) -> String {
+fn name_comments(
+    om: &ObjectModule,
+    lw: &Lowerer,
+    func: &cranelift_codegen::ir::Function,
+) -> String {
     let mut s = String::new();
     for (r, n) in func.params.user_named_funcs().iter() {
         let name = match n.namespace {
@@ -175,7 +180,10 @@ fn name_comments(om: &ObjectModule, func: &cranelift_codegen::ir::Function) -> S
             "; {r} = u{}:{} = {}",
             n.namespace,
             n.index,
-            decl.name.as_deref().unwrap_or("?")
+            decl.name
+                .clone()
+                .or_else(|| lw.stub_name(name))
+                .unwrap_or_else(|| "?".into())
         );
     }
     s
@@ -201,7 +209,7 @@ pub fn emit_clif(
             &mut fctx,
         )?;
         let _ = writeln!(bodies, "; @{}", f.name);
-        bodies.push_str(&name_comments(&om, &func));
+        bodies.push_str(&name_comments(&om, &lw, &func));
         let _ = writeln!(bodies, "{}", func.display());
     }
     drop(lw);
@@ -237,7 +245,7 @@ pub fn emit_asm(
         let text = code.vcode.clone().unwrap_or_default();
         let size = code.code_info().total_size;
         let _ = writeln!(bodies, "@{}:  ; {size} bytes", f.name);
-        bodies.push_str(&name_comments(&om, &ctx.func));
+        bodies.push_str(&name_comments(&om, &lw, &ctx.func));
         bodies.push_str(&text);
         bodies.push('\n');
     }

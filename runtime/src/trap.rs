@@ -80,6 +80,9 @@ use crate::runtime::Runtime;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
+/// How many observed values a trap leaves in [`TrapScratch::values`].
+pub const TRAP_VALUE_COUNT: usize = 3;
+
 /// The per-runtime area where a trapping guard leaves what it observed.
 /// Generated code writes it at fixed offsets ([`TRAP_OWNER_OFFSET`],
 /// [`TRAP_VALUES_OFFSET`], [`TRAP_READY_OFFSET`]) from the runtime pointer.
@@ -89,7 +92,7 @@ pub struct TrapScratch {
     /// The token of the site whose trap is writing (0: never used).
     pub owner: AtomicU64,
     /// The observed values (see the module docs for each kind).
-    pub values: [AtomicU64; 3],
+    pub values: [AtomicU64; TRAP_VALUE_COUNT],
     /// The same token, stored once `values` are written.
     pub ready: AtomicU64,
     /// Where the handler writes reports: an fd, or -1 for stderr.
