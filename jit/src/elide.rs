@@ -57,10 +57,10 @@ pub fn redundant_underflow_checks(
         for (ii, inst) in f.blocks[bi as usize].insts.iter().enumerate() {
             use InstKind::*;
             match &inst.kind {
-                AdTop { stack } | AdTopAdj { stack } | AdAccAdj { stack, .. } => {
-                    if inst.site.is_some() && lb.get(stack).is_some_and(|&n| n >= 1) {
-                        out.insert((bi, ii as u32));
-                    }
+                AdTop { stack } | AdTopAdj { stack } | AdAccAdj { stack, .. }
+                    if inst.site.is_some() && lb.get(stack).is_some_and(|&n| n >= 1) =>
+                {
+                    out.insert((bi, ii as u32));
                 }
                 AdPop { stack } => {
                     if inst.site.is_some() && lb.get(stack).is_some_and(|&n| n >= 1) {
@@ -89,16 +89,12 @@ pub fn redundant_underflow_checks(
                         }
                     }
                 }
-                Call { args, .. } => {
-                    if args.iter().any(|&a| f.ty(a).is_adstack()) {
-                        lb.clear();
-                        lens.clear();
-                    }
+                Call { args, .. } if args.iter().any(|&a| f.ty(a).is_adstack()) => {
+                    lb.clear();
+                    lens.clear();
                 }
-                Jump { dest } => {
-                    if single_pred(dest.block) {
-                        incoming.insert(dest.block.0, along(f, &lb, None, &dest.args, dest.block));
-                    }
+                Jump { dest } if single_pred(dest.block) => {
+                    incoming.insert(dest.block.0, along(f, &lb, None, &dest.args, dest.block));
                 }
                 Brif {
                     cond,
