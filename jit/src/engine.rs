@@ -19,6 +19,7 @@ use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, T
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Options of [`Jit::compile`].
 #[derive(Clone, Debug, Default)]
@@ -88,6 +89,7 @@ impl Jit {
         let mut jm = JITModule::new(jb);
 
         // From here on, any early return must free the module's memory.
+        let mut times = CompileTimes::default();
         let result = (|| {
             let mut funcs = Vec::with_capacity(module.functions.len());
             for (i, f) in module.functions.iter().enumerate() {
@@ -116,6 +118,7 @@ impl Jit {
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
             for (i, f) in module.functions.iter().enumerate() {
                 let id = funcs[i];
+                let t = Instant::now();
                 lw.lower_function(
                     &mut jm,
                     FuncId(i as u32),
@@ -123,8 +126,11 @@ impl Jit {
                     &mut ctx.func,
                     &mut fctx,
                 )?;
+                let t2 = Instant::now();
+                times.lower += t2 - t;
                 jm.define_function(id, &mut ctx)
                     .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+                times.codegen += t2.elapsed();
                 if !lw.trap_sites().is_empty() {
                     // cranelift-jit drops trap metadata: read it before the
                     // context is cleared.
@@ -139,9 +145,11 @@ impl Jit {
                 }
                 jm.clear_context(&mut ctx);
             }
+            let t = Instant::now();
             lw.define_stubs(&mut jm, &mut fctx)?;
             jm.finalize_definitions()
                 .map_err(|e| JitError::Codegen(format!("finalizing: {e}")))?;
+            times.codegen += t.elapsed();
             let infos: Vec<FuncInfo> = module
                 .functions
                 .iter()
@@ -198,6 +206,7 @@ impl Jit {
             .collect();
         Ok(CompiledModule {
             inner: Arc::new(Inner {
+                times,
                 traps,
                 rt,
                 funcs,
@@ -276,6 +285,7 @@ struct State {
 }
 
 struct Inner {
+    times: CompileTimes,
     /// Trap-mode sites of this module's code; unregistered before the code is freed.
     traps: Option<TrapRegistration>,
     rt: Arc<Runtime>,
@@ -331,7 +341,22 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where [`Jit::compile`] spent its time.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct CompileTimes {
+    /// guardlift's lowering: IR to Cranelift IR (`lower.rs`).
+    pub lower: Duration,
+    /// Cranelift: optimization, register allocation, emission, and
+    /// cranelift-jit's linking and finalizing (stubs included).
+    pub codegen: Duration,
+}
+
 impl CompiledModule {
+    /// Where compiling this module spent its time.
+    pub fn compile_times(&self) -> CompileTimes {
+        self.inner.times
+    }
+
     /// The runtime the code reports to.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.inner.rt

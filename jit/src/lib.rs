@@ -27,7 +27,7 @@ pub mod object;
 pub mod target;
 pub mod typed;
 
-pub use engine::{CompileOptions, CompiledModule, Jit, TypedFunc};
+pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit, TypedFunc};
 pub use error::JitError;
 pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
 pub use object::{
