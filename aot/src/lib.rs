@@ -1,6 +1,7 @@
 //! guardlift ahead of time: run a module on an explicit architecture
-//! (`--target aarch64` under qemu-user, `--target x86_64` natively) and get
-//! back exactly what the host JIT run would have produced.
+//! (`--target aarch64` / `--target riscv64` under qemu-user, `--target
+//! x86_64` natively) and get back exactly what the host JIT run would have
+//! produced.
 //!
 //! 1. [`wrap::wrap_entry`] renames the IR functions and appends the entry
 //!    wrapper `@__gl_start(%args: ptr, %ret: ptr)`, written in guardlift IR
@@ -29,7 +30,7 @@ pub mod toolchain;
 pub mod wrap;
 
 pub use protocol::{End, Print, TargetRun, Trap, TrapReport};
-pub use toolchain::{Toolchain, INSTALL_HINT};
+pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64};
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};

@@ -10,9 +10,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What the tests and the CLI tell a user who lacks the tools.
+/// What the tests and the CLI tell a user who lacks the aarch64 tools.
 pub const INSTALL_HINT: &str =
     "install qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: run scripts/install-deps";
+
+/// What the tests and the CLI tell a user who lacks the riscv64 tools.
+pub const INSTALL_HINT_RISCV64: &str =
+    "install qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross: run scripts/install-deps";
+
+/// The install hint for a target that `scripts/install-deps` provides the
+/// tools of (aarch64, riscv64), when the host cannot run its code.
+pub fn install_hint(target: Target) -> Option<&'static str> {
+    match target {
+        Target::Aarch64 => Some(INSTALL_HINT),
+        Target::Riscv64 => Some(INSTALL_HINT_RISCV64),
+        _ => None,
+    }
+}
 
 /// Flags the support is compiled with.
 const CFLAGS: &[&str] = &[
@@ -53,11 +67,14 @@ fn env_name(what: &str, target: Target) -> String {
 impl Toolchain {
     /// The tools for `target` (an explicit architecture; `Host` means this
     /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
-    /// (empty: run natively), likewise `..._X86_64`.
+    /// (empty: run natively), likewise `..._X86_64` and `..._RISCV64`.
+    ///
+    /// The link is static, so the emulator needs no sysroot (`-L`).
     pub fn find(target: Target) -> Result<Toolchain, AotError> {
         let target = match target {
-            Target::Host => Target::host_arch()
-                .ok_or_else(|| AotError::Tools("this host is neither x86_64 nor aarch64".into()))?,
+            Target::Host => Target::host_arch().ok_or_else(|| {
+                AotError::Tools("this host is neither x86_64, aarch64 nor riscv64".into())
+            })?,
             t => t,
         };
         let native = target.is_native();
@@ -67,6 +84,11 @@ impl Toolchain {
                 "aarch64-linux-gnu-gcc",
                 Some("qemu-aarch64"),
                 "qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross",
+            ),
+            (Target::Riscv64, false) => (
+                "riscv64-linux-gnu-gcc",
+                Some("qemu-riscv64"),
+                "qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross",
             ),
             (_, false) => (
                 "x86_64-linux-gnu-gcc",
@@ -90,10 +112,9 @@ impl Toolchain {
             missing.push(name.to_string());
         }
         if !missing.is_empty() {
-            let hint = if target == Target::Aarch64 {
-                INSTALL_HINT.to_string()
-            } else {
-                format!("install {packages}")
+            let hint = match install_hint(target) {
+                Some(h) => h.to_string(),
+                None => format!("install {packages}"),
             };
             return Err(AotError::Tools(format!(
                 "--target {} needs {}, not found in PATH: {hint}",
@@ -271,10 +292,9 @@ pub fn link(
         out = attempt(false)?;
     }
     if !out.status.success() {
-        let hint = if tc.target == Target::Aarch64 {
-            format!(" ({INSTALL_HINT})")
-        } else {
-            String::new()
+        let hint = match install_hint(tc.target) {
+            Some(h) if tc.runner.is_some() => format!(" ({h})"),
+            _ => String::new(),
         };
         return Err(AotError::Build(format!(
             "linking for {} with {} failed{hint}: {}",

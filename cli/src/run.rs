@@ -39,6 +39,7 @@ fn target_name(t: Target) -> &'static str {
         Target::Host => std::env::consts::ARCH,
         Target::X86_64 => "x86_64",
         Target::Aarch64 => "aarch64",
+        Target::Riscv64 => "riscv64",
     }
 }
 
@@ -242,7 +243,7 @@ fn finish(
     Ok(code)
 }
 
-/// `run --target x86_64|aarch64`: compile the module ahead of time for the
+/// `run --target x86_64|aarch64|riscv64`: compile the module ahead of time for the
 /// target, link it with the target-side support, run it (under qemu-user
 /// when the host cannot), and print what the host run would have printed
 /// from what the target reported (see the `guardlift-aot` crate).
@@ -450,6 +451,7 @@ fn jit_target(t: Target) -> guardlift_jit::Target {
         Target::Host => guardlift_jit::Target::Host,
         Target::X86_64 => guardlift_jit::Target::X86_64,
         Target::Aarch64 => guardlift_jit::Target::Aarch64,
+        Target::Riscv64 => guardlift_jit::Target::Riscv64,
     }
 }
 

@@ -1,9 +1,9 @@
 //! Parity across architectures: every IR program of the corpus
 //! (`tests/programs/*.glir`), the shared examples and the demo run through
-//! the `guardlift` binary on the host JIT and with `--target aarch64`
-//! (qemu-user) and `--target x86_64` (the object path, natively),
-//! uninstrumented and instrumented (recover mode), and must agree on the
-//! result, the exit status, the `print_*` output, host faults and every
+//! the `guardlift` binary on the host JIT and with `--target aarch64` and
+//! `--target riscv64` (qemu-user) and `--target x86_64` (the object path,
+//! natively), uninstrumented and instrumented (recover mode), and must agree
+//! on the result, the exit status, the `print_*` output, host faults and every
 //! report (kind, site, function, line, column, op, count, value low bits,
 //! last write, capacity and len, width). Programs that violate a check also
 //! run in abort and trap mode on every target: same exit status, same
@@ -26,26 +26,28 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-const TARGETS: [&str; 3] = ["host", "aarch64", "x86_64"];
+/// The host first: every other target is compared with it.
+const TARGETS: [&str; 4] = ["host", "aarch64", "riscv64", "x86_64"];
+const N: usize = TARGETS.len();
 
 /// Fails (never skips) when qemu-user or a cross or native compiler is missing.
 fn require_tools() {
-    for t in [
-        guardlift_jit::Target::Aarch64,
-        guardlift_jit::Target::X86_64,
-    ] {
+    use guardlift_jit::Target;
+    for t in [Target::Aarch64, Target::Riscv64, Target::X86_64] {
         if let Err(e) = guardlift_aot::Toolchain::find(t) {
             panic!("{e}");
         }
     }
-    let libc = Path::new("/usr/aarch64-linux-gnu/lib/libc.a");
-    if guardlift_jit::Target::host_arch() != Some(guardlift_jit::Target::Aarch64) && !libc.exists()
-    {
-        panic!(
-            "{} is missing: {}",
-            libc.display(),
-            guardlift_aot::INSTALL_HINT
-        );
+    for (t, libc) in [
+        (Target::Aarch64, "/usr/aarch64-linux-gnu/lib/libc.a"),
+        (Target::Riscv64, "/usr/riscv64-linux-gnu/lib/libc.a"),
+    ] {
+        if !t.is_native() && !Path::new(libc).exists() {
+            panic!(
+                "{libc} is missing: {}",
+                guardlift_aot::install_hint(t).unwrap_or("install the cross libc")
+            );
+        }
     }
 }
 
@@ -313,7 +315,7 @@ fn every_program_agrees_on_every_target() {
     let outs = run_all(&progs, &jobs);
     let mut failures = Vec::new();
     let mut instrumented_programs = 0;
-    for (k, chunk) in jobs.chunks(3).enumerate() {
+    for (k, chunk) in jobs.chunks(N).enumerate() {
         let p = &progs[chunk[0].prog];
         let what = format!(
             "{} {} {}",
@@ -321,16 +323,16 @@ fn every_program_agrees_on_every_target() {
             p.args.join(" "),
             chunk[0].flags.join(" ")
         );
-        let host = seen(&outs[3 * k], "host", &what);
+        let host = seen(&outs[N * k], "host", &what);
         if host.exit == 1 {
             instrumented_programs += 1;
         }
         assert!(
             matches!(host.exit, 0 | 1 | 134),
             "{what}: host run failed: {}",
-            String::from_utf8_lossy(&outs[3 * k].stderr)
+            String::from_utf8_lossy(&outs[N * k].stderr)
         );
-        for (j, o) in chunk.iter().zip(&outs[3 * k..3 * k + 3]).skip(1) {
+        for (j, o) in chunk.iter().zip(&outs[N * k..N * k + N]).skip(1) {
             let t = seen(o, j.target, &format!("{what} --target {}", j.target));
             if t != host {
                 failures.push(format!(
@@ -361,7 +363,7 @@ fn every_program_agrees_on_every_target() {
         }
     }
     let outs2 = run_all(&progs, &jobs2);
-    for (k, chunk) in jobs2.chunks(3).enumerate() {
+    for (k, chunk) in jobs2.chunks(N).enumerate() {
         let p = &progs[chunk[0].prog];
         let what = format!(
             "{} {} {}",
@@ -369,7 +371,7 @@ fn every_program_agrees_on_every_target() {
             p.args.join(" "),
             chunk[0].flags.join(" ")
         );
-        let host_out = &outs2[3 * k];
+        let host_out = &outs2[N * k];
         let host_err = stderr_reports(host_out);
         assert_eq!(exit_code(host_out), 134, "{what}: host");
         assert!(!host_err.is_empty(), "{what}: host printed no report");
@@ -391,7 +393,7 @@ fn every_program_agrees_on_every_target() {
                 "{what}: trap mode prints no JSON"
             );
         }
-        for (j, o) in chunk.iter().zip(&outs2[3 * k..3 * k + 3]).skip(1) {
+        for (j, o) in chunk.iter().zip(&outs2[N * k..N * k + N]).skip(1) {
             let w = format!("{what} --target {}", j.target);
             let mut bad = Vec::new();
             if exit_code(o) != 134 {
@@ -439,33 +441,49 @@ fn every_program_agrees_on_every_target() {
 
 #[test]
 fn missing_tools_fail_with_the_install_hint() {
-    // A runner that does not exist: the CLI says what to install (exit 2).
+    // A runner or compiler that does not exist: the CLI says what to
+    // install (exit 2).
     let file = root().join("../shared/examples/attrs.glir");
-    let o = Command::new(bin())
-        .args(["run"])
-        .arg(&file)
-        .args(["--target", "aarch64"])
-        .env(
+    for (target, var, packages) in [
+        (
+            "aarch64",
             "GUARDLIFT_RUNNER_AARCH64",
-            "qemu-aarch64-that-is-not-installed",
-        )
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("scripts/install-deps"), "{err}");
+            "gcc-aarch64-linux-gnu",
+        ),
+        (
+            "riscv64",
+            "GUARDLIFT_RUNNER_RISCV64",
+            "gcc-riscv64-linux-gnu",
+        ),
+        ("riscv64", "GUARDLIFT_CC_RISCV64", "libc6-dev-riscv64-cross"),
+    ] {
+        let o = Command::new(bin())
+            .args(["run"])
+            .arg(&file)
+            .args(["--target", target])
+            .env(var, "a-tool-that-is-not-installed")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{target} {var}: {err}");
+        assert!(err.contains("scripts/install-deps"), "{err}");
+        assert!(err.contains(packages), "{err}");
+        assert!(err.contains("a-tool-that-is-not-installed"), "{err}");
+    }
 }
 
 #[test]
 fn the_interpreter_runs_on_the_host_only() {
     let file = root().join("../shared/examples/attrs.glir");
-    let o = Command::new(bin())
-        .args(["run"])
-        .arg(&file)
-        .args(["--engine", "interp", "--target", "aarch64"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--engine interp"), "{err}");
+    for target in ["aarch64", "riscv64"] {
+        let o = Command::new(bin())
+            .args(["run"])
+            .arg(&file)
+            .args(["--engine", "interp", "--target", target])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("--engine interp"), "{err}");
+    }
 }

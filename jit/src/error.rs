@@ -29,7 +29,7 @@ pub enum JitError {
         got: String,
     },
     /// The requested target is not one this backend emits code for.
-    #[error("error: unsupported target `{0}` (expected host, x86_64 or aarch64)")]
+    #[error("error: unsupported target `{0}` (expected host, x86_64, aarch64 or riscv64)")]
     Target(String),
     /// Writing the object file failed.
     #[error("error: object emission failed: {0}")]

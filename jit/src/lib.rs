@@ -4,7 +4,7 @@
 //!   of the spec, object model, adstack, guards), shared by
 //! - [`engine`]: the JIT for the host ([`Jit::compile`] → [`CompiledModule`],
 //!   typed entry points [`TypedFunc`] and [`CompiledModule::call_dynamic`]);
-//! - [`object`]: relocatable objects for `x86_64` / `aarch64`, and the text
+//! - [`object`]: relocatable objects for `x86_64` / `aarch64` / `riscv64`, and the text
 //!   of `guardlift emit --what clif|asm`.
 //!
 //! ```no_run

@@ -275,12 +275,24 @@ impl PartialEq for Stub {
     }
 }
 
+/// The report stubs' convention: `preserve_all`, except on riscv64, where
+/// Cranelift 0.135 saves the vector registers that a `preserve_all`
+/// function's own calls clobber with V-extension stores even when the ISA
+/// has no V (SIGILL on RV64GC): there they take the platform's convention.
+pub fn report_stub_conv(isa: &dyn cranelift_codegen::isa::TargetIsa) -> CallConv {
+    match isa.name() {
+        "riscv64" => isa.default_call_conv(),
+        _ => CallConv::PreserveAll,
+    }
+}
+
 impl Stub {
-    /// The runtime function's parameters without the runtime pointer.
-    pub fn signature(self, cc: CallConv) -> Signature {
+    /// The runtime function's parameters without the runtime pointer;
+    /// `report_cc` is [`report_stub_conv`].
+    pub fn signature(self, cc: CallConv, report_cc: CallConv) -> Signature {
         let mut s = match self {
             Stub::Report(e) => {
-                let mut s = e.signature(CallConv::PreserveAll);
+                let mut s = e.signature(report_cc);
                 s.returns.clear();
                 s
             }
@@ -494,12 +506,13 @@ impl<'m> Lowerer<'m> {
         if let Some(&(_, id)) = self.stubs.iter().find(|(x, _)| *x == st) {
             return Ok(id);
         }
+        let report_cc = report_stub_conv(m.isa());
         let id = m
-            .declare_anonymous_function(&st.signature(self.call_conv))
+            .declare_anonymous_function(&st.signature(self.call_conv, report_cc))
             .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
         self.stubs.push((st, id));
         let what = match st {
-            Stub::Report(e) => format!("stub(preserve_all) -> {}", e.symbol()),
+            Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
             Stub::Slow(b) => format!("stub -> {}", b.symbol),
             Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
         };
@@ -523,7 +536,7 @@ impl<'m> Lowerer<'m> {
     ) -> Result<(), JitError> {
         let mut ctx = m.make_context();
         for (st, id) in std::mem::take(&mut self.stubs) {
-            let sig = st.signature(self.call_conv);
+            let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
             let target = match st {
                 Stub::Report(e) => {
                     Some(self.import(m, e.symbol(), &e.signature(self.call_conv))?)
