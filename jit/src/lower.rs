@@ -637,6 +637,8 @@ impl<'m> Lowerer<'m> {
             rt_gv: None,
             elided: Default::default(),
             elide_check: false,
+            watch_slots: HashMap::new(),
+            at: (0, 0),
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -683,6 +685,10 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     elided: std::collections::HashSet<(u32, u32)>,
     /// Is the instruction being lowered one of `elided`?
     elide_check: bool,
+    /// The frame slot of each `guard.watch`'s cache, by (block, inst).
+    watch_slots: HashMap<(u32, u32), cl::StackSlot>,
+    /// (block, inst) of the instruction being lowered.
+    at: (u32, u32),
 }
 
 /// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
@@ -808,17 +814,21 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         for (&p, v) in f.params.iter().zip(params) {
             self.vals[p.0 as usize] = Some(v);
         }
+        self.b.switch_to_block(cl_entry);
+        self.init_watch_caches(&rpo);
         if entry_targeted {
-            self.b.switch_to_block(cl_entry);
             self.b.ins().jump(ir_entry, &[]);
         }
         for &bi in &rpo {
             let blk = self.blocks[bi as usize].expect("reachable block");
-            self.b.switch_to_block(blk);
+            if blk != cl_entry {
+                self.b.switch_to_block(blk);
+            }
             let bd = &f.blocks[bi as usize];
             for (ii, inst) in bd.insts.iter().enumerate() {
                 self.b.set_srcloc(SourceLoc::new(inst.loc.line));
                 self.elide_check = self.elided.contains(&(bi, ii as u32));
+                self.at = (bi, ii as u32);
                 self.inst(inst)?;
             }
             if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
@@ -829,6 +839,77 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
         }
         self.b.seal_all_blocks();
+        Ok(())
+    }
+
+    // ---- the watch cache ----
+
+    /// JIT only: one frame slot per `guard.watch`, `(object, unwatch
+    /// epoch)`, zeroed at function entry (a null object matches nothing).
+    /// Object files call `gl_watch` every time (their runtime is the C
+    /// support's, which keeps no epoch).
+    fn init_watch_caches(&mut self, rpo: &[u32]) {
+        if !matches!(self.lw.rt, RtRef::Const(_)) {
+            return;
+        }
+        let zero = self.iconst(types::I64, 0);
+        for &bi in rpo {
+            for (ii, inst) in self.f.blocks[bi as usize].insts.iter().enumerate() {
+                if matches!(inst.kind, InstKind::Watch { .. }) {
+                    let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                        StackSlotKind::ExplicitSlot,
+                        16,
+                        3,
+                    ));
+                    self.b.ins().stack_store(types::I64, zero, ss, 0);
+                    self.b.ins().stack_store(types::I64, zero, ss, 8);
+                    self.watch_slots.insert((bi, ii as u32), ss);
+                }
+            }
+        }
+    }
+
+    /// `guard.watch %o`: register the object's slot with the watch list.
+    /// Watching is idempotent and only `obj_free` unwatches (bumping the
+    /// runtime's unwatch epoch), so the JIT skips the call when this site
+    /// already watched this very object in this frame and the epoch has
+    /// not moved: a loop watches its object once per call, not once per
+    /// iteration. The cache only skips calls that would change nothing, so
+    /// the watch list — and every clobber report — is what the interpreter,
+    /// which watches every time, has.
+    fn watch(&mut self, o: cl::Value) -> Result<(), JitError> {
+        let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.watch_slots.get(&self.at)) else {
+            let rt = self.rt()?;
+            self.call_entry(Entry::Watch, &[rt, o])?;
+            return Ok(());
+        };
+        let epoch_at = self.iconst(types::I64, p as i64);
+        let flags = MemFlagsData::trusted();
+        let epoch = self.b.ins().load(
+            types::I64,
+            flags,
+            epoch_at,
+            guardlift_runtime::UNWATCH_EPOCH_OFFSET,
+        );
+        let seen_obj = self.b.ins().stack_load(types::I64, types::I64, ss, 0);
+        let seen_epoch = self.b.ins().stack_load(types::I64, types::I64, ss, 8);
+        let same_obj = self.b.ins().icmp(condcodes::IntCC::Equal, seen_obj, o);
+        let same_epoch = self
+            .b
+            .ins()
+            .icmp(condcodes::IntCC::Equal, seen_epoch, epoch);
+        let hit = self.b.ins().band(same_obj, same_epoch);
+        let miss = self.b.create_block();
+        self.b.set_cold_block(miss);
+        let done = self.b.create_block();
+        self.b.ins().brif(hit, done, &[], miss, &[]);
+        self.b.switch_to_block(miss);
+        let rt = self.rt()?;
+        self.call_entry(Entry::Watch, &[rt, o])?;
+        self.b.ins().stack_store(types::I64, o, ss, 0);
+        self.b.ins().stack_store(types::I64, epoch, ss, 8);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
         Ok(())
     }
 
@@ -1674,8 +1755,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             Watch { obj } => {
                 let o = self.val(*obj)?;
-                let rt = self.rt()?;
-                self.call_entry(Entry::Watch, &[rt, o])?;
+                self.watch(o)?;
             }
         }
         Ok(())

@@ -452,3 +452,78 @@ fn guarded_dict_slot_store_records_the_last_write() {
     );
     assert!(lw.site.is_some_and(|s| s >= m.site_base()));
 }
+
+/// The JIT's per-frame watch cache skips a repeated `guard.watch` of the
+/// same object at the same site; it must still watch every new object a
+/// site sees, and watch again after `obj_free` unwatched (the runtime's
+/// unwatch epoch moved), exactly as the interpreter, which watches every time.
+#[test]
+fn watch_cache_watches_each_new_object_and_again_after_a_free() {
+    let rt = recover_rt();
+    let m = compile(
+        &format!(
+            "{PRELUDE}
+fn @watch_each(%base: ptr, %n: i64) {{
+entry:
+    %z = iconst.i64 0
+    jump body(%z)
+body(%i: i64):
+    %done = icmp.sge %i, %n
+    brif %done, out, next(%i)
+next(%j: i64):
+    %sixteen = iconst.i64 16
+    %off = imul %j, %sixteen
+    %o = iadd %base, %off
+    guard.watch %o
+    guard.watch %o
+    %one = iconst.i64 1
+    %j2 = iadd %j, %one
+    jump body(%j2)
+out:
+    return
+}}
+fn @refree(%o: ptr) {{
+entry:
+    %z = iconst.i64 0
+    jump body(%z)
+body(%i: i64):
+    guard.watch %o
+    %one = iconst.i64 1
+    %done = icmp.sge %i, %one
+    brif %done, out, free(%i)
+free(%j: i64):
+    call @obj_free(%o)
+    %j2 = iadd %j, %one
+    jump body(%j2)
+out:
+    return
+}}
+"
+        ),
+        &rt,
+    );
+    let off = DictLayout::default().dict_slot_offset() as i64;
+    // Eight fake objects 16 bytes apart: every slot gets watched.
+    let cells = vec![0u64; 16];
+    let base = (cells.as_ptr() as i64 - off) as u64;
+    m.func::<(Ptr, i64), ()>("watch_each")
+        .unwrap()
+        .call((Ptr(base), 8));
+    for i in 0..8u64 {
+        let slot = cells.as_ptr() as u64 + 16 * i;
+        assert!(rt.clobber_overlaps(slot, 8), "slot {i} watched");
+        assert!(!rt.clobber_overlaps(slot + 8, 8), "gap after slot {i}");
+    }
+    // Watch, free (unwatches, bumps the epoch), watch again at the same site.
+    let o = Ptr(rt.obj_new(1));
+    let slot = rt.layout().slot_addr(o.0);
+    let before = rt.unwatch_epoch();
+    m.func::<Ptr, ()>("refree").unwrap().call(o);
+    assert_eq!(rt.unwatch_epoch(), before + 1, "obj_free bumps the epoch");
+    assert!(
+        rt.clobber_overlaps(slot, 8),
+        "the second watch after the free registered the slot again"
+    );
+    assert!(rt.take_reports().is_empty());
+    drop(cells);
+}

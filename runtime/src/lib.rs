@@ -23,6 +23,6 @@ pub use options::Options;
 pub use report::{HumanReport, LastWrite, Observed, Report, ReportKind, SiteInfo, TrapNote};
 pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
-    TRAP_SCRATCH_OFFSET,
+    TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,
 };
 pub use trap::{TrapRegistration, TrapScratch, TrapSite};

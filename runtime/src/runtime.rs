@@ -8,12 +8,15 @@ use crate::options::Options;
 use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
 use crate::trap::TrapScratch;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Offset of the trap-mode scratch area ([`TrapScratch`]) from the runtime
 /// pointer (`Arc::as_ptr`) that generated code embeds.
 pub const TRAP_SCRATCH_OFFSET: i32 = std::mem::offset_of!(Runtime, trap) as i32;
 const _: () = assert!(TRAP_SCRATCH_OFFSET == 0);
+/// Offset of the unwatch epoch (an `AtomicU64`) from the runtime pointer.
+pub const UNWATCH_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, unwatch_epoch) as i32;
 
 /// A user-installed report handler: called for each occurrence of a
 /// violation (up to the per-site limit), after it was recorded, outside any
@@ -105,6 +108,11 @@ impl Default for RuntimeConfig {
 #[repr(C)]
 pub struct Runtime {
     trap: TrapScratch,
+    /// Bumped whenever a dict slot leaves the watch list (at
+    /// [`UNWATCH_EPOCH_OFFSET`]): generated code that remembers "this site
+    /// already watched this object" trusts the memory only while the epoch
+    /// is unchanged (see `Runtime::unwatch_epoch`).
+    unwatch_epoch: AtomicU64,
     layout: DictLayout,
     mode: Mode,
     abort_process: bool,
@@ -126,6 +134,7 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Arc<Runtime> {
         Arc::new(Runtime {
             trap: TrapScratch::new(),
+            unwatch_epoch: AtomicU64::new(0),
             layout: config.layout,
             mode: config.mode,
             abort_process: config.abort_process,
@@ -363,7 +372,20 @@ impl Runtime {
         self.host(lock(&self.heap).obj_dictify(obj))
     }
     pub fn obj_free(&self, obj: u64) {
-        self.host(lock(&self.heap).obj_free(obj))
+        let mut heap = lock(&self.heap);
+        let r = heap.obj_free(obj);
+        // Freeing is the only way a slot leaves the watch list.
+        self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+        drop(heap);
+        self.host(r)
+    }
+
+    /// How many times a dict slot left the watch list (only `obj_free`
+    /// removes one). While it is unchanged, every object watched before is
+    /// still watched: code may skip a repeated `guard.watch` of the same
+    /// object (the JIT's per-frame watch cache does).
+    pub fn unwatch_epoch(&self) -> u64 {
+        self.unwatch_epoch.load(Ordering::SeqCst)
     }
     pub fn fault_clear_lsb(&self, obj: u64) {
         self.host(lock(&self.heap).fault_clear_lsb(obj))
