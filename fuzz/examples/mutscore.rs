@@ -1,3 +1,10 @@
+//! How observable the generated programs are: for 400 generated modules,
+//! changes one binary op (not `iadd`/`band`) and counts the mutants whose
+//! outcome on the interpreter differs from the original's. A low score means
+//! the differential target would miss miscompiles of those ops.
+//!
+//! `cargo run --release -p guardlift-fuzz --example mutscore`
+
 use arbitrary::Unstructured;
 use guardlift_fuzz::exec::*;
 use guardlift_fuzz::gen::*;

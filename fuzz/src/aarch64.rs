@@ -77,6 +77,11 @@ pub fn compile_verified(
             .map_err(|e| format!("@{}: compiling: {e:?}", f.name))?;
         om.clear_context(&mut ctx);
     }
+    // The module-local stubs the lowered functions call (report entry
+    // points, slow paths, the trap-scratch hand-off); the ISA's verifier
+    // setting checks them as they compile.
+    lw.define_stubs(&mut om, &mut fctx)
+        .map_err(|e| format!("stubs: {e}"))?;
     drop(lw);
     om.finish().emit().map_err(|e| e.to_string())
 }

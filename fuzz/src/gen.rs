@@ -621,7 +621,7 @@ impl FnGen<'_, '_, '_> {
     }
 
     /// Any int widened to `i64` (sign- or zero-extended).
-    fn to_i64(&mut self, v: Value) -> Value {
+    fn widen_to_i64(&mut self, v: Value) -> Value {
         let t = self.ty(v);
         if t.bits() == 64 {
             return v;
@@ -800,7 +800,7 @@ impl FnGen<'_, '_, '_> {
             };
             self.fb.call(self.ms.ext.print_f64, &[x]);
         } else {
-            let x = if t == Type::Ptr { v } else { self.to_i64(v) };
+            let x = if t == Type::Ptr { v } else { self.widen_to_i64(v) };
             self.fb.call(self.ms.ext.print_i64, &[x]);
         }
     }
@@ -1129,7 +1129,7 @@ impl FnGen<'_, '_, '_> {
                 _ => {
                     // A run-time offset: (x & 0x38) is 0..=56.
                     let x = self.pick_int();
-                    let x = self.to_i64(x);
+                    let x = self.widen_to_i64(x);
                     let m = self.iconst(Type::I64, 0x38);
                     let d = self.fb.binary(BinOp::Band, x, m);
                     let a = if self.src.chance(1, 2) {
@@ -1225,7 +1225,7 @@ impl FnGen<'_, '_, '_> {
             let a = if self.ty(a) == Type::Ptr {
                 a
             } else {
-                self.to_i64(a)
+                self.widen_to_i64(a)
             };
             self.fb.call(self.ms.ext.print_i64, &[a]);
         } else {

@@ -33,6 +33,10 @@ use guardlift_runtime::layout::{tag_ok, DictLayout};
 use guardlift_runtime::{Mode, Observed, ReportKind};
 use std::collections::BTreeMap;
 
+/// What a tested instruction must report: the kind, the dict word's low
+/// bits (dict kinds) and the adstack `(capacity, len)` (adstack kinds).
+type Fire = (ReportKind, Option<u64>, Option<(u64, u64)>);
+
 /// A managed-dict word to try.
 #[derive(Arbitrary, Clone, Copy, Debug)]
 pub enum WordCase {
@@ -205,7 +209,7 @@ impl B<'_> {
     }
     /// Marks the last instruction as under test: guarded by hand (unless
     /// the pass will guard it), expected to report `fire`.
-    fn test(&mut self, fire: Option<(ReportKind, Option<u64>, Option<(u64, u64)>)>) {
+    fn test(&mut self, fire: Option<Fire>) {
         if self.hand {
             self.fb.guard_last(SrcLoc::default());
         }

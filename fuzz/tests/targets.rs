@@ -1,21 +1,31 @@
-//! Every fuzz target on stable: the committed corpus in `fuzz/corpus/<target>/`
-//! and fresh random cases from a seeded RNG, so every CI run fuzzes a little.
+//! Every fuzz target on stable: the committed corpus in `fuzz/corpus/<target>/`,
+//! the reproducers of fixed bugs in `fuzz/corpus/<target>/regressions/`, and
+//! fresh random cases from a seeded RNG (about 7,700 in a release build, a
+//! few seconds), so every CI run fuzzes a little.
 //! `GUARDLIFT_FUZZ_SCALE=10 cargo test -p guardlift-fuzz --release` runs more.
 
 use guardlift_fuzz::rng::SplitMix64;
-use guardlift_fuzz::{cases, corpus, random_inputs, targets};
+use guardlift_fuzz::{cases, corpus, random_inputs, regressions, targets};
 use std::time::Instant;
 
-fn replay(target: &str, f: fn(&[u8])) -> usize {
+/// Replays the committed corpus of `target` and its `regressions/`; returns
+/// how many files of each it ran. The corpus is committed, so an empty one
+/// means it went missing: that fails instead of silently replaying nothing.
+fn replay(target: &str, f: fn(&[u8])) -> (usize, usize) {
     let files = corpus(target);
-    for (path, data) in &files {
+    assert!(
+        !files.is_empty(),
+        "fuzz/corpus/{target}/ is empty or missing: the committed seed corpus must be replayed"
+    );
+    let regs = regressions(target);
+    for (path, data) in files.iter().chain(&regs) {
         let r = std::panic::catch_unwind(|| f(data));
         if let Err(e) = r {
             eprintln!("corpus file {} fails", path.display());
             std::panic::resume_unwind(e);
         }
     }
-    files.len()
+    (files.len(), regs.len())
 }
 
 fn fresh(target: &str, f: fn(&[u8]), seed: u64, n: usize, len: usize) {
@@ -151,7 +161,9 @@ fn parse_corpus_seeds_mutants_and_random_bytes() {
         }
         fresh("parse", targets::parse, 1, cases(500), 200);
         format!(
-            "{replayed} corpus files, {} seed texts, {n} mutants, {} random byte strings",
+            "{} corpus files, {} regressions, {} seed texts, {n} mutants, {} random byte strings",
+            replayed.0,
+            replayed.1,
             seeds.len(),
             cases(500)
         )
@@ -162,9 +174,12 @@ fn parse_corpus_seeds_mutants_and_random_bytes() {
 fn differential_corpus_and_random() {
     timed("differential", || {
         let replayed = replay("differential", targets::differential);
-        let n = cases(250);
+        let n = cases(800);
         fresh("differential", targets::differential, 2, n, 1536);
-        format!("{replayed} corpus files, {n} random modules")
+        format!(
+            "{} corpus files, {} regressions, {n} random modules",
+            replayed.0, replayed.1
+        )
     });
 }
 
@@ -172,9 +187,12 @@ fn differential_corpus_and_random() {
 fn guards_corpus_and_random() {
     timed("guards", || {
         let replayed = replay("guards", targets::guards);
-        let n = cases(1500);
+        let n = cases(2000);
         fresh("guards", targets::guards, 3, n, 256);
-        format!("{replayed} corpus files, {n} random inputs")
+        format!(
+            "{} corpus files, {} regressions, {n} random inputs",
+            replayed.0, replayed.1
+        )
     });
 }
 
@@ -182,8 +200,11 @@ fn guards_corpus_and_random() {
 fn compile_aarch64_corpus_and_random() {
     timed("compile_aarch64", || {
         let replayed = replay("compile_aarch64", targets::compile_aarch64);
-        let n = cases(120);
+        let n = cases(400);
         fresh("compile_aarch64", targets::compile_aarch64, 4, n, 1536);
-        format!("{replayed} corpus files, {n} random modules")
+        format!(
+            "{} corpus files, {} regressions, {n} random modules",
+            replayed.0, replayed.1
+        )
     });
 }
