@@ -7,7 +7,8 @@
 //! 3. the same store loop in C, `gcc -O2` and `gcc -O2 -fsanitize=address`.
 //! 4. compile throughput (IR instructions per second) by phase, 1k–100k.
 //!
-//! Every number is the median of several repeats, measured in this process.
+//! Every number is the median of several repeats, measured in this process;
+//! the variants a ratio compares run in interleaved rounds.
 
 use crate::source::CliError;
 use guardlift_instrument::{instrument, CheckSet};
@@ -132,17 +133,29 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Median over `reps` of `f()`'s seconds, divided by `per`: ns per unit.
-fn ns_per(reps: usize, per: u64, mut f: impl FnMut()) -> f64 {
-    f(); // warm up
-    median(
-        (0..reps)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_nanos() as f64 / per as f64
-            })
-            .collect(),
-    )
+fn ns_per(reps: usize, per: u64, f: impl FnMut()) -> f64 {
+    let mut fs: [Box<dyn FnMut() + '_>; 1] = [Box::new(f)];
+    interleaved(reps, per, &mut fs)[0]
+}
+
+/// Times variants that are compared with each other in interleaved
+/// rounds (every round runs each variant once, in turn), so that a slow
+/// phase of the machine — frequency changes, a neighbour on a shared
+/// core — falls on all of them alike; returns each variant's median ns
+/// per unit. Every variant runs once first to warm up.
+fn interleaved(reps: usize, per: u64, fs: &mut [Box<dyn FnMut() + '_>]) -> Vec<f64> {
+    for f in fs.iter_mut() {
+        f();
+    }
+    let mut samples = vec![Vec::with_capacity(reps); fs.len()];
+    for _ in 0..reps {
+        for (f, s) in fs.iter_mut().zip(&mut samples) {
+            let t = Instant::now();
+            f();
+            s.push(t.elapsed().as_nanos() as f64 / per as f64);
+        }
+    }
+    samples.into_iter().map(median).collect()
 }
 
 fn parse(text: &str) -> Module {
@@ -176,29 +189,48 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         dict: true,
         ..Default::default()
     };
-    let mut rows = Vec::new();
-    let jit = |mm: &Module, mode: Mode| {
-        let rt = runtime(mode);
-        let o = rt.obj_new(2);
-        let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
-        let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
-        ns_per(reps, n, || {
-            std::hint::black_box(f.call((Ptr(o), n as i64)));
-        })
-    };
-    rows.push(row(
-        "store_attr jit",
-        Some(jit(&m, Mode::Abort)),
-        "uninstrumented",
-    ));
+    // The uninstrumented loop and the instrumented one in each mode,
+    // compiled first, then timed in interleaved rounds.
     let mi = instrument(&m, dict);
-    for mode in [Mode::Abort, Mode::Recover, Mode::Trap] {
-        rows.push(row(
-            &format!("store_attr jit+dict {}", mode.name()),
-            Some(jit(&mi, mode)),
+    let variants: Vec<(String, &Module, Mode, &str)> = std::iter::once((
+        "store_attr jit".to_string(),
+        &m,
+        Mode::Abort,
+        "uninstrumented",
+    ))
+    .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
+        (
+            format!("store_attr jit+dict {}", mode.name()),
+            &mi,
+            mode,
             "instrumented",
-        ));
-    }
+        )
+    }))
+    .collect();
+    let compiled: Vec<_> = variants
+        .iter()
+        .map(|(_, mm, mode, _)| {
+            let rt = runtime(*mode);
+            let o = rt.obj_new(2);
+            let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
+            let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
+            (f, o)
+        })
+        .collect();
+    let mut fs: Vec<Box<dyn FnMut() + '_>> = compiled
+        .iter()
+        .map(|(f, o)| -> Box<dyn FnMut() + '_> {
+            Box::new(move || {
+                std::hint::black_box(f.call((Ptr(*o), n as i64)));
+            })
+        })
+        .collect();
+    let ns = interleaved(reps, n, &mut fs);
+    let mut rows: Vec<Row> = variants
+        .iter()
+        .zip(ns)
+        .map(|((name, _, _, note), ns)| row(name, Some(ns), *note))
+        .collect();
     let rt = runtime(Mode::Abort);
     let o = rt.obj_new(2);
     let it = Interpreter::new(&m, rt, &HashMap::new()).expect("links");
@@ -286,18 +318,6 @@ fn c_rows(n: u64) -> Vec<Row> {
 fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
     let m = parse(ADSTACK_LOOP);
     let ops = rounds * 1024 * 5; // push, top, acc_adj, top_adj, pop
-    let run = |mm: &Module, mode: Mode| {
-        let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
-        let f = code.func::<(i64,), f64>("grad").expect("signature");
-        ns_per(reps, ops, || {
-            std::hint::black_box(f.call((rounds as i64,)));
-        })
-    };
-    let mut rows = vec![row(
-        "adstack jit",
-        Some(run(&m, Mode::Abort)),
-        "uninstrumented, ns per op",
-    )];
     let mi = instrument(
         &m,
         CheckSet {
@@ -305,14 +325,43 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
             ..Default::default()
         },
     );
-    for mode in [Mode::Abort, Mode::Recover, Mode::Trap] {
-        rows.push(row(
-            &format!("adstack jit+adstack {}", mode.name()),
-            Some(run(&mi, mode)),
+    let variants: Vec<(String, &Module, Mode, &str)> = std::iter::once((
+        "adstack jit".to_string(),
+        &m,
+        Mode::Abort,
+        "uninstrumented, ns per op",
+    ))
+    .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
+        (
+            format!("adstack jit+adstack {}", mode.name()),
+            &mi,
+            mode,
             "instrumented",
-        ));
-    }
-    rows
+        )
+    }))
+    .collect();
+    let compiled: Vec<_> = variants
+        .iter()
+        .map(|(_, mm, mode, _)| {
+            let code =
+                Jit::compile(mm, runtime(*mode), &CompileOptions::default()).expect("compiles");
+            code.func::<(i64,), f64>("grad").expect("signature")
+        })
+        .collect();
+    let mut fs: Vec<Box<dyn FnMut() + '_>> = compiled
+        .iter()
+        .map(|f| -> Box<dyn FnMut() + '_> {
+            Box::new(move || {
+                std::hint::black_box(f.call((rounds as i64,)));
+            })
+        })
+        .collect();
+    let ns = interleaved(reps, ops, &mut fs);
+    variants
+        .iter()
+        .zip(ns)
+        .map(|((name, _, _, note), ns)| row(name, Some(ns), *note))
+        .collect()
 }
 
 /// A module of about `n` instructions in `n/10` blocks.
@@ -395,7 +444,7 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
     let (reps, n, rounds) = if quick {
         (3, 1_000_000, 20)
     } else {
-        (9, 20_000_000, 400)
+        (21, 20_000_000, 400)
     };
     let mut rows = store_attr_rows(reps, n);
     rows.extend(adstack_rows(reps, rounds));
