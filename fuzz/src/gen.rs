@@ -800,7 +800,11 @@ impl FnGen<'_, '_, '_> {
             };
             self.fb.call(self.ms.ext.print_f64, &[x]);
         } else {
-            let x = if t == Type::Ptr { v } else { self.widen_to_i64(v) };
+            let x = if t == Type::Ptr {
+                v
+            } else {
+                self.widen_to_i64(v)
+            };
             self.fb.call(self.ms.ext.print_i64, &[x]);
         }
     }
