@@ -183,6 +183,29 @@ fn row(name: &str, ns: Option<f64>, note: impl Into<String>) -> Row {
     }
 }
 
+/// A measured variant: row name, module, runtime mode, row note.
+type Variant<'m> = (String, &'m Module, Mode, &'static str);
+
+/// The uninstrumented module `m` (as `plain`: name and note), then the
+/// instrumented `mi` in each mode, named `"{instrumented} {mode}"`.
+fn mode_variants<'m>(
+    plain: (&str, &'static str),
+    instrumented: &str,
+    m: &'m Module,
+    mi: &'m Module,
+) -> Vec<Variant<'m>> {
+    std::iter::once((plain.0.to_string(), m, Mode::Abort, plain.1))
+        .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
+            (
+                format!("{instrumented} {}", mode.name()),
+                mi,
+                mode,
+                "instrumented",
+            )
+        }))
+        .collect()
+}
+
 fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
     let m = parse(STORE_LOOP);
     let dict = CheckSet {
@@ -192,21 +215,12 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
     // The uninstrumented loop and the instrumented one in each mode,
     // compiled first, then timed in interleaved rounds.
     let mi = instrument(&m, dict);
-    let variants: Vec<(String, &Module, Mode, &str)> = std::iter::once((
-        "store_attr jit".to_string(),
+    let variants = mode_variants(
+        ("store_attr jit", "uninstrumented"),
+        "store_attr jit+dict",
         &m,
-        Mode::Abort,
-        "uninstrumented",
-    ))
-    .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
-        (
-            format!("store_attr jit+dict {}", mode.name()),
-            &mi,
-            mode,
-            "instrumented",
-        )
-    }))
-    .collect();
+        &mi,
+    );
     let compiled: Vec<_> = variants
         .iter()
         .map(|(_, mm, mode, _)| {
@@ -325,21 +339,12 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
             ..Default::default()
         },
     );
-    let variants: Vec<(String, &Module, Mode, &str)> = std::iter::once((
-        "adstack jit".to_string(),
+    let variants = mode_variants(
+        ("adstack jit", "uninstrumented, ns per op"),
+        "adstack jit+adstack",
         &m,
-        Mode::Abort,
-        "uninstrumented, ns per op",
-    ))
-    .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
-        (
-            format!("adstack jit+adstack {}", mode.name()),
-            &mi,
-            mode,
-            "instrumented",
-        )
-    }))
-    .collect();
+        &mi,
+    );
     let compiled: Vec<_> = variants
         .iter()
         .map(|(_, mm, mode, _)| {
