@@ -206,6 +206,27 @@ fn mode_variants<'m>(
         .collect()
 }
 
+/// Compiles every variant with `make` (a closure that runs it once;
+/// its `TypedFunc` keeps the compiled code alive), times them in
+/// interleaved rounds, and gives one row per variant (ns per `per`).
+fn time_variants(
+    variants: &[Variant<'_>],
+    reps: usize,
+    per: u64,
+    make: impl Fn(&Module, Mode) -> Box<dyn FnMut()>,
+) -> Vec<Row> {
+    let mut fs: Vec<Box<dyn FnMut()>> = variants
+        .iter()
+        .map(|(_, mm, mode, _)| make(mm, *mode))
+        .collect();
+    let ns = interleaved(reps, per, &mut fs);
+    variants
+        .iter()
+        .zip(ns)
+        .map(|((name, _, _, note), ns)| row(name, Some(ns), *note))
+        .collect()
+}
+
 fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
     let m = parse(STORE_LOOP);
     let dict = CheckSet {
@@ -221,30 +242,15 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         &m,
         &mi,
     );
-    let compiled: Vec<_> = variants
-        .iter()
-        .map(|(_, mm, mode, _)| {
-            let rt = runtime(*mode);
-            let o = rt.obj_new(2);
-            let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
-            let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
-            (f, o)
+    let mut rows = time_variants(&variants, reps, n, |mm, mode| {
+        let rt = runtime(mode);
+        let o = rt.obj_new(2);
+        let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
+        let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
+        Box::new(move || {
+            std::hint::black_box(f.call((Ptr(o), n as i64)));
         })
-        .collect();
-    let mut fs: Vec<Box<dyn FnMut() + '_>> = compiled
-        .iter()
-        .map(|(f, o)| -> Box<dyn FnMut() + '_> {
-            Box::new(move || {
-                std::hint::black_box(f.call((Ptr(*o), n as i64)));
-            })
-        })
-        .collect();
-    let ns = interleaved(reps, n, &mut fs);
-    let mut rows: Vec<Row> = variants
-        .iter()
-        .zip(ns)
-        .map(|((name, _, _, note), ns)| row(name, Some(ns), *note))
-        .collect();
+    });
     let rt = runtime(Mode::Abort);
     let o = rt.obj_new(2);
     let it = Interpreter::new(&m, rt, &HashMap::new()).expect("links");
@@ -345,28 +351,13 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
         &m,
         &mi,
     );
-    let compiled: Vec<_> = variants
-        .iter()
-        .map(|(_, mm, mode, _)| {
-            let code =
-                Jit::compile(mm, runtime(*mode), &CompileOptions::default()).expect("compiles");
-            code.func::<(i64,), f64>("grad").expect("signature")
+    time_variants(&variants, reps, ops, |mm, mode| {
+        let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
+        let f = code.func::<(i64,), f64>("grad").expect("signature");
+        Box::new(move || {
+            std::hint::black_box(f.call((rounds as i64,)));
         })
-        .collect();
-    let mut fs: Vec<Box<dyn FnMut() + '_>> = compiled
-        .iter()
-        .map(|f| -> Box<dyn FnMut() + '_> {
-            Box::new(move || {
-                std::hint::black_box(f.call((rounds as i64,)));
-            })
-        })
-        .collect();
-    let ns = interleaved(reps, ops, &mut fs);
-    variants
-        .iter()
-        .zip(ns)
-        .map(|((name, _, _, note), ns)| row(name, Some(ns), *note))
-        .collect()
+    })
 }
 
 /// A module of about `n` instructions in `n/10` blocks.
