@@ -433,14 +433,18 @@ fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
             (format!("ctxmgr jit+{name}"), instrument(&m, checks))
         })
         .collect();
-    let variants: Vec<Variant<'_>> =
-        std::iter::once(("ctxmgr jit".to_string(), &m, Mode::Abort, "uninstrumented, ns per iteration"))
-            .chain(
-                instrumented
-                    .iter()
-                    .map(|(name, mi)| (name.clone(), mi, Mode::Abort, "instrumented")),
-            )
-            .collect();
+    let variants: Vec<Variant<'_>> = std::iter::once((
+        "ctxmgr jit".to_string(),
+        &m,
+        Mode::Abort,
+        "uninstrumented, ns per iteration",
+    ))
+    .chain(
+        instrumented
+            .iter()
+            .map(|(name, mi)| (name.clone(), mi, Mode::Abort, "instrumented")),
+    )
+    .collect();
     time_variants(&variants, reps, n, |mm, mode| {
         let rt = runtime(mode);
         let objs = [rt.obj_new(2), rt.obj_new(2), rt.obj_new(2)];
@@ -471,7 +475,9 @@ pub fn chain_function(n: usize) -> String {
         };
         s += &format!("b{i}(%v{i}: i64):\n    %w{i} = iadd %v{i}, %one\n");
         if i % 2 == 0 {
-            s += &format!("    %c{i} = icmp.slt %w{i}, %lim\n    brif %c{i}, {next}(%w{i}), {next}(%v{i})\n");
+            s += &format!(
+                "    %c{i} = icmp.slt %w{i}, %lim\n    brif %c{i}, {next}(%w{i}), {next}(%v{i})\n"
+            );
         } else {
             s += &format!("    jump {next}(%w{i})\n");
         }
@@ -634,7 +640,12 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
     };
     let compile = compile_rows(sizes);
     let jit = find(&rows, "store_attr jit");
-    let ctx = |checks: &str| ratio(find(&rows, &format!("ctxmgr jit+{checks}")), find(&rows, "ctxmgr jit"));
+    let ctx = |checks: &str| {
+        ratio(
+            find(&rows, &format!("ctxmgr jit+{checks}")),
+            find(&rows, "ctxmgr jit"),
+        )
+    };
     let ratios = json!({
         "ctxmgr_instrumented_over_plain": {
             "dict": ctx("dict"),

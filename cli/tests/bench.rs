@@ -80,7 +80,10 @@ fn bench_measures_every_engine_mode_and_phase() {
         );
     }
     for checks in ["dict", "dict_adstack", "instrument"] {
-        let r = positive(&ratios["ctxmgr_instrumented_over_plain"][checks], "ctxmgr ratio");
+        let r = positive(
+            &ratios["ctxmgr_instrumented_over_plain"][checks],
+            "ctxmgr ratio",
+        );
         let want = positive(
             &ns(&format!("ctxmgr jit+{}", checks.replace('_', ","))),
             checks,
@@ -120,7 +123,10 @@ fn bench_measures_every_engine_mode_and_phase() {
             sizes.push(insts);
             per_inst.push(us);
         }
-        assert!(sizes[1] >= 19 * sizes[0], "sizes grow twentyfold: {sizes:?}");
+        assert!(
+            sizes[1] >= 19 * sizes[0],
+            "sizes grow twentyfold: {sizes:?}"
+        );
         let key = shape.replace(' ', "_");
         let scaling = positive(
             &ratios["compile_per_inst_largest_over_smallest"][&key],
@@ -131,10 +137,21 @@ fn bench_measures_every_engine_mode_and_phase() {
         // function of 20 000 instructions is compiled at the big tier.
         let big: Vec<u64> = rows
             .iter()
-            .map(|c| c["big_tier_functions"].as_u64().expect("big_tier_functions"))
+            .map(|c| {
+                c["big_tier_functions"]
+                    .as_u64()
+                    .expect("big_tier_functions")
+            })
             .collect();
-        let want = if shape == "one function" { [0, 1] } else { [0, 0] };
+        let want = if shape == "one function" {
+            [0, 1]
+        } else {
+            [0, 0]
+        };
         assert_eq!(big, want, "{shape}");
-        assert_eq!(rows[0]["functions"], if shape == "one function" { 1 } else { 5 });
+        assert_eq!(
+            rows[0]["functions"],
+            if shape == "one function" { 1 } else { 5 }
+        );
     }
 }

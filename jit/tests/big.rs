@@ -54,9 +54,18 @@ fn twenty_thousand_blocks() {
 /// function at the optimized tier.
 #[test]
 fn the_tier_is_decided_per_function_at_the_threshold() {
-    assert_eq!(straight(BIG_FUNCTION_INSTS).functions[0].inst_count(), BIG_FUNCTION_INSTS);
-    assert_eq!(Tier::of(&straight(BIG_FUNCTION_INSTS).functions[0]), Tier::Optimized);
-    assert_eq!(Tier::of(&straight(BIG_FUNCTION_INSTS + 1).functions[0]), Tier::Big);
+    assert_eq!(
+        straight(BIG_FUNCTION_INSTS).functions[0].inst_count(),
+        BIG_FUNCTION_INSTS
+    );
+    assert_eq!(
+        Tier::of(&straight(BIG_FUNCTION_INSTS).functions[0]),
+        Tier::Optimized
+    );
+    assert_eq!(
+        Tier::of(&straight(BIG_FUNCTION_INSTS + 1).functions[0]),
+        Tier::Big
+    );
     // The 100 000-block chain of issue 18 is far above it.
     assert!(parse(&chain("big", 100_000)).inst_count() > 20 * BIG_FUNCTION_INSTS);
 }
