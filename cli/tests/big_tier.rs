@@ -1,7 +1,8 @@
 //! A function above `BIG_FUNCTION_INSTS`, compiled at the big tier
 //! (docs/CODEGEN.md, "Tiering"), instrumented, with a clobbered object
 //! word halfway: the reference interpreter, the host JIT and the object
-//! path on x86_64, aarch64 and riscv64 agree on its result and reports.
+//! path on x86_64, aarch64 and riscv64 agree on its result and reports,
+//! in recover and in trap mode.
 //! (A missing qemu or cross toolchain fails the run with its install hint.)
 
 use guardlift_jit::{Tier, BIG_FUNCTION_INSTS};
@@ -65,15 +66,15 @@ fn a_big_tier_function_agrees_on_every_engine_and_target() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("big.glir");
     std::fs::write(&file, &text).unwrap();
-    let run = |extra: &[&str]| {
+    let run = |mode: &str, extra: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
             .arg("run")
             .arg(&file)
-            .args(["5", "--instrument", "--mode", "recover"])
+            .args(["5", "--instrument", "--mode", mode])
             .args(extra)
             .output()
             .expect("guardlift runs");
-        let what = format!("{extra:?}");
+        let what = format!("{mode} {extra:?}");
         (
             what,
             o.status.code(),
@@ -81,7 +82,7 @@ fn a_big_tier_function_agrees_on_every_engine_and_target() {
             mask_hex(&String::from_utf8_lossy(&o.stderr)),
         )
     };
-    let oracle = run(&["--engine", "interp"]);
+    let oracle = run("recover", &["--engine", "interp"]);
     // Exit status 1: the run reported violations.
     assert_eq!(oracle.1, Some(1), "interp: {oracle:?}");
     assert!(
@@ -94,11 +95,24 @@ fn a_big_tier_function_agrees_on_every_engine_and_target() {
         "every store after the clobber is reported: {oracle:?}"
     );
     for target in ["host", "x86_64", "aarch64", "riscv64"] {
-        let r = run(&["--target", target]);
+        let r = run("recover", &["--target", target]);
         assert_eq!(
             (&r.1, &r.2, &r.3),
             (&oracle.1, &oracle.2, &oracle.3),
             "--target {target} differs from the interpreter"
+        );
+    }
+    // Trap mode: the first failed check ends the run through its trap,
+    // found in the big-tier code by the same trap-site mapping.
+    let host = run("trap", &["--target", "host"]);
+    assert_eq!(host.3.matches("dict_slot_tag").count(), 1, "{host:?}");
+    assert_ne!(host.1, Some(0), "{host:?}");
+    for target in ["x86_64", "aarch64", "riscv64"] {
+        let r = run("trap", &["--target", target]);
+        assert_eq!(
+            (&r.1, &r.2, &r.3),
+            (&host.1, &host.2, &host.3),
+            "trap mode: --target {target} differs from the host"
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
