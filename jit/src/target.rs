@@ -310,3 +310,31 @@ pub(crate) fn build_isa(
         .finish(flags)
         .map_err(|e| JitError::Codegen(format!("building the {target} ISA: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift_codegen::settings::{OptLevel as ClOpt, RegallocAlgorithm};
+
+    /// The big tier's settings are the linear-time ones on every target,
+    /// whatever level was asked for; the optimized tier keeps the request.
+    #[test]
+    fn tier_settings() {
+        for target in [Target::X86_64, Target::Aarch64, Target::Riscv64] {
+            let big = build_isa(target, OptLevel::Speed, Tier::Big, true).unwrap();
+            assert_eq!(big.flags().opt_level(), ClOpt::None, "{target}");
+            assert_eq!(
+                big.flags().regalloc_algorithm(),
+                RegallocAlgorithm::SinglePass,
+                "{target}"
+            );
+            let opt = build_isa(target, OptLevel::Speed, Tier::Optimized, true).unwrap();
+            assert_eq!(opt.flags().opt_level(), ClOpt::Speed, "{target}");
+            assert_eq!(
+                opt.flags().regalloc_algorithm(),
+                RegallocAlgorithm::Backtracking,
+                "{target}"
+            );
+        }
+    }
+}
