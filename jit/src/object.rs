@@ -241,12 +241,17 @@ pub fn emit_asm(
             &mut ctx.func,
             &mut fctx,
         )?;
+        let tier = Tier::of(f);
         let code = tiers
-            .compile(om.isa(), &mut ctx, Tier::of(f))
+            .compile(om.isa(), &mut ctx, tier)
             .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
         let text = code.vcode.clone().unwrap_or_default();
         let size = code.code_info().total_size;
-        let _ = writeln!(bodies, "@{}:  ; {size} bytes", f.name);
+        let note = match tier {
+            Tier::Optimized => "",
+            Tier::Big => ", big tier",
+        };
+        let _ = writeln!(bodies, "@{}:  ; {size} bytes{note}", f.name);
         bodies.push_str(&name_comments(&om, &lw, &ctx.func));
         bodies.push_str(&text);
         bodies.push('\n');

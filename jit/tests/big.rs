@@ -93,7 +93,14 @@ fn objects_of_every_target_compile_big_functions() {
             .unwrap_or_else(|e| panic!("{target}: {e}"));
         assert_eq!(&obj[..4], b"\x7fELF", "{target}");
         let asm = emit_asm(&module, target, &EmitOptions::default()).unwrap();
-        assert!(asm.contains("@big:") && asm.contains("@small:"), "{target}");
+        let header = |name: &str| {
+            asm.lines()
+                .find(|l| l.starts_with(&format!("@{name}:  ; ")))
+                .unwrap_or_else(|| panic!("{target}: no @{name}"))
+                .to_string()
+        };
+        assert!(header("big").ends_with(" bytes, big tier"), "{target}");
+        assert!(header("small").ends_with(" bytes"), "{target}");
     }
 }
 
