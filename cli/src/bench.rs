@@ -5,7 +5,12 @@
 //!    check) per mode, the reference interpreter, and CPython's `o.x = i`.
 //! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs instrumented.
 //! 3. the same store loop in C, `gcc -O2` and `gcc -O2 -fsanitize=address`.
-//! 4. compile throughput (IR instructions per second) by phase, 1k–100k.
+//! 4. the call-heavy nested-context-manager loop (three objects, `enter` and
+//!    `exit` called on each per iteration): plain, `--checks dict`,
+//!    `--checks dict,adstack`, `--instrument`.
+//! 5. compile time per instruction, by phase, from 10^3 to 10^6
+//!    instructions: one big function (a straight chain of blocks, each
+//!    passing a block parameter), and many functions of ~200 instructions.
 //!
 //! Every number is the median of several repeats, measured in this process;
 //! the variants a ratio compares run in interleaved rounds.
@@ -14,7 +19,7 @@ use crate::source::CliError;
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::Module;
-use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_jit::{CompileOptions, Jit, Ptr, Tier};
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
@@ -83,6 +88,62 @@ exit(%gr: f64):
     return %gr
 }
 ";
+
+/// The call-heavy workload of the README's tag-flip demo
+/// (examples/ctxmgr_tagflip.glir) without the rogue call, with three
+/// managers: each iteration enters and exits all three (six calls, each
+/// storing or loading its object's attributes).
+const CTXMGR_LOOP: &str = "
+fn @enter(%cm: ptr, %depth: i64) {
+entry:
+    store_attr %cm, 0, %depth
+    %one = iconst.i64 1
+    store_attr %cm, 1, %one
+    return
+}
+
+fn @exit(%cm: ptr) -> i64 {
+entry:
+    %zero = iconst.i64 0
+    store_attr %cm, 1, %zero
+    %d = load_attr %cm, 0
+    return %d
+}
+
+fn @main(%outer: ptr, %middle: ptr, %inner: ptr, %n: i64) -> i64 {
+entry:
+    %zero = iconst.i64 0
+    jump loop(%zero, %zero)
+loop(%i: i64, %acc: i64):
+    %done = icmp.sge %i, %n
+    brif %done, finish(%acc), work(%i, %acc)
+work(%k: i64, %a: i64):
+    %d1 = iconst.i64 1
+    call @enter(%outer, %d1)
+    %d2 = iconst.i64 2
+    call @enter(%middle, %d2)
+    %d3 = iconst.i64 3
+    call @enter(%inner, %d3)
+    %x3 = call @exit(%inner)
+    %x2 = call @exit(%middle)
+    %x1 = call @exit(%outer)
+    %s = iadd %x1, %x2
+    %s2 = iadd %s, %x3
+    %a2 = iadd %a, %s2
+    %one = iconst.i64 1
+    %k2 = iadd %k, %one
+    jump loop(%k2, %a2)
+finish(%r: i64):
+    return %r
+}
+";
+
+/// The check sets of the context-manager rows: row suffix and checks.
+const CTXMGR_CHECKS: [(&str, &str); 3] = [
+    ("dict", "dict"),
+    ("dict,adstack", "dict,adstack"),
+    ("instrument", "all"),
+];
 
 const C_STORE_LOOP: &str = r#"
 #include <stdint.h>
@@ -360,7 +421,72 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
     })
 }
 
-/// A module of about `n` instructions in `n/10` blocks.
+fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
+    let m = parse(CTXMGR_LOOP);
+    let instrumented: Vec<(String, Module)> = CTXMGR_CHECKS
+        .iter()
+        .map(|&(name, list)| {
+            let checks = match list {
+                "all" => CheckSet::ALL,
+                l => CheckSet::parse(l).expect("bench check lists are valid"),
+            };
+            (format!("ctxmgr jit+{name}"), instrument(&m, checks))
+        })
+        .collect();
+    let variants: Vec<Variant<'_>> = std::iter::once((
+        "ctxmgr jit".to_string(),
+        &m,
+        Mode::Abort,
+        "uninstrumented, ns per iteration",
+    ))
+    .chain(
+        instrumented
+            .iter()
+            .map(|(name, mi)| (name.clone(), mi, Mode::Abort, "instrumented")),
+    )
+    .collect();
+    time_variants(&variants, reps, n, |mm, mode| {
+        let rt = runtime(mode);
+        let objs = [rt.obj_new(2), rt.obj_new(2), rt.obj_new(2)];
+        let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
+        let f = code
+            .func::<(Ptr, Ptr, Ptr, i64), i64>("main")
+            .expect("signature");
+        Box::new(move || {
+            std::hint::black_box(f.call((Ptr(objs[0]), Ptr(objs[1]), Ptr(objs[2]), n as i64)));
+        })
+    })
+}
+
+/// One function of about `n` instructions: a straight chain of `2n/5`
+/// blocks, each adding one to the value its block parameter carries and
+/// passing it on (every other block by a `brif` whose both edges go to the
+/// next block) — the shape of the 100 000-block function of issue 18.
+pub fn chain_function(n: usize) -> String {
+    let blocks = (n * 2 / 5).max(1);
+    let mut s = String::from(
+        "fn @main(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n",
+    );
+    for i in 0..blocks {
+        let next = if i + 1 == blocks {
+            "done".to_string()
+        } else {
+            format!("b{}", i + 1)
+        };
+        s += &format!("b{i}(%v{i}: i64):\n    %w{i} = iadd %v{i}, %one\n");
+        if i % 2 == 0 {
+            s += &format!(
+                "    %c{i} = icmp.slt %w{i}, %lim\n    brif %c{i}, {next}(%w{i}), {next}(%v{i})\n"
+            );
+        } else {
+            s += &format!("    jump {next}(%w{i})\n");
+        }
+    }
+    s += "done(%r: i64):\n    return %r\n}\n";
+    s
+}
+
+/// A module of about `n` instructions in `n/20` blocks.
 pub fn sized_module(n: usize) -> String {
     let mut s = String::from("fn @main(%x: i64) -> i64 {\nentry:\n    jump b0(%x)\n");
     let blocks = (n / 20).max(1);
@@ -385,47 +511,108 @@ pub fn sized_module(n: usize) -> String {
     s
 }
 
+/// The two shapes of the compile rows.
+#[derive(Copy, Clone, PartialEq)]
+enum Shape {
+    /// One function of `n` instructions ([`chain_function`]).
+    OneFunction,
+    /// Functions of ~200 instructions, as a JIT compiles them.
+    ManyFunctions,
+}
+
+impl Shape {
+    fn name(self) -> &'static str {
+        match self {
+            Shape::OneFunction => "one function",
+            Shape::ManyFunctions => "many functions",
+        }
+    }
+
+    fn text(self, n: usize) -> String {
+        match self {
+            Shape::OneFunction => chain_function(n),
+            Shape::ManyFunctions => {
+                let per_fn = 200;
+                (0..(n / per_fn).max(1))
+                    .map(|f| sized_module(per_fn).replace("@main", &format!("@f{f}")))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Seconds of each phase of one compile of `text`: parse and verify,
+/// instrument (every check), lower, Cranelift; and the module, the
+/// number of its functions compiled at [`Tier::Big`].
+fn compile_once(text: &str) -> ([f64; 4], Module, usize) {
+    let t = Instant::now();
+    let m = parse(text);
+    let parse_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mi = instrument(&m, CheckSet::ALL);
+    let inst_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let code =
+        Jit::compile(&mi, runtime(Mode::Recover), &CompileOptions::default()).expect("compiles");
+    let compile_s = t.elapsed().as_secs_f64();
+    let times = code.compile_times();
+    let big = mi
+        .functions
+        .iter()
+        .filter(|f| code.tier(&f.name).ok() == Some(Tier::Big))
+        .count();
+    drop(code);
+    let cranelift_s = times.codegen.as_secs_f64();
+    // Jit::compile's own verification and setup count as lowering too.
+    let lower_s = times.lower.as_secs_f64();
+    let lower_s = lower_s + (compile_s - lower_s - cranelift_s).max(0.0);
+    ([parse_s, inst_s, lower_s, cranelift_s], m, big)
+}
+
 fn compile_rows(sizes: &[usize]) -> Vec<Json> {
     let mut out = Vec::new();
-    for &n in sizes {
-        // Many functions of ~200 instructions, as a JIT compiles them.
-        let per_fn = 200;
-        let mut text = String::new();
-        for f in 0..(n / per_fn).max(1) {
-            text += &sized_module(per_fn).replace("@main", &format!("@f{f}"));
+    for shape in [Shape::OneFunction, Shape::ManyFunctions] {
+        for &n in sizes {
+            let text = shape.text(n);
+            // Small sizes take milliseconds: the run of median total time
+            // out of several.
+            let reps = if n <= 10_000 { 5 } else { 1 };
+            let mut runs: Vec<([f64; 4], Module, usize)> =
+                (0..reps).map(|_| compile_once(&text)).collect();
+            runs.sort_by(|a, b| a.0.iter().sum::<f64>().total_cmp(&b.0.iter().sum::<f64>()));
+            let ([parse_s, inst_s, lower_s, cranelift_s], m, big) = runs.swap_remove(reps / 2);
+            let insts = m.inst_count();
+            let total = parse_s + inst_s + lower_s + cranelift_s;
+            out.push(json!({
+                "shape": shape.name(),
+                "instructions": insts,
+                "functions": m.functions.len(),
+                "blocks": m.functions.iter().map(|f| f.blocks.len()).sum::<usize>(),
+                "big_tier_functions": big,
+                "parse_verify_s": parse_s,
+                "instrument_s": inst_s,
+                "lower_s": lower_s,
+                "cranelift_s": cranelift_s,
+                "total_s": total,
+                "insts_per_s_total": insts as f64 / total,
+                "us_per_inst": total * 1e6 / insts as f64,
+                "lower_and_instrument_share": (inst_s + lower_s) / total,
+                "guardlift_share": (parse_s + inst_s + lower_s) / total,
+            }));
         }
-        let t = Instant::now();
-        let m = parse(&text);
-        let parse_s = t.elapsed().as_secs_f64();
-        let insts = m.inst_count();
-        let t = Instant::now();
-        let mi = instrument(&m, CheckSet::ALL);
-        let inst_s = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        let code = Jit::compile(&mi, runtime(Mode::Recover), &CompileOptions::default())
-            .expect("compiles");
-        let compile_s = t.elapsed().as_secs_f64();
-        let times = code.compile_times();
-        drop(code);
-        let lower_s = times.lower.as_secs_f64();
-        // Jit::compile's own verification and setup count as lowering too.
-        let cranelift_s = times.codegen.as_secs_f64();
-        let lower_s = lower_s + (compile_s - lower_s - cranelift_s).max(0.0);
-        let total = parse_s + inst_s + compile_s;
-        out.push(json!({
-            "instructions": insts,
-            "functions": m.functions.len(),
-            "parse_verify_s": parse_s,
-            "instrument_s": inst_s,
-            "lower_s": lower_s,
-            "cranelift_s": cranelift_s,
-            "insts_per_s_total": insts as f64 / total,
-            "us_per_inst": total * 1e6 / insts as f64,
-            "lower_and_instrument_share": (inst_s + lower_s) / total,
-            "guardlift_share": (parse_s + inst_s + lower_s) / total,
-        }));
     }
     out
+}
+
+/// Per-instruction compile time of the largest size over the smallest,
+/// for `shape`.
+fn compile_scaling(compile: &[Json], shape: Shape) -> Option<f64> {
+    let rows: Vec<&Json> = compile
+        .iter()
+        .filter(|c| c["shape"] == shape.name())
+        .collect();
+    let per = |c: &Json| c["us_per_inst"].as_f64();
+    ratio(per(rows.last()?), per(rows.first()?))
 }
 
 fn find(rows: &[Row], name: &str) -> Option<f64> {
@@ -444,14 +631,31 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
     };
     let mut rows = store_attr_rows(reps, n);
     rows.extend(adstack_rows(reps, rounds));
+    rows.extend(ctxmgr_rows(reps, n / 10));
+    // 250 000 instructions: the one function of 100 000 blocks.
     let sizes: &[usize] = if quick {
-        &[1_000, 10_000]
+        &[1_000, 20_000]
     } else {
-        &[1_000, 10_000, 100_000]
+        &[1_000, 10_000, 100_000, 250_000, 1_000_000]
     };
     let compile = compile_rows(sizes);
     let jit = find(&rows, "store_attr jit");
+    let ctx = |checks: &str| {
+        ratio(
+            find(&rows, &format!("ctxmgr jit+{checks}")),
+            find(&rows, "ctxmgr jit"),
+        )
+    };
     let ratios = json!({
+        "ctxmgr_instrumented_over_plain": {
+            "dict": ctx("dict"),
+            "dict_adstack": ctx("dict,adstack"),
+            "instrument": ctx("instrument"),
+        },
+        "compile_per_inst_largest_over_smallest": {
+            "one_function": compile_scaling(&compile, Shape::OneFunction),
+            "many_functions": compile_scaling(&compile, Shape::ManyFunctions),
+        },
         "store_attr_instrumented_over_plain": {
             "abort": ratio(find(&rows, "store_attr jit+dict abort"), jit),
             "recover": ratio(find(&rows, "store_attr jit+dict recover"), jit),
@@ -494,10 +698,15 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
             None => println!("  {k:<36} {}", fmt(v)),
         }
     }
-    println!("\ncompile (instrumented with every check; functions of ~200 instructions)");
     println!(
-        "  {:>8} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>14}",
+        "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier)"
+    );
+    println!(
+        "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>14}",
+        "shape",
         "insts",
+        "blocks",
+        "big",
         "parse+verify",
         "instrument",
         "lower",
@@ -509,8 +718,11 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
     let ms = |c: &Json, k: &str| c[k].as_f64().unwrap_or(0.0) * 1e3;
     for c in &compile {
         println!(
-            "  {:>8} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>13.1}%",
+            "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>13.1}%",
+            c["shape"].as_str().unwrap_or(""),
             c["instructions"].as_u64().unwrap_or(0),
+            c["blocks"].as_u64().unwrap_or(0),
+            c["big_tier_functions"].as_u64().unwrap_or(0),
             ms(c, "parse_verify_s"),
             ms(c, "instrument_s"),
             ms(c, "lower_s"),

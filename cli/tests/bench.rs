@@ -1,5 +1,5 @@
-//! `guardlift bench --quick --json`: every measurement of issue 8 is there,
-//! side by side, with its ratios. (Speed itself is never asserted: numbers
+//! `guardlift bench --quick --json`: every measurement of issues 8 and 18
+//! is there, side by side, with its ratios. (Speed itself is never asserted: numbers
 //! are the benchmark's output, not a test's verdict.)
 
 use serde_json::Value;
@@ -48,6 +48,10 @@ fn bench_measures_every_engine_mode_and_phase() {
         "adstack jit+adstack abort",
         "adstack jit+adstack recover",
         "adstack jit+adstack trap",
+        "ctxmgr jit",
+        "ctxmgr jit+dict",
+        "ctxmgr jit+dict,adstack",
+        "ctxmgr jit+instrument",
     ] {
         positive(&ns(name), name);
     }
@@ -75,26 +79,79 @@ fn bench_measures_every_engine_mode_and_phase() {
             "adstack ratio",
         );
     }
+    for checks in ["dict", "dict_adstack", "instrument"] {
+        let r = positive(
+            &ratios["ctxmgr_instrumented_over_plain"][checks],
+            "ctxmgr ratio",
+        );
+        let want = positive(
+            &ns(&format!("ctxmgr jit+{}", checks.replace('_', ","))),
+            checks,
+        ) / positive(&ns("ctxmgr jit"), "ctxmgr jit");
+        assert!((r - want).abs() < 1e-6 * want, "{checks}: {r} vs {want}");
+    }
     let interp_over_jit = positive(&ratios["interp_over_jit"], "interp/jit");
     let jit = positive(&ns("store_attr jit"), "jit");
     let interp = positive(&ns("store_attr interp"), "interp");
     assert!((interp / jit - interp_over_jit).abs() < 1e-6 * interp_over_jit);
 
     let compile = b["compile"].as_array().expect("compile rows");
-    assert_eq!(compile.len(), 2, "--quick measures 1k and 10k: {compile:?}");
-    let mut sizes = Vec::new();
-    for c in compile {
-        let parse = positive(&c["parse_verify_s"], "parse");
-        let inst = positive(&c["instrument_s"], "instrument");
-        let lower = positive(&c["lower_s"], "lower");
-        let clift = positive(&c["cranelift_s"], "cranelift");
-        let share = positive(&c["lower_and_instrument_share"], "share");
-        let total = parse + inst + lower + clift;
+    assert_eq!(
+        compile.len(),
+        4,
+        "--quick measures 1k and 20k, one function and many: {compile:?}"
+    );
+    for shape in ["one function", "many functions"] {
+        let rows: Vec<&Value> = compile.iter().filter(|c| c["shape"] == shape).collect();
+        assert_eq!(rows.len(), 2, "{shape}: {compile:?}");
+        let mut sizes = Vec::new();
+        let mut per_inst = Vec::new();
+        for c in &rows {
+            let parse = positive(&c["parse_verify_s"], "parse");
+            let inst = positive(&c["instrument_s"], "instrument");
+            let lower = positive(&c["lower_s"], "lower");
+            let clift = positive(&c["cranelift_s"], "cranelift");
+            let share = positive(&c["lower_and_instrument_share"], "share");
+            let total = parse + inst + lower + clift;
+            assert!(
+                ((inst + lower) / total - share).abs() < 1e-9,
+                "the share is of the four phases: {c}"
+            );
+            let insts = c["instructions"].as_u64().expect("instructions");
+            let us = positive(&c["us_per_inst"], "us/inst");
+            assert!((total * 1e6 / insts as f64 - us).abs() < 1e-6 * us, "{c}");
+            sizes.push(insts);
+            per_inst.push(us);
+        }
         assert!(
-            ((inst + lower) / total - share).abs() < 1e-9,
-            "the share is of the four phases: {c}"
+            sizes[1] >= 19 * sizes[0],
+            "sizes grow twentyfold: {sizes:?}"
         );
-        sizes.push(c["instructions"].as_u64().expect("instructions"));
+        let key = shape.replace(' ', "_");
+        let scaling = positive(
+            &ratios["compile_per_inst_largest_over_smallest"][&key],
+            "scaling",
+        );
+        assert!((scaling - per_inst[1] / per_inst[0]).abs() < 1e-6 * scaling);
+        // The tier decision (deterministic, unlike the times): only the one
+        // function of 20 000 instructions is compiled at the big tier.
+        let big: Vec<u64> = rows
+            .iter()
+            .map(|c| {
+                c["big_tier_functions"]
+                    .as_u64()
+                    .expect("big_tier_functions")
+            })
+            .collect();
+        let want = if shape == "one function" {
+            [0, 1]
+        } else {
+            [0, 0]
+        };
+        assert_eq!(big, want, "{shape}");
+        assert_eq!(
+            rows[0]["functions"],
+            if shape == "one function" { 1 } else { 5 }
+        );
     }
-    assert!(sizes[1] >= 9 * sizes[0], "sizes grow tenfold: {sizes:?}");
 }

@@ -3,7 +3,7 @@
 
 use crate::error::JitError;
 use crate::lower::{self, Entry, Lowerer, RtRef};
-use crate::target::{build_isa, OptLevel, Target};
+use crate::target::{build_isa, OptLevel, Target, Tier, TierIsas};
 use crate::typed::{signature_text, Params, Results};
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, InstBuilder, MemFlagsData, Signature,
@@ -73,7 +73,7 @@ impl Jit {
         let externs =
             lower::resolve_externs(module, |name| host.get(name).map(|_| host_symbol(name)))?;
 
-        let isa = build_isa(Target::Host, opts.opt_level, false)?;
+        let isa = build_isa(Target::Host, opts.opt_level, Tier::Optimized, false)?;
         let call_conv = isa.default_call_conv();
         let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
         for b in BUILTINS {
@@ -114,6 +114,7 @@ impl Jit {
             );
             let mut ctx = jm.make_context();
             let mut fctx = FunctionBuilderContext::new();
+            let mut tiers = TierIsas::new(Target::Host, false);
             // (function index, code offset, site, kind) of every trap.
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
             for (i, f) in module.functions.iter().enumerate() {
@@ -128,8 +129,9 @@ impl Jit {
                 )?;
                 let t2 = Instant::now();
                 times.lower += t2 - t;
-                jm.define_function(id, &mut ctx)
-                    .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+                tiers
+                    .define(&mut jm, id, &mut ctx, Tier::of(f))
+                    .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
                 times.codegen += t2.elapsed();
                 if !lw.trap_sites().is_empty() {
                     // cranelift-jit drops trap metadata: read it before the
@@ -159,6 +161,7 @@ impl Jit {
                     params: f.param_types(),
                     ret: f.ret,
                     id,
+                    tier: Tier::of(f),
                     addr: jm.get_finalized_function(id) as usize,
                 })
                 .collect();
@@ -273,6 +276,7 @@ struct FuncInfo {
     params: Vec<Type>,
     ret: Option<Type>,
     id: ClFuncId,
+    tier: Tier,
     /// Finalized code address (valid while `Inner` lives).
     addr: usize,
 }
@@ -370,6 +374,11 @@ impl CompiledModule {
     /// Names of the compiled functions, in module order.
     pub fn function_names(&self) -> impl Iterator<Item = &str> {
         self.inner.funcs.iter().map(|f| f.name.as_str())
+    }
+
+    /// The tier `name` was compiled at (see [`Tier`]).
+    pub fn tier(&self, name: &str) -> Result<Tier, JitError> {
+        Ok(self.info(name)?.1.tier)
     }
 
     /// The IR signature of a function: (params, result).

@@ -33,5 +33,5 @@ pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
 pub use object::{
     emit_asm, emit_clif, emit_object, emit_object_with_traps, EmitOptions, ObjectTrap,
 };
-pub use target::{OptLevel, Target};
+pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
 pub use typed::{NativeType, Params, Ptr, Results};

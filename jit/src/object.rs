@@ -10,8 +10,7 @@
 
 use crate::error::JitError;
 use crate::lower::{self, Lowerer, RtRef};
-use crate::target::{build_isa, OptLevel, Target};
-use cranelift_codegen::control::ControlPlane;
+use crate::target::{build_isa, OptLevel, Target, Tier, TierIsas};
 use cranelift_codegen::ir::UserFuncName;
 use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
@@ -45,7 +44,7 @@ fn setup<'m>(
 ) -> Result<Setup<'m>, JitError> {
     guardlift_ir::verify_module(module)?;
     let externs = lower::resolve_externs(module, |name| Some(name.to_string()))?;
-    let isa = build_isa(target, opts.opt_level, true)?;
+    let isa = build_isa(target, opts.opt_level, Tier::Optimized, true)?;
     let call_conv = isa.default_call_conv();
     let ob = ObjectBuilder::new(isa, "guardlift", cranelift_module::default_libcall_names())
         .map_err(|e| JitError::Object(e.to_string()))?;
@@ -114,6 +113,7 @@ pub fn emit_object_with_traps(
     } = setup(module, target, opts)?;
     let mut ctx = om.make_context();
     let mut fctx = FunctionBuilderContext::new();
+    let mut tiers = TierIsas::new(target, true);
     for (i, f) in module.functions.iter().enumerate() {
         let id = funcs[i];
         lw.lower_function(
@@ -123,8 +123,9 @@ pub fn emit_object_with_traps(
             &mut ctx.func,
             &mut fctx,
         )?;
-        om.define_function(id, &mut ctx)
-            .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
+        tiers
+            .define(&mut om, id, &mut ctx, Tier::of(f))
+            .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
         if !lw.trap_sites().is_empty() {
             let code = ctx
                 .compiled_code()
@@ -229,6 +230,7 @@ pub fn emit_asm(
     let mut fctx = FunctionBuilderContext::new();
     let mut bodies = String::new();
     let mut ctx = Context::new();
+    let mut tiers = TierIsas::new(target, true);
     for (i, f) in module.functions.iter().enumerate() {
         ctx.clear();
         ctx.set_disasm(true);
@@ -239,12 +241,17 @@ pub fn emit_asm(
             &mut ctx.func,
             &mut fctx,
         )?;
-        let code = ctx
-            .compile(om.isa(), &mut ControlPlane::default())
-            .map_err(|e| JitError::Codegen(format!("@{}: {:?}", f.name, e.inner)))?;
+        let tier = Tier::of(f);
+        let code = tiers
+            .compile(om.isa(), &mut ctx, tier)
+            .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
         let text = code.vcode.clone().unwrap_or_default();
         let size = code.code_info().total_size;
-        let _ = writeln!(bodies, "@{}:  ; {size} bytes", f.name);
+        let note = match tier {
+            Tier::Optimized => "",
+            Tier::Big => ", big tier",
+        };
+        let _ = writeln!(bodies, "@{}:  ; {size} bytes{note}", f.name);
         bodies.push_str(&name_comments(&om, &lw, &ctx.func));
         bodies.push_str(&text);
         bodies.push('\n');

@@ -1,8 +1,13 @@
-//! Targets and the Cranelift ISA settings every engine here uses.
+//! Targets, the Cranelift ISA settings every engine here uses, and the
+//! compile tier of each function (full optimization, or the linear-time
+//! settings of a big function: docs/CODEGEN.md, "Tiering").
 
 use crate::error::JitError;
+use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_module::{FuncId as ClFuncId, Module, ModuleReloc};
 use std::fmt;
 
 /// Where code runs: the host (JIT), or an explicit architecture (Linux ELF).
@@ -141,17 +146,141 @@ fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
     Ok(())
 }
 
-/// Builds the ISA for `target`. `pic` must be false for the JIT.
+/// How Cranelift compiles one function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// The requested [`OptLevel`] and the backtracking register allocator:
+    /// every function of at most [`BIG_FUNCTION_INSTS`] instructions.
+    Optimized,
+    /// A bigger function: `opt_level=none` and the single-pass register
+    /// allocator, whose time is linear in the function's size. (The
+    /// backtracking allocator's move insertion is quadratic in a function
+    /// with many block parameters and values; see docs/CODEGEN.md.)
+    Big,
+}
+
+/// Functions with more guardlift IR instructions than this (counted after
+/// instrumentation, as compiled) are compiled at [`Tier::Big`].
+pub const BIG_FUNCTION_INSTS: usize = 10_000;
+
+impl Tier {
+    /// The tier of `f`: decided per function, from its instruction count
+    /// alone, the same on every engine and target.
+    pub fn of(f: &guardlift_ir::Function) -> Tier {
+        if f.inst_count() > BIG_FUNCTION_INSTS {
+            Tier::Big
+        } else {
+            Tier::Optimized
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Optimized => "optimized",
+            Tier::Big => "big",
+        }
+    }
+
+    fn regalloc(self) -> &'static str {
+        match self {
+            Tier::Optimized => "backtracking",
+            Tier::Big => "single_pass",
+        }
+    }
+}
+
+/// The ISAs of a module's functions: the module's own (for
+/// [`Tier::Optimized`]) and, built when the first big function comes, the
+/// one of [`Tier::Big`].
+pub(crate) struct TierIsas {
+    target: Target,
+    pic: bool,
+    big: Option<OwnedTargetIsa>,
+}
+
+impl TierIsas {
+    pub(crate) fn new(target: Target, pic: bool) -> TierIsas {
+        TierIsas {
+            target,
+            pic,
+            big: None,
+        }
+    }
+
+    /// The ISA that compiles functions of `tier`; `None` for the module's own.
+    fn isa(&mut self, tier: Tier) -> Result<Option<&OwnedTargetIsa>, JitError> {
+        if tier == Tier::Optimized {
+            return Ok(None);
+        }
+        if self.big.is_none() {
+            self.big = Some(build_isa(self.target, OptLevel::None, tier, self.pic)?);
+        }
+        Ok(self.big.as_ref())
+    }
+
+    /// Compiles `ctx.func` (function `id` of `m`) at `tier` and defines it
+    /// in `m`; `ctx.compiled_code()` is its code afterwards.
+    pub(crate) fn define<M: Module>(
+        &mut self,
+        m: &mut M,
+        id: ClFuncId,
+        ctx: &mut Context,
+        tier: Tier,
+    ) -> Result<(), String> {
+        let Some(isa) = self.isa(tier).map_err(|e| e.to_string())? else {
+            return m.define_function(id, ctx).map_err(|e| format!("{e:?}"));
+        };
+        let align = ctx
+            .compile(&**isa, &mut ControlPlane::default())
+            .map_err(|e| format!("{:?}", e.inner))?
+            .buffer
+            .alignment as u64;
+        let code = ctx.compiled_code().ok_or("no compiled code")?;
+        let relocs: Vec<ModuleReloc> = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        m.define_function_bytes(id, align, code.buffer.data(), &relocs)
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    /// Compiles `ctx.func` at `tier` with `module_isa` as the module's own ISA.
+    pub(crate) fn compile<'c>(
+        &mut self,
+        module_isa: &dyn isa::TargetIsa,
+        ctx: &'c mut Context,
+        tier: Tier,
+    ) -> Result<&'c cranelift_codegen::CompiledCode, String> {
+        let isa: &dyn isa::TargetIsa = match self.isa(tier).map_err(|e| e.to_string())? {
+            Some(i) => &**i,
+            None => module_isa,
+        };
+        ctx.compile(isa, &mut ControlPlane::default())
+            .map_err(|e| format!("{:?}", e.inner))
+    }
+}
+
+/// Builds the ISA for `target` and functions of `tier`. `pic` must be
+/// false for the JIT.
 ///
-/// Settings: the optimization level; Cranelift's verifier in debug builds;
-/// inline stack probes (adstack frames can be large).
+/// Settings: the optimization level (`none` at [`Tier::Big`]) and register
+/// allocator of the tier; Cranelift's verifier in debug builds; inline stack
+/// probes (adstack frames can be large).
 pub(crate) fn build_isa(
     target: Target,
     opt: OptLevel,
+    tier: Tier,
     pic: bool,
 ) -> Result<OwnedTargetIsa, JitError> {
     let mut fb = settings::builder();
+    let opt = match tier {
+        Tier::Optimized => opt,
+        Tier::Big => OptLevel::None,
+    };
     set(&mut fb, "opt_level", opt.name())?;
+    set(&mut fb, "regalloc_algorithm", tier.regalloc())?;
     set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
     set(
         &mut fb,
@@ -180,4 +309,32 @@ pub(crate) fn build_isa(
     builder
         .finish(flags)
         .map_err(|e| JitError::Codegen(format!("building the {target} ISA: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift_codegen::settings::{OptLevel as ClOpt, RegallocAlgorithm};
+
+    /// The big tier's settings are the linear-time ones on every target,
+    /// whatever level was asked for; the optimized tier keeps the request.
+    #[test]
+    fn tier_settings() {
+        for target in [Target::X86_64, Target::Aarch64, Target::Riscv64] {
+            let big = build_isa(target, OptLevel::Speed, Tier::Big, true).unwrap();
+            assert_eq!(big.flags().opt_level(), ClOpt::None, "{target}");
+            assert_eq!(
+                big.flags().regalloc_algorithm(),
+                RegallocAlgorithm::SinglePass,
+                "{target}"
+            );
+            let opt = build_isa(target, OptLevel::Speed, Tier::Optimized, true).unwrap();
+            assert_eq!(opt.flags().opt_level(), ClOpt::Speed, "{target}");
+            assert_eq!(
+                opt.flags().regalloc_algorithm(),
+                RegallocAlgorithm::Backtracking,
+                "{target}"
+            );
+        }
+    }
 }

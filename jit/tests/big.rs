@@ -1,18 +1,20 @@
-//! Large inputs: a 20 000-block function, a 10 000-function module, a
-//! megabyte-sized adstack frame.
+//! Large inputs: 20 000- and 40 000-block functions (and the tier they are
+//! compiled at), a 10 000-function module, a megabyte-sized adstack frame.
 
 mod common;
 use common::*;
+use guardlift_jit::{emit_asm, emit_object, EmitOptions, Target, Tier, BIG_FUNCTION_INSTS};
 use std::fmt::Write as _;
 
-#[test]
-fn twenty_thousand_blocks() {
-    const N: usize = 20_000;
-    let mut t = String::from("fn @big(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n");
-    for i in 0..N {
+/// `@name(%x) -> i64`: a straight chain of `n` blocks, each adding one to
+/// the value its block parameter carries (every other block passes it on
+/// by a `brif` whose both edges go to the next block); returns `x + n`.
+fn chain(name: &str, n: usize) -> String {
+    let mut t = format!("fn @{name}(%x: i64) -> i64 {{\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n");
+    for i in 0..n {
         let _ = writeln!(t, "b{i}(%v{i}: i64):");
         let _ = writeln!(t, "    %w{i} = iadd %v{i}, %one");
-        let next = if i + 1 == N {
+        let next = if i + 1 == n {
             "done".to_string()
         } else {
             format!("b{}", i + 1)
@@ -25,8 +27,81 @@ fn twenty_thousand_blocks() {
         }
     }
     t.push_str("done(%r: i64):\n    return %r\n}\n");
-    let m = jit(&t);
+    t
+}
+
+/// `@f(%x) -> i64` of exactly `n` instructions (`n - 1` adds and the return).
+fn straight(n: usize) -> guardlift_ir::Module {
+    let mut t = String::from("fn @f(%x: i64) -> i64 {\nentry:\n    %v0 = iadd %x, %x\n");
+    for i in 1..n - 1 {
+        let _ = writeln!(t, "    %v{i} = iadd %v{}, %x", i - 1);
+    }
+    let _ = writeln!(t, "    return %v{}\n}}", n - 2);
+    parse(&t)
+}
+
+#[test]
+fn twenty_thousand_blocks() {
+    const N: usize = 20_000;
+    let m = jit(&chain("big", N));
     assert_eq!(m.func::<i64, i64>("big").unwrap().call(5), 5 + N as i64);
+}
+
+/// The cure of the quadratic compile time, checked by its decision rather
+/// than by a clock: a function above `BIG_FUNCTION_INSTS` instructions is
+/// compiled at the big tier (the single-pass register allocator, linear in
+/// the function's size), one at the threshold and every normal-size
+/// function at the optimized tier.
+#[test]
+fn the_tier_is_decided_per_function_at_the_threshold() {
+    assert_eq!(
+        straight(BIG_FUNCTION_INSTS).functions[0].inst_count(),
+        BIG_FUNCTION_INSTS
+    );
+    assert_eq!(
+        Tier::of(&straight(BIG_FUNCTION_INSTS).functions[0]),
+        Tier::Optimized
+    );
+    assert_eq!(
+        Tier::of(&straight(BIG_FUNCTION_INSTS + 1).functions[0]),
+        Tier::Big
+    );
+    // The 100 000-block chain of issue 18 is far above it.
+    assert!(parse(&chain("big", 100_000)).inst_count() > 20 * BIG_FUNCTION_INSTS);
+}
+
+#[test]
+fn a_big_function_runs_at_the_big_tier_next_to_optimized_ones() {
+    const N: usize = 40_000;
+    let text = format!("{}{}", chain("big", N), chain("small", 100));
+    let m = jit(&text);
+    assert_eq!(m.tier("big").unwrap(), Tier::Big);
+    assert_eq!(m.tier("small").unwrap(), Tier::Optimized);
+    assert_eq!(m.func::<i64, i64>("big").unwrap().call(-7), N as i64 - 7);
+    assert_eq!(m.func::<i64, i64>("small").unwrap().call(1), 101);
+    // Every function of the hot-path benchmarks stays optimized.
+    let small = jit(&chain("f", 1_000));
+    assert_eq!(small.tier("f").unwrap(), Tier::Optimized);
+}
+
+#[test]
+fn objects_of_every_target_compile_big_functions() {
+    let module = parse(&format!("{}{}", chain("big", 12_000), chain("small", 10)));
+    assert_eq!(Tier::of(&module.functions[0]), Tier::Big);
+    for target in [Target::X86_64, Target::Aarch64, Target::Riscv64] {
+        let obj = emit_object(&module, target, &EmitOptions::default())
+            .unwrap_or_else(|e| panic!("{target}: {e}"));
+        assert_eq!(&obj[..4], b"\x7fELF", "{target}");
+        let asm = emit_asm(&module, target, &EmitOptions::default()).unwrap();
+        let header = |name: &str| {
+            asm.lines()
+                .find(|l| l.starts_with(&format!("@{name}:  ; ")))
+                .unwrap_or_else(|| panic!("{target}: no @{name}"))
+                .to_string()
+        };
+        assert!(header("big").ends_with(" bytes, big tier"), "{target}");
+        assert!(header("small").ends_with(" bytes"), "{target}");
+    }
 }
 
 #[test]
