@@ -294,7 +294,7 @@ fn target_run(
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&options, &trap, r),
+            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r),
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -324,6 +324,7 @@ fn target_run(
 /// report with its trap note, human or a JSON line, to the log or stderr;
 /// no JSON object on stdout), then abort.
 fn write_trap_report_and_abort(
+    rt: &Runtime,
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
@@ -371,22 +372,7 @@ fn write_trap_report_and_abort(
         .to_string()
     };
     let _ = std::io::stdout().flush();
-    match &options.log_path {
-        Some(p) => {
-            if let Ok(mut f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-            {
-                let _ = f.write_all(text.as_bytes());
-            }
-        }
-        None => {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(text.as_bytes());
-            let _ = err.flush();
-        }
-    }
+    rt.write_log_text(&text);
     std::process::abort()
 }
 

@@ -6,6 +6,7 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
+//! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`abi`]: the C entry points generated code calls;
 //! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
 
@@ -14,6 +15,7 @@ pub mod adstack;
 pub mod heap;
 pub mod layout;
 pub mod options;
+pub mod output;
 pub mod report;
 pub mod runtime;
 pub mod trap;

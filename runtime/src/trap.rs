@@ -54,7 +54,8 @@
 //! the values from the scratch area if they are this site's, formats the
 //! same report as the other modes (human, or a JSON line when `json=1`)
 //! into a stack buffer with `core::fmt`, `write(2)`s it to the runtime's
-//! log (stderr by default) and calls `abort()` (exit status 134). Only
+//! log (stderr by default; stderr with a note when the log cannot be
+//! written, [`crate::output::write_fd_or_stderr`]) and calls `abort()` (exit status 134). Only
 //! async-signal-safe calls are made: `write`, `nanosleep`, `pause`,
 //! `sigaction`, `raise`, `abort`.
 //!
@@ -65,8 +66,8 @@
 //! threads trap at once, they share the area: a thread whose values were
 //! overwritten leaves the report to the thread that overwrote them (which
 //! traps right after) and waits in `pause()` for the abort; one report is
-//! printed (the first handler to claim the global reporting flag with
-//! valid values). If no thread reports within 200 ms, a handler reports
+//! printed (the first handler to claim the process-wide final report
+//! latch, [`crate::output::claim_final_report`], with valid values). If no thread reports within 200 ms, a handler reports
 //! its own site without values rather than show another site's. (Two
 //! threads trapping at the same site at the same moment share a token: the
 //! values shown are then one of theirs, both real violations of that site.)
@@ -388,8 +389,6 @@ mod imp {
     static READERS: AtomicUsize = AtomicUsize::new(0);
     /// Serializes writers; holds the next registration id.
     static WRITER: Mutex<u64> = Mutex::new(1);
-    /// Set by the first handler that reports: the others wait for the abort.
-    static REPORTING: AtomicBool = AtomicBool::new(false);
 
     pub fn next_id() -> u64 {
         let mut g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
@@ -614,24 +613,7 @@ mod imp {
 
     /// Waits for the process to end (another thread is reporting).
     fn park() -> ! {
-        loop {
-            // SAFETY: pause is async-signal-safe.
-            unsafe { libc::pause() };
-        }
-    }
-
-    fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            // SAFETY: writes from a valid slice.
-            let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return;
-            }
-            bytes = &bytes[n as usize..];
-        }
+        crate::output::wait_for_exit()
     }
 
     /// The values in `scratch` if a trap with `token` wrote them.
@@ -666,12 +648,12 @@ mod imp {
                 break;
             }
             // Another thread's trap overwrote our values; it reports.
-            if REPORTING.load(SeqCst) {
+            if crate::output::final_report_claimed() {
                 park();
             }
             sleep_ms(1);
         }
-        if REPORTING.swap(true, SeqCst) {
+        if !crate::output::claim_final_report() {
             park();
         }
         let report = HumanReport {
@@ -699,11 +681,7 @@ mod imp {
         } else {
             let _ = write!(buf, "{report}");
         }
-        let fd = match scratch.log_fd.load(SeqCst) {
-            fd if fd >= 0 => fd,
-            _ => libc::STDERR_FILENO,
-        };
-        write_all(fd, buf.as_bytes());
+        crate::output::write_fd_or_stderr(scratch.log_fd.load(SeqCst), buf.as_bytes());
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
     }
