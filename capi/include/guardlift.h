@@ -38,6 +38,19 @@
  *  - Threads: every function may be called from any thread. A runtime,
  *    code and funcs may be used from many threads at once (reports are
  *    counted exactly). gl_last_error() is per thread.
+ *  - Signals: guardlift installs process-wide handlers with sigaction
+ *    (SA_SIGINFO | SA_ONSTACK) for SIGILL and SIGTRAP the first time code is
+ *    compiled in GL_MODE_TRAP (once; never removed). For a signal that is
+ *    not at one of its trap instructions it calls the action that was
+ *    installed before it (SIG_DFL: restored and re-raised). A host that
+ *    installs its own handler for SIGILL/SIGTRAP AFTER that must chain:
+ *    keep the old action sigaction() returns and call it (sa_sigaction with
+ *    (sig, info, ucontext) if SA_SIGINFO is set, else sa_handler) for every
+ *    signal it does not consume; otherwise trap-mode reports are silently
+ *    lost. Installed before, nothing is needed. See docs/EMBEDDING.md.
+ *    Each thread that calls gl_func_call* gets an alternate signal stack
+ *    (64 KiB, unmapped at thread exit) unless it has one of >= 32 KiB, so
+ *    the handler works on a thread with almost no stack left.
  *  - 64-bit hosts only (x86_64, aarch64).
  */
 #ifndef GUARDLIFT_H

@@ -8,6 +8,7 @@
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`abi`]: the C entry points generated code calls;
+//! - [`sigstack`]: alternate signal stacks for threads that run guardlift code;
 //! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
 
 pub mod abi;
@@ -18,6 +19,7 @@ pub mod options;
 pub mod output;
 pub mod report;
 pub mod runtime;
+pub mod sigstack;
 pub mod trap;
 
 pub use heap::HostFault;

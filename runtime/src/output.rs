@@ -105,17 +105,101 @@ static FD_NOTED: AtomicBool = AtomicBool::new(false);
 /// the errno. Only `write(2)` is called; nothing is allocated.
 #[cfg(unix)]
 pub fn write_fd_or_stderr(fd: i32, bytes: &[u8]) {
-    if fd < 0 || fd == libc::STDERR_FILENO {
-        let _ = write_all_fd(libc::STDERR_FILENO, bytes);
+    emit_fd_or_stderr(fd, &|w: &mut FdWriter| w.write_bytes(bytes));
+}
+
+/// Async-signal-safe: formats `what` straight to `fd` (stderr when
+/// `fd < 0`) through a small stack buffer, so text of any length is written
+/// whole; if writing fails, formats it again to stderr after the note of
+/// [`write_fd_or_stderr`]. `what` must not allocate (e.g.
+/// [`crate::HumanReport`]).
+#[cfg(unix)]
+pub fn write_display_fd_or_stderr(fd: i32, what: &dyn std::fmt::Display) {
+    use std::fmt::Write as _;
+    emit_fd_or_stderr(fd, &|w: &mut FdWriter| {
+        let _ = write!(w, "{what}");
+    });
+}
+
+#[cfg(unix)]
+fn emit_fd_or_stderr(fd: i32, emit: &dyn Fn(&mut FdWriter)) {
+    let fd = if fd < 0 { libc::STDERR_FILENO } else { fd };
+    let mut w = FdWriter::new(fd);
+    emit(&mut w);
+    let r = w.finish();
+    if fd == libc::STDERR_FILENO {
         return;
     }
-    if let Err(errno) = write_all_fd(fd, bytes) {
+    if let Err(errno) = r {
         if !FD_NOTED.swap(true, SeqCst) {
             let mut note = [0u8; 128];
             let n = fallback_note(errno, &mut note);
             let _ = write_all_fd(libc::STDERR_FILENO, &note[..n]);
         }
-        let _ = write_all_fd(libc::STDERR_FILENO, bytes);
+        let mut w = FdWriter::new(libc::STDERR_FILENO);
+        emit(&mut w);
+        let _ = w.finish();
+    }
+}
+
+/// A `fmt::Write` that buffers on the stack and `write(2)`s full chunks;
+/// after the first failed write it drops everything and remembers the errno.
+#[cfg(unix)]
+pub struct FdWriter {
+    fd: i32,
+    buf: [u8; 512],
+    len: usize,
+    err: Option<i32>,
+}
+
+#[cfg(unix)]
+impl FdWriter {
+    pub fn new(fd: i32) -> Self {
+        FdWriter {
+            fd,
+            buf: [0; 512],
+            len: 0,
+            err: None,
+        }
+    }
+
+    fn flush_buf(&mut self) {
+        if self.err.is_none() {
+            if let Err(e) = write_all_fd(self.fd, &self.buf[..self.len]) {
+                self.err = Some(e);
+            }
+        }
+        self.len = 0;
+    }
+
+    /// Appends raw bytes (flushing full chunks).
+    pub fn write_bytes(&mut self, mut b: &[u8]) {
+        while !b.is_empty() && self.err.is_none() {
+            let take = b.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + take].copy_from_slice(&b[..take]);
+            self.len += take;
+            b = &b[take..];
+            if self.len == self.buf.len() {
+                self.flush_buf();
+            }
+        }
+    }
+
+    /// Writes what is buffered; `Err(errno)` if any write failed.
+    pub fn finish(mut self) -> Result<(), i32> {
+        self.flush_buf();
+        self.err.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(unix)]
+impl std::fmt::Write for FdWriter {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.write_bytes(s.as_bytes());
+        match self.err {
+            None => Ok(()),
+            Some(_) => Err(std::fmt::Error),
+        }
     }
 }
 
@@ -221,5 +305,33 @@ mod tests {
         let f = LogFile::open("/dev/full").expect("/dev/full opens");
         assert_eq!(write_all_fd(f.raw_fd(), b"x"), Err(libc::ENOSPC));
         assert_eq!(f.path(), "/dev/full");
+    }
+
+    #[test]
+    fn fd_writer_writes_long_text_whole() {
+        let (r, w) = pipe();
+        let long = "x".repeat(5000);
+        write_display_fd_or_stderr(w, &format_args!("<{long}>"));
+        // SAFETY: our own pipe ends.
+        unsafe { libc::close(w) };
+        let got = read_all(r);
+        assert_eq!(got, format!("<{long}>"));
+    }
+
+    fn pipe() -> (i32, i32) {
+        let mut fds = [0; 2];
+        // SAFETY: a valid two-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        (fds[0], fds[1])
+    }
+
+    fn read_all(fd: i32) -> String {
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        // SAFETY: we own `fd` and hand it to the File.
+        let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+        let mut s = String::new();
+        f.read_to_string(&mut s).unwrap();
+        s
     }
 }

@@ -39,8 +39,8 @@
 //! in, then wait until no handler is inside a lookup (a reader count
 //! incremented around the lookup) before freeing the old one: snapshots
 //! are freed, never leaked, and never freed under a reader. A handler copies
-//! what it needs (including the function and op names, truncated to fixed
-//! stack buffers) and leaves the reader section before it reports.
+//! what it needs (a reference to the site's names, which it never drops:
+//! it ends the process) and leaves the reader section before it reports.
 //!
 //! # The handler
 //!
@@ -53,7 +53,8 @@
 //! without guardlift; an ignored SIGTRAP stays ignored). Ours: it takes
 //! the values from the scratch area if they are this site's, formats the
 //! same report as the other modes (human, or a JSON line when `json=1`)
-//! into a stack buffer with `core::fmt`, `write(2)`s it to the runtime's
+//! with `core::fmt` straight to the log through a 512-byte stack buffer
+//! (so names of any length print whole), `write(2)`s it to the runtime's
 //! log (stderr by default; stderr with a note when the log cannot be
 //! written, [`crate::output::write_fd_or_stderr`]) and calls `abort()` (exit status 134). Only
 //! async-signal-safe calls are made: `write`, `nanosleep`, `pause`,
@@ -223,6 +224,8 @@ impl Runtime {
         sites: Vec<TrapSite>,
     ) -> std::io::Result<TrapRegistration> {
         imp::install()?;
+        // The handler runs on the alternate stack of the thread that traps.
+        crate::sigstack::ensure_current_thread()?;
         let scratch = self.trap_scratch() as *const TrapScratch;
         let n = sites.len();
         let id = imp::next_id();
@@ -243,41 +246,6 @@ impl Runtime {
             sites: n,
             _rt: self.clone(),
         })
-    }
-}
-
-/// A fixed-size, truncating text buffer on the stack (`core::fmt::Write`).
-struct StackBuf<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackBuf<N> {
-    const fn new() -> Self {
-        StackBuf {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(self.as_bytes()).unwrap_or("?")
-    }
-}
-
-impl<const N: usize> std::fmt::Write for StackBuf<N> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        // Truncate at a char boundary; never fail (a cut report beats none).
-        let room = N - self.len;
-        let mut take = s.len().min(room);
-        while !s.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
     }
 }
 
@@ -355,7 +323,6 @@ impl std::fmt::Display for JsonReport<'_> {
 mod imp {
     use super::*;
     use std::cell::UnsafeCell;
-    use std::fmt::Write as _;
     use std::mem::MaybeUninit;
     use std::sync::atomic::{AtomicPtr, AtomicUsize};
     use std::sync::{Mutex, Once};
@@ -437,15 +404,15 @@ mod imp {
         }
     }
 
-    /// A copy of one entry, owned by the handler's stack.
+    /// What the handler needs of one entry. `info` is a new reference to
+    /// the entry's names (an atomic increment, no allocation), never
+    /// dropped: the handler ends in `abort()` or waits in `pause()`, so the
+    /// names stay valid (and whole) while it prints them.
     struct Found {
         site: u32,
         kind: ReportKind,
         scratch: *const TrapScratch,
-        line: u32,
-        col: u32,
-        function: StackBuf<128>,
-        op: StackBuf<32>,
+        info: std::mem::ManuallyDrop<Arc<SiteInfo>>,
     }
 
     /// Async-signal-safe lookup: no locks, no allocation.
@@ -459,18 +426,11 @@ mod imp {
             let es = unsafe { &(*t).entries };
             es.binary_search_by_key(&pc, |e| e.pc).ok().map(|i| {
                 let e = &es[i];
-                let mut function = StackBuf::new();
-                let _ = function.write_str(&e.info.function);
-                let mut op = StackBuf::new();
-                let _ = op.write_str(&e.info.op);
                 Found {
                     site: e.site,
                     kind: e.kind,
                     scratch: e.scratch,
-                    line: e.info.line,
-                    col: e.info.col,
-                    function,
-                    op,
+                    info: std::mem::ManuallyDrop::new(e.info.clone()),
                 }
             })
         };
@@ -659,10 +619,10 @@ mod imp {
         let report = HumanReport {
             kind: f.kind,
             site: f.site,
-            function: f.function.as_str(),
-            line: f.line,
-            col: f.col,
-            op: f.op.as_str(),
+            function: &f.info.function,
+            line: f.info.line,
+            col: f.info.col,
+            op: &f.info.op,
             observed,
             last_write: None,
             count: 1,
@@ -675,13 +635,13 @@ mod imp {
                 pc: pc as u64,
             }),
         };
-        let mut buf = StackBuf::<2048>::new();
+        // Streamed to the log in small chunks: names of any length print whole.
+        let fd = scratch.log_fd.load(SeqCst);
         if scratch.json.load(SeqCst) {
-            let _ = write!(buf, "{}", JsonReport(&report));
+            crate::output::write_display_fd_or_stderr(fd, &JsonReport(&report));
         } else {
-            let _ = write!(buf, "{report}");
+            crate::output::write_display_fd_or_stderr(fd, &report);
         }
-        crate::output::write_fd_or_stderr(scratch.log_fd.load(SeqCst), buf.as_bytes());
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
     }
@@ -723,7 +683,6 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fmt::Write as _;
 
     #[test]
     fn trap_codes_round_trip() {
@@ -743,32 +702,45 @@ mod tests {
         assert_eq!(ReportKind::from_trap_code(0xff), None);
     }
 
+    /// The handler's path (streamed through [`crate::output::FdWriter`])
+    /// writes exactly `Report::to_human`, names of any length whole.
+    #[cfg(target_os = "linux")]
     #[test]
-    fn stack_report_is_the_human_report() {
-        let info = SiteInfo {
-            function: "main".into(),
-            line: 27,
-            col: 5,
-            op: "store_attr".into(),
-        };
-        let r = crate::Report {
-            kind: ReportKind::DictSlotTag,
-            site: 3,
-            info,
-            observed: Observed::Dict {
-                object: 0x1000,
-                value: 0x1236,
-            },
-            last_write: None,
-            count: 1,
-        };
-        let mut buf = StackBuf::<2048>::new();
-        write!(buf, "{}", r.human()).unwrap();
-        assert_eq!(buf.as_str(), r.to_human());
-        assert!(buf.as_str().contains("low bits 0b110"));
-        let mut small = StackBuf::<10>::new();
-        write!(small, "{}", r.human()).unwrap();
-        assert_eq!(small.as_str(), "==guardlif");
+    fn streamed_report_is_the_human_report_whole() {
+        for function in ["main".to_string(), format!("f{}", "x".repeat(3000))] {
+            let r = crate::Report {
+                kind: ReportKind::DictSlotTag,
+                site: 3,
+                info: SiteInfo {
+                    function,
+                    line: 27,
+                    col: 5,
+                    op: "store_attr".into(),
+                },
+                observed: Observed::Dict {
+                    object: 0x1000,
+                    value: 0x1236,
+                },
+                last_write: None,
+                count: 1,
+            };
+            let mut fds = [0; 2];
+            // SAFETY: a valid two-element array; we own both ends.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            crate::output::write_display_fd_or_stderr(fds[1], &r.human());
+            let mut got = String::new();
+            // SAFETY: we own the ends; the File takes the read end.
+            unsafe {
+                libc::close(fds[1]);
+                use std::io::Read;
+                use std::os::fd::FromRawFd;
+                std::fs::File::from_raw_fd(fds[0])
+                    .read_to_string(&mut got)
+                    .unwrap();
+            }
+            assert_eq!(got, r.to_human());
+            assert!(got.contains(&format!("at @{} 27:5", r.info.function)));
+        }
     }
 
     #[test]
