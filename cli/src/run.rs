@@ -104,6 +104,12 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     if o.json {
         // In abort/trap mode the process ends inside the run: still print one JSON object.
         let (engine, target) = (engine.to_string(), target.to_string());
+        // A fatal signal ends the process in the fault handler: it prints the object.
+        guardlift_runtime::fault::set_stdout_json_tail(format!(
+            "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
+            serde_json::Value::from(engine.as_str()),
+            serde_json::Value::from(target.as_str())
+        ));
         rt.set_abort_hook(Box::new(move |rt| {
             let j = aborted_json(
                 &rt.peek_reports(),

@@ -15,6 +15,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::abi::BUILTINS;
+use guardlift_runtime::fault::{CodeFunction, CodeRegistration};
 use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -116,6 +117,9 @@ impl Jit {
             let mut fctx = FunctionBuilderContext::new();
             // (function index, code offset, site, kind) of every trap.
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
+            // (PC → IR-site map, code size) of each function, for the fault handler.
+            let mut pcmaps = Vec::with_capacity(module.functions.len());
+            let all_sites = module.site_infos();
             for (i, f) in module.functions.iter().enumerate() {
                 let id = funcs[i];
                 let t = Instant::now();
@@ -131,6 +135,14 @@ impl Jit {
                 jm.define_function(id, &mut ctx)
                     .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
                 times.codegen += t2.elapsed();
+                {
+                    let code = ctx.compiled_code().ok_or_else(|| {
+                        JitError::Codegen(format!("@{}: no compiled code", f.name))
+                    })?;
+                    let locs =
+                        crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base);
+                    pcmaps.push((locs, code.code_info().total_size as usize));
+                }
                 if !lw.trap_sites().is_empty() {
                     // cranelift-jit drops trap metadata: read it before the
                     // context is cleared.
@@ -189,9 +201,23 @@ impl Jit {
                     JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
                 })?)
             };
-            Ok((infos, site_base, registration))
+            let code_reg = rt
+                .register_code(
+                    infos
+                        .iter()
+                        .zip(pcmaps)
+                        .map(|(fi, (locs, len))| CodeFunction {
+                            start: fi.addr,
+                            len,
+                            function: fi.name.clone(),
+                            locs,
+                        })
+                        .collect(),
+                )
+                .map_err(|e| JitError::Codegen(format!("installing the fault handler: {e}")))?;
+            Ok((infos, site_base, registration, code_reg))
         })();
-        let (funcs, site_base, traps) = match result {
+        let (funcs, site_base, traps, code_reg) = match result {
             Ok(x) => x,
             Err(e) => {
                 // SAFETY: nothing from this module was handed out or run.
@@ -208,6 +234,7 @@ impl Jit {
             inner: Arc::new(Inner {
                 times,
                 traps,
+                code: Some(code_reg),
                 rt,
                 funcs,
                 by_name,
@@ -288,6 +315,8 @@ struct Inner {
     times: CompileTimes,
     /// Trap-mode sites of this module's code; unregistered before the code is freed.
     traps: Option<TrapRegistration>,
+    /// The code's PC → IR-site map for the fault handler; unregistered before the code is freed.
+    code: Option<CodeRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -308,6 +337,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // First make the signal handler forget this code's trap PCs.
         drop(self.traps.take());
+        drop(self.code.take());
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and

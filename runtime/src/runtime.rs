@@ -334,6 +334,17 @@ impl Runtime {
         lock(&self.sink).take()
     }
 
+    /// Runs `f` on the recorded reports if the sink is not locked right
+    /// now (never blocks, never allocates: the fault handler's way in).
+    pub(crate) fn try_with_reports<R>(&self, f: impl FnOnce(&[Report]) -> R) -> Option<R> {
+        let g = match self.sink.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(f(g.reports()))
+    }
+
     /// A copy of the recorded reports, leaving them in place.
     pub fn peek_reports(&self) -> Vec<Report> {
         lock(&self.sink).reports().to_vec()

@@ -23,6 +23,12 @@ pub fn ensure_current_thread() -> std::io::Result<()> {
     imp::ensure()
 }
 
+/// The calling thread's stack, (lowest, highest) address, as recorded by
+/// [`ensure_current_thread`] on this thread (`None` before). Async-signal-safe.
+pub fn thread_stack_bounds() -> Option<(usize, usize)> {
+    imp::bounds()
+}
+
 /// The calling thread's alternate signal stack: `Some(size)` when enabled.
 pub fn current_size() -> Option<usize> {
     imp::current().map(|(_, size)| size)
@@ -61,6 +67,8 @@ mod imp {
 
     thread_local! {
         static READY: Cell<bool> = const { Cell::new(false) };
+        /// The thread's stack: (lowest address, highest address), 0s if unknown.
+        static BOUNDS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
         static OURS: RefCell<Option<AltStack>> = const { RefCell::new(None) };
     }
 
@@ -83,8 +91,37 @@ mod imp {
         if current().is_none_or(|(_, size)| size < super::ALT_STACK_MIN_BYTES) {
             install()?;
         }
+        BOUNDS.with(|b| b.set(stack_bounds().unwrap_or((0, 0))));
         READY.with(|r| r.set(true));
         Ok(())
+    }
+
+    /// The thread's stack as recorded by `ensure` (async-signal-safe: a
+    /// constant-initialized thread-local).
+    pub fn bounds() -> Option<(usize, usize)> {
+        let b = BOUNDS.with(Cell::get);
+        (b.1 != 0).then_some(b)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn stack_bounds() -> Option<(usize, usize)> {
+        // SAFETY: querying the calling thread's attributes.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return None;
+            }
+            let mut addr: *mut libc::c_void = std::ptr::null_mut();
+            let mut size = 0usize;
+            let r = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            (r == 0).then_some((addr as usize, addr as usize + size))
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn stack_bounds() -> Option<(usize, usize)> {
+        None
     }
 
     fn install() -> std::io::Result<()> {
@@ -129,6 +166,9 @@ mod imp {
 
 #[cfg(not(unix))]
 mod imp {
+    pub fn bounds() -> Option<(usize, usize)> {
+        None
+    }
     pub fn current() -> Option<(usize, usize)> {
         None
     }

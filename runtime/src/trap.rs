@@ -130,6 +130,11 @@ impl TrapScratch {
         site as u64 + 1
     }
 
+    /// Where the signal handlers write: (fd or -1 for stderr, JSON lines?).
+    pub(crate) fn output(&self) -> (i32, bool) {
+        (self.log_fd.load(SeqCst), self.json.load(SeqCst))
+    }
+
     /// Where the handler writes: `fd` (or stderr when `None`), human or JSON.
     pub(crate) fn set_output(&self, fd: Option<i32>, json: bool) {
         self.log_fd.store(fd.unwrap_or(-1), SeqCst);
@@ -250,7 +255,7 @@ impl Runtime {
 }
 
 /// A JSON string literal, escaped, written without allocating.
-struct JsonStr<'a>(&'a str);
+pub(crate) struct JsonStr<'a>(pub(crate) &'a str);
 
 impl std::fmt::Display for JsonStr<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -270,7 +275,7 @@ impl std::fmt::Display for JsonStr<'_> {
 
 /// The JSON line of a trap-mode report (the keys of `Report::to_json`,
 /// plus `trap_signal` and `trap_pc`).
-struct JsonReport<'a>(&'a HumanReport<'a>);
+pub(crate) struct JsonReport<'a>(pub(crate) &'a HumanReport<'a>);
 
 impl std::fmt::Display for JsonReport<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -320,7 +325,7 @@ impl std::fmt::Display for JsonReport<'_> {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-mod imp {
+pub(crate) mod imp {
     use super::*;
     use std::cell::UnsafeCell;
     use std::mem::MaybeUninit;
@@ -481,7 +486,7 @@ mod imp {
         }
     }
 
-    fn errno() -> libc::c_int {
+    pub(crate) fn errno() -> libc::c_int {
         // SAFETY: the thread's errno location is always valid.
         unsafe { *libc::__errno_location() }
     }
@@ -490,7 +495,7 @@ mod imp {
     ///
     /// # Safety
     /// `uctx` is the `ucontext_t` the kernel passed to an SA_SIGINFO handler.
-    unsafe fn context_pc(uctx: *mut libc::c_void) -> usize {
+    pub(crate) unsafe fn context_pc(uctx: *mut libc::c_void) -> usize {
         let uc = uctx as *const libc::ucontext_t;
         #[cfg(target_arch = "x86_64")]
         {
@@ -530,6 +535,24 @@ mod imp {
         } else {
             None
         };
+        // SAFETY: per this function's contract.
+        unsafe { call_previous(prev, sig, info, uctx) }
+    }
+
+    /// Hands a signal to `prev`, the action installed before guardlift's:
+    /// its handler, called as it asked to be; for `SIG_DFL` (or an ignored
+    /// fatal signal), the default action is restored and the signal
+    /// re-raised, so the process dies as it would have without guardlift;
+    /// an ignored SIGTRAP stays ignored.
+    ///
+    /// # Safety
+    /// Called from a signal handler with its arguments.
+    pub(crate) unsafe fn call_previous(
+        prev: Option<libc::sigaction>,
+        sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        uctx: *mut libc::c_void,
+    ) {
         let h = prev.map_or(libc::SIG_DFL, |p| p.sa_sigaction);
         if h == libc::SIG_IGN && sig == libc::SIGTRAP {
             return;
