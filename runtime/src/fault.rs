@@ -152,6 +152,21 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Writes a fault report to the log (stderr by default), human or a
+    /// JSON line as configured: how engines without a signal (the
+    /// interpreter) print what the fault handler prints.
+    pub fn write_fault_report(&self, r: &FaultReport<'_>) {
+        let (_, json) = self.trap_scratch().output();
+        let text = if json {
+            r.json().to_string()
+        } else {
+            r.to_string()
+        };
+        self.write_log_text(&text);
+    }
+}
+
 /// Runs `f` on the registered function containing `pc` and its runtime.
 /// Async-signal-safe when `f` is.
 fn with_code<R>(pc: usize, f: impl FnOnce(&Arc<CodeFunction>, *const Runtime) -> R) -> Option<R> {
@@ -225,28 +240,47 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// What a fault report says, formatted without allocating.
-struct FaultReport<'a> {
-    stack_overflow: bool,
-    signal: &'static str,
-    address: usize,
-    pc: usize,
+/// How a fault was caught.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FaultCause<'a> {
+    /// A fatal signal in native code.
+    Signal {
+        signal: &'static str,
+        address: usize,
+        pc: usize,
+        /// In a host function called at the site (not in IR code itself).
+        in_host: bool,
+    },
+    /// The interpreter's checked access or depth limit: its message.
+    Interp(&'a str),
+}
+
+/// A `host_fault` or `stack_overflow` report, formatted without
+/// allocating (the fault handler prints it; the CLI prints the
+/// interpreter's faults with it, so every engine reads the same).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FaultReport<'a> {
+    pub stack_overflow: bool,
     /// The site: the instruction executing, or the call into host code.
-    function: &'a str,
-    line: u32,
-    col: u32,
-    op: &'a str,
-    /// True when the fault is in a host function called at the site.
-    in_host: bool,
+    pub function: &'a str,
+    pub line: u32,
+    pub col: u32,
+    pub op: &'a str,
+    pub cause: FaultCause<'a>,
 }
 
 impl FaultReport<'_> {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         if self.stack_overflow {
             "stack_overflow"
         } else {
             "host_fault"
         }
+    }
+
+    /// The JSON object (one line, ending in a newline).
+    pub fn json(&self) -> impl std::fmt::Display + '_ {
+        FaultJson(self)
     }
 }
 
@@ -261,21 +295,26 @@ impl std::fmt::Display for FaultReport<'_> {
             self.col,
             self.op
         )?;
-        if self.stack_overflow {
-            writeln!(
-                s,
-                "    the stack is exhausted ({} at address {:#x}, pc {:#x})",
-                self.signal, self.address, self.pc
-            )?;
-        } else {
-            writeln!(
-                s,
-                "    {} at address {:#x}, pc {:#x}",
-                self.signal, self.address, self.pc
-            )?;
-        }
-        if self.in_host {
-            writeln!(s, "    in a host function called by this IR call")?;
+        match self.cause {
+            FaultCause::Signal {
+                signal,
+                address,
+                pc,
+                in_host,
+            } => {
+                if self.stack_overflow {
+                    writeln!(
+                        s,
+                        "    the stack is exhausted ({signal} at address {address:#x}, pc {pc:#x})"
+                    )?;
+                } else {
+                    writeln!(s, "    {signal} at address {address:#x}, pc {pc:#x}")?;
+                }
+                if in_host {
+                    writeln!(s, "    in a host function called by this IR call")?;
+                }
+            }
+            FaultCause::Interp(msg) => writeln!(s, "    {msg}")?,
         }
         writeln!(s, "    seen 1 time(s)")
     }
@@ -288,19 +327,32 @@ impl std::fmt::Display for FaultJson<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use crate::trap::JsonStr;
         let r = self.0;
-        writeln!(
+        write!(
             f,
-            "{{\"kind\":\"{}\",\"site\":null,\"function\":{},\"line\":{},\"col\":{},\"op\":{},\"count\":1,\"signal\":\"{}\",\"address\":\"{:#x}\",\"pc\":\"{:#x}\",\"in_host\":{}}}",
+            "{{\"kind\":\"{}\",\"site\":null,\"function\":{},\"line\":{},\"col\":{},\"op\":{},\"count\":1",
             r.kind(),
             JsonStr(r.function),
             r.line,
             r.col,
             JsonStr(r.op),
-            r.signal,
-            r.address,
-            r.pc,
-            r.in_host
-        )
+        )?;
+        match r.cause {
+            FaultCause::Signal {
+                signal,
+                address,
+                pc,
+                in_host,
+            } => write!(
+                f,
+                ",\"signal\":\"{signal}\",\"address\":\"{address:#x}\",\"pc\":\"{pc:#x}\",\"in_host\":{in_host}"
+            )?,
+            FaultCause::Interp(msg) => write!(
+                f,
+                ",\"signal\":null,\"address\":null,\"message\":{}",
+                JsonStr(msg)
+            )?,
+        }
+        f.write_str("}\n")
     }
 }
 
@@ -469,14 +521,16 @@ mod imp {
         }
         let report = FaultReport {
             stack_overflow: overflow,
-            signal: signal_name(sig),
-            address: addr,
-            pc,
             function: &f.function,
             line,
             col,
             op,
-            in_host,
+            cause: FaultCause::Signal {
+                signal: signal_name(sig),
+                address: addr,
+                pc,
+                in_host,
+            },
         };
         if json {
             crate::output::write_display_fd_or_stderr(fd, &FaultJson(&report));
