@@ -170,3 +170,84 @@ fn child_host_null() {
         run_ir(&text, &opts, 0);
     }
 }
+
+extern "C" fn host_segv_handler(_sig: libc::c_int) {
+    let msg = b"host handler ran\n";
+    // SAFETY: write and _exit are async-signal-safe.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(42);
+    }
+}
+
+/// A fault outside guardlift code goes to the handler installed before
+/// guardlift's (here a host's; Rust's own or the default otherwise).
+#[test]
+fn a_fault_outside_guardlift_code_goes_to_the_previous_handler() {
+    let o = run_child("chain", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(42), "{err}");
+    assert!(err.contains("host handler ran"), "{err}");
+    assert!(!err.contains("==guardlift=="), "{err}");
+}
+
+#[test]
+fn child_chain() {
+    if !is_child("child_chain") {
+        return;
+    }
+    // SAFETY: installs a plain SIGSEGV handler before guardlift's.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = host_segv_handler as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
+    }
+    let m = Jit::compile(
+        &parse(&report_then("%v = iadd %p, %p")),
+        recover_rt(),
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(call(&m, "main", &[3]), Some(1));
+    // A wild read from Rust code, outside any call into compiled code.
+    host_null_deref(0);
+    eprintln!("NOT REACHED");
+}
+
+/// The fault handler runs on the alternate stack: recursion in JIT code
+/// past the end of a thread's stack is a `stack_overflow` report.
+#[test]
+fn jit_recursion_past_the_stack_is_a_stack_overflow_report() {
+    let o = run_child("overflow", &[]);
+    assert_aborted(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("==guardlift== ERROR: stack_overflow at @down 4:5 (call)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn child_overflow() {
+    if !is_child("child_overflow") {
+        return;
+    }
+    let text = "fn @down(%n: i64) -> i64 {
+entry:
+    %one = iconst.i64 1
+    %r = call @down(%n)
+    %s = iadd %r, %one
+    return %s
+}
+";
+    let m = Jit::compile(&parse(text), recover_rt(), &CompileOptions::default()).unwrap();
+    let f = m.func::<(i64,), i64>("down").unwrap();
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || f.call((0,)))
+        .unwrap()
+        .join()
+        .unwrap();
+    eprintln!("NOT REACHED");
+}

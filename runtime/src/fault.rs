@@ -554,7 +554,7 @@ mod imp {
                 let _ = write!(w, "{},", JsonReport(&r.human()));
             }
         });
-        let _ = write!(w, "{}],{tail},\"aborted\":true}}\n", FaultJson(report));
+        let _ = writeln!(w, "{}],{tail},\"aborted\":true}}", report.json());
         let _ = w.finish();
     }
 }
