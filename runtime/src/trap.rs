@@ -32,13 +32,11 @@
 //! the compilation context is cleared, maps each trap with one of our codes
 //! to its guard site, and after finalization registers
 //! `(absolute pc, site, kind, SiteInfo)` here ([`Runtime::register_trap_sites`]).
-//! The registry is a process-global, immutable, sorted snapshot behind an
-//! `AtomicPtr`; the signal handler binary-searches it without locks or
-//! allocation. Writers (registration, and [`TrapRegistration`]'s drop when
-//! the compiled module is freed) build a new snapshot under a mutex, swap it
-//! in, then wait until no handler is inside a lookup (a reader count
-//! incremented around the lookup) before freeing the old one: snapshots
-//! are freed, never leaked, and never freed under a reader. A handler copies
+//! The registry is a process-global, immutable, sorted snapshot (a
+//! [`crate::sigtable::SigTable`]); the signal handler binary-searches it
+//! without locks or allocation. Writers (registration, and
+//! [`TrapRegistration`]'s drop when the compiled module is freed) swap in a
+//! new snapshot and free the old one once no handler can be reading it. A handler copies
 //! what it needs (a reference to the site's names, which it never drops:
 //! it ends the process) and leaves the reader section before it reports.
 //!
@@ -327,10 +325,10 @@ impl std::fmt::Display for JsonReport<'_> {
 ))]
 pub(crate) mod imp {
     use super::*;
+    use crate::sigtable::SigTable;
     use std::cell::UnsafeCell;
     use std::mem::MaybeUninit;
-    use std::sync::atomic::{AtomicPtr, AtomicUsize};
-    use std::sync::{Mutex, Once};
+    use std::sync::Once;
 
     pub const SUPPORTED: bool = true;
 
@@ -345,68 +343,30 @@ pub(crate) mod imp {
         pub reg: u64,
     }
 
-    /// An immutable snapshot of every registered trap, sorted by pc.
-    struct Table {
-        entries: Vec<Entry>,
-    }
-
     // SAFETY: `scratch` points into a `Runtime` kept alive by the
-    // registration that owns the entry; the table is only read after it is
-    // published and only freed by the writer once no reader can see it.
-    unsafe impl Send for Table {}
-    unsafe impl Sync for Table {}
+    // registration that owns the entry; entries are only read through the
+    // table (see `crate::sigtable`).
+    unsafe impl Send for Entry {}
+    unsafe impl Sync for Entry {}
 
-    static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
-    /// Handlers currently inside a lookup of `TABLE`.
-    static READERS: AtomicUsize = AtomicUsize::new(0);
-    /// Serializes writers; holds the next registration id.
-    static WRITER: Mutex<u64> = Mutex::new(1);
+    /// Every registered trap, sorted by pc.
+    static TRAPS: SigTable<Entry> = SigTable::new();
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
     pub fn next_id() -> u64 {
-        let mut g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let id = *g;
-        *g += 1;
-        id
+        NEXT_ID.fetch_add(1, SeqCst)
     }
 
-    /// Replaces the snapshot by `f(copy of it)`, then frees the old one once
-    /// no handler can be reading it.
+    /// Replaces the table by `f(copy of it)` (see [`SigTable::update`]).
     pub fn update(f: impl FnOnce(&mut Vec<Entry>)) {
-        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let old = TABLE.load(SeqCst);
-        // SAFETY: only writers (serialized by WRITER) free snapshots.
-        let mut v = if old.is_null() {
-            Vec::new()
-        } else {
-            unsafe { (*old).entries.clone() }
-        };
-        f(&mut v);
-        v.sort_by_key(|e| e.pc);
-        let new = if v.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            Box::into_raw(Box::new(Table { entries: v }))
-        };
-        TABLE.store(new, SeqCst);
-        // A reader that saw `old` incremented READERS before loading it.
-        while READERS.load(SeqCst) != 0 {
-            std::thread::yield_now();
-        }
-        if !old.is_null() {
-            // SAFETY: unpublished and no reader left; allocated by Box above.
-            drop(unsafe { Box::from_raw(old) });
-        }
+        TRAPS.update(|v| {
+            f(v);
+            v.sort_by_key(|e| e.pc);
+        })
     }
 
     pub fn snapshot_pcs() -> Vec<usize> {
-        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let t = TABLE.load(SeqCst);
-        if t.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: writers are excluded, so `t` stays alive.
-            unsafe { (*t).entries.iter().map(|e| e.pc).collect() }
-        }
+        TRAPS.read(|es| es.iter().map(|e| e.pc).collect())
     }
 
     /// What the handler needs of one entry. `info` is a new reference to
@@ -422,13 +382,7 @@ pub(crate) mod imp {
 
     /// Async-signal-safe lookup: no locks, no allocation.
     fn lookup(pc: usize) -> Option<Found> {
-        READERS.fetch_add(1, SeqCst);
-        let t = TABLE.load(SeqCst);
-        let r = if t.is_null() {
-            None
-        } else {
-            // SAFETY: a published snapshot is not freed while READERS > 0.
-            let es = unsafe { &(*t).entries };
+        TRAPS.read(|es| {
             es.binary_search_by_key(&pc, |e| e.pc).ok().map(|i| {
                 let e = &es[i];
                 Found {
@@ -438,9 +392,7 @@ pub(crate) mod imp {
                     info: std::mem::ManuallyDrop::new(e.info.clone()),
                 }
             })
-        };
-        READERS.fetch_sub(1, SeqCst);
-        r
+        })
     }
 
     const SIGNALS: [libc::c_int; 2] = [libc::SIGILL, libc::SIGTRAP];
