@@ -454,8 +454,8 @@ impl CompiledModule {
             });
         }
         let tramp = self.trampoline(i)?;
-        // guardlift's signal handlers run on an alternate stack (best effort).
-        let _ = guardlift_runtime::sigstack::ensure_current_thread();
+        // Faults inside are placed at their IR site (see `fault`).
+        let _entry = guardlift_runtime::fault::enter_compiled_code();
         let mut ret = 0u64;
         // SAFETY: the trampoline was generated for exactly this function; it
         // reads `params.len()` words from `args` and writes one to `ret`.
@@ -586,8 +586,8 @@ impl<A: Params, R: Results> TypedFunc<A, R> {
     /// Runs the function. Violations go to the module's runtime (see
     /// [`Runtime::take_reports`]); in abort mode a violation ends the process.
     pub fn call(&self, args: A) -> R {
-        // guardlift's signal handlers run on an alternate stack (best effort).
-        let _ = guardlift_runtime::sigstack::ensure_current_thread();
+        // Faults inside are placed at their IR site (see `fault`).
+        let _entry = guardlift_runtime::fault::enter_compiled_code();
         // SAFETY: `func` checked that the IR signature is exactly (A) -> R,
         // and `inner` keeps the code mapped.
         unsafe { A::invoke::<R>(self.addr, args) }

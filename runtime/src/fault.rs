@@ -18,10 +18,10 @@
 //! Installed (`SA_SIGINFO | SA_ONSTACK`, on the thread's alternate stack,
 //! see [`crate::sigstack`]) for SIGSEGV, SIGBUS and SIGFPE the first time
 //! code is registered. For a fault whose PC is in registered code, the site
-//! is the instruction executing; otherwise the innermost return address
-//! into registered code found on the thread's stack (scanning up from the
-//! interrupted SP within the stack bounds recorded when the thread entered
-//! compiled code) is the IR call that entered the host function. Neither:
+//! is the instruction executing; otherwise, if the thread is inside a call
+//! into compiled code ([`enter_compiled_code`]), the innermost return
+//! address into registered code between the interrupted SP and that entry
+//! point is the IR call that entered the host function. Neither:
 //! not ours, chained to the action installed before (Rust's own
 //! stack-overflow handler, a host's, or the default: the process dies of
 //! the signal as without guardlift).
@@ -190,6 +190,52 @@ pub fn site_of_pc<R>(pc: usize, f: impl FnOnce(PcSite<'_>) -> R) -> Option<R> {
             op: "?",
         }))
     })
+}
+
+thread_local! {
+    /// The stack pointer (roughly) where the thread's outermost call into
+    /// compiled code began; 0 when it runs no compiled code.
+    static ENTRY_SP: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the calling thread as running compiled code until the guard is
+/// dropped (and gives it an alternate signal stack,
+/// [`crate::sigstack::ensure_current_thread`]). The fault handler looks for
+/// the IR call that entered a host function only between the faulting SP
+/// and this entry point, so a fault in host code that is not running on
+/// behalf of compiled code is never taken for one. The JIT's entry points
+/// (`call_dynamic`, `TypedFunc::call`) do this.
+#[inline]
+pub fn enter_compiled_code() -> EntryGuard {
+    let _ = crate::sigstack::ensure_current_thread();
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    let prev = ENTRY_SP.with(|e| {
+        let prev = e.get();
+        if prev == 0 {
+            e.set(here);
+        }
+        prev
+    });
+    EntryGuard { prev }
+}
+
+/// See [`enter_compiled_code`].
+#[must_use]
+pub struct EntryGuard {
+    prev: usize,
+}
+
+impl Drop for EntryGuard {
+    fn drop(&mut self) {
+        ENTRY_SP.with(|e| e.set(self.prev));
+    }
+}
+
+/// Where the calling thread entered compiled code (0: it is not in any).
+/// Async-signal-safe (a constant-initialized thread-local).
+fn entry_sp() -> usize {
+    ENTRY_SP.with(|e| e.get())
 }
 
 /// Is `pc` inside registered code?
@@ -447,13 +493,14 @@ mod imp {
         let (site_pc, in_host) = if is_code(pc) {
             (Some(pc), false)
         } else {
-            let found = bounds.and_then(|(_, top)| {
-                // SAFETY: [sp, top) is this thread's stack (sp is inside it
-                // when the thread runs on its own stack).
-                (sp < top && bounds.is_some_and(|(low, _)| sp >= low))
-                    .then(|| unsafe { call_site_on_stack(sp, top, SCAN_BYTES) })
-                    .flatten()
-            });
+            // Only between the faulting SP and where the thread entered
+            // compiled code: the frames of compiled code and what it called.
+            let top = entry_sp();
+            let on_stack = bounds.is_some_and(|(low, high)| low <= sp && top <= high);
+            let found = (top != 0 && sp < top && on_stack)
+                // SAFETY: [sp, top) is live stack of this thread.
+                .then(|| unsafe { call_site_on_stack(sp, top, SCAN_BYTES) })
+                .flatten();
             (found, true)
         };
         let Some(site_pc) = site_pc else {

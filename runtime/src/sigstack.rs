@@ -7,9 +7,10 @@
 //! the calling thread one of [`ALT_STACK_BYTES`] (plus a guard page below
 //! it) unless it already has an enabled one of at least
 //! [`ALT_STACK_MIN_BYTES`]; the stack is unmapped when the thread exits.
-//! The trap-site registration calls it on the compiling thread, and the
-//! JIT on each call into compiled code (`call_dynamic`, `TypedFunc::call`,
-//! hence every C API call), the only ways in.
+//! The trap-site registration calls it on the compiling thread, and
+//! [`crate::fault::enter_compiled_code`] on each call into compiled code
+//! (`call_dynamic`, `TypedFunc::call`, hence every C API call), the only
+//! ways in.
 
 /// Size of the alternate stack guardlift maps for a thread.
 pub const ALT_STACK_BYTES: usize = 64 << 10;
