@@ -38,6 +38,21 @@
  *  - Threads: every function may be called from any thread. A runtime,
  *    code and funcs may be used from many threads at once (reports are
  *    counted exactly). gl_last_error() is per thread.
+ *  - Signals: guardlift installs process-wide handlers with sigaction
+ *    (SA_SIGINFO | SA_ONSTACK) for SIGILL and SIGTRAP the first time code is
+ *    compiled in GL_MODE_TRAP, and for SIGSEGV, SIGBUS and SIGFPE the first
+ *    time any code is compiled (once; never removed): a fault in compiled
+ *    code or in a host function it called is a host_fault report (exit
+ *    134). For a signal that is not guardlift's it calls the action that was
+ *    installed before it (SIG_DFL: restored and re-raised). A host that
+ *    installs its own handler for these signals AFTER that must chain:
+ *    keep the old action sigaction() returns and call it (sa_sigaction with
+ *    (sig, info, ucontext) if SA_SIGINFO is set, else sa_handler) for every
+ *    signal it does not consume; otherwise trap-mode and fault reports are
+ *    silently lost. Installed before, nothing is needed (docs/EMBEDDING.md).
+ *    Each thread that calls gl_func_call* gets an alternate signal stack
+ *    (64 KiB, unmapped at thread exit) unless it has one of >= 32 KiB, so
+ *    the handler works on a thread with almost no stack left.
  *  - 64-bit hosts only (x86_64, aarch64).
  */
 #ifndef GUARDLIFT_H

@@ -48,6 +48,53 @@ enum Outcome {
     Value(Option<u64>),
     /// A host fault or a wild access in the interpreter: what would have crashed.
     Fatal(String),
+    /// The interpreter's wild access or depth limit, as the report native
+    /// code's fault handler prints (`host_fault` / `stack_overflow`), and
+    /// the fatal message.
+    Fault(InterpFault, String),
+}
+
+/// An interpreter fault placed at its IR instruction.
+struct InterpFault {
+    stack_overflow: bool,
+    function: String,
+    line: u32,
+    col: u32,
+    op: &'static str,
+    msg: String,
+}
+
+impl InterpFault {
+    /// The instruction on `loc`'s line (one instruction per line) and its function.
+    fn new(m: &Module, loc: guardlift_ir::SrcLoc, msg: String, stack_overflow: bool) -> Self {
+        let found = m.functions.iter().find_map(|f| {
+            f.blocks
+                .iter()
+                .flat_map(|b| &b.insts)
+                .find(|i| i.loc == loc)
+                .map(|i| (f.name.clone(), i.kind.opcode()))
+        });
+        let (function, op) = found.unwrap_or_else(|| ("?".into(), "?"));
+        InterpFault {
+            stack_overflow,
+            function,
+            line: loc.line,
+            col: loc.col,
+            op,
+            msg,
+        }
+    }
+
+    fn report(&self) -> guardlift_runtime::fault::FaultReport<'_> {
+        guardlift_runtime::fault::FaultReport {
+            stack_overflow: self.stack_overflow,
+            function: &self.function,
+            line: self.line,
+            col: self.col,
+            op: self.op,
+            cause: guardlift_runtime::fault::FaultCause::Interp(&self.msg),
+        }
+    }
 }
 
 fn reports_json(reports: &[Report]) -> serde_json::Value {
@@ -104,6 +151,12 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     if o.json {
         // In abort/trap mode the process ends inside the run: still print one JSON object.
         let (engine, target) = (engine.to_string(), target.to_string());
+        // A fatal signal ends the process in the fault handler: it prints the object.
+        guardlift_runtime::fault::set_stdout_json_tail(format!(
+            "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
+            serde_json::Value::from(engine.as_str()),
+            serde_json::Value::from(target.as_str())
+        ));
         rt.set_abort_hook(Box::new(move |rt| {
             let j = aborted_json(
                 &rt.peek_reports(),
@@ -190,10 +243,15 @@ fn finish(
 ) -> Result<u8, CliError> {
     let (file, engine, target, instrumented, mode, ret_ty) =
         (c.file, c.engine, c.target, c.instrumented, c.mode, c.ret_ty);
+    let mut interp_fault = None;
     let (result, fatal) = match outcome {
         // A host fault is where native code would have crashed: no result.
         Outcome::Value(v) => (if fault.is_some() { None } else { v }, fault),
         Outcome::Fatal(msg) => (None, Some(msg)),
+        Outcome::Fault(f, msg) => {
+            interp_fault = Some(f);
+            (None, Some(msg))
+        }
     };
     let fatal = fatal.map(|m| format!("{file}: fatal: {m}"));
     let code = if fatal.is_some() {
@@ -210,9 +268,13 @@ fn finish(
         };
         let result_json: serde_json::Value =
             serde_json::from_str(&result_json).unwrap_or(serde_json::Value::Null);
+        let mut all = reports_json(&reports);
+        if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
+            a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
+        }
         let mut j = serde_json::json!({
             "result": result_json,
-            "reports": reports_json(&reports),
+            "reports": all,
             "engine": engine,
             "target": target,
             "instrumented": instrumented,
@@ -230,6 +292,9 @@ fn finish(
         println!("{}", format_value(ty, bits));
     }
     rt.write_reports(&reports);
+    if let Some(f) = &interp_fault {
+        rt.write_fault_report(&f.report());
+    }
     let mut err = std::io::stderr().lock();
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
@@ -294,7 +359,7 @@ fn target_run(
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&options, &trap, r),
+            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r),
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -324,6 +389,7 @@ fn target_run(
 /// report with its trap note, human or a JSON line, to the log or stderr;
 /// no JSON object on stdout), then abort.
 fn write_trap_report_and_abort(
+    rt: &Runtime,
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
@@ -371,22 +437,7 @@ fn write_trap_report_and_abort(
         .to_string()
     };
     let _ = std::io::stdout().flush();
-    match &options.log_path {
-        Some(p) => {
-            if let Ok(mut f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-            {
-                let _ = f.write_all(text.as_bytes());
-            }
-        }
-        None => {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(text.as_bytes());
-            let _ = err.flush();
-        }
-    }
+    rt.write_log_text(&text);
     std::process::abort()
 }
 
@@ -423,7 +474,15 @@ fn execute(
             };
             match it.call(entry, args) {
                 Ok(v) => Ok(Outcome::Value(v)),
-                Err(InterpError::Fault { loc, msg }) => Ok(Outcome::Fatal(format!("{loc}: {msg}"))),
+                Err(InterpError::Fault { loc, msg }) => {
+                    let f = InterpFault::new(m, loc, msg.clone(), false);
+                    Ok(Outcome::Fault(f, format!("{loc}: {msg}")))
+                }
+                Err(InterpError::StackOverflow { loc, limit }) => {
+                    let msg = format!("call depth limit {limit} exceeded");
+                    let f = InterpFault::new(m, loc, msg.clone(), true);
+                    Ok(Outcome::Fault(f, format!("{loc}: stack overflow: {msg}")))
+                }
                 Err(InterpError::Aborted) => Ok(Outcome::Fatal("aborted".into())),
                 Err(InterpError::Link(d)) => Err(ExecError::Diag(d)),
                 Err(e) => Err(ExecError::Plain(e.to_string())),

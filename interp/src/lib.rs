@@ -44,6 +44,10 @@ pub enum InterpError {
     /// What would have been a crash in native code.
     #[error("{loc}: fatal: {msg}")]
     Fault { loc: SrcLoc, msg: String },
+    /// A call deeper than the depth limit: what native code reports as
+    /// `stack_overflow` (spec §6.2). `loc` is the call's.
+    #[error("{loc}: fatal: stack overflow: call depth limit {limit} exceeded")]
+    StackOverflow { loc: SrcLoc, limit: usize },
     /// A check failed in abort or trap mode (the runtime did not end the process).
     #[error("aborted after a violation")]
     Aborted,
@@ -558,10 +562,10 @@ impl<'m> Interpreter<'m> {
                     match callee {
                         Callee::Func(fid) => {
                             if depth >= self.max_depth {
-                                return fault(
+                                return Err(InterpError::StackOverflow {
                                     loc,
-                                    format!("call depth limit {} exceeded", self.max_depth),
-                                );
+                                    limit: self.max_depth,
+                                });
                             }
                             let callee_f = self.m.func(*fid);
                             let argv: Vec<u64> = callee_f

@@ -15,6 +15,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::abi::BUILTINS;
+use guardlift_runtime::fault::{CodeFunction, CodeRegistration};
 use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -117,6 +118,9 @@ impl Jit {
             let mut tiers = TierIsas::new(Target::Host, false);
             // (function index, code offset, site, kind) of every trap.
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
+            // (PC → IR-site map, code size) of each function, for the fault handler.
+            let mut pcmaps = Vec::with_capacity(module.functions.len());
+            let all_sites = module.site_infos();
             for (i, f) in module.functions.iter().enumerate() {
                 let id = funcs[i];
                 let t = Instant::now();
@@ -133,6 +137,14 @@ impl Jit {
                     .define(&mut jm, id, &mut ctx, Tier::of(f))
                     .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
                 times.codegen += t2.elapsed();
+                {
+                    let code = ctx.compiled_code().ok_or_else(|| {
+                        JitError::Codegen(format!("@{}: no compiled code", f.name))
+                    })?;
+                    let locs =
+                        crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base);
+                    pcmaps.push((locs, code.code_info().total_size as usize));
+                }
                 if !lw.trap_sites().is_empty() {
                     // cranelift-jit drops trap metadata: read it before the
                     // context is cleared.
@@ -192,9 +204,23 @@ impl Jit {
                     JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
                 })?)
             };
-            Ok((infos, site_base, registration))
+            let code_reg = rt
+                .register_code(
+                    infos
+                        .iter()
+                        .zip(pcmaps)
+                        .map(|(fi, (locs, len))| CodeFunction {
+                            start: fi.addr,
+                            len,
+                            function: fi.name.clone(),
+                            locs,
+                        })
+                        .collect(),
+                )
+                .map_err(|e| JitError::Codegen(format!("installing the fault handler: {e}")))?;
+            Ok((infos, site_base, registration, code_reg))
         })();
-        let (funcs, site_base, traps) = match result {
+        let (funcs, site_base, traps, code_reg) = match result {
             Ok(x) => x,
             Err(e) => {
                 // SAFETY: nothing from this module was handed out or run.
@@ -211,6 +237,7 @@ impl Jit {
             inner: Arc::new(Inner {
                 times,
                 traps,
+                code: Some(code_reg),
                 rt,
                 funcs,
                 by_name,
@@ -292,6 +319,8 @@ struct Inner {
     times: CompileTimes,
     /// Trap-mode sites of this module's code; unregistered before the code is freed.
     traps: Option<TrapRegistration>,
+    /// The code's PC → IR-site map for the fault handler; unregistered before the code is freed.
+    code: Option<CodeRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -312,6 +341,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // First make the signal handler forget this code's trap PCs.
         drop(self.traps.take());
+        drop(self.code.take());
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and
@@ -433,6 +463,8 @@ impl CompiledModule {
             });
         }
         let tramp = self.trampoline(i)?;
+        // Faults inside are placed at their IR site (see `fault`).
+        let _entry = guardlift_runtime::fault::enter_compiled_code();
         let mut ret = 0u64;
         // SAFETY: the trampoline was generated for exactly this function; it
         // reads `params.len()` words from `args` and writes one to `ret`.
@@ -563,6 +595,8 @@ impl<A: Params, R: Results> TypedFunc<A, R> {
     /// Runs the function. Violations go to the module's runtime (see
     /// [`Runtime::take_reports`]); in abort mode a violation ends the process.
     pub fn call(&self, args: A) -> R {
+        // Faults inside are placed at their IR site (see `fault`).
+        let _entry = guardlift_runtime::fault::enter_compiled_code();
         // SAFETY: `func` checked that the IR signature is exactly (A) -> R,
         // and `inner` keeps the code mapped.
         unsafe { A::invoke::<R>(self.addr, args) }

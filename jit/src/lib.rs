@@ -19,6 +19,7 @@
 //! # Ok::<(), guardlift_jit::JitError>(())
 //! ```
 
+mod codemap;
 mod elide;
 pub mod engine;
 pub mod error;

@@ -549,3 +549,127 @@ fn child_threads() {
     }
     eprintln!("NOT REACHED");
 }
+
+/// Overflows a capacity-1 adstack when `%sel` ≠ 0; `@NAME` is the function.
+fn overflow_when_nonzero(name: &str) -> String {
+    format!(
+        "layout phoenix
+fn @{name}(%sel: i64) -> i64 {{
+entry:
+    %s = adstack.alloc.i64 1
+    %z = iconst.i64 0
+    %go = icmp.ne %sel, %z
+    brif %go, push, done
+push:
+    guard.adstack.push %s, %sel
+    guard.adstack.push %s, %sel
+    jump done
+done:
+    %n = adstack.len %s
+    return %n
+}}
+"
+    )
+}
+
+/// Issue 13 #9: a name of any length is printed whole by the handler (it
+/// was cut at 128 characters without a marker).
+#[test]
+fn a_long_function_name_is_reported_whole() {
+    let o = run_child("long_name");
+    assert_aborted(&o);
+    let name = format!("f{}", "n".repeat(400));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("adstack_overflow at @{name} 10:5")),
+        "{err}"
+    );
+}
+
+#[test]
+fn child_long_name() {
+    if !is_child("child_long_name") {
+        return;
+    }
+    let name = format!("f{}", "n".repeat(400));
+    let rt = trap_rt();
+    let m = compile(&overflow_when_nonzero(&name), &rt);
+    call(&m, &name, &[1]);
+    eprintln!("NOT REACHED");
+}
+
+/// Issue 13 #9: the handler runs on an alternate signal stack, so a trap on
+/// a thread with little stack left (a host thread without an alternate
+/// stack of its own) is still reported instead of dying of SIGSEGV.
+#[test]
+fn a_trap_with_little_stack_left_is_reported() {
+    let o = run_child("low_stack");
+    assert_aborted(&o);
+    let err = stderr(&o);
+    assert!(err.contains("adstack_overflow at @f 10:5"), "{err}");
+    assert!(err.contains("deep enough"), "{err}");
+}
+
+/// Stack bytes left below `here` on the calling thread.
+fn stack_left(here: usize) -> usize {
+    // SAFETY: querying the calling thread's attributes.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        assert_eq!(libc::pthread_getattr_np(libc::pthread_self(), &mut attr), 0);
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        assert_eq!(libc::pthread_attr_getstack(&attr, &mut addr, &mut size), 0);
+        libc::pthread_attr_destroy(&mut attr);
+        here - addr as usize
+    }
+}
+
+/// Eats stack until fewer than `left` bytes remain, then runs `f` there.
+#[inline(never)]
+fn with_stack_left(left: usize, f: &dyn Fn()) {
+    let pad = std::hint::black_box([0u8; 256]);
+    if stack_left(pad.as_ptr() as usize) > left {
+        with_stack_left(left, f);
+    } else {
+        eprintln!("deep enough");
+        f();
+    }
+    std::hint::black_box(pad);
+}
+
+extern "C" fn low_stack_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: the parent passes a TypedFunc that outlives the thread.
+    let f = unsafe { &*(arg as *const guardlift_jit::TypedFunc<(i64,), i64>) };
+    // The first call (no violation) sets the thread up; the trapping one
+    // runs with under 1.5 KiB of stack below it.
+    assert_eq!(f.call((0,)), 0);
+    with_stack_left(1536, &|| {
+        f.call((1,));
+    });
+    std::ptr::null_mut()
+}
+
+#[test]
+fn child_low_stack() {
+    if !is_child("child_low_stack") {
+        return;
+    }
+    let rt = trap_rt();
+    let m = compile(&overflow_when_nonzero("f"), &rt);
+    let f = m.func::<(i64,), i64>("f").unwrap();
+    // A raw pthread: unlike std threads it has no alternate signal stack.
+    // SAFETY: plain pthread calls; `f` outlives the joined thread.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, 256 << 10);
+        let mut t: libc::pthread_t = std::mem::zeroed();
+        let arg = &f as *const _ as *mut libc::c_void;
+        assert_eq!(
+            libc::pthread_create(&mut t, &attr, low_stack_thread, arg),
+            0
+        );
+        libc::pthread_join(t, std::ptr::null_mut());
+    }
+    eprintln!("NOT REACHED");
+}

@@ -6,16 +6,24 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
+//! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`abi`]: the C entry points generated code calls;
+//! - [`fault`]: the PC → IR-site map of compiled code and the fatal-signal handler (`host_fault`, `stack_overflow`);
+//! - [`sigtable`]: the lock-free table signal handlers read;
+//! - [`sigstack`]: alternate signal stacks for threads that run guardlift code;
 //! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
 
 pub mod abi;
 pub mod adstack;
+pub mod fault;
 pub mod heap;
 pub mod layout;
 pub mod options;
+pub mod output;
 pub mod report;
 pub mod runtime;
+pub mod sigstack;
+pub mod sigtable;
 pub mod trap;
 
 pub use heap::HostFault;

@@ -5,6 +5,7 @@
 use crate::heap::{Heap, HostFault};
 use crate::layout::DictLayout;
 use crate::options::Options;
+use crate::output::LogFile;
 use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
 use crate::trap::TrapScratch;
 use std::io::Write;
@@ -30,8 +31,8 @@ struct Settings {
     /// Per (site, kind): handler calls beyond this many occurrences are
     /// skipped (counts stay exact). 0 = no limit.
     report_limit: u64,
-    /// Write reports here instead of stderr.
-    log: Option<Arc<Mutex<std::fs::File>>>,
+    /// Write reports here instead of stderr (falling back to stderr when it fails).
+    log: Option<Arc<LogFile>>,
     /// Write reports as JSON lines instead of human text.
     json: bool,
 }
@@ -174,19 +175,11 @@ impl Runtime {
     /// fixed at construction: pass `options.mode` in [`RuntimeConfig`].
     pub fn configure(&self, options: &Options) -> std::io::Result<()> {
         let log = match &options.log_path {
-            Some(p) => Some(Arc::new(Mutex::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)?,
-            ))),
+            Some(p) => Some(Arc::new(LogFile::open(p)?)),
             None => None,
         };
         #[cfg(unix)]
-        let fd = log.as_ref().map(|f| {
-            use std::os::fd::AsRawFd;
-            lock(f).as_raw_fd()
-        });
+        let fd = log.as_ref().map(|f| f.raw_fd());
         #[cfg(not(unix))]
         let fd = None;
         // The trap handler cannot lock: it gets the raw fd (set before the
@@ -271,8 +264,13 @@ impl Runtime {
         }
     }
 
-    /// Prints pending reports, runs the abort hook, and aborts.
+    /// Prints pending reports, runs the abort hook, and aborts. When another
+    /// thread is already ending the process with a report, waits for it
+    /// instead (the pending reports are printed once).
     pub fn die(&self) -> ! {
+        if !crate::output::claim_final_report() {
+            crate::output::wait_for_exit()
+        }
         if let Some(h) = lock(&self.abort_hook).as_ref() {
             h(self)
         }
@@ -306,18 +304,19 @@ impl Runtime {
                 text.push_str(&r.to_human());
             }
         }
-        match log {
-            Some(f) => {
-                let mut f = lock(&f);
-                let _ = f.write_all(text.as_bytes());
-                let _ = f.flush();
-            }
-            None => {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(text.as_bytes());
-                let _ = err.flush();
-            }
-        }
+        crate::output::write_report_text(log.as_deref(), text.as_bytes());
+    }
+
+    /// Writes report text as it is to the configured log (stderr by
+    /// default; stderr with a note when the log cannot be written).
+    pub fn write_log_text(&self, text: &str) {
+        let log = self
+            .settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .log
+            .clone();
+        crate::output::write_report_text(log.as_deref(), text.as_bytes());
     }
 
     /// Records that instrumented code wrote `word` to `obj`'s dict slot at `site`.
@@ -333,6 +332,17 @@ impl Runtime {
     /// Takes the recorded reports; asking again finds none until new ones come.
     pub fn take_reports(&self) -> Vec<Report> {
         lock(&self.sink).take()
+    }
+
+    /// Runs `f` on the recorded reports if the sink is not locked right
+    /// now (never blocks, never allocates: the fault handler's way in).
+    pub(crate) fn try_with_reports<R>(&self, f: impl FnOnce(&[Report]) -> R) -> Option<R> {
+        let g = match self.sink.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(f(g.reports()))
     }
 
     /// A copy of the recorded reports, leaving them in place.

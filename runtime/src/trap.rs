@@ -32,15 +32,13 @@
 //! the compilation context is cleared, maps each trap with one of our codes
 //! to its guard site, and after finalization registers
 //! `(absolute pc, site, kind, SiteInfo)` here ([`Runtime::register_trap_sites`]).
-//! The registry is a process-global, immutable, sorted snapshot behind an
-//! `AtomicPtr`; the signal handler binary-searches it without locks or
-//! allocation. Writers (registration, and [`TrapRegistration`]'s drop when
-//! the compiled module is freed) build a new snapshot under a mutex, swap it
-//! in, then wait until no handler is inside a lookup (a reader count
-//! incremented around the lookup) before freeing the old one: snapshots
-//! are freed, never leaked, and never freed under a reader. A handler copies
-//! what it needs (including the function and op names, truncated to fixed
-//! stack buffers) and leaves the reader section before it reports.
+//! The registry is a process-global, immutable, sorted snapshot (a
+//! [`crate::sigtable::SigTable`]); the signal handler binary-searches it
+//! without locks or allocation. Writers (registration, and
+//! [`TrapRegistration`]'s drop when the compiled module is freed) swap in a
+//! new snapshot and free the old one once no handler can be reading it. A handler copies
+//! what it needs (a reference to the site's names, which it never drops:
+//! it ends the process) and leaves the reader section before it reports.
 //!
 //! # The handler
 //!
@@ -53,8 +51,10 @@
 //! without guardlift; an ignored SIGTRAP stays ignored). Ours: it takes
 //! the values from the scratch area if they are this site's, formats the
 //! same report as the other modes (human, or a JSON line when `json=1`)
-//! into a stack buffer with `core::fmt`, `write(2)`s it to the runtime's
-//! log (stderr by default) and calls `abort()` (exit status 134). Only
+//! with `core::fmt` straight to the log through a 512-byte stack buffer
+//! (so names of any length print whole), `write(2)`s it to the runtime's
+//! log (stderr by default; stderr with a note when the log cannot be
+//! written, [`crate::output::write_fd_or_stderr`]) and calls `abort()` (exit status 134). Only
 //! async-signal-safe calls are made: `write`, `nanosleep`, `pause`,
 //! `sigaction`, `raise`, `abort`.
 //!
@@ -65,8 +65,8 @@
 //! threads trap at once, they share the area: a thread whose values were
 //! overwritten leaves the report to the thread that overwrote them (which
 //! traps right after) and waits in `pause()` for the abort; one report is
-//! printed (the first handler to claim the global reporting flag with
-//! valid values). If no thread reports within 200 ms, a handler reports
+//! printed (the first handler to claim the process-wide final report
+//! latch, [`crate::output::claim_final_report`], with valid values). If no thread reports within 200 ms, a handler reports
 //! its own site without values rather than show another site's. (Two
 //! threads trapping at the same site at the same moment share a token: the
 //! values shown are then one of theirs, both real violations of that site.)
@@ -126,6 +126,11 @@ impl TrapScratch {
     /// The tag a site's trap writes to `owner` and `ready` (never 0).
     pub const fn token(site: u32) -> u64 {
         site as u64 + 1
+    }
+
+    /// Where the signal handlers write: (fd or -1 for stderr, JSON lines?).
+    pub(crate) fn output(&self) -> (i32, bool) {
+        (self.log_fd.load(SeqCst), self.json.load(SeqCst))
     }
 
     /// Where the handler writes: `fd` (or stderr when `None`), human or JSON.
@@ -222,6 +227,8 @@ impl Runtime {
         sites: Vec<TrapSite>,
     ) -> std::io::Result<TrapRegistration> {
         imp::install()?;
+        // The handler runs on the alternate stack of the thread that traps.
+        crate::sigstack::ensure_current_thread()?;
         let scratch = self.trap_scratch() as *const TrapScratch;
         let n = sites.len();
         let id = imp::next_id();
@@ -245,43 +252,8 @@ impl Runtime {
     }
 }
 
-/// A fixed-size, truncating text buffer on the stack (`core::fmt::Write`).
-struct StackBuf<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> StackBuf<N> {
-    const fn new() -> Self {
-        StackBuf {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(self.as_bytes()).unwrap_or("?")
-    }
-}
-
-impl<const N: usize> std::fmt::Write for StackBuf<N> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        // Truncate at a char boundary; never fail (a cut report beats none).
-        let room = N - self.len;
-        let mut take = s.len().min(room);
-        while !s.is_char_boundary(take) {
-            take -= 1;
-        }
-        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
-        self.len += take;
-        Ok(())
-    }
-}
-
 /// A JSON string literal, escaped, written without allocating.
-struct JsonStr<'a>(&'a str);
+pub(crate) struct JsonStr<'a>(pub(crate) &'a str);
 
 impl std::fmt::Display for JsonStr<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -301,7 +273,7 @@ impl std::fmt::Display for JsonStr<'_> {
 
 /// The JSON line of a trap-mode report (the keys of `Report::to_json`,
 /// plus `trap_signal` and `trap_pc`).
-struct JsonReport<'a>(&'a HumanReport<'a>);
+pub(crate) struct JsonReport<'a>(pub(crate) &'a HumanReport<'a>);
 
 impl std::fmt::Display for JsonReport<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -351,13 +323,12 @@ impl std::fmt::Display for JsonReport<'_> {
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
-mod imp {
+pub(crate) mod imp {
     use super::*;
+    use crate::sigtable::SigTable;
     use std::cell::UnsafeCell;
-    use std::fmt::Write as _;
     use std::mem::MaybeUninit;
-    use std::sync::atomic::{AtomicPtr, AtomicUsize};
-    use std::sync::{Mutex, Once};
+    use std::sync::Once;
 
     pub const SUPPORTED: bool = true;
 
@@ -372,111 +343,56 @@ mod imp {
         pub reg: u64,
     }
 
-    /// An immutable snapshot of every registered trap, sorted by pc.
-    struct Table {
-        entries: Vec<Entry>,
-    }
-
     // SAFETY: `scratch` points into a `Runtime` kept alive by the
-    // registration that owns the entry; the table is only read after it is
-    // published and only freed by the writer once no reader can see it.
-    unsafe impl Send for Table {}
-    unsafe impl Sync for Table {}
+    // registration that owns the entry; entries are only read through the
+    // table (see `crate::sigtable`).
+    unsafe impl Send for Entry {}
+    unsafe impl Sync for Entry {}
 
-    static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
-    /// Handlers currently inside a lookup of `TABLE`.
-    static READERS: AtomicUsize = AtomicUsize::new(0);
-    /// Serializes writers; holds the next registration id.
-    static WRITER: Mutex<u64> = Mutex::new(1);
-    /// Set by the first handler that reports: the others wait for the abort.
-    static REPORTING: AtomicBool = AtomicBool::new(false);
+    /// Every registered trap, sorted by pc.
+    static TRAPS: SigTable<Entry> = SigTable::new();
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
     pub fn next_id() -> u64 {
-        let mut g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let id = *g;
-        *g += 1;
-        id
+        NEXT_ID.fetch_add(1, SeqCst)
     }
 
-    /// Replaces the snapshot by `f(copy of it)`, then frees the old one once
-    /// no handler can be reading it.
+    /// Replaces the table by `f(copy of it)` (see [`SigTable::update`]).
     pub fn update(f: impl FnOnce(&mut Vec<Entry>)) {
-        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let old = TABLE.load(SeqCst);
-        // SAFETY: only writers (serialized by WRITER) free snapshots.
-        let mut v = if old.is_null() {
-            Vec::new()
-        } else {
-            unsafe { (*old).entries.clone() }
-        };
-        f(&mut v);
-        v.sort_by_key(|e| e.pc);
-        let new = if v.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            Box::into_raw(Box::new(Table { entries: v }))
-        };
-        TABLE.store(new, SeqCst);
-        // A reader that saw `old` incremented READERS before loading it.
-        while READERS.load(SeqCst) != 0 {
-            std::thread::yield_now();
-        }
-        if !old.is_null() {
-            // SAFETY: unpublished and no reader left; allocated by Box above.
-            drop(unsafe { Box::from_raw(old) });
-        }
+        TRAPS.update(|v| {
+            f(v);
+            v.sort_by_key(|e| e.pc);
+        })
     }
 
     pub fn snapshot_pcs() -> Vec<usize> {
-        let _g = WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        let t = TABLE.load(SeqCst);
-        if t.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: writers are excluded, so `t` stays alive.
-            unsafe { (*t).entries.iter().map(|e| e.pc).collect() }
-        }
+        TRAPS.read(|es| es.iter().map(|e| e.pc).collect())
     }
 
-    /// A copy of one entry, owned by the handler's stack.
+    /// What the handler needs of one entry. `info` is a new reference to
+    /// the entry's names (an atomic increment, no allocation), never
+    /// dropped: the handler ends in `abort()` or waits in `pause()`, so the
+    /// names stay valid (and whole) while it prints them.
     struct Found {
         site: u32,
         kind: ReportKind,
         scratch: *const TrapScratch,
-        line: u32,
-        col: u32,
-        function: StackBuf<128>,
-        op: StackBuf<32>,
+        info: std::mem::ManuallyDrop<Arc<SiteInfo>>,
     }
 
     /// Async-signal-safe lookup: no locks, no allocation.
     fn lookup(pc: usize) -> Option<Found> {
-        READERS.fetch_add(1, SeqCst);
-        let t = TABLE.load(SeqCst);
-        let r = if t.is_null() {
-            None
-        } else {
-            // SAFETY: a published snapshot is not freed while READERS > 0.
-            let es = unsafe { &(*t).entries };
+        TRAPS.read(|es| {
             es.binary_search_by_key(&pc, |e| e.pc).ok().map(|i| {
                 let e = &es[i];
-                let mut function = StackBuf::new();
-                let _ = function.write_str(&e.info.function);
-                let mut op = StackBuf::new();
-                let _ = op.write_str(&e.info.op);
                 Found {
                     site: e.site,
                     kind: e.kind,
                     scratch: e.scratch,
-                    line: e.info.line,
-                    col: e.info.col,
-                    function,
-                    op,
+                    info: std::mem::ManuallyDrop::new(e.info.clone()),
                 }
             })
-        };
-        READERS.fetch_sub(1, SeqCst);
-        r
+        })
     }
 
     const SIGNALS: [libc::c_int; 2] = [libc::SIGILL, libc::SIGTRAP];
@@ -522,7 +438,7 @@ mod imp {
         }
     }
 
-    fn errno() -> libc::c_int {
+    pub(crate) fn errno() -> libc::c_int {
         // SAFETY: the thread's errno location is always valid.
         unsafe { *libc::__errno_location() }
     }
@@ -531,7 +447,7 @@ mod imp {
     ///
     /// # Safety
     /// `uctx` is the `ucontext_t` the kernel passed to an SA_SIGINFO handler.
-    unsafe fn context_pc(uctx: *mut libc::c_void) -> usize {
+    pub(crate) unsafe fn context_pc(uctx: *mut libc::c_void) -> usize {
         let uc = uctx as *const libc::ucontext_t;
         #[cfg(target_arch = "x86_64")]
         {
@@ -571,6 +487,24 @@ mod imp {
         } else {
             None
         };
+        // SAFETY: per this function's contract.
+        unsafe { call_previous(prev, sig, info, uctx) }
+    }
+
+    /// Hands a signal to `prev`, the action installed before guardlift's:
+    /// its handler, called as it asked to be; for `SIG_DFL` (or an ignored
+    /// fatal signal), the default action is restored and the signal
+    /// re-raised, so the process dies as it would have without guardlift;
+    /// an ignored SIGTRAP stays ignored.
+    ///
+    /// # Safety
+    /// Called from a signal handler with its arguments.
+    pub(crate) unsafe fn call_previous(
+        prev: Option<libc::sigaction>,
+        sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        uctx: *mut libc::c_void,
+    ) {
         let h = prev.map_or(libc::SIG_DFL, |p| p.sa_sigaction);
         if h == libc::SIG_IGN && sig == libc::SIGTRAP {
             return;
@@ -614,24 +548,7 @@ mod imp {
 
     /// Waits for the process to end (another thread is reporting).
     fn park() -> ! {
-        loop {
-            // SAFETY: pause is async-signal-safe.
-            unsafe { libc::pause() };
-        }
-    }
-
-    fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            // SAFETY: writes from a valid slice.
-            let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-            if n < 0 {
-                if errno() == libc::EINTR {
-                    continue;
-                }
-                return;
-            }
-            bytes = &bytes[n as usize..];
-        }
+        crate::output::wait_for_exit()
     }
 
     /// The values in `scratch` if a trap with `token` wrote them.
@@ -666,21 +583,21 @@ mod imp {
                 break;
             }
             // Another thread's trap overwrote our values; it reports.
-            if REPORTING.load(SeqCst) {
+            if crate::output::final_report_claimed() {
                 park();
             }
             sleep_ms(1);
         }
-        if REPORTING.swap(true, SeqCst) {
+        if !crate::output::claim_final_report() {
             park();
         }
         let report = HumanReport {
             kind: f.kind,
             site: f.site,
-            function: f.function.as_str(),
-            line: f.line,
-            col: f.col,
-            op: f.op.as_str(),
+            function: &f.info.function,
+            line: f.info.line,
+            col: f.info.col,
+            op: &f.info.op,
             observed,
             last_write: None,
             count: 1,
@@ -693,17 +610,13 @@ mod imp {
                 pc: pc as u64,
             }),
         };
-        let mut buf = StackBuf::<2048>::new();
+        // Streamed to the log in small chunks: names of any length print whole.
+        let fd = scratch.log_fd.load(SeqCst);
         if scratch.json.load(SeqCst) {
-            let _ = write!(buf, "{}", JsonReport(&report));
+            crate::output::write_display_fd_or_stderr(fd, &JsonReport(&report));
         } else {
-            let _ = write!(buf, "{report}");
+            crate::output::write_display_fd_or_stderr(fd, &report);
         }
-        let fd = match scratch.log_fd.load(SeqCst) {
-            fd if fd >= 0 => fd,
-            _ => libc::STDERR_FILENO,
-        };
-        write_all(fd, buf.as_bytes());
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
     }
@@ -745,7 +658,6 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fmt::Write as _;
 
     #[test]
     fn trap_codes_round_trip() {
@@ -765,32 +677,45 @@ mod tests {
         assert_eq!(ReportKind::from_trap_code(0xff), None);
     }
 
+    /// The handler's path (streamed through [`crate::output::FdWriter`])
+    /// writes exactly `Report::to_human`, names of any length whole.
+    #[cfg(target_os = "linux")]
     #[test]
-    fn stack_report_is_the_human_report() {
-        let info = SiteInfo {
-            function: "main".into(),
-            line: 27,
-            col: 5,
-            op: "store_attr".into(),
-        };
-        let r = crate::Report {
-            kind: ReportKind::DictSlotTag,
-            site: 3,
-            info,
-            observed: Observed::Dict {
-                object: 0x1000,
-                value: 0x1236,
-            },
-            last_write: None,
-            count: 1,
-        };
-        let mut buf = StackBuf::<2048>::new();
-        write!(buf, "{}", r.human()).unwrap();
-        assert_eq!(buf.as_str(), r.to_human());
-        assert!(buf.as_str().contains("low bits 0b110"));
-        let mut small = StackBuf::<10>::new();
-        write!(small, "{}", r.human()).unwrap();
-        assert_eq!(small.as_str(), "==guardlif");
+    fn streamed_report_is_the_human_report_whole() {
+        for function in ["main".to_string(), format!("f{}", "x".repeat(3000))] {
+            let r = crate::Report {
+                kind: ReportKind::DictSlotTag,
+                site: 3,
+                info: SiteInfo {
+                    function,
+                    line: 27,
+                    col: 5,
+                    op: "store_attr".into(),
+                },
+                observed: Observed::Dict {
+                    object: 0x1000,
+                    value: 0x1236,
+                },
+                last_write: None,
+                count: 1,
+            };
+            let mut fds = [0; 2];
+            // SAFETY: a valid two-element array; we own both ends.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            crate::output::write_display_fd_or_stderr(fds[1], &r.human());
+            let mut got = String::new();
+            // SAFETY: we own the ends; the File takes the read end.
+            unsafe {
+                libc::close(fds[1]);
+                use std::io::Read;
+                use std::os::fd::FromRawFd;
+                std::fs::File::from_raw_fd(fds[0])
+                    .read_to_string(&mut got)
+                    .unwrap();
+            }
+            assert_eq!(got, r.to_human());
+            assert!(got.contains(&format!("at @{} 27:5", r.info.function)));
+        }
     }
 
     #[test]

@@ -1,0 +1,251 @@
+//! Reports that cannot be lost (issue 13 defect 5, issue 16): a log that
+//! cannot be written falls back to stderr with a note, on every engine and
+//! target, in every mode, human and JSON; each report is written once.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_guardlift")
+}
+
+fn program(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/programs")
+        .join(name)
+}
+
+/// The exit status as a shell shows it: 128 + signal for a signal death
+/// (SIGABRT: 134).
+fn exit_code(o: &Output) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    o.status
+        .code()
+        .or_else(|| o.status.signal().map(|s| 128 + s))
+        .expect("an exit status or a signal")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every engine and target, as `run` flags.
+const ENGINES: [&[&str]; 5] = [
+    &["--engine", "jit"],
+    &["--engine", "interp"],
+    &["--target", "x86_64"],
+    &["--target", "aarch64"],
+    &["--target", "riscv64"],
+];
+
+#[test]
+fn log_path_dev_full_falls_back_to_stderr_everywhere() {
+    let p = program("guard_adstack_overflow.glir");
+    for engine in ENGINES {
+        for (mode, code) in [("abort", 134), ("recover", 1), ("trap", 134)] {
+            for json in [0, 1] {
+                let o = Command::new(bin())
+                    .arg("run")
+                    .arg(&p)
+                    .args(engine)
+                    .args(["--instrument", "--mode", mode])
+                    .env(
+                        "GUARDLIFT_OPTIONS",
+                        format!("log_path=/dev/full:json={json}"),
+                    )
+                    .output()
+                    .expect("run guardlift");
+                let err = stderr(&o);
+                let what = format!("{engine:?} {mode} json={json}");
+                assert_eq!(exit_code(&o), code, "{what}: {err}");
+                assert_eq!(
+                    err.matches("cannot write reports to log_path").count(),
+                    1,
+                    "{what}: one note: {err}"
+                );
+                assert_eq!(
+                    err.matches("adstack_overflow").count(),
+                    1,
+                    "{what}: the report, once: {err}"
+                );
+                if json == 1 {
+                    let line = err
+                        .lines()
+                        .find(|l| l.starts_with('{'))
+                        .unwrap_or_else(|| panic!("{what}: no JSON line: {err}"));
+                    let j: serde_json::Value = serde_json::from_str(line)
+                        .unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
+                    assert_eq!(j["kind"], "adstack_overflow", "{what}");
+                    assert_eq!(j["len"], 32, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_writable_log_gets_the_report_and_stderr_no_note() {
+    let p = program("guard_adstack_overflow.glir");
+    let log = std::env::temp_dir().join(format!("guardlift-faults-{}.log", std::process::id()));
+    for mode in ["abort", "recover", "trap"] {
+        let _ = std::fs::remove_file(&log);
+        let o = Command::new(bin())
+            .arg("run")
+            .arg(&p)
+            .args(["--instrument", "--mode", mode])
+            .env("GUARDLIFT_OPTIONS", format!("log_path={}", log.display()))
+            .output()
+            .expect("run guardlift");
+        let err = stderr(&o);
+        assert!(!err.contains("cannot write reports"), "{mode}: {err}");
+        assert!(!err.contains("adstack_overflow"), "{mode}: {err}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            text.matches("adstack_overflow").count(),
+            1,
+            "{mode}: {text}"
+        );
+    }
+    let _ = std::fs::remove_file(&log);
+}
+
+fn write_tmp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("guardlift-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Line 5 overflows an adstack (recorded in recover mode); line 6 loads
+/// from the argument, a wild address.
+const REPORT_THEN_WILD_LOAD: &str = "fn @main(%p: i64) -> i64 {
+entry:
+    %s = adstack.alloc.i64 1
+    guard.adstack.push %s, %p
+    guard.adstack.push %s, %p
+    %v = load.i64 %p, 8
+    return %v
+}
+";
+
+/// Recursion as deep as the argument.
+const DEEP: &str = "fn @down(%n: i64) -> i64 {
+entry:
+    %z = iconst.i64 0
+    %done = icmp.eq %n, %z
+    brif %done, base, rec
+base:
+    return %z
+rec:
+    %one = iconst.i64 1
+    %m = isub %n, %one
+    %r = call @down(%m)
+    %s = iadd %r, %one
+    return %s
+}
+fn @main(%n: i64) -> i64 {
+entry:
+    %r = call @down(%n)
+    return %r
+}
+";
+
+fn run(p: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("run")
+        .arg(p)
+        .args(args)
+        .env_remove("GUARDLIFT_OPTIONS")
+        .output()
+        .expect("run guardlift")
+}
+
+/// Host-side engines that report faults today (the object paths do not yet).
+const FAULT_ENGINES: [&str; 2] = ["jit", "interp"];
+
+#[test]
+fn a_report_then_a_wild_load_prints_both_and_exits_134() {
+    let p = write_tmp("wild.glir", REPORT_THEN_WILD_LOAD);
+    for engine in FAULT_ENGINES {
+        let o = run(&p, &["16", "--mode", "recover", "--engine", engine]);
+        let err = stderr(&o);
+        assert_eq!(exit_code(&o), 134, "{engine}: {err}");
+        let a = err
+            .find("ERROR: adstack_overflow at @main 5:5 (adstack.push)")
+            .unwrap_or_else(|| panic!("{engine}: {err}"));
+        let b = err
+            .find("ERROR: host_fault at @main 6:5 (load)")
+            .unwrap_or_else(|| panic!("{engine}: {err}"));
+        assert!(a < b, "{engine}: the earlier report first: {err}");
+        // --json: one valid object on stdout with both reports.
+        let o = run(
+            &p,
+            &["16", "--mode", "recover", "--engine", engine, "--json"],
+        );
+        assert_eq!(exit_code(&o), 134, "{engine}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let j: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{engine}: {e}: {out}"));
+        let kinds: Vec<&str> = j["reports"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{engine}: {j}"))
+            .iter()
+            .map(|r| r["kind"].as_str().unwrap_or("?"))
+            .collect();
+        assert_eq!(kinds, ["adstack_overflow", "host_fault"], "{engine}: {j}");
+        let fault = &j["reports"][1];
+        assert_eq!(fault["function"], "main", "{engine}");
+        assert_eq!(fault["line"], 6, "{engine}");
+        assert_eq!(fault["op"], "load", "{engine}");
+        assert_eq!(j["engine"], engine);
+    }
+}
+
+#[test]
+fn a_wild_load_in_jit_code_names_signal_and_address() {
+    let p = write_tmp("wild2.glir", REPORT_THEN_WILD_LOAD);
+    let o = run(&p, &["16", "--mode", "recover", "--json"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(j["reports"][1]["signal"], "SIGSEGV", "{j}");
+    assert_eq!(j["reports"][1]["address"], "0x18", "{j}");
+    assert_eq!(j["aborted"], true, "{j}");
+}
+
+#[test]
+fn recursion_1e8_deep_is_a_stack_overflow_report() {
+    let p = write_tmp("deep.glir", DEEP);
+    for engine in FAULT_ENGINES {
+        let o = run(&p, &["100000000", "--engine", engine]);
+        let err = stderr(&o);
+        assert_eq!(exit_code(&o), 134, "{engine}: {err}");
+        assert!(
+            err.contains("==guardlift== ERROR: stack_overflow at @down 11:5 (call)"),
+            "{engine}: {err}"
+        );
+        assert!(!err.contains("has overflowed its stack"), "{engine}: {err}");
+    }
+}
+
+/// The documented depth every engine runs (docs/IR.md): 100 000 nested
+/// calls, less the entry's own frame.
+#[test]
+fn deep_but_legal_recursion_runs_the_same_everywhere() {
+    let p = write_tmp("deep_ok.glir", DEEP);
+    for engine in ENGINES {
+        let o = Command::new(bin())
+            .arg("run")
+            .arg(&p)
+            .arg("99998")
+            .args(engine)
+            .output()
+            .expect("run guardlift");
+        assert_eq!(exit_code(&o), 0, "{engine:?}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "99998",
+            "{engine:?}"
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! Faults in JIT code (spec §6.2, issue 16): a fatal signal in generated
+//! code, or in a host function it called, is a `host_fault` report placed
+//! at its IR site, printed after the reports recorded before it; exit 134.
+//! Faults elsewhere go to the handler installed before guardlift's.
+//!
+//! A fault ends the process, so each case runs in a child process: this
+//! binary re-executed with `GL_FAULT_CHILD=<case>`; every `child_*` test
+//! returns at once unless it is the selected case.
+
+mod common;
+
+use common::{call, parse};
+use guardlift_jit::{CompileOptions, Jit};
+use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+const ENV: &str = "GL_FAULT_CHILD";
+
+fn is_child(name: &str) -> bool {
+    std::env::var(ENV).as_deref() == Ok(name)
+}
+
+fn run_child(name: &str, extra_env: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().unwrap();
+    Command::new(exe)
+        .args([
+            &format!("child_{name}"),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ENV, format!("child_{name}"))
+        .envs(extra_env.iter().copied())
+        .output()
+        .expect("re-run the test binary")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_aborted(o: &Output) {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGABRT),
+        "want SIGABRT (134), got {:?}; stderr:\n{}",
+        o.status,
+        stderr(o)
+    );
+}
+
+/// A recover-mode runtime (reports are recorded, the run goes on).
+fn recover_rt() -> Arc<Runtime> {
+    Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        abort_process: true,
+        capture_output: true,
+        ..Default::default()
+    })
+}
+
+/// Line 5 overflows an adstack (recorded), line 6 is `LINE6` at `%p`.
+fn report_then(line6: &str) -> String {
+    format!(
+        "fn @main(%p: i64) -> i64 {{
+entry:
+    %s = adstack.alloc.i64 1
+    guard.adstack.push %s, %p
+    guard.adstack.push %s, %p
+    {line6}
+    %n = adstack.len %s
+    return %n
+}}
+"
+    )
+}
+
+fn run_ir(text: &str, opts: &CompileOptions, arg: u64) {
+    let rt = recover_rt();
+    let m = Jit::compile(&parse(text), rt, opts).unwrap();
+    call(&m, "main", &[arg]);
+    eprintln!("NOT REACHED");
+}
+
+/// Asserts the recorded report (at `@main REPORT_AT`), then the fault at
+/// `site`, each once.
+fn assert_report_then_fault(o: &Output, report_at: &str, site: &str, more: &[&str]) {
+    assert_aborted(o);
+    let err = stderr(o);
+    let first = err
+        .find(&format!("ERROR: adstack_overflow at @main {report_at}"))
+        .unwrap_or_else(|| panic!("the earlier report is missing:\n{err}"));
+    let fault = err
+        .find(&format!("ERROR: host_fault at {site}"))
+        .unwrap_or_else(|| panic!("no host_fault at {site}:\n{err}"));
+    assert!(first < fault, "the earlier report comes first:\n{err}");
+    assert_eq!(err.matches("==guardlift== ERROR").count(), 2, "{err}");
+    for m in more {
+        assert!(err.contains(m), "stderr lacks {m:?}:\n{err}");
+    }
+    assert!(!err.contains("NOT REACHED"), "{err}");
+}
+
+#[test]
+fn a_report_then_a_wild_load() {
+    let o = run_child("wild_load", &[]);
+    assert_report_then_fault(&o, "5:5", "@main 6:5 (load)", &["SIGSEGV at address 0x18"]);
+}
+
+#[test]
+fn child_wild_load() {
+    if is_child("child_wild_load") {
+        run_ir(
+            &report_then("%v = load.i64 %p, 8"),
+            &CompileOptions::default(),
+            16,
+        );
+    }
+}
+
+#[test]
+fn a_wild_store() {
+    let o = run_child("wild_store", &[]);
+    assert_report_then_fault(&o, "5:5", "@main 6:5 (store)", &["SIGSEGV at address 0x20"]);
+}
+
+#[test]
+fn child_wild_store() {
+    if is_child("child_wild_store") {
+        run_ir(
+            &report_then("store %p, %p, 16"),
+            &CompileOptions::default(),
+            16,
+        );
+    }
+}
+
+extern "C" fn host_null_deref(p: i64) -> i64 {
+    // SAFETY: deliberately not: reads from address `p` (0 in the test).
+    unsafe { std::ptr::read_volatile(p as usize as *const i64) }
+}
+
+/// A null dereference inside a host function called from IR is placed at
+/// the IR call.
+#[test]
+fn a_null_dereference_in_a_host_function_is_placed_at_the_call() {
+    let o = run_child("host_null", &[]);
+    assert_report_then_fault(
+        &o,
+        "6:5",
+        "@main 7:5 (call)",
+        &[
+            "SIGSEGV at address 0x0",
+            "in a host function called by this IR call",
+        ],
+    );
+}
+
+#[test]
+fn child_host_null() {
+    if is_child("child_host_null") {
+        // One line more at the top: the overflow is line 6, the call line 7.
+        let text = format!(
+            "extern fn @deref(i64) -> i64\n{}",
+            report_then("%v = call @deref(%p)")
+        );
+        let opts = CompileOptions::default().symbol("deref", host_null_deref as *const u8);
+        run_ir(&text, &opts, 0);
+    }
+}
+
+extern "C" fn host_segv_handler(_sig: libc::c_int) {
+    let msg = b"host handler ran\n";
+    // SAFETY: write and _exit are async-signal-safe.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(42);
+    }
+}
+
+/// A fault outside guardlift code goes to the handler installed before
+/// guardlift's (here a host's; Rust's own or the default otherwise).
+#[test]
+fn a_fault_outside_guardlift_code_goes_to_the_previous_handler() {
+    let o = run_child("chain", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(42), "{err}");
+    assert!(err.contains("host handler ran"), "{err}");
+    assert!(!err.contains("==guardlift=="), "{err}");
+}
+
+#[test]
+fn child_chain() {
+    if !is_child("child_chain") {
+        return;
+    }
+    // SAFETY: installs a plain SIGSEGV handler before guardlift's.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = host_segv_handler as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
+    }
+    let m = Jit::compile(
+        &parse(&report_then("%v = iadd %p, %p")),
+        recover_rt(),
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(call(&m, "main", &[3]), Some(1));
+    // A wild read from Rust code, outside any call into compiled code.
+    host_null_deref(0);
+    eprintln!("NOT REACHED");
+}
+
+/// The fault handler runs on the alternate stack: recursion in JIT code
+/// past the end of a thread's stack is a `stack_overflow` report.
+#[test]
+fn jit_recursion_past_the_stack_is_a_stack_overflow_report() {
+    let o = run_child("overflow", &[]);
+    assert_aborted(&o);
+    let err = stderr(&o);
+    assert!(
+        err.contains("==guardlift== ERROR: stack_overflow at @down 4:5 (call)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn child_overflow() {
+    if !is_child("child_overflow") {
+        return;
+    }
+    let text = "fn @down(%n: i64) -> i64 {
+entry:
+    %one = iconst.i64 1
+    %r = call @down(%n)
+    %s = iadd %r, %one
+    return %s
+}
+";
+    let m = Jit::compile(&parse(text), recover_rt(), &CompileOptions::default()).unwrap();
+    let f = m.func::<(i64,), i64>("down").unwrap();
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || f.call((0,)))
+        .unwrap()
+        .join()
+        .unwrap();
+    eprintln!("NOT REACHED");
+}
