@@ -144,7 +144,7 @@ fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
 /// Builds the ISA for `target`. `pic` must be false for the JIT.
 ///
 /// Settings: the optimization level; Cranelift's verifier in debug builds;
-/// inline stack probes (adstack frames can be large).
+/// inline stack probes (adstack frames can be large); NaN canonicalization.
 pub(crate) fn build_isa(
     target: Target,
     opt: OptLevel,
@@ -166,6 +166,9 @@ pub(crate) fn build_isa(
     set(&mut fb, "probestack_strategy", "inline")?;
     // Libcalls (none expected) must not assume they are within near range.
     set(&mut fb, "use_colocated_libcalls", "false")?;
+    // Spec §3: a NaN result of fadd fsub fmul fdiv fmin fmax fsqrt fpromote
+    // fdemote is the canonical quiet NaN on every target (the interpreter agrees).
+    set(&mut fb, "enable_nan_canonicalization", "true")?;
     let flags = settings::Flags::new(fb);
     let mut builder = match target {
         Target::Host => {

@@ -6,6 +6,7 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
+//! - [`sites`]: the guard-site table, sparse, per registered module;
 //! - [`abi`]: the C entry points generated code calls;
 //! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
 
@@ -16,6 +17,7 @@ pub mod layout;
 pub mod options;
 pub mod report;
 pub mod runtime;
+pub mod sites;
 pub mod trap;
 
 pub use heap::HostFault;
@@ -25,4 +27,5 @@ pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
     TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,
 };
+pub use sites::{ModuleSites, SiteRegistration, SiteSpaceFull};
 pub use trap::{TrapRegistration, TrapScratch, TrapSite};
