@@ -757,3 +757,30 @@ fn hostile_lengths_and_pointers_are_errors_before_any_copy() {
     ok!(gl_module_free(m));
     ok!(gl_runtime_free(rt));
 }
+
+/// Issue 13 (2, 7): a hand-written huge site id costs one entry in
+/// gl_compile (not 2^32); a second copy that cannot fit beside it is a
+/// GL_ERR_LINK error with LINE:COL, and freeing the code frees its sites.
+#[test]
+fn huge_site_ids_compile_sparsely_and_leave_with_their_code() {
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    let m = parse(
+        "extern fn @obj_new(i64) -> ptr\nfn @f() -> i64 {\nentry:\n    %n = iconst.i64 1\n    \
+         %o = call @obj_new(%n)\n    %r = guard.load_attr %o, 0 !site(4294967295, 6:5)\n    return %r\n}\n",
+    );
+    let code = compile(rt, m);
+    let f = func(code, "f", &[], GL_TYPE_I64);
+    let mut r = 7;
+    ok!(gl_func_call_i64(f, null(), 0, &mut r));
+    assert_eq!(r, 0);
+    let msg = fails!(GL_ERR_LINK, gl_compile(rt, m, &mut null_mut()));
+    assert!(msg.contains("test.glir:6:5: error: no room"), "{msg}");
+    ok!(gl_func_free(f));
+    ok!(gl_code_free(code));
+    for _ in 0..3 {
+        let c = compile(rt, m);
+        ok!(gl_code_free(c));
+    }
+    ok!(gl_module_free(m));
+    ok!(gl_runtime_free(rt));
+}
