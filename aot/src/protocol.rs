@@ -376,10 +376,10 @@ mod tests {
         let o = h.obj_new(1).unwrap();
         let slot = DictLayout::Cpython312.slot_addr(o);
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(1, 0, w.value, &[]), Some(w));
+        assert_eq!(last_write(1, 0, w.value, &ModuleSites::new()), Some(w));
         h.obj_dictify(o).unwrap();
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(2, 0, w.value, &[]), Some(w));
+        assert_eq!(last_write(2, 0, w.value, &ModuleSites::new()), Some(w));
 
         let rt = Runtime::new(RuntimeConfig {
             mode: Mode::Recover,

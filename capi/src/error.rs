@@ -163,7 +163,7 @@ pub(crate) fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<()> {
 
 /// Checks that an optional pointer argument is NULL or aligned for `T`.
 pub(crate) fn aligned_or_null<T>(p: *const T, func: &str, arg: &str) -> Result<()> {
-    if (p as usize) % std::mem::align_of::<T>() != 0 {
+    if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
         return Err(Error::new(
             GL_ERR_ARGUMENT,
             format!(

@@ -77,8 +77,7 @@ fn huge_site_ids_are_stored_sparsely_and_reported() {
     // A second module does not fit beside ids up to u32::MAX: a clear error
     // at the largest site, not an allocation of 2^32 entries.
     let e = Jit::compile(&module, rt.clone(), &CompileOptions::default())
-        .err()
-        .expect("no room for a second copy");
+        .expect_err("no room for a second copy");
     assert!(e.to_string().contains("no room"), "{e}");
     assert_eq!(e.loc().map(|l| (l.line, l.col)), Some((6, 5)), "{e}");
     drop(m);
