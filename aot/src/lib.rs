@@ -34,7 +34,7 @@ pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64}
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
-use guardlift_runtime::{Mode, SiteInfo};
+use guardlift_runtime::{Mode, ModuleSites};
 use std::path::{Path, PathBuf};
 use toolchain::WorkDir;
 
@@ -76,7 +76,7 @@ impl AotError {
 pub struct Build {
     toolchain: Toolchain,
     mode: Mode,
-    sites: Vec<Option<SiteInfo>>,
+    sites: ModuleSites,
     params: Vec<Type>,
     ret: Option<Type>,
     exe: PathBuf,

@@ -19,7 +19,9 @@
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
-use guardlift_runtime::{HostFault, LastWrite, Observed, Report, ReportKind, SiteInfo};
+use guardlift_runtime::{
+    HostFault, LastWrite, ModuleSites, Observed, Report, ReportKind, SiteInfo,
+};
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
 pub const EVENTS: &[(&str, char)] = &[
@@ -139,12 +141,7 @@ const BY_DICT_CODE: &str = "the host's dict code";
 
 /// The last-write record the host runtime would have kept
 /// (`Runtime::note_slot_write`'s text for instrumented writers).
-pub fn last_write(
-    code: u64,
-    site: u32,
-    value: u64,
-    sites: &[Option<SiteInfo>],
-) -> Option<LastWrite> {
+pub fn last_write(code: u64, site: u32, value: u64, sites: &ModuleSites) -> Option<LastWrite> {
     let by = match code {
         c if c == LastWriteCode::ObjNew as u64 => BY_OBJ_NEW.to_string(),
         c if c == LastWriteCode::DictCode as u64 => BY_DICT_CODE.to_string(),
@@ -162,17 +159,13 @@ pub fn last_write(
 }
 
 /// A site's info, or the runtime's placeholder for an unknown id.
-pub fn site_info(sites: &[Option<SiteInfo>], site: u32) -> SiteInfo {
-    sites
-        .get(site as usize)
-        .cloned()
-        .flatten()
-        .unwrap_or(SiteInfo {
-            function: "?".into(),
-            line: 0,
-            col: 0,
-            op: "?".into(),
-        })
+pub fn site_info(sites: &ModuleSites, site: u32) -> SiteInfo {
+    sites.get(&site).cloned().unwrap_or(SiteInfo {
+        function: "?".into(),
+        line: 0,
+        col: 0,
+        op: "?".into(),
+    })
 }
 
 /// One `print_*` call of the program.
@@ -236,7 +229,7 @@ fn hex(field: Option<&str>, line: &str) -> Result<u64, String> {
 /// ([`guardlift_ir::Module::site_infos`]) so reports name their sites.
 /// The flag is false when neither `E`, `A` nor `S` was seen (the run is
 /// then `End::Crashed { signal: 0 }`; the caller decides from the exit status).
-pub fn parse(stdout: &str, sites: &[Option<SiteInfo>]) -> Result<(TargetRun, bool), String> {
+pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), String> {
     let mut run = TargetRun {
         prints: Vec::new(),
         result: None,
@@ -383,10 +376,10 @@ mod tests {
         let o = h.obj_new(1).unwrap();
         let slot = DictLayout::Cpython312.slot_addr(o);
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(1, 0, w.value, &[]), Some(w));
+        assert_eq!(last_write(1, 0, w.value, &ModuleSites::new()), Some(w));
         h.obj_dictify(o).unwrap();
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(2, 0, w.value, &[]), Some(w));
+        assert_eq!(last_write(2, 0, w.value, &ModuleSites::new()), Some(w));
 
         let rt = Runtime::new(RuntimeConfig {
             mode: Mode::Recover,
@@ -398,8 +391,8 @@ mod tests {
             col: 5,
             op: "dict_slot.store".into(),
         };
-        let sites = vec![None, Some(info.clone())];
-        rt.register_sites(sites.clone());
+        let sites: ModuleSites = [(1, info.clone())].into();
+        rt.register_sites(sites.clone()).unwrap();
         rt.note_slot_write(1, 0x1000, 0x96);
         let w = rt.with_heap(|h| h.last_write(DictLayout::Cpython312.slot_addr(0x1000)));
         assert_eq!(last_write(3, 1, 0x96, &sites), w);
@@ -408,12 +401,16 @@ mod tests {
 
     #[test]
     fn parses_a_run() {
-        let sites = vec![Some(SiteInfo {
-            function: "main".into(),
-            line: 27,
-            col: 5,
-            op: "store_attr".into(),
-        })];
+        let sites: ModuleSites = [(
+            0,
+            SiteInfo {
+                function: "main".into(),
+                line: 27,
+                col: 5,
+                op: "store_attr".into(),
+            },
+        )]
+        .into();
         let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 7\nF 4 2 10 96\nV 2a\nE\n";
         let (r, complete) = parse(out, &sites).unwrap();
         assert!(complete);

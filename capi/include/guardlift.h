@@ -27,6 +27,12 @@
  *    gl_func keeps its code, code keeps its runtime).
  *  - Out pointers ("out_*", "out") must not be NULL unless documented; on
  *    failure they are set to NULL / 0.
+ *  - Every argument is validated before anything is read, allocated or
+ *    copied: a length that is not the function's (nargs, nparams) is an
+ *    error even when huge (SIZE_MAX); an array with a non-zero length must
+ *    not be NULL (GL_ERR_NULL); pointers must be aligned for their type and
+ *    an array must fit in the address space (GL_ERR_ARGUMENT). Nothing is
+ *    written through a pointer that fails these checks.
  *  - Strings passed in are NUL-terminated UTF-8 and only borrowed for the
  *    call. Strings returned as `const char *` are owned by guardlift:
  *      * gl_last_error(), gl_module_print(), gl_runtime_take_host_fault():
@@ -312,7 +318,9 @@ gl_status gl_code_signature(gl_code *code, const char *name, gl_type *params, si
 /* Looks up function `name` and checks that its signature is exactly
  * (params[0..nparams]) -> ret (GL_TYPE_VOID for none; i64 and ptr are
  * distinct here). Errors: GL_ERR_NO_FUNCTION, GL_ERR_SIGNATURE (the message
- * shows both signatures), GL_ERR_ARGUMENT (bad type code). *out is a new
+ * shows both signatures; also when nparams is not the function's parameter
+ * count, checked before `params` is read), GL_ERR_ARGUMENT (bad type
+ * code). *out is a new
  * function handle owned by the caller (gl_func_free); it keeps the code
  * alive, so gl_code_free may come first. */
 gl_status gl_code_get_func(gl_code *code, const char *name, const gl_type *params,
@@ -328,7 +336,7 @@ gl_status gl_code_free(gl_code *code);
  * bits from their width, ptr as the address, f32 as its bits in the low 32
  * bits, f64 as its bits. The result comes back the same way in *out_result
  * (nullable; 0 for a function without a result). `nargs` must equal the
- * parameter count (GL_ERR_ARGUMENT). In GL_MODE_ABORT / GL_MODE_TRAP a
+ * parameter count (GL_ERR_ARGUMENT, checked before `args` is read). In GL_MODE_ABORT / GL_MODE_TRAP a
  * violation ends the process inside this call. */
 gl_status gl_func_call(gl_func *f, const uint64_t *args, size_t nargs, uint64_t *out_result);
 

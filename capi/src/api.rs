@@ -513,6 +513,8 @@ pub unsafe extern "C" fn gl_runtime_take_reports(
     const F: &str = "gl_runtime_take_reports";
     ffi(|| {
         non_null(out_list, F, "out_list")?;
+        aligned_or_null(out_items, F, "out_items")?;
+        aligned_or_null(out_count, F, "out_count")?;
         // SAFETY: out_list checked non-null; the others NULL or valid.
         unsafe {
             put(out_list, std::ptr::null_mut());
@@ -692,6 +694,19 @@ pub unsafe extern "C" fn gl_code_signature(
         if cap > 0 {
             non_null(params, F, "params")?;
         }
+        // `cap` is only an upper bound of what is written (the function's
+        // arity); it must still describe memory that can exist.
+        if cap
+            .checked_mul(std::mem::size_of::<u32>())
+            .filter(|&b| b <= isize::MAX as usize)
+            .and_then(|b| (params as usize).checked_add(b))
+            .is_none()
+        {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{F}: `params` with capacity {cap} does not fit in the address space"),
+            ));
+        }
         // SAFETY: checked non-null.
         unsafe {
             put(out_nparams, 0);
@@ -737,16 +752,20 @@ pub unsafe extern "C" fn gl_code_get_func(
         // SAFETY: NUL-terminated by contract.
         let name = unsafe { str_arg(name, F, "name") }?;
         let name = name.strip_prefix('@').unwrap_or(name);
-        if nparams > 0 {
-            non_null(params, F, "params")?;
+        // The function's real arity bounds what is read from `params`.
+        let (ps, r) = c.code.signature(name).map_err(|e| jit_error(e, &c.file))?;
+        if nparams != ps.len() {
+            return Err(Error::new(
+                GL_ERR_SIGNATURE,
+                format!(
+                    "{F}: signature mismatch for @{name}: the function is {}, the caller asked for {nparams} parameter(s)",
+                    signature_text(&ps, r),
+                ),
+            ));
         }
-        let codes: &[u32] = if nparams == 0 {
-            &[]
-        } else {
-            // SAFETY: non-null and valid for nparams reads by contract.
-            unsafe { std::slice::from_raw_parts(params, nparams) }
-        };
-        let mut want_p = Vec::with_capacity(nparams);
+        // SAFETY: checked by array_arg; valid for nparams reads by contract.
+        let codes = unsafe { array_arg(params, nparams, Some(ps.len()), F, "params") }?;
+        let mut want_p = Vec::with_capacity(codes.len());
         for (i, &t) in codes.iter().enumerate() {
             want_p.push(type_of_code(t).ok_or_else(|| {
                 Error::new(
@@ -764,7 +783,6 @@ pub unsafe extern "C" fn gl_code_get_func(
                 )
             })?),
         };
-        let (ps, r) = c.code.signature(name).map_err(|e| jit_error(e, &c.file))?;
         if ps != want_p || r != want_r {
             return Err(Error::new(
                 GL_ERR_SIGNATURE,
@@ -791,6 +809,21 @@ pub unsafe extern "C" fn gl_code_get_func(
 #[no_mangle]
 pub extern "C" fn gl_code_free(code: *mut gl_code) -> c_int {
     free_handle(h(code), Kind::Code, "gl_code_free")
+}
+
+/// A wrong argument count says which function and how many it takes.
+fn arity_error(f: &FuncState, nargs: usize, e: Error, func: &str) -> Error {
+    if nargs == f.params.len() {
+        return e;
+    }
+    Error::new(
+        GL_ERR_ARGUMENT,
+        format!(
+            "{func}: @{} takes {} argument(s), got {nargs}",
+            f.name,
+            f.params.len()
+        ),
+    )
 }
 
 fn call_bits(f: &FuncState, args: &[u64], func: &str) -> Result<Option<u64>> {
@@ -824,18 +857,13 @@ pub unsafe extern "C" fn gl_func_call(
 ) -> c_int {
     const F: &str = "gl_func_call";
     ffi(|| {
+        aligned_or_null(out_result, F, "out_result")?;
         // SAFETY: NULL or valid.
         unsafe { put(out_result, 0) };
         let fs = get_as!(Func, f, Kind::Func, F, "func");
-        if nargs > 0 {
-            non_null(args, F, "args")?;
-        }
-        let a: &[u64] = if nargs == 0 {
-            &[]
-        } else {
-            // SAFETY: non-null and valid for nargs reads by contract.
-            unsafe { std::slice::from_raw_parts(args, nargs) }
-        };
+        // SAFETY: checked by array_arg; valid for nargs reads by contract.
+        let a = unsafe { array_arg(args, nargs, Some(fs.params.len()), F, "args") }
+            .map_err(|e| arity_error(&fs, nargs, e, F))?;
         let r = call_bits(&fs, a, F)?;
         // SAFETY: NULL or valid.
         unsafe { put(out_result, r.unwrap_or(0)) };
@@ -856,6 +884,7 @@ pub unsafe extern "C" fn gl_func_call_i64(
 ) -> c_int {
     const F: &str = "gl_func_call_i64";
     ffi(|| {
+        aligned_or_null(out_result, F, "out_result")?;
         // SAFETY: NULL or valid.
         unsafe { put(out_result, 0) };
         let fs = get_as!(Func, f, Kind::Func, F, "func");
@@ -869,18 +898,13 @@ pub unsafe extern "C" fn gl_func_call_i64(
                 ),
             ));
         }
-        if nargs > 0 {
-            non_null(args, F, "args")?;
-        }
-        let a: Vec<u64> = if nargs == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: non-null and valid for nargs reads by contract.
-            unsafe { std::slice::from_raw_parts(args, nargs) }
-                .iter()
-                .map(|&x| x as u64)
-                .collect()
-        };
+        // SAFETY: checked by array_arg (the count first: nothing is copied
+        // for a wrong one); valid for nargs reads by contract.
+        let a: Vec<u64> = unsafe { array_arg(args, nargs, Some(fs.params.len()), F, "args") }
+            .map_err(|e| arity_error(&fs, nargs, e, F))?
+            .iter()
+            .map(|&x| x as u64)
+            .collect();
         let r = call_bits(&fs, &a, F)?;
         // SAFETY: NULL or valid.
         unsafe { put(out_result, r.unwrap_or(0) as i64) };

@@ -149,7 +149,7 @@ pub(crate) fn ffi(f: impl FnOnce() -> Result<()>) -> c_int {
     }
 }
 
-/// Checks that a required pointer argument is not NULL.
+/// Checks that a required pointer argument is not NULL and is aligned for `T`.
 pub(crate) fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<()> {
     if p.is_null() {
         Err(Error::new(
@@ -157,8 +157,66 @@ pub(crate) fn non_null<T>(p: *const T, func: &str, arg: &str) -> Result<()> {
             format!("{func}: `{arg}` must not be NULL"),
         ))
     } else {
-        Ok(())
+        aligned_or_null(p, func, arg)
     }
+}
+
+/// Checks that an optional pointer argument is NULL or aligned for `T`.
+pub(crate) fn aligned_or_null<T>(p: *const T, func: &str, arg: &str) -> Result<()> {
+    if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Err(Error::new(
+            GL_ERR_ARGUMENT,
+            format!(
+                "{func}: `{arg}` ({p:p}) is not aligned to {} bytes",
+                std::mem::align_of::<T>()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Borrows a caller's array of `n` elements after checking, before anything
+/// is read, allocated or copied: that `n` is the length the callee expects
+/// (`expected`, when the callee knows it: a wrong count is an error even if
+/// it is huge), that the pointer is non-NULL when `n > 0` and aligned, and
+/// that the `n` elements fit in the address space.
+///
+/// # Safety
+/// When every check passes, `p` is valid for `n` reads of `T` by the
+/// caller's contract.
+pub(crate) unsafe fn array_arg<'a, T>(
+    p: *const T,
+    n: usize,
+    expected: Option<usize>,
+    func: &str,
+    arg: &str,
+) -> Result<&'a [T]> {
+    if let Some(want) = expected {
+        if n != want {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{func}: expected {want} element(s) in `{arg}`, got {n}"),
+            ));
+        }
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    non_null(p, func, arg)?;
+    let fits = n
+        .checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
+        .and_then(|b| (p as usize).checked_add(b))
+        .is_some();
+    if !fits {
+        return Err(Error::new(
+            GL_ERR_ARGUMENT,
+            format!("{func}: `{arg}` with {n} element(s) does not fit in the address space"),
+        ));
+    }
+    // SAFETY: non-null, aligned, the length fits, and valid for `n` reads by
+    // the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Reads a required NUL-terminated UTF-8 string argument.
@@ -206,6 +264,28 @@ mod tests {
             GL_ERR_PARSE
         );
         assert_eq!(last(), "1:1: error: x\\0y");
+    }
+
+    #[test]
+    fn arrays_are_checked_before_they_are_read() {
+        let xs = [1u64, 2, 3];
+        // SAFETY: each call either fails a check or reads `xs`.
+        unsafe {
+            let e = array_arg(xs.as_ptr(), usize::MAX, Some(3), "f", "args").unwrap_err();
+            assert_eq!(e.code, GL_ERR_ARGUMENT);
+            assert!(e.msg.contains("expected 3"), "{}", e.msg);
+            let e = array_arg(std::ptr::null::<u64>(), 2, None, "f", "args").unwrap_err();
+            assert_eq!(e.code, GL_ERR_NULL);
+            let e = array_arg(xs.as_ptr(), usize::MAX, None, "f", "args").unwrap_err();
+            assert!(e.msg.contains("address space"), "{}", e.msg);
+            let odd = (xs.as_ptr() as *const u8).add(1) as *const u64;
+            let e = array_arg(odd, 1, None, "f", "args").unwrap_err();
+            assert!(e.msg.contains("aligned"), "{}", e.msg);
+            assert_eq!(array_arg(xs.as_ptr(), 3, Some(3), "f", "a").unwrap(), &xs);
+            assert!(array_arg(std::ptr::null::<u64>(), 0, Some(0), "f", "a")
+                .unwrap()
+                .is_empty());
+        }
     }
 
     #[test]

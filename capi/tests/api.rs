@@ -677,3 +677,110 @@ fn freeing_handles_during_a_call_never_unmaps_running_code() {
         assert_eq!(st, GL_OK);
     }
 }
+
+/// Issue 13 (4): every entry validates pointers, lengths and handles before
+/// it reads, allocates or copies: one case per class of bad argument.
+#[test]
+fn hostile_lengths_and_pointers_are_errors_before_any_copy() {
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    let m = parse("fn @id(%x: i64) -> i64 {\nentry:\n    return %x\n}\n");
+    let code = compile(rt, m);
+    let f = func(code, "id", &[GL_TYPE_I64], GL_TYPE_I64);
+    let one = [5i64];
+    let mut r = 0i64;
+    // Huge counts with a valid (short) array: rejected by the count, nothing copied.
+    for n in [usize::MAX, usize::MAX / 8, 1 << 40, 2] {
+        let msg = fails!(
+            GL_ERR_ARGUMENT,
+            gl_func_call_i64(f, one.as_ptr(), n, &mut r)
+        );
+        assert!(msg.contains("takes 1 argument(s)"), "{msg}");
+        fails!(
+            GL_ERR_ARGUMENT,
+            gl_func_call(f, one.as_ptr() as *const u64, n, null_mut())
+        );
+        let codes = [GL_TYPE_I64];
+        fails!(
+            GL_ERR_SIGNATURE,
+            gl_code_get_func(
+                code,
+                c"id".as_ptr(),
+                codes.as_ptr(),
+                n,
+                GL_TYPE_I64,
+                &mut null_mut()
+            )
+        );
+    }
+    // NULL array with a non-zero count.
+    fails!(GL_ERR_NULL, gl_func_call_i64(f, null(), 1, &mut r));
+    fails!(GL_ERR_NULL, gl_func_call(f, null(), 1, null_mut()));
+    // Misaligned array and out pointers.
+    let buf = [0u64; 4];
+    let odd = unsafe { (buf.as_ptr() as *const u8).add(1) };
+    let msg = fails!(
+        GL_ERR_ARGUMENT,
+        gl_func_call(f, odd as *const u64, 1, null_mut())
+    );
+    assert!(msg.contains("aligned"), "{msg}");
+    let mut out = [0u64; 4];
+    let odd_out = unsafe { (out.as_mut_ptr() as *mut u8).add(4) };
+    fails!(
+        GL_ERR_ARGUMENT,
+        gl_func_call(f, buf.as_ptr(), 1, odd_out as *mut u64)
+    );
+    fails!(
+        GL_ERR_ARGUMENT,
+        gl_runtime_pending_reports(rt, odd_out as *mut usize)
+    );
+    assert_eq!(out, [0; 4], "nothing was written through a bad out pointer");
+    // A capacity that cannot describe memory.
+    let mut np = 0usize;
+    let mut ret = 0u32;
+    let mut ps = [0u32; 1];
+    fails!(
+        GL_ERR_ARGUMENT,
+        gl_code_signature(
+            code,
+            c"id".as_ptr(),
+            ps.as_mut_ptr(),
+            usize::MAX,
+            &mut np,
+            &mut ret
+        )
+    );
+    // The function still works afterwards.
+    ok!(gl_func_call_i64(f, one.as_ptr(), 1, &mut r));
+    assert_eq!(r, 5);
+    ok!(gl_func_free(f));
+    ok!(gl_code_free(code));
+    ok!(gl_module_free(m));
+    ok!(gl_runtime_free(rt));
+}
+
+/// Issue 13 (2, 7): a hand-written huge site id costs one entry in
+/// gl_compile (not 2^32); a second copy that cannot fit beside it is a
+/// GL_ERR_LINK error with LINE:COL, and freeing the code frees its sites.
+#[test]
+fn huge_site_ids_compile_sparsely_and_leave_with_their_code() {
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    let m = parse(
+        "extern fn @obj_new(i64) -> ptr\nfn @f() -> i64 {\nentry:\n    %n = iconst.i64 1\n    \
+         %o = call @obj_new(%n)\n    %r = guard.load_attr %o, 0 !site(4294967295, 6:5)\n    return %r\n}\n",
+    );
+    let code = compile(rt, m);
+    let f = func(code, "f", &[], GL_TYPE_I64);
+    let mut r = 7;
+    ok!(gl_func_call_i64(f, null(), 0, &mut r));
+    assert_eq!(r, 0);
+    let msg = fails!(GL_ERR_LINK, gl_compile(rt, m, &mut null_mut()));
+    assert!(msg.contains("test.glir:6:5: error: no room"), "{msg}");
+    ok!(gl_func_free(f));
+    ok!(gl_code_free(code));
+    for _ in 0..3 {
+        let c = compile(rt, m);
+        ok!(gl_code_free(c));
+    }
+    ok!(gl_module_free(m));
+    ok!(gl_runtime_free(rt));
+}

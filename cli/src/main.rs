@@ -165,7 +165,20 @@ fn protect_negative_numbers(argv: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// Writing to a closed pipe (`guardlift run … | head -1`) ends the process
+/// quietly by SIGPIPE, as it does other Unix tools (Rust ignores SIGPIPE
+/// by default, which turns the write into a panic).
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_sigpipe();
     let argv = protect_negative_numbers(std::env::args().collect());
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -207,7 +220,8 @@ fn main() -> ExitCode {
                 .into_iter()
                 .map(|a| a.trim_start_matches(NEG_MARK).to_string())
                 .collect(),
-            entry,
+            // `--entry @main` names the function as IR text does.
+            entry: entry.strip_prefix('@').unwrap_or(&entry).to_string(),
             engine,
             target,
             inst,

@@ -104,9 +104,13 @@ fn reports_json(reports: &[Report]) -> serde_json::Value {
 pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let m = load_instrumented(&o.file, &o.inst)?;
     let instrumented = m.is_instrumented();
-    let fid = m
-        .func_by_name(&o.entry)
-        .ok_or_else(|| CliError::new(format!("{}: error: no function @{}", o.file, o.entry)))?;
+    let fid = m.func_by_name(&o.entry).ok_or_else(|| {
+        CliError::new(format!(
+            "{}: error: no function @{}",
+            o.file,
+            guardlift_ir::error::shorten_long_words(&o.entry)
+        ))
+    })?;
     let f = m.func(fid);
     let loc = f.loc;
     let ret_ty = f.ret;
@@ -123,10 +127,12 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     }
     let mut args = Vec::with_capacity(o.args.len());
     for (ty, text) in f.param_types().into_iter().zip(&o.args) {
-        args.push(
-            parse_arg(ty, text)
-                .map_err(|e| CliError::new(format!("guardlift: error: argument: {e}")))?,
-        );
+        args.push(parse_arg(ty, text).map_err(|e| {
+            CliError::new(format!(
+                "guardlift: error: argument: {}",
+                guardlift_ir::error::shorten_long_words(&e)
+            ))
+        })?);
     }
     if o.target != Target::Host {
         // An explicit architecture always runs ahead of time (also x86_64 on x86_64).

@@ -1,7 +1,13 @@
 //! Loading IR text: bytes → UTF-8 → parse → verify, every failure as
-//! `FILE:LINE:COL: error: ...`.
+//! `FILE:LINE:COL: error: ...`. Input is read in bounded chunks: a NUL byte
+//! (not text: `/dev/zero`, a binary) fails at once, and so does input larger
+//! than [`MAX_SOURCE_BYTES`] (`/dev/urandom`, a runaway pipe).
 
 use guardlift_ir::{parse_module, verify_module, Module};
+use std::io::Read;
+
+/// The largest IR text any command reads.
+pub const MAX_SOURCE_BYTES: u64 = 256 << 20;
 
 /// A user-facing failure that ends the command with exit status 2.
 #[derive(Debug)]
@@ -25,10 +31,41 @@ fn line_col(bytes: &[u8], off: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Reads `path` in chunks, stopping at the first NUL byte or past
+/// [`MAX_SOURCE_BYTES`] (never holding more than that in memory).
+fn read_text(path: &str) -> Result<Vec<u8>, CliError> {
+    let cannot = |e: std::io::Error| CliError::new(format!("{path}: error: cannot read: {e}"));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cannot(e)),
+        };
+        let got = &chunk[..n];
+        if let Some(i) = got.iter().position(|&b| b == 0) {
+            bytes.extend_from_slice(&got[..i]);
+            let (l, c) = line_col(&bytes, bytes.len());
+            return Err(CliError::new(format!(
+                "{path}:{l}:{c}: error: NUL byte in input (not IR text)"
+            )));
+        }
+        if bytes.len() as u64 + n as u64 > MAX_SOURCE_BYTES {
+            return Err(CliError::new(format!(
+                "{path}: error: input larger than {} MiB (not IR text?)",
+                MAX_SOURCE_BYTES >> 20
+            )));
+        }
+        bytes.extend_from_slice(got);
+    }
+}
+
 /// Reads, parses and verifies `path`.
 pub fn load(path: &str) -> Result<Module, CliError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CliError::new(format!("{path}: error: cannot read: {e}")))?;
+    let bytes = read_text(path)?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => {

@@ -84,7 +84,14 @@ impl fmt::Display for CheckSet {
 /// Returns `m` with guards for `checks` inserted.
 pub fn instrument(m: &Module, checks: CheckSet) -> Module {
     let mut out = m.clone();
-    let mut next = m.sites.keys().next_back().map_or(0, |s| s.0 + 1);
+    // Fresh ids follow the largest existing one, wrapping past u32::MAX to
+    // the lowest unused id (a hand-written `!site(4294967295, ...)`): never
+    // an id that is already taken.
+    let mut next = m
+        .sites
+        .keys()
+        .next_back()
+        .map_or(0, |s| s.0.wrapping_add(1));
     for (fi, f) in out.functions.iter_mut().enumerate() {
         for b in &mut f.blocks {
             let mut insts = Vec::with_capacity(b.insts.len());
@@ -105,8 +112,11 @@ pub fn instrument(m: &Module, checks: CheckSet) -> Module {
                 }
                 if let Some(k) = inst.kind.check_kind() {
                     if inst.site.is_none() && checks.contains(k) {
+                        while out.sites.contains_key(&SiteId(next)) {
+                            next = next.wrapping_add(1);
+                        }
                         let id = SiteId(next);
-                        next += 1;
+                        next = next.wrapping_add(1);
                         out.sites.insert(
                             id,
                             Site {

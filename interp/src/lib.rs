@@ -9,7 +9,7 @@
 //! by `guardlift_runtime::adstack`.
 
 use guardlift_ir::analysis::{adstack_capacities, resolve_builtin};
-use guardlift_ir::literal::norm_int;
+use guardlift_ir::literal::{canonical_f32_bits, canonical_f64_bits, norm_int};
 use guardlift_ir::{
     BinOp, Block, BlockCall, Callee, ConvOp, Diagnostic, FloatCC, FuncId, InstKind, IntCC, Module,
     SrcLoc, Type, UnOp, Value,
@@ -63,6 +63,8 @@ pub struct Interpreter<'m> {
     m: &'m Module,
     rt: Arc<Runtime>,
     site_base: u32,
+    /// The module's sites leave the runtime with the interpreter.
+    _sites: guardlift_runtime::SiteRegistration,
     externs: Vec<ExternImpl>,
     max_depth: usize,
 }
@@ -211,20 +213,22 @@ fn int_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
     norm_int(ty, r)
 }
 
+/// fadd … fmax; a NaN result is the canonical NaN (spec §3), as compiled
+/// code makes it (Cranelift's NaN canonicalization).
 fn float_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
     if ty == Type::F32 {
         let (x, y) = (f32v(a), f32v(b));
-        fbits32(match op {
+        canonical_f32_bits(match op {
             BinOp::Fadd => x + y,
             BinOp::Fsub => x - y,
             BinOp::Fmul => x * y,
             BinOp::Fdiv => x / y,
             BinOp::Fmin => fmin32(x, y),
             _ => fmax32(x, y),
-        })
+        }) as u64
     } else {
         let (x, y) = (f64v(a), f64v(b));
-        (match op {
+        canonical_f64_bits(match op {
             BinOp::Fadd => x + y,
             BinOp::Fsub => x - y,
             BinOp::Fmul => x * y,
@@ -232,7 +236,6 @@ fn float_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
             BinOp::Fmin => fmin64(x, y),
             _ => fmax64(x, y),
         })
-        .to_bits()
     }
 }
 
@@ -295,8 +298,8 @@ fn conv(op: ConvOp, from: Type, to: Type, a: u64) -> u64 {
             };
             v as u64
         }
-        ConvOp::Fpromote => (f32v(a) as f64).to_bits(),
-        ConvOp::Fdemote => fbits32(f64v(a) as f32),
+        ConvOp::Fpromote => canonical_f64_bits(f32v(a) as f64),
+        ConvOp::Fdemote => canonical_f32_bits(f64v(a) as f32) as u64,
         ConvOp::Bitcast => match (from.bits(), to.is_float()) {
             (32, true) => mask(Type::I32, a),
             (32, false) => norm_int(Type::I32, a),
@@ -332,9 +335,10 @@ impl<'m> Interpreter<'m> {
         for f in &m.functions {
             adstack_capacities(f).map_err(InterpError::Link)?;
         }
-        let site_base = rt.register_sites(m.site_infos());
+        let site_base = m.register_sites(&rt).map_err(InterpError::Link)?;
         Ok(Interpreter {
             m,
+            _sites: guardlift_runtime::SiteRegistration::new(rt.clone(), site_base),
             rt,
             site_base,
             externs,
@@ -487,19 +491,18 @@ impl<'m> Interpreter<'m> {
                     let x = v(fr, *a);
                     let r = if ty(*a) == Type::F32 {
                         let f = f32v(x);
-                        fbits32(match op {
-                            UnOp::Fneg => -f,
-                            UnOp::Fabs => f.abs(),
-                            UnOp::Fsqrt => f.sqrt(),
-                        })
+                        match op {
+                            UnOp::Fneg => fbits32(-f),
+                            UnOp::Fabs => fbits32(f.abs()),
+                            UnOp::Fsqrt => canonical_f32_bits(f.sqrt()) as u64,
+                        }
                     } else {
                         let f = f64v(x);
-                        (match op {
-                            UnOp::Fneg => -f,
-                            UnOp::Fabs => f.abs(),
-                            UnOp::Fsqrt => f.sqrt(),
-                        })
-                        .to_bits()
+                        match op {
+                            UnOp::Fneg => (-f).to_bits(),
+                            UnOp::Fabs => f.abs().to_bits(),
+                            UnOp::Fsqrt => canonical_f64_bits(f.sqrt()),
+                        }
                     };
                     set(fr, r)
                 }

@@ -11,11 +11,45 @@ pub struct Diagnostic {
     pub msg: String,
 }
 
+/// Words (runs of non-whitespace) longer than this many characters are
+/// shortened in messages, so a huge literal or name is never echoed whole.
+pub const MAX_ECHO_CHARS: usize = 64;
+
+/// `msg` with every word longer than [`MAX_ECHO_CHARS`] characters cut to
+/// its first [`MAX_ECHO_CHARS`] followed by `…(N more characters)`.
+pub fn shorten_long_words(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len().min(1024));
+    let mut word_chars = 0usize;
+    let mut dropped = 0usize;
+    let flush = |out: &mut String, dropped: &mut usize| {
+        if *dropped > 0 {
+            out.push_str(&format!("…({dropped} more characters)"));
+            *dropped = 0;
+        }
+    };
+    for ch in msg.chars() {
+        if ch.is_whitespace() {
+            flush(&mut out, &mut dropped);
+            word_chars = 0;
+            out.push(ch);
+        } else if word_chars < MAX_ECHO_CHARS {
+            word_chars += 1;
+            out.push(ch);
+        } else {
+            dropped += 1;
+        }
+    }
+    flush(&mut out, &mut dropped);
+    out
+}
+
 impl Diagnostic {
+    /// A diagnostic at `loc`; over-long words of `msg` are shortened
+    /// ([`shorten_long_words`]).
     pub fn new(loc: SrcLoc, msg: impl Into<String>) -> Self {
         Diagnostic {
             loc,
-            msg: msg.into(),
+            msg: shorten_long_words(&msg.into()),
         }
     }
     /// `FILE:LINE:COL: error: MSG`.
@@ -60,5 +94,20 @@ impl VerifyErrors {
             .map(|d| d.with_file(file))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_are_cut_with_a_marker() {
+        let long = "9".repeat(100_000);
+        let d = Diagnostic::new(SrcLoc::new(3, 7), format!("invalid literal `{long}` here"));
+        assert!(d.msg.len() < 200, "{}", d.msg);
+        assert!(d.msg.contains("…(99938 more characters)"), "{}", d.msg);
+        assert!(d.msg.ends_with(" here"));
+        assert_eq!(shorten_long_words("short words stay"), "short words stay");
     }
 }

@@ -128,27 +128,44 @@ impl Module {
 }
 
 impl Module {
-    /// The site table in the runtime's terms, indexed by local site id
-    /// (gaps are `None`): what [`guardlift_runtime::Runtime::register_sites`] takes.
-    pub fn site_infos(&self) -> Vec<Option<guardlift_runtime::SiteInfo>> {
-        let n = self
-            .sites
-            .keys()
-            .next_back()
-            .map_or(0, |s| s.0 as usize + 1);
-        let mut v = vec![None; n];
-        for (id, s) in &self.sites {
-            let function = self
-                .functions
-                .get(s.func.0 as usize)
-                .map_or_else(|| "?".to_string(), |f| f.name.clone());
-            v[id.0 as usize] = Some(guardlift_runtime::SiteInfo {
-                function,
-                line: s.loc.line,
-                col: s.loc.col,
-                op: s.op.to_string(),
-            });
-        }
-        v
+    /// The site table in the runtime's terms, by local site id (sparse: one
+    /// entry per site, whatever the ids): what
+    /// [`guardlift_runtime::Runtime::register_sites`] takes.
+    pub fn site_infos(&self) -> guardlift_runtime::ModuleSites {
+        self.sites
+            .iter()
+            .map(|(id, s)| {
+                let function = self
+                    .functions
+                    .get(s.func.0 as usize)
+                    .map_or_else(|| "?".to_string(), |f| f.name.clone());
+                (
+                    id.0,
+                    guardlift_runtime::SiteInfo {
+                        function,
+                        line: s.loc.line,
+                        col: s.loc.col,
+                        op: s.op.to_string(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Registers the module's sites with `rt` ([`Module::site_infos`]) and
+    /// returns their base; the error (the runtime's site-id space has no
+    /// room for the module's largest id) is at that site's position.
+    pub fn register_sites(
+        &self,
+        rt: &guardlift_runtime::Runtime,
+    ) -> Result<u32, crate::error::Diagnostic> {
+        rt.register_sites(self.site_infos()).map_err(|e| {
+            let loc = self
+                .sites
+                .values()
+                .next_back()
+                .map_or_else(SrcLoc::default, |s| s.loc);
+            crate::error::Diagnostic::new(loc, e.to_string())
+        })
     }
 }

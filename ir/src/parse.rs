@@ -31,8 +31,10 @@ fn err<T>(loc: SrcLoc, msg: impl Into<String>) -> PResult<T> {
 /// Parses a module from its text form (see `spec/IR.md`).
 ///
 /// Never panics; returns the first error found, with its 1-based line and
-/// column (in characters).
+/// column (in characters). A UTF-8 byte-order mark at the very start is
+/// skipped (it is not part of line 1's columns).
 pub fn parse_module(text: &str) -> Result<Module, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut p = Parser::default();
     let mut toks = Vec::new();
     let mut lineno: u32 = 0;
@@ -488,69 +490,10 @@ fn int_lit(s: &str, loc: SrcLoc) -> PResult<i128> {
     Ok(if neg { -acc } else { acc })
 }
 
-/// Is `s` `[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?`?
-fn is_decimal_float(s: &str) -> bool {
-    fn digits(b: &[u8], i: &mut usize) -> bool {
-        let start = *i;
-        while b.get(*i).is_some_and(u8::is_ascii_digit) {
-            *i += 1;
-        }
-        *i > start
-    }
-    let b = s.as_bytes();
-    let mut i = 0;
-    if !digits(b, &mut i) {
-        return false;
-    }
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        if !digits(b, &mut i) {
-            return false;
-        }
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if !digits(b, &mut i) {
-            return false;
-        }
-    }
-    i == b.len()
-}
-
-/// Parses a float literal for a constant of type `ty` (f32 literals are
-/// rounded once, directly to f32).
+/// Parses a float literal for a constant of type `ty` (the grammar and
+/// range rules of [`crate::literal::parse_float`], shared with entry arguments).
 fn float_lit(s: &str, ty: Type, loc: SrcLoc) -> PResult<f64> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    match body {
-        "nan" => return Ok(f64::NAN),
-        "inf" => {
-            return Ok(if neg {
-                f64::NEG_INFINITY
-            } else {
-                f64::INFINITY
-            })
-        }
-        _ => {}
-    }
-    if !is_decimal_float(body) {
-        return err(loc, format!("invalid float literal `{s}`"));
-    }
-    let v = if ty == Type::F32 {
-        s.parse::<f32>().map(f64::from).ok()
-    } else {
-        s.parse::<f64>().ok()
-    };
-    match v {
-        Some(v) if v.is_finite() => Ok(v),
-        Some(_) => err(loc, format!("float literal out of range for {ty}: {s}")),
-        None => err(loc, format!("invalid float literal `{s}`")),
-    }
+    crate::literal::parse_float(ty, s).map_err(|e| ParseError::new(loc, e))
 }
 
 // ---------------------------------------------------------------------------

@@ -1174,3 +1174,28 @@ fn examples_verify() {
         }
     }
 }
+
+#[test]
+fn utf8_bom_at_start_is_skipped() {
+    let text = "fn @main() -> i64 {\nentry:\n    %x = iconst.i64 1\n    return %x\n}\n";
+    let with_bom = format!("\u{feff}{text}");
+    assert_same(&parse_ok(&with_bom), &parse_ok(text));
+    // Columns on line 1 do not count the BOM; a BOM elsewhere is still an error.
+    expect_err("\u{feff}fn main() {\n}\n", 1, 4, "function name");
+    expect_err("\n\u{feff}fn @main() {\n}\n", 2, 1, "unexpected character");
+}
+
+#[test]
+fn huge_literals_and_names_are_not_echoed_whole() {
+    let big = "7".repeat(100_000);
+    let text =
+        format!("fn @main() -> i64 {{\nentry:\n    %x = iconst.i64 {big}\n    return %x\n}}\n");
+    let e = parse_module(&text).unwrap_err();
+    assert_eq!((e.loc.line, e.loc.col), (3, 21));
+    assert!(e.to_string().len() < 300, "{e}");
+    assert!(e.msg.contains("more characters)"), "{e}");
+    let name = "v".repeat(50_000);
+    let text = format!("fn @main() -> i64 {{\nentry:\n    return %{name}\n}}\n");
+    let e = parse_module(&text).unwrap_err();
+    assert!(e.to_string().len() < 300, "{e}");
+}

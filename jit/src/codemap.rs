@@ -13,7 +13,6 @@
 use crate::lower;
 use cranelift_codegen::CompiledCode;
 use guardlift_runtime::fault::PcLoc;
-use guardlift_runtime::SiteInfo;
 use std::collections::HashMap;
 
 /// Line → (column, opcode) of every instruction of `f`.
@@ -32,7 +31,7 @@ pub fn pc_locs(
     code: &CompiledCode,
     f: &guardlift_ir::Function,
     trap_sites: &[(u32, guardlift_runtime::ReportKind)],
-    site_infos: &[Option<SiteInfo>],
+    site_infos: &guardlift_runtime::sites::ModuleSites,
     site_base: u32,
 ) -> Vec<PcLoc> {
     let lines = lines_of(f);
@@ -44,8 +43,7 @@ pub fn pc_locs(
         let line = match lower::trap_index(l.loc) {
             Some(ix) => trap_sites
                 .get(ix)
-                .and_then(|&(site, _)| site_infos.get(site.checked_sub(site_base)? as usize))
-                .and_then(|s| s.as_ref())
+                .and_then(|&(site, _)| site_infos.get(&site.checked_sub(site_base)?))
                 .map_or(0, |s| s.line),
             None => l.loc.bits(),
         };

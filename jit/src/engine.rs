@@ -91,6 +91,8 @@ impl Jit {
 
         // From here on, any early return must free the module's memory.
         let mut times = CompileTimes::default();
+        // The module's sites, once registered (unregistered on failure).
+        let mut site_reg: Option<u32> = None;
         let result = (|| {
             let mut funcs = Vec::with_capacity(module.functions.len());
             for (i, f) in module.functions.iter().enumerate() {
@@ -100,7 +102,11 @@ impl Jit {
                 })?;
                 funcs.push(id);
             }
-            let site_base = rt.register_sites(module.site_infos());
+            let site_base = module.register_sites(&rt).map_err(|d| JitError::Link {
+                loc: d.loc,
+                msg: d.msg,
+            })?;
+            site_reg = Some(site_base);
             let rt_addr = Arc::as_ptr(&rt) as u64;
             let mut lw = Lowerer::new(
                 module,
@@ -184,18 +190,16 @@ impl Jit {
                 let sites = traps
                     .iter()
                     .map(|&(i, off, site, kind)| {
-                        let local = (site - site_base) as usize;
+                        let local = site - site_base;
                         TrapSite {
                             pc: infos[i].addr + off as usize,
                             site,
                             kind,
-                            info: site_infos.get(local).cloned().flatten().unwrap_or_else(|| {
-                                SiteInfo {
-                                    function: infos[i].name.clone(),
-                                    line: 0,
-                                    col: 0,
-                                    op: "?".into(),
-                                }
+                            info: site_infos.get(&local).cloned().unwrap_or_else(|| SiteInfo {
+                                function: infos[i].name.clone(),
+                                line: 0,
+                                col: 0,
+                                op: "?".into(),
                             }),
                         }
                     })
@@ -223,6 +227,9 @@ impl Jit {
         let (funcs, site_base, traps, code_reg) = match result {
             Ok(x) => x,
             Err(e) => {
+                if let Some(base) = site_reg {
+                    rt.unregister_sites(base);
+                }
                 // SAFETY: nothing from this module was handed out or run.
                 unsafe { jm.free_memory() };
                 return Err(e);
@@ -339,9 +346,11 @@ const _: fn() = || {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // First make the signal handler forget this code's trap PCs.
+        // First make the signal handler forget this code's trap PCs, and
+        // the runtime this module's sites.
         drop(self.traps.take());
         drop(self.code.take());
+        self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and

@@ -267,7 +267,8 @@ impl TierIsas {
 ///
 /// Settings: the optimization level (`none` at [`Tier::Big`]) and register
 /// allocator of the tier; Cranelift's verifier in debug builds; inline stack
-/// probes (adstack frames can be large).
+/// probes (adstack frames can be large); NaN canonicalization (spec §3's
+/// canonical NaN results).
 pub(crate) fn build_isa(
     target: Target,
     opt: OptLevel,
@@ -295,6 +296,9 @@ pub(crate) fn build_isa(
     set(&mut fb, "probestack_strategy", "inline")?;
     // Libcalls (none expected) must not assume they are within near range.
     set(&mut fb, "use_colocated_libcalls", "false")?;
+    // Spec §3: a NaN result of fadd fsub fmul fdiv fmin fmax fsqrt fpromote
+    // fdemote is the canonical quiet NaN on every target (the interpreter agrees).
+    set(&mut fb, "enable_nan_canonicalization", "true")?;
     let flags = settings::Flags::new(fb);
     let mut builder = match target {
         Target::Host => {

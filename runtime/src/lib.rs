@@ -7,6 +7,7 @@
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
+//! - [`sites`]: the guard-site table, sparse, per registered module;
 //! - [`abi`]: the C entry points generated code calls;
 //! - [`fault`]: the PC → IR-site map of compiled code and the fatal-signal handler (`host_fault`, `stack_overflow`);
 //! - [`sigtable`]: the lock-free table signal handlers read;
@@ -24,6 +25,7 @@ pub mod report;
 pub mod runtime;
 pub mod sigstack;
 pub mod sigtable;
+pub mod sites;
 pub mod trap;
 
 pub use heap::HostFault;
@@ -33,4 +35,5 @@ pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
     TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,
 };
+pub use sites::{ModuleSites, SiteRegistration, SiteSpaceFull};
 pub use trap::{TrapRegistration, TrapScratch, TrapSite};

@@ -2,9 +2,12 @@
 //! of `ASAN_OPTIONS` — `key=value` pairs separated by `:` or `,`.
 //!
 //! Keys: `mode` (abort|recover|trap), `log_path` (append reports to this
-//! file instead of stderr), `json` (0|1: reports as JSON lines),
+//! file instead of stderr), `json` (a boolean: reports as JSON lines),
 //! `report_limit` (per site and kind, how many occurrences reach the report
-//! handler; counts stay exact; 0 = no limit).
+//! handler; counts stay exact; 0, the default, = no limit).
+//!
+//! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
+//! case; an error lists exactly these.
 
 use crate::runtime::Mode;
 
@@ -25,12 +28,22 @@ pub struct Options {
 #[error("{ENV_VAR}: {0}")]
 pub struct OptionsError(pub String);
 
+/// The spellings of a boolean option: true first, then false.
+const BOOLS: [(&str, &str); 4] = [("1", "0"), ("true", "false"), ("yes", "no"), ("on", "off")];
+
 fn parse_bool(k: &str, v: &str) -> Result<bool, OptionsError> {
-    match v {
-        "1" | "true" | "yes" => Ok(true),
-        "0" | "false" | "no" => Ok(false),
-        _ => Err(OptionsError(format!("{k}={v}: expected 0 or 1"))),
+    let l = v.to_ascii_lowercase();
+    if let Some(b) = BOOLS
+        .iter()
+        .find_map(|&(t, f)| (l == t).then_some(true).or((l == f).then_some(false)))
+    {
+        return Ok(b);
     }
+    let all: Vec<String> = BOOLS.iter().map(|(t, f)| format!("{t}/{f}")).collect();
+    Err(OptionsError(format!(
+        "{k}={v}: expected a boolean ({})",
+        all.join(", ")
+    )))
 }
 
 impl Options {
@@ -89,5 +102,32 @@ mod tests {
         assert!(Options::parse("mode=fast").is_err());
         assert!(Options::parse("bogus=1").is_err());
         assert!(Options::parse("json").is_err());
+    }
+
+    #[test]
+    fn every_boolean_spelling_the_error_names_is_accepted() {
+        for (v, want) in [
+            ("yes", true),
+            ("No", false),
+            ("TRUE", true),
+            ("off", false),
+            ("1", true),
+        ] {
+            assert_eq!(
+                Options::parse(&format!("json={v}")).unwrap().json,
+                want,
+                "{v}"
+            );
+        }
+        let e = Options::parse("json=2").unwrap_err().to_string();
+        assert!(!e.contains("0 or 1"), "{e}");
+        // Every spelling the message lists parses.
+        let list = e.split('(').nth(1).unwrap().trim_end_matches(')');
+        for pair in list.split(", ") {
+            let (t, f) = pair.split_once('/').unwrap();
+            assert!(Options::parse(&format!("json={t}")).unwrap().json, "{t}");
+            assert!(!Options::parse(&format!("json={f}")).unwrap().json, "{f}");
+        }
+        assert_eq!(Options::parse("report_limit=0").unwrap().report_limit, 0);
     }
 }

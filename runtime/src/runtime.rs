@@ -7,6 +7,7 @@ use crate::layout::DictLayout;
 use crate::options::Options;
 use crate::output::LogFile;
 use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
+use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
 use crate::trap::TrapScratch;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,7 +121,7 @@ pub struct Runtime {
     capture_output: bool,
     heap: Mutex<Heap>,
     sink: Mutex<ReportSink>,
-    sites: RwLock<Vec<SiteInfo>>,
+    sites: RwLock<SiteTable>,
     fault: Mutex<Option<HostFault>>,
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
@@ -142,7 +143,7 @@ impl Runtime {
             capture_output: config.capture_output,
             heap: Mutex::new(Heap::new(config.layout)),
             sink: Mutex::new(ReportSink::default()),
-            sites: RwLock::new(Vec::new()),
+            sites: RwLock::new(SiteTable::default()),
             fault: Mutex::new(None),
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
@@ -200,25 +201,33 @@ impl Runtime {
             .handler = handler;
     }
 
-    /// Registers a module's sites (indexed by local id; gaps are `None`) and
-    /// returns the base to add to local ids to get runtime-global ids.
-    pub fn register_sites(&self, sites: Vec<Option<SiteInfo>>) -> u32 {
-        let mut t = self.sites.write().unwrap_or_else(|e| e.into_inner());
-        let base = t.len() as u32;
-        t.extend(sites.into_iter().map(|s| {
-            s.unwrap_or(SiteInfo {
-                function: "?".into(),
-                line: 0,
-                col: 0,
-                op: "?".into(),
-            })
-        }));
-        base
+    /// Registers a module's sites (by local id, sparse: see
+    /// [`crate::sites`]) and returns the base to add to local ids to get
+    /// runtime-global ids. Pair with [`Runtime::unregister_sites`] when the
+    /// module goes.
+    pub fn register_sites(&self, sites: ModuleSites) -> Result<u32, SiteSpaceFull> {
+        self.sites
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .register(sites)
+    }
+
+    /// Forgets the sites registered at `base` (their module is gone).
+    pub fn unregister_sites(&self, base: u32) {
+        self.sites
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .unregister(base)
+    }
+
+    /// How many sites of live modules the runtime holds.
+    pub fn site_count(&self) -> usize {
+        self.sites.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     fn site_info(&self, site: u32) -> SiteInfo {
         let t = self.sites.read().unwrap_or_else(|e| e.into_inner());
-        t.get(site as usize).cloned().unwrap_or(SiteInfo {
+        t.get(site).cloned().unwrap_or(SiteInfo {
             function: "?".into(),
             line: 0,
             col: 0,

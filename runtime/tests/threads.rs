@@ -6,13 +6,16 @@ use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, RuntimeConfig, Site
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn site(i: u32) -> Option<SiteInfo> {
-    Some(SiteInfo {
-        function: format!("f{i}"),
-        line: i + 1,
-        col: 5,
-        op: "store_attr".into(),
-    })
+fn site(i: u32) -> (u32, SiteInfo) {
+    (
+        i,
+        SiteInfo {
+            function: format!("f{i}"),
+            line: i + 1,
+            col: 5,
+            op: "store_attr".into(),
+        },
+    )
 }
 
 #[test]
@@ -21,7 +24,7 @@ fn eight_threads_ten_thousand_violations_each() {
         mode: Mode::Recover,
         ..Default::default()
     });
-    let base = rt.register_sites((0..9).map(site).collect());
+    let base = rt.register_sites((0..9).map(site).collect()).unwrap();
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
     rt.set_report_handler(Some(Arc::new(move |_r| {
@@ -77,7 +80,7 @@ fn report_limit_caps_handler_calls_not_counts() {
     });
     rt.configure(&guardlift_runtime::Options::parse("report_limit=3").unwrap())
         .unwrap();
-    let base = rt.register_sites(vec![site(0)]);
+    let base = rt.register_sites([site(0)].into()).unwrap();
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
     rt.set_report_handler(Some(Arc::new(move |r| {
@@ -104,7 +107,7 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
         mode: Mode::Recover,
         ..Default::default()
     });
-    let base = rt.register_sites(vec![site(0)]);
+    let base = rt.register_sites([site(0)].into()).unwrap();
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
     rt.report(
@@ -126,7 +129,7 @@ fn last_known_write_is_captured_when_the_check_runs() {
         mode: Mode::Recover,
         ..Default::default()
     });
-    let base = rt.register_sites(vec![site(0)]);
+    let base = rt.register_sites([site(0)].into()).unwrap();
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
     rt.report(

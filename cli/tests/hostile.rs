@@ -1,0 +1,228 @@
+//! Issue 13: the binary under hostile input — closed pipes, NUL bytes,
+//! byte-order marks, huge literals and ids, option spellings, `--entry @f`,
+//! out-of-range floats. Each test fails on the code before the fix.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_guardlift")
+}
+
+fn programs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/programs")
+}
+
+fn gl(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run guardlift")
+}
+
+fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("guardlift-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit 2 and a first stderr line `FILE:LINE:COL: error: ...` with `frag`.
+#[track_caller]
+fn assert_diag(o: &Output, file: &str, line_col: &str, frag: &str) {
+    let e = err(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    let first = e.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!("{file}:{line_col}: error: ")),
+        "{first:?} is not at {line_col}"
+    );
+    assert!(first.contains(frag), "{first:?} lacks {frag:?}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+const MAIN: &str = "fn @main() -> i64 {\nentry:\n    %x = iconst.i64 42\n    return %x\n}\n";
+
+#[test]
+fn closed_stdout_pipe_ends_quietly_like_other_tools() {
+    use std::os::unix::process::ExitStatusExt;
+    let p = programs().join("call_print.glir");
+    let mut child = Command::new(bin())
+        .args(["run", p.to_str().unwrap(), "200000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: every write of the child hits EPIPE.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let e = err(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    assert_ne!(o.status.code(), Some(101), "{e}");
+    assert_eq!(
+        o.status.signal(),
+        Some(libc_sigpipe()),
+        "{:?} {e}",
+        o.status
+    );
+}
+
+fn libc_sigpipe() -> i32 {
+    13
+}
+
+#[test]
+fn nul_bytes_are_not_text_for_any_command() {
+    // Bounded memory: before the fix `check /dev/zero` grew without limit.
+    for cmd in ["check", "fmt", "run"] {
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                &format!("ulimit -v 4000000; exec \"{}\" {cmd} /dev/zero", bin()),
+            ])
+            .output()
+            .unwrap();
+        assert_diag(&o, "/dev/zero", "1:1", "NUL byte");
+    }
+    let o = gl(&["emit", "/dev/zero", "--what", "ir"]);
+    assert_diag(&o, "/dev/zero", "1:1", "NUL byte");
+    let p = tmp(
+        "nul.glir",
+        b"fn @main() -> i64 {\nentry:\n    %x = iconst.i64 1\0\n",
+    );
+    let ps = p.to_str().unwrap();
+    assert_diag(&gl(&["check", ps]), ps, "3:22", "NUL byte");
+}
+
+#[test]
+fn a_utf8_bom_is_accepted() {
+    let p = tmp("bom.glir", format!("\u{feff}{MAIN}").as_bytes());
+    let ps = p.to_str().unwrap();
+    let o = gl(&["check", ps]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let o = gl(&["run", ps]);
+    assert_eq!(out(&o).trim(), "42", "{}", err(&o));
+    let o = gl(&["fmt", ps]);
+    assert!(
+        out(&o).starts_with("layout cpython312\n\nfn @main"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn entry_may_be_written_with_its_at_sign() {
+    let p = tmp("entry.glir", MAIN.as_bytes());
+    let ps = p.to_str().unwrap();
+    for e in ["main", "@main"] {
+        let o = gl(&["run", ps, "--entry", e]);
+        assert_eq!(out(&o).trim(), "42", "--entry {e}: {}", err(&o));
+    }
+    let o = gl(&["run", ps, "--entry", "@nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("no function @nope"), "{}", err(&o));
+    assert!(!err(&o).contains("@@"), "{}", err(&o));
+}
+
+#[test]
+fn huge_literals_are_not_echoed_whole() {
+    let big = "9".repeat(100_000);
+    let text =
+        format!("fn @main() -> i64 {{\nentry:\n    %x = iconst.i64 {big}\n    return %x\n}}\n");
+    let p = tmp("big.glir", text.as_bytes());
+    let ps = p.to_str().unwrap();
+    let o = gl(&["check", ps]);
+    assert_diag(&o, ps, "3:21", "more characters)");
+    assert!(err(&o).len() < 400, "{}", err(&o));
+    // Entry arguments likewise.
+    let p2 = tmp(
+        "f.glir",
+        b"fn @main(%x: f64) -> f64 {\nentry:\n    return %x\n}\n",
+    );
+    let o = gl(&["run", p2.to_str().unwrap(), &big]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).len() < 400, "{}", err(&o));
+}
+
+#[test]
+fn out_of_range_floats_are_rejected_as_arguments_and_literals() {
+    let p = tmp(
+        "f64.glir",
+        b"fn @main(%x: f64) -> f64 {\nentry:\n    return %x\n}\n",
+    );
+    let ps = p.to_str().unwrap();
+    let o = gl(&["run", ps, "1e309"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(err(&o).contains("out of range for f64"), "{}", err(&o));
+    let o = gl(&["run", ps, "inf"]);
+    assert_eq!(out(&o).trim(), "inf", "{}", err(&o));
+    let q = tmp(
+        "lit.glir",
+        b"fn @main() -> f64 {\nentry:\n    %x = fconst.f64 1e309\n    return %x\n}\n",
+    );
+    let qs = q.to_str().unwrap();
+    assert_diag(&gl(&["check", qs]), qs, "3:21", "out of range for f64");
+}
+
+#[test]
+fn boolean_options_accept_what_the_error_lists() {
+    let p = tmp("opt.glir", MAIN.as_bytes());
+    let ps = p.to_str().unwrap();
+    for v in ["yes", "no", "true", "off", "1"] {
+        let o = Command::new(bin())
+            .args(["run", ps])
+            .env("GUARDLIFT_OPTIONS", format!("json={v}"))
+            .output()
+            .unwrap();
+        assert_eq!(out(&o).trim(), "42", "json={v}: {}", err(&o));
+    }
+    let o = Command::new(bin())
+        .args(["run", ps])
+        .env("GUARDLIFT_OPTIONS", "json=2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = err(&o);
+    assert!(
+        e.contains("yes/no") && !e.contains("expected 0 or 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn huge_site_ids_cost_no_memory() {
+    let p = programs().join("guard_site_huge_id.glir");
+    let ps = p.to_str().unwrap();
+    let o = gl(&["check", ps]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    for engine in ["jit", "interp"] {
+        // Before the fix: a 4294967296-entry site table (an abort).
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "ulimit -v 8000000; exec \"{}\" run \"{ps}\" --engine {engine} --mode recover --json",
+                    bin()
+                ),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{engine}: {}", err(&o));
+        let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        assert_eq!(j["result"], 32031, "{engine}");
+        assert_eq!(j["reports"][0]["site"], 4294967295u64, "{engine}");
+        assert_eq!(j["reports"][0]["line"], 19, "{engine}");
+        assert_eq!(j["reports"][0]["count"], 34, "{engine}");
+    }
+    let o = gl(&["emit", ps, "--what", "ir", "--instrument"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("!site(4294967295, 19:5)"), "{}", out(&o));
+}
