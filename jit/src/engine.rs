@@ -116,6 +116,8 @@ impl Jit {
             let mut fctx = FunctionBuilderContext::new();
             // (function index, code offset, site, kind) of every trap.
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
+            // Code size of each function (watchpoints tell JIT code by PC).
+            let mut sizes: Vec<u64> = Vec::with_capacity(module.functions.len());
             for (i, f) in module.functions.iter().enumerate() {
                 let id = funcs[i];
                 let t = Instant::now();
@@ -131,6 +133,10 @@ impl Jit {
                 jm.define_function(id, &mut ctx)
                     .map_err(|e| JitError::Codegen(format!("@{}: {e:?}", f.name)))?;
                 times.codegen += t2.elapsed();
+                sizes.push(
+                    ctx.compiled_code()
+                        .map_or(0, |c| c.code_info().total_size as u64),
+                );
                 if !lw.trap_sites().is_empty() {
                     // cranelift-jit drops trap metadata: read it before the
                     // context is cleared.
@@ -189,9 +195,20 @@ impl Jit {
                     JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
                 })?)
             };
-            Ok((infos, site_base, registration))
+            let code = guardlift_runtime::watch::register_code(
+                infos
+                    .iter()
+                    .zip(&sizes)
+                    .map(|(f, &len)| guardlift_runtime::watch::CodeRange {
+                        start: f.addr as u64,
+                        len,
+                        function: f.name.clone(),
+                    })
+                    .collect(),
+            );
+            Ok((infos, site_base, registration, code))
         })();
-        let (funcs, site_base, traps) = match result {
+        let (funcs, site_base, traps, watch_code) = match result {
             Ok(x) => x,
             Err(e) => {
                 // SAFETY: nothing from this module was handed out or run.
@@ -208,6 +225,7 @@ impl Jit {
             inner: Arc::new(Inner {
                 times,
                 traps,
+                watch_code: Some(watch_code),
                 rt,
                 funcs,
                 by_name,
@@ -288,6 +306,8 @@ struct Inner {
     times: CompileTimes,
     /// Trap-mode sites of this module's code; unregistered before the code is freed.
     traps: Option<TrapRegistration>,
+    /// This module's code ranges for watchpoints; unregistered before the code is freed.
+    watch_code: Option<guardlift_runtime::watch::CodeRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -308,6 +328,9 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // First make the signal handler forget this code's trap PCs.
         drop(self.traps.take());
+        // Watched writes from this code resolve to IR while it is registered.
+        self.rt.drain_watch();
+        drop(self.watch_code.take());
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and

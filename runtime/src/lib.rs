@@ -7,7 +7,8 @@
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
 //! - [`abi`]: the C entry points generated code calls;
-//! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
+//! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler;
+//! - [`watch`]: hardware watchpoints on dict words (`--watch`, `foreign_write`).
 
 pub mod abi;
 pub mod adstack;
@@ -17,6 +18,7 @@ pub mod options;
 pub mod report;
 pub mod runtime;
 pub mod trap;
+pub mod watch;
 
 pub use heap::HostFault;
 pub use options::Options;
