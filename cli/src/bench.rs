@@ -300,7 +300,9 @@ fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
     let m = parse(SLOT_STORE_LOOP);
     let make = |rt: std::sync::Arc<Runtime>, o: u64| {
         let code = Jit::compile(&m, rt, &CompileOptions::default()).expect("compiles");
-        let f = code.func::<(Ptr, i64), i64>("slot_stores").expect("signature");
+        let f = code
+            .func::<(Ptr, i64), i64>("slot_stores")
+            .expect("signature");
         move || {
             std::hint::black_box(f.call((Ptr(o), n as i64)));
         }
@@ -314,7 +316,11 @@ fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
     match status {
         WatchStatus::Unavailable { reason } => vec![
             row("slot store jit", Some(ns_per(reps, 2 * n, off)), off_note),
-            row("slot store jit watched", None, format!("unavailable: {reason}")),
+            row(
+                "slot store jit watched",
+                None,
+                format!("unavailable: {reason}"),
+            ),
         ],
         WatchStatus::Active { .. } => {
             let mut fs: [Box<dyn FnMut() + '_>; 2] = [Box::new(off), Box::new(on)];

@@ -39,8 +39,12 @@ fn stderr(o: &Output) -> String {
 /// The JSON object on stdout; fails (not skips) when watchpoints were unavailable.
 fn json_with_watch(o: &Output, what: &str) -> Value {
     let out = String::from_utf8_lossy(&o.stdout);
-    let j: Value = serde_json::from_str(out.trim())
-        .unwrap_or_else(|e| panic!("{what}: stdout is not one JSON object ({e}):\n{out}\n{}", stderr(o)));
+    let j: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{what}: stdout is not one JSON object ({e}):\n{out}\n{}",
+            stderr(o)
+        )
+    });
     if j["watch"]["active"] != true {
         panic!(
             "{what}: hardware watchpoints are unavailable here: {}\n(these tests need Linux on \
@@ -64,8 +68,10 @@ fn exit_134(o: &Output) -> bool {
 }
 
 fn has_line(bt: &Value, pat: &str) -> bool {
-    bt.as_array()
-        .is_some_and(|a| a.iter().any(|l| l.as_str().is_some_and(|s| s.contains(pat))))
+    bt.as_array().is_some_and(|a| {
+        a.iter()
+            .any(|l| l.as_str().is_some_and(|s| s.contains(pat)))
+    })
 }
 
 #[test]
@@ -101,7 +107,11 @@ fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
             let bt = &fw["backtrace"];
             assert!(has_line(bt, "fault_clear_lsb"), "{what}: {bt}");
             // The IR caller: `call @fault_clear_lsb(%inner)` in @main.
-            let ir = if engine == "jit" { "@main +0x" } else { "@main 72:5 (call)" };
+            let ir = if engine == "jit" {
+                "@main +0x"
+            } else {
+                "@main 72:5 (call)"
+            };
             assert!(has_line(bt, ir), "{what}: no IR frame {ir:?}: {bt}");
             assert_eq!(fw["function"], "main", "{what}");
             if checks.is_some() {
@@ -128,7 +138,9 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
     let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
     for engine in ["jit", "interp"] {
         let o = gl(
-            &["run", &byte, "--watch", "object:1", "--json", "--engine", engine],
+            &[
+                "run", &byte, "--watch", "object:1", "--json", "--engine", engine,
+            ],
             &[],
         );
         let j = json_with_watch(&o, engine);
@@ -140,12 +152,23 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
         let site = &fw["writer"]["site"];
         assert_eq!(site["function"], "main", "{engine}: {fw}");
         if engine == "interp" {
-            assert_eq!((site["line"].clone(), site["op"].clone()), (31.into(), "store".into()));
+            assert_eq!(
+                (site["line"].clone(), site["op"].clone()),
+                (31.into(), "store".into())
+            );
         }
     }
     // The heap's rogue writer stores the whole word.
     let o = gl(
-        &["run", &tagflip(), "50", "10", "--watch", "object:2", "--json"],
+        &[
+            "run",
+            &tagflip(),
+            "50",
+            "10",
+            "--watch",
+            "object:2",
+            "--json",
+        ],
         &[],
     );
     assert_eq!(json_with_watch(&o, "tagflip")["reports"][0]["width"], 8);
@@ -156,7 +179,9 @@ fn clean_run_with_watchpoints_reports_nothing() {
     let legit = repo("tests/watch/legit_writes.glir");
     for engine in ["jit", "interp"] {
         let o = gl(
-            &["run", &legit, "--watch", "object:1", "--json", "--engine", engine],
+            &[
+                "run", &legit, "--watch", "object:1", "--json", "--engine", engine,
+            ],
             &[],
         );
         assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
@@ -164,7 +189,10 @@ fn clean_run_with_watchpoints_reports_nothing() {
         assert_eq!(j["result"], 107, "{engine}: {j}");
         assert_eq!(j["reports"], serde_json::json!([]), "{engine}: {j}");
         let w = &j["watch"];
-        assert!(w["hits"].as_u64().unwrap() >= 2, "{engine}: trapped writes: {w}");
+        assert!(
+            w["hits"].as_u64().unwrap() >= 2,
+            "{engine}: trapped writes: {w}"
+        );
         assert_eq!(w["legitimate"], w["hits"], "{engine}: {w}");
         assert_eq!(w["armed"], 1, "{engine}: {w}");
         assert!(!stderr(&o).contains("ERROR"), "{engine}: {}", stderr(&o));
@@ -181,7 +209,15 @@ fn clean_run_with_watchpoints_reports_nothing() {
 #[test]
 fn guardlift_options_watch_is_the_same_as_the_flag() {
     let o = gl(
-        &["run", &tagflip(), "50", "10", "--json", "--engine", "interp"],
+        &[
+            "run",
+            &tagflip(),
+            "50",
+            "10",
+            "--json",
+            "--engine",
+            "interp",
+        ],
         &[("GUARDLIFT_OPTIONS", "watch=object:2")],
     );
     let j = json_with_watch(&o, "GUARDLIFT_OPTIONS");
@@ -209,12 +245,17 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
         "{err}"
     );
     let o = gl(
-        &["run", &legit, "--target", "aarch64", "--watch", "object:1", "--json"],
+        &[
+            "run", &legit, "--target", "aarch64", "--watch", "object:1", "--json",
+        ],
         &[],
     );
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["watch"]["active"], false, "{j}");
-    assert!(j["watch"]["reason"].as_str().unwrap().contains("qemu"), "{j}");
+    assert!(
+        j["watch"]["reason"].as_str().unwrap().contains("qemu"),
+        "{j}"
+    );
     assert_eq!(j["result"], 107);
 }
 

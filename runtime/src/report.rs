@@ -239,7 +239,12 @@ impl fmt::Display for HumanReport<'_> {
     fn fmt(&self, s: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line == 0 && self.site == NO_SITE {
             // A writer known only by its function (JIT code without a line).
-            write!(s, "==guardlift== ERROR: {} in @{}", self.kind.name(), self.function)?;
+            write!(
+                s,
+                "==guardlift== ERROR: {} in @{}",
+                self.kind.name(),
+                self.function
+            )?;
         } else {
             write!(
                 s,
@@ -348,8 +353,7 @@ impl ReportSink {
                 i
             }
             None => {
-                self.index
-                    .insert((site, kind, writer), self.reports.len());
+                self.index.insert((site, kind, writer), self.reports.len());
                 self.reports.push(Report {
                     kind,
                     site,

@@ -103,7 +103,7 @@ impl WatchSpec {
     fn picks(&self, id: u64) -> bool {
         match self {
             WatchSpec::Objects(ids) => ids.contains(&id),
-            WatchSpec::Sample(k) => (id - 1) % k == 0,
+            WatchSpec::Sample(k) => (id - 1).is_multiple_of(*k),
             WatchSpec::Recent => true,
         }
     }
@@ -458,12 +458,11 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
     let s = lock(&SESSION);
     let Some(cur) = s.as_ref().filter(|c| c.owner == owner) else {
         let u = lock(&UNAVAILABLE);
-        return u
-            .as_ref()
-            .filter(|(o, _)| *o == owner)
-            .map(|(_, reason)| WatchStatus::Unavailable {
+        return u.as_ref().filter(|(o, _)| *o == owner).map(|(_, reason)| {
+            WatchStatus::Unavailable {
                 reason: reason.clone(),
-            });
+            }
+        });
     };
     let mut counts = cur.counts;
     counts.hits = HITS.load(SeqCst);
@@ -532,7 +531,8 @@ pub fn on_object_freed(owner: usize, obj: u64) {
     let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
         return;
     };
-    if let Some(i) = (0..MAX_SLOTS).find(|&i| cur.slots[i].as_ref().is_some_and(|a| a.object == obj))
+    if let Some(i) =
+        (0..MAX_SLOTS).find(|&i| cur.slots[i].as_ref().is_some_and(|a| a.object == obj))
     {
         disarm(cur, i);
     }
@@ -679,11 +679,11 @@ fn on_hit(i: usize, pc: u64) {
         LEGIT.fetch_add(1, SeqCst);
         return;
     }
-    let Some(r) = RING
-        .0
-        .iter()
-        .find(|r| r.state.compare_exchange(FREE, WRITING, SeqCst, SeqCst).is_ok())
-    else {
+    let Some(r) = RING.0.iter().find(|r| {
+        r.state
+            .compare_exchange(FREE, WRITING, SeqCst, SeqCst)
+            .is_ok()
+    }) else {
         DROPPED.fetch_add(1, SeqCst);
         return;
     };
@@ -884,7 +884,10 @@ pub struct ForeignWrite {
 pub fn drain() -> Vec<ForeignWrite> {
     let mut raw: Vec<RawHit> = Vec::new();
     for r in &RING.0 {
-        if r.state.compare_exchange(READY, WRITING, SeqCst, SeqCst).is_ok() {
+        if r.state
+            .compare_exchange(READY, WRITING, SeqCst, SeqCst)
+            .is_ok()
+        {
             // SAFETY: we own the slot (state WRITING).
             raw.push(unsafe { *r.hit.get() });
             r.state.store(FREE, SeqCst);
@@ -980,9 +983,10 @@ fn symbolize(lookup: u64, ip: u64, resolver: SiteResolver) -> Frame {
     let elf = elf_symbol(lookup);
     let symbol = match &elf {
         Some((name, start)) => format!("{name}+{:#x}", ip - start),
-        None => names
-            .last()
-            .map_or_else(|| "?".into(), |n| n.split(" at ").next().unwrap_or("?").to_string()),
+        None => names.last().map_or_else(
+            || "?".into(),
+            |n| n.split(" at ").next().unwrap_or("?").to_string(),
+        ),
     };
     Frame {
         ip,
@@ -1005,7 +1009,8 @@ static SYMTABS: Mutex<BTreeMap<String, std::sync::Arc<SymTab>>> = Mutex::new(BTr
 fn elf_symbol(pc: u64) -> Option<(String, u64)> {
     // SAFETY: dladdr only reads the loader's tables; `info` is plain data.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null()
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0
+        || info.dli_fname.is_null()
     {
         return None;
     }
@@ -1081,7 +1086,10 @@ fn backtrace_lines(frames: &[Frame], ir: &[IrSite]) -> Vec<String> {
     let mut ir_done = ir.is_empty();
     for f in frames {
         // Below the thread's or program's entry: the runtime of Rust itself.
-        if f.names.iter().any(|n| n.contains("__rust_begin_short_backtrace")) {
+        if f.names
+            .iter()
+            .any(|n| n.contains("__rust_begin_short_backtrace"))
+        {
             break;
         }
         let names = if f.names.is_empty() {
@@ -1174,7 +1182,12 @@ mod imp {
             type_: PERF_TYPE_BREAKPOINT,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             sample_period: 1,
-            flags: EXCLUDE_KERNEL | EXCLUDE_HV | INHERIT | INHERIT_THREAD | REMOVE_ON_EXEC | SIGTRAP,
+            flags: EXCLUDE_KERNEL
+                | EXCLUDE_HV
+                | INHERIT
+                | INHERIT_THREAD
+                | REMOVE_ON_EXEC
+                | SIGTRAP,
             bp_type: HW_BREAKPOINT_W,
             bp_addr: addr,
             bp_len: HW_BREAKPOINT_LEN_8,
@@ -1306,7 +1319,11 @@ mod imp {
         }
     }
 
-    extern "C" fn on_sigtrap(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
+    extern "C" fn on_sigtrap(
+        sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        uctx: *mut libc::c_void,
+    ) {
         let saved = errno();
         // SAFETY: the kernel passes a valid siginfo and ucontext.
         unsafe {
@@ -1447,7 +1464,9 @@ mod tests {
         );
         assert_eq!(WatchSpec::parse("sample:4").unwrap(), WatchSpec::Sample(4));
         assert_eq!(WatchSpec::parse("recent").unwrap(), WatchSpec::Recent);
-        for bad in ["", "object:", "object:0", "object:x", "sample:0", "all", "recent:1"] {
+        for bad in [
+            "", "object:", "object:0", "object:x", "sample:0", "all", "recent:1",
+        ] {
             assert!(WatchSpec::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(WatchSpec::Objects(vec![2, 7]).to_string(), "object:2+7");

@@ -116,7 +116,10 @@ fn legitimate_writes_are_counted_not_reported_and_free_disarms() {
     let Some(WatchStatus::Active { counts, .. }) = rt.watch_status() else {
         panic!("no session")
     };
-    assert!(counts.hits >= 1 && counts.legitimate == counts.hits, "{counts:?}");
+    assert!(
+        counts.hits >= 1 && counts.legitimate == counts.hits,
+        "{counts:?}"
+    );
     // `recent` keeps the newest objects armed: four slots, the fifth evicts.
     let objs: Vec<u64> = (0..5).map(|_| rt.obj_new(1)).collect();
     assert_eq!(
