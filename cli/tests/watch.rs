@@ -268,3 +268,35 @@ fn bad_watch_specs_are_usage_errors() {
         assert!(o.stdout.is_empty());
     }
 }
+
+/// Regression: with trap mode's handler installed after ours, a foreign
+/// write reached our handler through its chain on the alternate signal
+/// stack, and the unwinder's first (lazily bound) use overflowed it:
+/// SIGSEGV. Now the run ends as trap mode says (134, the guard's report);
+/// the interpreter, which has no trap handler, still names the writer.
+#[test]
+fn trap_mode_and_watchpoints_do_not_crash() {
+    let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
+    for engine in ["jit", "interp"] {
+        let o = gl(
+            &[
+                "run", &byte, "--mode", "trap", "--checks", "dict", "--watch", "object:1",
+                "--engine", engine,
+            ],
+            &[],
+        );
+        let err = stderr(&o);
+        assert!(exit_134(&o), "{engine}: {:?}\n{err}", o.status);
+        assert!(
+            err.contains("ERROR: dict_slot_tag at @main 32:5"),
+            "{engine}: {err}"
+        );
+        if engine == "interp" {
+            assert!(
+                err.contains("ERROR: foreign_write at @main 31:5 (store)"),
+                "{err}"
+            );
+            assert!(err.contains("a 1-byte store"), "{err}");
+        }
+    }
+}

@@ -411,6 +411,11 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
         *lock(&UNAVAILABLE) = Some((owner, reason.clone()));
         return WatchStatus::Unavailable { reason };
     }
+    // Walk the stack once now: the unwinder's first use binds symbols
+    // lazily (`_dl_find_object` through the dynamic linker's resolver,
+    // which needs kilobytes of stack) — not something to do first inside a
+    // signal handler on a small alternate stack.
+    backtrace::trace(|_| true);
     if s.is_none() {
         // A new session counts from zero.
         for c in [&HITS, &LEGIT, &DROPPED] {
