@@ -129,7 +129,11 @@ enum {
     GL_REPORT_DICT_SLOT_TAG = 0,
     GL_REPORT_ADSTACK_OVERFLOW = 1,
     GL_REPORT_ADSTACK_UNDERFLOW = 2,
-    GL_REPORT_SLOT_CLOBBER = 3
+    GL_REPORT_SLOT_CLOBBER = 3,
+    /* watch=: a watched dict word written by foreign code or left malformed;
+     * object, value (the new word) and width are set; the writer's symbol,
+     * pc and backtrace are in text and json. */
+    GL_REPORT_FOREIGN_WRITE = 4
 };
 
 /* ---- opaque handles ------------------------------------------------------- */
@@ -243,8 +247,11 @@ gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
 /* Report settings in GUARDLIFT_OPTIONS syntax ("key=value" separated by ':'
  * or ','): log_path=FILE (reports written on abort / at teardown go there
  * instead of stderr), json=0|1, report_limit=N (callback calls per site and
- * kind; counts stay exact). mode=... is accepted only if it equals the
- * runtime's mode. */
+ * kind; counts stay exact), watch=SPEC (hardware watchpoints on the dict
+ * words of objects the runtime creates from now on: object:N[+M...],
+ * sample:K or recent; where they cannot be had, one line "guardlift:
+ * watchpoints unavailable: REASON" on stderr and the run goes on).
+ * mode=... is accepted only if it equals the runtime's mode. */
 gl_status gl_runtime_configure(gl_runtime *rt, const char *options);
 
 /* Registers a host function for IR declarations `extern fn @name(...)` of

@@ -45,6 +45,8 @@ pub const GL_REPORT_DICT_SLOT_TAG: u32 = 0;
 pub const GL_REPORT_ADSTACK_OVERFLOW: u32 = 1;
 pub const GL_REPORT_ADSTACK_UNDERFLOW: u32 = 2;
 pub const GL_REPORT_SLOT_CLOBBER: u32 = 3;
+/// A watched dict word written by foreign code or left malformed (`watch=`).
+pub const GL_REPORT_FOREIGN_WRITE: u32 = 4;
 
 #[cfg(test)]
 mod tests {
@@ -68,6 +70,10 @@ mod tests {
         assert_eq!(
             ReportKind::SlotClobber.code() as u32,
             GL_REPORT_SLOT_CLOBBER
+        );
+        assert_eq!(
+            ReportKind::ForeignWrite.code() as u32,
+            GL_REPORT_FOREIGN_WRITE
         );
     }
 }

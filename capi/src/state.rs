@@ -186,6 +186,14 @@ impl OwnedReport {
                 c.width = width;
                 c.value = value;
             }
+            // foreign_write: the object, the word written and the store's width.
+            Observed::Write {
+                object, new, width, ..
+            } => {
+                c.object = object;
+                c.value = new;
+                c.width = width;
+            }
         }
         OwnedReport {
             c,

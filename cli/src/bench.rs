@@ -11,6 +11,8 @@
 //! 5. compile time per instruction, by phase, from 10^3 to 10^6
 //!    instructions: one big function (a straight chain of blocks, each
 //!    passing a block parameter), and many functions of ~200 instructions.
+//! 6. watchpoints: a legitimate dict-word store from JIT code with `--watch`
+//!    off (zero cost: no trace of it in code or runtime) and on that word.
 //!
 //! Every number is the median of several repeats, measured in this process;
 //! the variants a ratio compares run in interleaved rounds.
@@ -328,6 +330,74 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
     rows
 }
 
+/// JIT code storing well-formed words into a dict slot, twice per iteration.
+const SLOT_STORE_LOOP: &str = "
+fn @slot_stores(%o: ptr, %n: i64) -> i64 {
+entry:
+    %w = dict_slot.load %o
+    %e = iconst.i64 0
+    %z = iconst.i64 0
+    jump loop(%z)
+loop(%i: i64):
+    %done = icmp.sge %i, %n
+    brif %done, exit, body(%i)
+body(%k: i64):
+    dict_slot.store %o, %e
+    dict_slot.store %o, %w
+    %one = iconst.i64 1
+    %k2 = iadd %k, %one
+    jump loop(%k2)
+exit:
+    %r = dict_slot.load %o
+    return %r
+}
+";
+
+/// The cost of a watched legitimate write (each one traps: the kernel
+/// delivers SIGTRAP, the handler counts it) next to the same store with
+/// watchpoints off, in ns per store.
+fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
+    use guardlift_runtime::watch::{WatchSpec, WatchStatus};
+    let m = parse(SLOT_STORE_LOOP);
+    let make = |rt: std::sync::Arc<Runtime>, o: u64| {
+        let code = Jit::compile(&m, rt, &CompileOptions::default()).expect("compiles");
+        let f = code
+            .func::<(Ptr, i64), i64>("slot_stores")
+            .expect("signature");
+        move || {
+            std::hint::black_box(f.call((Ptr(o), n as i64)));
+        }
+    };
+    let off_rt = runtime(Mode::Abort);
+    let off = make(off_rt.clone(), off_rt.obj_new(1));
+    let on_rt = runtime(Mode::Abort);
+    let status = on_rt.enable_watch(WatchSpec::Objects(vec![1]));
+    let on = make(on_rt.clone(), on_rt.obj_new(1));
+    let off_note = "watchpoints off: the same code, no handler, no syscall";
+    match status {
+        WatchStatus::Unavailable { reason } => vec![
+            row("slot store jit", Some(ns_per(reps, 2 * n, off)), off_note),
+            row(
+                "slot store jit watched",
+                None,
+                format!("unavailable: {reason}"),
+            ),
+        ],
+        WatchStatus::Active { .. } => {
+            let mut fs: [Box<dyn FnMut() + '_>; 2] = [Box::new(off), Box::new(on)];
+            let ns = interleaved(reps, 2 * n, &mut fs);
+            vec![
+                row("slot store jit", Some(ns[0]), off_note),
+                row(
+                    "slot store jit watched",
+                    Some(ns[1]),
+                    "hardware watchpoint on the word: each store traps (SIGTRAP), counted as legitimate",
+                ),
+            ]
+        }
+    }
+}
+
 fn python_row(n: u64) -> Row {
     let out = Command::new("python3")
         .args(["-c", PY_STORE_LOOP, &(n / 10).to_string()])
@@ -633,6 +703,7 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
     rows.extend(adstack_rows(reps, rounds));
     rows.extend(ctxmgr_rows(reps, n / 10));
     // 250 000 instructions: the one function of 100 000 blocks.
+    rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
     let sizes: &[usize] = if quick {
         &[1_000, 20_000]
     } else {

@@ -109,6 +109,9 @@ enum Cmd {
         /// Print one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Hardware watchpoints on dict words: object:N[+M...], sample:K or recent.
+        #[arg(long, value_name = "SPEC")]
+        watch: Option<String>,
     },
     /// Parse and verify.
     Check { file: String },
@@ -214,6 +217,7 @@ fn main() -> ExitCode {
             target,
             inst,
             json,
+            watch,
         } => run::run(run::RunOpts {
             file,
             args: args
@@ -226,6 +230,7 @@ fn main() -> ExitCode {
             target,
             inst,
             json,
+            watch,
         }),
     };
     match r {

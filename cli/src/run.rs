@@ -6,6 +6,7 @@ use crate::{Engine, InstrumentArgs, Target, What};
 use guardlift_interp::{InterpError, Interpreter};
 use guardlift_ir::literal::{format_value, json_value, parse_arg};
 use guardlift_ir::Module;
+use guardlift_runtime::watch::{WatchSpec, WatchStatus};
 use guardlift_runtime::{Report, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::io::Write;
@@ -22,6 +23,8 @@ pub struct RunOpts {
     pub target: Target,
     pub inst: InstrumentArgs,
     pub json: bool,
+    /// `--watch SPEC` (spec §6.1).
+    pub watch: Option<String>,
 }
 
 fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
@@ -134,12 +137,20 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             ))
         })?);
     }
+    let mut options = guardlift_runtime::Options::from_env()
+        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    // `--watch` wins over GUARDLIFT_OPTIONS' watch=; the CLI starts it below.
+    let watch = match &o.watch {
+        Some(text) => Some(
+            WatchSpec::parse(text).map_err(|e| CliError::new(format!("guardlift: error: {e}")))?,
+        ),
+        None => options.watch.take(),
+    };
     if o.target != Target::Host {
         // An explicit architecture always runs ahead of time (also x86_64 on x86_64).
-        return target_run(&o, &m, &args, ret_ty);
+        let watch = watch.map(|_| target_watch_unavailable(o.target));
+        return target_run(&o, &m, &args, ret_ty, watch);
     }
-    let options = guardlift_runtime::Options::from_env()
-        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
     let mode = o.inst.mode(&options);
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
@@ -149,6 +160,11 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     });
     rt.configure(&options)
         .map_err(|e| CliError::new(format!("guardlift: error: GUARDLIFT_OPTIONS log_path: {e}")))?;
+    if let Some(spec) = watch {
+        if let WatchStatus::Unavailable { reason } = rt.enable_watch(spec) {
+            eprintln!("{}", WatchStatus::unavailable_line(&reason));
+        }
+    }
     let engine = match o.engine {
         Engine::Jit => "jit",
         Engine::Interp => "interp",
@@ -164,13 +180,16 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             serde_json::Value::from(target.as_str())
         ));
         rt.set_abort_hook(Box::new(move |rt| {
-            let j = aborted_json(
+            let mut j = aborted_json(
                 &rt.peek_reports(),
                 &engine,
                 &target,
                 instrumented,
                 rt.take_output(),
             );
+            if let Some(w) = rt.watch_status() {
+                j["watch"] = w.to_json();
+            }
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{j}");
             let _ = out.flush();
@@ -204,8 +223,26 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         instrumented,
         mode,
         ret_ty,
+        watch: rt.watch_status(),
     };
     finish(&ctx, &rt, reports, fault, outcome)
+}
+
+/// `--watch` with `--target`: the program runs in another process (under
+/// qemu-user for a foreign architecture), out of reach of perf breakpoints.
+/// Says so on stderr; the run goes on.
+fn target_watch_unavailable(t: Target) -> WatchStatus {
+    let reason = match t {
+        Target::X86_64 if std::env::consts::ARCH == "x86_64" => {
+            "--target x86_64 runs a separately linked program without guardlift's runtime".into()
+        }
+        _ => format!(
+            "--target {} runs the program under qemu-user, which has no hardware watchpoints",
+            target_name(t)
+        ),
+    };
+    eprintln!("{}", WatchStatus::unavailable_line(&reason));
+    WatchStatus::Unavailable { reason }
 }
 
 /// The JSON object printed when abort mode ends the run (`"aborted": true`).
@@ -236,6 +273,8 @@ struct Finish<'a> {
     instrumented: bool,
     mode: guardlift_runtime::Mode,
     ret_ty: Option<guardlift_ir::Type>,
+    /// The `"watch"` object, when `--watch` was asked for.
+    watch: Option<WatchStatus>,
 }
 
 /// Prints the result (or JSON object), the reports and any fatal error as
@@ -293,6 +332,9 @@ fn finish(
         if let Some(f) = &fatal {
             j["fatal"] = serde_json::Value::String(f.clone());
         }
+        if let Some(w) = &c.watch {
+            j["watch"] = w.to_json();
+        }
         println!("{j}");
     } else if let (Some(bits), Some(ty)) = (result, ret_ty) {
         println!("{}", format_value(ty, bits));
@@ -323,6 +365,7 @@ fn target_run(
     m: &Module,
     args: &[u64],
     ret_ty: Option<guardlift_ir::Type>,
+    watch: Option<WatchStatus>,
 ) -> Result<u8, CliError> {
     let t = jit_target(o.target);
     if o.engine == Engine::Interp {
@@ -331,8 +374,10 @@ fn target_run(
             t.name()
         )));
     }
-    let options = guardlift_runtime::Options::from_env()
+    let mut options = guardlift_runtime::Options::from_env()
         .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    // Already answered by `target_watch_unavailable`.
+    options.watch = None;
     let mode = o.inst.mode(&options);
     let run = guardlift_aot::build(m, &o.entry, t, mode)
         .and_then(|b| b.run(args))
@@ -357,7 +402,11 @@ fn target_run(
         guardlift_aot::End::Aborted => {
             // As the runtime's die(): the abort hook's JSON, the reports, abort.
             if o.json {
-                let j = aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
+                let mut j =
+                    aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
+                if let Some(w) = &watch {
+                    j["watch"] = w.to_json();
+                }
                 println!("{j}");
             }
             rt.write_reports(&run.reports);
@@ -387,6 +436,7 @@ fn target_run(
         instrumented,
         mode,
         ret_ty,
+        watch,
     };
     finish(&ctx, &rt, run.reports, fault, outcome)
 }

@@ -90,6 +90,19 @@ fn bench_measures_every_engine_mode_and_phase() {
         ) / positive(&ns("ctxmgr jit"), "ctxmgr jit");
         assert!((r - want).abs() < 1e-6 * want, "{checks}: {r} vs {want}");
     }
+    // Watchpoints: a watched legitimate store traps (needs perf_event
+    // breakpoints: fails, with the reason, where they are unavailable).
+    let off = positive(&ns("slot store jit"), "slot store, watch off");
+    let on = &ns("slot store jit watched");
+    let note = &rows
+        .iter()
+        .find(|r| r["name"] == "slot store jit watched")
+        .unwrap()["note"];
+    let on = positive(on, &format!("slot store, watched ({note})"));
+    assert!(
+        on > off,
+        "a trapped store costs more than a plain one: {on} vs {off}"
+    );
     let interp_over_jit = positive(&ratios["interp_over_jit"], "interp/jit");
     let jit = positive(&ns("store_attr jit"), "jit");
     let interp = positive(&ns("store_attr interp"), "interp");

@@ -574,7 +574,7 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
             && match rep.observed {
                 Observed::Dict { value, .. } => e.low_bits == Some(value & 7),
                 Observed::Adstack { capacity, len } => e.adstack == Some((capacity, len)),
-                Observed::Clobber { .. } => false,
+                Observed::Clobber { .. } | Observed::Write { .. } => false,
             };
         if !ok {
             return Err(format!(

@@ -17,6 +17,7 @@ use guardlift_ir::{
 use guardlift_runtime::abi::Builtin;
 use guardlift_runtime::adstack::{self, AdElem};
 use guardlift_runtime::layout::{self, tag_ok};
+use guardlift_runtime::watch::{self, IrFrame};
 use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, Verdict};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -449,6 +450,8 @@ impl<'m> Interpreter<'m> {
     /// entry function's result.
     fn step_frame(&self, stack: &mut Vec<Frame>) -> Result<Option<Option<u64>>, InterpError> {
         let depth = stack.len();
+        // Watchpoints name the IR frames of a write (empty when off).
+        let callers = self.ir_callers(stack);
         let Some(fr) = stack.last_mut() else {
             return Ok(Some(None));
         };
@@ -558,7 +561,9 @@ impl<'m> Interpreter<'m> {
                             continue;
                         }
                     }
-                    self.write_mem(loc, a, t.bytes(), x)?;
+                    self.with_frames(&callers, func, inst, || {
+                        self.write_mem(loc, a, t.bytes(), x)
+                    })?;
                 }
                 InstKind::Call { callee, args } => {
                     let argv: Vec<u64> = args.iter().map(|a| v(fr, *a)).collect();
@@ -582,7 +587,9 @@ impl<'m> Interpreter<'m> {
                             return Ok(None);
                         }
                         Callee::Extern(eid) => {
-                            let r = self.call_extern(*eid, &argv);
+                            let r = self.with_frames(&callers, func, inst, || {
+                                self.call_extern(*eid, &argv)
+                            });
                             if let (Some(d), Some(rt)) = (inst.result, self.m.ext(*eid).ret) {
                                 fr.vals[d.0 as usize] = canon(rt, r);
                             }
@@ -647,7 +654,11 @@ impl<'m> Interpreter<'m> {
                             continue;
                         }
                     }
-                    self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)?;
+                    self.with_frames(&callers, func, inst, || {
+                        watch::runtime_write(|| {
+                            self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)
+                        })
+                    })?;
                     if let Some(site) = inst.site {
                         self.rt.note_slot_write(self.site_base + site.0, o, w);
                     }
@@ -791,6 +802,56 @@ impl<'m> Interpreter<'m> {
                 InstKind::Watch { obj } => self.rt.watch(v(fr, *obj)),
             }
         }
+    }
+
+    /// The IR calls below the top frame, innermost first, while
+    /// watchpoints are on (see [`watch::with_ir_frames`]).
+    fn ir_callers(&self, stack: &[Frame]) -> Vec<IrFrame<'m>> {
+        if !watch::active() {
+            return Vec::new();
+        }
+        let m: &'m Module = self.m;
+        let n = stack.len().saturating_sub(1);
+        stack[..n]
+            .iter()
+            .rev()
+            .map(|fr| {
+                let f = m.func(fr.func);
+                let loc = f.blocks[fr.block]
+                    .insts
+                    .get(fr.ip.wrapping_sub(1))
+                    .map_or(f.loc, |i| i.loc);
+                IrFrame {
+                    function: &f.name,
+                    line: loc.line,
+                    col: loc.col,
+                    op: "call",
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `f` (the execution of `inst`) with the IR frames published for
+    /// watchpoints; just `f()` when they are off.
+    fn with_frames<R>(
+        &self,
+        callers: &[IrFrame<'m>],
+        func: &'m guardlift_ir::Function,
+        inst: &'m guardlift_ir::Inst,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        if !watch::active() {
+            return f();
+        }
+        let mut frames = Vec::with_capacity(callers.len() + 1);
+        frames.push(IrFrame {
+            function: &func.name,
+            line: inst.loc.line,
+            col: inst.loc.col,
+            op: inst.kind.opcode(),
+        });
+        frames.extend_from_slice(callers);
+        watch::with_ir_frames(&frames, f)
     }
 
     fn branch(&self, fr: &mut Frame, func: &guardlift_ir::Function, dest: &BlockCall) {

@@ -124,7 +124,8 @@ impl Jit {
             let mut tiers = TierIsas::new(Target::Host, false);
             // (function index, code offset, site, kind) of every trap.
             let mut traps: Vec<(usize, u32, u32, ReportKind)> = Vec::new();
-            // (PC → IR-site map, code size) of each function, for the fault handler.
+            // (PC → IR-site map, code size) of each function, for the fault
+            // handler and watchpoints.
             let mut pcmaps = Vec::with_capacity(module.functions.len());
             let all_sites = module.site_infos();
             for (i, f) in module.functions.iter().enumerate() {
@@ -208,6 +209,17 @@ impl Jit {
                     JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
                 })?)
             };
+            let watch_code = guardlift_runtime::watch::register_code(
+                infos
+                    .iter()
+                    .zip(&pcmaps)
+                    .map(|(f, (_, len))| guardlift_runtime::watch::CodeRange {
+                        start: f.addr as u64,
+                        len: *len as u64,
+                        function: f.name.clone(),
+                    })
+                    .collect(),
+            );
             let code_reg = rt
                 .register_code(
                     infos
@@ -222,9 +234,9 @@ impl Jit {
                         .collect(),
                 )
                 .map_err(|e| JitError::Codegen(format!("installing the fault handler: {e}")))?;
-            Ok((infos, site_base, registration, code_reg))
+            Ok((infos, site_base, registration, code_reg, watch_code))
         })();
-        let (funcs, site_base, traps, code_reg) = match result {
+        let (funcs, site_base, traps, code_reg, watch_code) = match result {
             Ok(x) => x,
             Err(e) => {
                 if let Some(base) = site_reg {
@@ -245,6 +257,7 @@ impl Jit {
                 times,
                 traps,
                 code: Some(code_reg),
+                watch_code: Some(watch_code),
                 rt,
                 funcs,
                 by_name,
@@ -328,6 +341,8 @@ struct Inner {
     traps: Option<TrapRegistration>,
     /// The code's PC → IR-site map for the fault handler; unregistered before the code is freed.
     code: Option<CodeRegistration>,
+    /// This module's code ranges for watchpoints; unregistered before the code is freed.
+    watch_code: Option<guardlift_runtime::watch::CodeRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -349,6 +364,9 @@ impl Drop for Inner {
         // First make the signal handler forget this code's trap PCs, and
         // the runtime this module's sites.
         drop(self.traps.take());
+        // Watched writes from this code resolve to IR while it is registered.
+        self.rt.drain_watch();
+        drop(self.watch_code.take());
         drop(self.code.take());
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());

@@ -255,7 +255,7 @@ impl Heap {
         if let Some(m) = self.objects.get_mut(&obj) {
             m.dict = Some(d);
         }
-        self.write_word(self.slot(obj), d);
+        crate::watch::runtime_write(|| self.write_word(self.slot(obj), d));
         self.note_write(self.slot(obj), "the host's dict code", None, d);
     }
 
@@ -301,7 +301,10 @@ impl Heap {
     pub fn fault_clear_lsb(&mut self, obj: u64) -> Result<(), HostFault> {
         self.meta("fault_clear_lsb", obj)?;
         let s = self.slot(obj);
-        self.write_word(s, self.read_word(s) & !1);
+        // One 8-byte store of the whole word (volatile: the compiler may not
+        // narrow it to a byte `and`), so watchpoints see a fixed width.
+        // SAFETY: the slot of a live object (checked by `meta`).
+        unsafe { (s as *mut u64).write_volatile(self.read_word(s) & !1) };
         Ok(())
     }
 

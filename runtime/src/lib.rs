@@ -12,7 +12,8 @@
 //! - [`fault`]: the PC → IR-site map of compiled code and the fatal-signal handler (`host_fault`, `stack_overflow`);
 //! - [`sigtable`]: the lock-free table signal handlers read;
 //! - [`sigstack`]: alternate signal stacks for threads that run guardlift code;
-//! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler.
+//! - [`trap`]: trap mode's scratch area, trap-site registry and signal handler;
+//! - [`watch`]: hardware watchpoints on dict words (`--watch`, `foreign_write`).
 
 pub mod abi;
 pub mod adstack;
@@ -27,6 +28,7 @@ pub mod sigstack;
 pub mod sigtable;
 pub mod sites;
 pub mod trap;
+pub mod watch;
 
 pub use heap::HostFault;
 pub use options::Options;

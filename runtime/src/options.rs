@@ -4,12 +4,15 @@
 //! Keys: `mode` (abort|recover|trap), `log_path` (append reports to this
 //! file instead of stderr), `json` (a boolean: reports as JSON lines),
 //! `report_limit` (per site and kind, how many occurrences reach the report
-//! handler; counts stay exact; 0, the default, = no limit).
+//! handler; counts stay exact; 0, the default, = no limit), `watch` (a watch
+//! SPEC, spec §6.1: `watch=object:3+5`, `watch=sample:8`, `watch=recent`; the
+//! `:` inside the SPEC is not a separator).
 //!
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
 //! case; an error lists exactly these.
 
 use crate::runtime::Mode;
+use crate::watch::WatchSpec;
 
 /// The environment variable read by [`Options::from_env`].
 pub const ENV_VAR: &str = "GUARDLIFT_OPTIONS";
@@ -21,6 +24,7 @@ pub struct Options {
     pub log_path: Option<String>,
     pub json: bool,
     pub report_limit: u64,
+    pub watch: Option<WatchSpec>,
 }
 
 /// A malformed options string.
@@ -50,11 +54,20 @@ impl Options {
     /// Parses `key=value` pairs separated by `:` or `,`.
     pub fn parse(text: &str) -> Result<Options, OptionsError> {
         let mut o = Options::default();
-        for pair in text
+        let mut pieces = text
             .split([':', ','])
             .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
+            .filter(|p| !p.is_empty());
+        while let Some(pair) = pieces.next() {
+            // `watch=object:N` / `watch=sample:K`: the SPEC's own colon.
+            let joined;
+            let pair = match pair {
+                "watch=object" | "watch=sample" => {
+                    joined = format!("{pair}:{}", pieces.next().unwrap_or(""));
+                    joined.as_str()
+                }
+                _ => pair,
+            };
             let (k, v) = pair
                 .split_once('=')
                 .ok_or_else(|| OptionsError(format!("`{pair}` is not key=value")))?;
@@ -70,6 +83,11 @@ impl Options {
                     o.report_limit = v
                         .parse()
                         .map_err(|_| OptionsError(format!("report_limit={v}: expected a count")))?
+                }
+                "watch" => {
+                    o.watch = Some(
+                        WatchSpec::parse(v).map_err(|e| OptionsError(format!("watch={v}: {e}")))?,
+                    )
                 }
                 _ => return Err(OptionsError(format!("unknown option `{k}`"))),
             }
@@ -102,6 +120,19 @@ mod tests {
         assert!(Options::parse("mode=fast").is_err());
         assert!(Options::parse("bogus=1").is_err());
         assert!(Options::parse("json").is_err());
+        let o = Options::parse("mode=recover:watch=object:3+5:json=1").unwrap();
+        assert_eq!(o.watch, Some(WatchSpec::Objects(vec![3, 5])));
+        assert!(o.json);
+        assert_eq!(
+            Options::parse("watch=sample:8").unwrap().watch,
+            Some(WatchSpec::Sample(8))
+        );
+        assert_eq!(
+            Options::parse("watch=recent").unwrap().watch,
+            Some(WatchSpec::Recent)
+        );
+        assert!(Options::parse("watch=object").is_err());
+        assert!(Options::parse("watch=bogus").is_err());
     }
 
     #[test]

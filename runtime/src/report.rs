@@ -19,6 +19,8 @@ pub enum ReportKind {
     AdstackOverflow,
     AdstackUnderflow,
     SlotClobber,
+    /// A watched dict word written by foreign code or left malformed (spec §6.1).
+    ForeignWrite,
 }
 
 impl ReportKind {
@@ -28,6 +30,7 @@ impl ReportKind {
             ReportKind::AdstackOverflow => "adstack_overflow",
             ReportKind::AdstackUnderflow => "adstack_underflow",
             ReportKind::SlotClobber => "slot_clobber",
+            ReportKind::ForeignWrite => "foreign_write",
         }
     }
     /// The numeric code used by generated code and trap codes.
@@ -49,6 +52,7 @@ impl ReportKind {
             1 => ReportKind::AdstackOverflow,
             2 => ReportKind::AdstackUnderflow,
             3 => ReportKind::SlotClobber,
+            4 => ReportKind::ForeignWrite,
             _ => return None,
         })
     }
@@ -66,6 +70,15 @@ pub enum Observed {
         address: u64,
         width: u32,
         value: u64,
+    },
+    /// A watchpoint's trapped write: the word before and after, the bytes
+    /// the writing instruction stored, and who wrote it.
+    Write {
+        object: u64,
+        old: u64,
+        new: u64,
+        width: u32,
+        writer: crate::watch::WriterId,
     },
 }
 
@@ -106,6 +119,9 @@ fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
 
+/// Runtime-global site id of reports that have no guard site (`foreign_write`).
+pub const NO_SITE: u32 = u32::MAX;
+
 impl Report {
     /// The JSON object of spec §8 (`kind site function line op count` plus per-kind fields).
     pub fn to_json(&self) -> Json {
@@ -137,6 +153,29 @@ impl Report {
                 m.insert("address".into(), json!(hex(address)));
                 m.insert("width".into(), json!(width));
                 m.insert("value".into(), json!(hex(value)));
+            }
+            Observed::Write {
+                object,
+                old,
+                new,
+                width,
+                writer,
+            } => {
+                m.insert("site".into(), json!(null));
+                m.insert("object".into(), json!(hex(object)));
+                m.insert("old".into(), json!(hex(old)));
+                m.insert("new".into(), json!(hex(new)));
+                m.insert("new_low_bits".into(), json!(low_bits(new)));
+                m.insert("width".into(), json!(width));
+                if let Some(w) = writer.get() {
+                    m.insert("object_id".into(), json!(w.object_id));
+                    let mut wj = json!({"symbol": w.symbol, "pc": hex(w.pc)});
+                    if let Some(s) = &w.site {
+                        wj["site"] = json!({"function": s.function, "line": s.line, "op": s.op});
+                    }
+                    m.insert("writer".into(), wj);
+                    m.insert("backtrace".into(), json!(w.backtrace));
+                }
             }
         }
         if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
@@ -198,16 +237,30 @@ pub struct HumanReport<'a> {
 
 impl fmt::Display for HumanReport<'_> {
     fn fmt(&self, s: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            s,
-            "==guardlift== ERROR: {} at @{} {}:{} ({}), site {}",
-            self.kind.name(),
-            self.function,
-            self.line,
-            self.col,
-            self.op,
-            self.site
-        )?;
+        if self.line == 0 && self.site == NO_SITE {
+            // A writer known only by its function (JIT code without a line).
+            write!(
+                s,
+                "==guardlift== ERROR: {} in @{}",
+                self.kind.name(),
+                self.function
+            )?;
+        } else {
+            write!(
+                s,
+                "==guardlift== ERROR: {} at @{} {}:{} ({})",
+                self.kind.name(),
+                self.function,
+                self.line,
+                self.col,
+                self.op,
+            )?;
+        }
+        if self.site == NO_SITE {
+            writeln!(s)?;
+        } else {
+            writeln!(s, ", site {}", self.site)?;
+        }
         match self.observed {
             Some(Observed::Dict { object, value }) => {
                 writeln!(
@@ -233,6 +286,13 @@ impl fmt::Display for HumanReport<'_> {
                     "    raw store of {width} byte(s) at {address:#x} (value {value:#x}) overlaps a watched managed-dict slot"
                 )?;
             }
+            Some(Observed::Write {
+                object,
+                old,
+                new,
+                width,
+                writer,
+            }) => crate::watch::write_human(s, object, old, new, width, writer)?,
             None => {
                 writeln!(
                     s,
@@ -267,7 +327,8 @@ impl fmt::Display for HumanReport<'_> {
 /// the runtime keeps it behind a mutex.
 #[derive(Debug, Default)]
 pub struct ReportSink {
-    index: HashMap<(u32, ReportKind), usize>,
+    /// (site, kind, writer of a `foreign_write` or `u32::MAX`) → report.
+    index: HashMap<(u32, ReportKind, u32), usize>,
     reports: Vec<Report>,
 }
 
@@ -282,13 +343,17 @@ impl ReportSink {
         observed: Observed,
         last_write: Option<LastWrite>,
     ) -> (u64, &Report) {
-        let i = match self.index.get(&(site, kind)) {
+        let writer = match observed {
+            Observed::Write { writer, .. } => writer.0,
+            _ => u32::MAX,
+        };
+        let i = match self.index.get(&(site, kind, writer)) {
             Some(&i) => {
                 self.reports[i].count += 1;
                 i
             }
             None => {
-                self.index.insert((site, kind), self.reports.len());
+                self.index.insert((site, kind, writer), self.reports.len());
                 self.reports.push(Report {
                     kind,
                     site,

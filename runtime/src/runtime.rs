@@ -6,9 +6,10 @@ use crate::heap::{Heap, HostFault};
 use crate::layout::DictLayout;
 use crate::options::Options;
 use crate::output::LogFile;
-use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo};
+use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
 use crate::trap::TrapScratch;
+use crate::watch::{self, WatchSpec, WatchStatus};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -126,6 +127,8 @@ pub struct Runtime {
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
     settings: RwLock<Settings>,
+    /// TEMPORARY allocation-id source for watchpoints (see `next_object_id`).
+    object_ids: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,6 +151,7 @@ impl Runtime {
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
+            object_ids: AtomicU64::new(0),
         })
     }
 
@@ -172,8 +176,11 @@ impl Runtime {
         *lock(&self.abort_hook) = Some(hook);
     }
 
-    /// Applies report settings (log path, JSON, per-site limit). The mode is
-    /// fixed at construction: pass `options.mode` in [`RuntimeConfig`].
+    /// Applies report settings (log path, JSON, per-site limit) and starts
+    /// watchpoints for `options.watch` (printing the one
+    /// `guardlift: watchpoints unavailable: REASON` line if they cannot be
+    /// had). The mode is fixed at construction: pass `options.mode` in
+    /// [`RuntimeConfig`].
     pub fn configure(&self, options: &Options) -> std::io::Result<()> {
         let log = match &options.log_path {
             Some(p) => Some(Arc::new(LogFile::open(p)?)),
@@ -190,6 +197,12 @@ impl Runtime {
         s.log = log;
         s.json = options.json;
         s.report_limit = options.report_limit;
+        drop(s);
+        if let Some(spec) = &options.watch {
+            if let WatchStatus::Unavailable { reason } = self.enable_watch(spec.clone()) {
+                eprintln!("{}", WatchStatus::unavailable_line(&reason));
+            }
+        }
         Ok(())
     }
 
@@ -238,6 +251,8 @@ impl Runtime {
     /// Records a violation and decides what happens next. In abort/trap mode
     /// with `abort_process`, prints the report and aborts the process.
     pub fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
+        // A watched writer is reported before what its write caused.
+        self.drain_watch();
         let info = self.site_info(site);
         let last_write = match observed {
             Observed::Dict { object, .. } => {
@@ -340,6 +355,7 @@ impl Runtime {
 
     /// Takes the recorded reports; asking again finds none until new ones come.
     pub fn take_reports(&self) -> Vec<Report> {
+        self.drain_watch();
         lock(&self.sink).take()
     }
 
@@ -356,6 +372,7 @@ impl Runtime {
 
     /// A copy of the recorded reports, leaving them in place.
     pub fn peek_reports(&self) -> Vec<Report> {
+        self.drain_watch();
         lock(&self.sink).reports().to_vec()
     }
 
@@ -385,12 +402,28 @@ impl Runtime {
     // ---- built-in host functions (spec §7) ----
 
     pub fn obj_new(&self, n: i64) -> u64 {
-        self.host(lock(&self.heap).obj_new(n))
+        let obj = self.host(lock(&self.heap).obj_new(n));
+        if obj != 0 {
+            let id = self.next_object_id();
+            if watch::active() {
+                watch::on_object_created(self.watch_owner(), id, obj);
+            }
+        }
+        obj
+    }
+
+    /// TEMPORARY: the allocation id of the object just created (1, 2, 3, …
+    /// per runtime). The heap's allocation ids replace this at merge.
+    fn next_object_id(&self) -> u64 {
+        self.object_ids.fetch_add(1, Ordering::Relaxed) + 1
     }
     pub fn obj_dictify(&self, obj: u64) {
         self.host(lock(&self.heap).obj_dictify(obj))
     }
     pub fn obj_free(&self, obj: u64) {
+        if watch::active() {
+            watch::on_object_freed(self.watch_owner(), obj);
+        }
         let mut heap = lock(&self.heap);
         let r = heap.obj_free(obj);
         // Freeing is the only way a slot leaves the watch list.
@@ -436,6 +469,56 @@ impl Runtime {
         std::mem::take(&mut lock(&self.output))
     }
 
+    // ---- watchpoints (spec §6.1, `crate::watch`) ----
+
+    /// Starts hardware watchpoints on the dict words of the objects `spec`
+    /// picks, from now on. Say it before the objects are created; the
+    /// status says why not when watchpoints cannot be had (the run goes on).
+    pub fn enable_watch(&self, spec: WatchSpec) -> WatchStatus {
+        watch::start(self.watch_owner(), spec, self.layout)
+    }
+
+    /// The watch session's status and counts (`None`: not enabled).
+    pub fn watch_status(&self) -> Option<WatchStatus> {
+        watch::status(self.watch_owner())
+    }
+
+    fn watch_owner(&self) -> usize {
+        self as *const Runtime as usize
+    }
+
+    /// Records the watched writes caught since the last call as
+    /// `foreign_write` reports (and calls the report handler for them).
+    /// Reports are drained before any is recorded or handed out; engines
+    /// also call it before freeing code (its PCs resolve to IR sites only
+    /// while it is registered).
+    pub fn drain_watch(&self) {
+        let writes = watch::drain_reports();
+        if writes.is_empty() {
+            return;
+        }
+        let (handler, limit) = {
+            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            (s.handler.clone(), s.report_limit)
+        };
+        let mut handled = Vec::new();
+        {
+            let mut sink = lock(&self.sink);
+            for (info, observed) in writes {
+                let (count, r) =
+                    sink.record(ReportKind::ForeignWrite, NO_SITE, &info, observed, None);
+                if handler.is_some() && (limit == 0 || count <= limit) {
+                    let mut r = r.clone();
+                    r.observed = observed;
+                    handled.push(r);
+                }
+            }
+        }
+        if let Some(h) = handler {
+            handled.iter().for_each(|r| h(r));
+        }
+    }
+
     // ---- instrumentation entry points ----
 
     /// Adds `obj`'s slot to the clobber watch list.
@@ -471,6 +554,8 @@ impl Runtime {
 impl Drop for Runtime {
     /// Pending reports are flushed to stderr; never panics.
     fn drop(&mut self) {
+        self.drain_watch();
+        watch::stop(self.watch_owner());
         let pending = !lock(&self.sink).is_empty();
         if pending {
             self.flush_reports();

@@ -156,6 +156,14 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             width: values[1] as u32,
             value: values[2],
         },
+        // Not a trap kind (watchpoints report through the sink).
+        ReportKind::ForeignWrite => Observed::Write {
+            object: values[0],
+            old: values[1],
+            new: values[2],
+            width: 0,
+            writer: crate::watch::WriterId::NONE,
+        },
     }
 }
 
@@ -306,7 +314,7 @@ impl std::fmt::Display for JsonReport<'_> {
                 f,
                 ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
             )?,
-            None => {}
+            Some(Observed::Write { .. }) | None => {}
         }
         if let Some(t) = r.trap {
             write!(

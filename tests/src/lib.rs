@@ -69,6 +69,9 @@ impl CmpReport {
             Observed::Adstack { capacity, len } => format!("adstack {capacity} {len}"),
             // The stored value may be derived from an address (a word with a bit cleared).
             Observed::Clobber { width, .. } => format!("clobber w{width}"),
+            Observed::Write { width, new, .. } => {
+                format!("write w{width} low bits {:03b}", new & 7)
+            }
         };
         let last_write = match (&r.last_write, r.observed) {
             (Some(w), Observed::Dict { value, .. }) => Some((w.by.clone(), w.value != value)),
