@@ -40,7 +40,9 @@ pub const GL_MODE_TRAP: u32 = 2;
 pub const GL_CHECK_DICT: u32 = 1;
 pub const GL_CHECK_ADSTACK: u32 = 2;
 pub const GL_CHECK_CLOBBER: u32 = 4;
-pub const GL_CHECK_ALL: u32 = 7;
+pub const GL_CHECK_BOUNDS: u32 = 8;
+pub const GL_CHECK_LIFETIME: u32 = 16;
+pub const GL_CHECK_ALL: u32 = 31;
 
 /// Bumped when the header's types or functions change incompatibly.
 pub const GL_ABI_VERSION: u32 = 1;
@@ -243,13 +245,15 @@ pub unsafe extern "C" fn gl_module_instrument(m: *mut gl_module, checks: u32) ->
         if checks & !GL_CHECK_ALL != 0 {
             return Err(Error::new(
                 GL_ERR_ARGUMENT,
-                format!("{F}: unknown check bits {:#x} (expected GL_CHECK_DICT | GL_CHECK_ADSTACK | GL_CHECK_CLOBBER)", checks & !GL_CHECK_ALL),
+                format!("{F}: unknown check bits {:#x} (expected GL_CHECK_DICT | GL_CHECK_ADSTACK | GL_CHECK_CLOBBER | GL_CHECK_BOUNDS | GL_CHECK_LIFETIME)", checks & !GL_CHECK_ALL),
             ));
         }
         let set = CheckSet {
             dict: checks & GL_CHECK_DICT != 0,
             adstack: checks & GL_CHECK_ADSTACK != 0,
             clobber: checks & GL_CHECK_CLOBBER != 0,
+            bounds: checks & GL_CHECK_BOUNDS != 0,
+            lifetime: checks & GL_CHECK_LIFETIME != 0,
         };
         let mut st = lock(&ms);
         st.module = guardlift_instrument::instrument(&st.module, set);

@@ -45,6 +45,10 @@ pub const GL_REPORT_DICT_SLOT_TAG: u32 = 0;
 pub const GL_REPORT_ADSTACK_OVERFLOW: u32 = 1;
 pub const GL_REPORT_ADSTACK_UNDERFLOW: u32 = 2;
 pub const GL_REPORT_SLOT_CLOBBER: u32 = 3;
+pub const GL_REPORT_USE_AFTER_FREE: u32 = 4;
+pub const GL_REPORT_DOUBLE_FREE: u32 = 5;
+pub const GL_REPORT_INVALID_FREE: u32 = 6;
+pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 
 #[cfg(test)]
 mod tests {
@@ -68,6 +72,19 @@ mod tests {
         assert_eq!(
             ReportKind::SlotClobber.code() as u32,
             GL_REPORT_SLOT_CLOBBER
+        );
+        assert_eq!(
+            ReportKind::UseAfterFree.code() as u32,
+            GL_REPORT_USE_AFTER_FREE
+        );
+        assert_eq!(ReportKind::DoubleFree.code() as u32, GL_REPORT_DOUBLE_FREE);
+        assert_eq!(
+            ReportKind::InvalidFree.code() as u32,
+            GL_REPORT_INVALID_FREE
+        );
+        assert_eq!(
+            ReportKind::AttrOutOfBounds.code() as u32,
+            GL_REPORT_ATTR_OUT_OF_BOUNDS
         );
     }
 }

@@ -18,9 +18,11 @@ pub mod report;
 pub mod runtime;
 pub mod trap;
 
-pub use heap::HostFault;
+pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
 pub use options::Options;
-pub use report::{HumanReport, LastWrite, Observed, Report, ReportKind, SiteInfo, TrapNote};
+pub use report::{
+    HumanReport, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo, TrapNote,
+};
 pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
     TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,

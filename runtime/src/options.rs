@@ -4,7 +4,8 @@
 //! Keys: `mode` (abort|recover|trap), `log_path` (append reports to this
 //! file instead of stderr), `json` (0|1: reports as JSON lines),
 //! `report_limit` (per site and kind, how many occurrences reach the report
-//! handler; counts stay exact; 0 = no limit).
+//! handler; counts stay exact; 0 = no limit), `quarantine_mb` (freed
+//! objects held before their memory is released, default 64).
 
 use crate::runtime::Mode;
 
@@ -18,6 +19,8 @@ pub struct Options {
     pub log_path: Option<String>,
     pub json: bool,
     pub report_limit: u64,
+    /// Megabytes of freed objects kept in quarantine (`None`: the default, 64).
+    pub quarantine_mb: Option<u64>,
 }
 
 /// A malformed options string.
@@ -58,6 +61,11 @@ impl Options {
                         .parse()
                         .map_err(|_| OptionsError(format!("report_limit={v}: expected a count")))?
                 }
+                "quarantine_mb" => {
+                    o.quarantine_mb = Some(v.parse().map_err(|_| {
+                        OptionsError(format!("quarantine_mb={v}: expected a size in megabytes"))
+                    })?)
+                }
                 _ => return Err(OptionsError(format!("unknown option `{k}`"))),
             }
         }
@@ -89,5 +97,10 @@ mod tests {
         assert!(Options::parse("mode=fast").is_err());
         assert!(Options::parse("bogus=1").is_err());
         assert!(Options::parse("json").is_err());
+        assert_eq!(
+            Options::parse("quarantine_mb=0").unwrap().quarantine_mb,
+            Some(0)
+        );
+        assert!(Options::parse("quarantine_mb=lots").is_err());
     }
 }

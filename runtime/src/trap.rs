@@ -151,6 +151,18 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             width: values[1] as u32,
             value: values[2],
         },
+        ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree => {
+            Observed::Lifetime {
+                object: values[0],
+                address: values[1],
+                width: values[2] as u32,
+            }
+        }
+        ReportKind::AttrOutOfBounds => Observed::Bounds {
+            object: values[0],
+            index: values[1],
+            capacity: values[2],
+        },
     }
 }
 
@@ -333,6 +345,24 @@ impl std::fmt::Display for JsonReport<'_> {
             }) => write!(
                 f,
                 ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
+            )?,
+            Some(Observed::Lifetime {
+                object,
+                address,
+                width,
+            }) => {
+                write!(f, ",\"object\":\"{object:#x}\"")?;
+                if width > 0 {
+                    write!(f, ",\"address\":\"{address:#x}\",\"width\":{width}")?;
+                }
+            }
+            Some(Observed::Bounds {
+                object,
+                index,
+                capacity,
+            }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"index\":{index},\"capacity\":{capacity}"
             )?,
             None => {}
         }
@@ -683,6 +713,7 @@ mod imp {
             op: f.op.as_str(),
             observed,
             last_write: None,
+            object: None,
             count: 1,
             trap: Some(TrapNote {
                 signal: if sig == libc::SIGTRAP {
@@ -782,6 +813,7 @@ mod tests {
                 value: 0x1236,
             },
             last_write: None,
+            object: None,
             count: 1,
         };
         let mut buf = StackBuf::<2048>::new();
@@ -808,6 +840,7 @@ mod tests {
                 value: 0xfe,
             }),
             last_write: None,
+            object: None,
             count: 1,
             trap: Some(TrapNote {
                 signal: "SIGILL",
