@@ -23,9 +23,7 @@
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
-use guardlift_runtime::{
-    HostFault, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo,
-};
+use guardlift_runtime::{HostFault, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo};
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
 pub const EVENTS: &[(&str, char)] = &[

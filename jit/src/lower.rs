@@ -284,9 +284,12 @@ pub enum Stub {
     /// mode does not return when the process is to end; otherwise the
     /// recover path runs).
     Report(Entry),
-    /// A check entry point called on the hot path ([`Entry::CheckLive`],
-    /// [`Entry::CheckMem`]): the report stubs' convention, so the call
-    /// clobbers no register but its result's, which it returns.
+    /// A check entry point that returns a verdict ([`Entry::CheckLive`],
+    /// [`Entry::CheckMem`]), with the platform convention: Cranelift
+    /// 0.135's `preserve_all` restores the return register too (the
+    /// verdict would be lost), so these cannot take the report stubs'
+    /// convention. The JIT keeps the call off the hot path (epoch fast
+    /// path and frame cache).
     Check(Entry),
     /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
     /// platform convention and the built-in's result.
@@ -330,7 +333,7 @@ impl Stub {
                 s.returns.clear();
                 s
             }
-            Stub::Check(e) => e.signature(report_cc),
+            Stub::Check(e) => e.signature(cc),
             Stub::Slow(b) => builtin_signature(cc, b),
             Stub::TrapScratch => {
                 let mut s = Signature::new(CallConv::PreserveAll);
@@ -547,7 +550,8 @@ impl<'m> Lowerer<'m> {
             .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
         self.stubs.push((st, id));
         let what = match st {
-            Stub::Report(e) | Stub::Check(e) => format!("stub({report_cc}) -> {}", e.symbol()),
+            Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
+            Stub::Check(e) => format!("stub -> {}", e.symbol()),
             Stub::Slow(b) => format!("stub -> {}", b.symbol),
             Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
         };
@@ -962,8 +966,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     }
 
     /// The lifetime check of an object access (`load_attr`, `store_attr`,
-    /// `dict_slot.*`): `gl_check_live(obj, site)` through a `preserve_all`
-    /// stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
+    /// `dict_slot.*`): `gl_check_live(obj, site)` through a stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
     /// skips the call while nothing was ever freed (epoch 0) and when this
     /// site already found this very object live at the current epoch (the
     /// frame cache; no free since means it is still live). Leaves the
@@ -1022,8 +1025,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     }
 
     /// The lifetime check of a raw `load`/`store` of `width` bytes at
-    /// `addr`: `gl_check_mem(addr, width, site)` through a `preserve_all`
-    /// stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
+    /// `addr`: `gl_check_mem(addr, width, site)` through a stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
     /// skips the call while nothing was ever freed (epoch 0).
     fn mem_live_check(
         &mut self,
@@ -1871,7 +1873,12 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     let site = self.site(id)?;
                     let ok = self.b.create_block();
                     let bad = self.dict_bad(word);
-                    self.check(bad, Report::Dict { site, obj: o, word }, ok, Recover::Nothing)?;
+                    self.check(
+                        bad,
+                        Report::Dict { site, obj: o, word },
+                        ok,
+                        Recover::Nothing,
+                    )?;
                     self.b.ins().jump(ok, &[]);
                     self.b.switch_to_block(ok);
                 }
@@ -1926,7 +1933,15 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     self.attr_fast_path(dict, word, join, Recover::Zero(types::I64), report)?;
                 let checked = dict.is_some();
                 if let Some(id) = on(CheckKind::Bounds) {
-                    self.bounds_check(id, o, base, *index, checked, join, Recover::Zero(types::I64))?;
+                    self.bounds_check(
+                        id,
+                        o,
+                        base,
+                        *index,
+                        checked,
+                        join,
+                        Recover::Zero(types::I64),
+                    )?;
                 }
                 let off = self.attr_offset(*index, checked)?;
                 let v = self.b.ins().load(types::I64, mem(), base, off);
@@ -1951,7 +1966,8 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let word = self.load_word(o);
                 let report = |site| Report::Dict { site, obj: o, word };
                 let dict = on(CheckKind::Dict);
-                let (base, slow) = self.attr_fast_path(dict, word, join, Recover::Nothing, report)?;
+                let (base, slow) =
+                    self.attr_fast_path(dict, word, join, Recover::Nothing, report)?;
                 let checked = dict.is_some();
                 if let Some(id) = on(CheckKind::Bounds) {
                     self.bounds_check(id, o, base, *index, checked, join, Recover::Nothing)?;
