@@ -38,6 +38,15 @@ pub struct CheckSet {
 pub struct UnknownCheck(pub String);
 
 impl CheckSet {
+    /// No check (usable in `const` items: `CheckSet { dict: true, ..CheckSet::NONE }`).
+    pub const NONE: CheckSet = CheckSet {
+        dict: false,
+        adstack: false,
+        clobber: false,
+        bounds: false,
+        lifetime: false,
+    };
+
     /// Every check (`--instrument`).
     pub const ALL: CheckSet = CheckSet {
         dict: true,
