@@ -276,6 +276,29 @@ gl_status gl_runtime_pending_reports(gl_runtime *rt, size_t *out_count);
  * valid until the next guardlift call on this thread. */
 gl_status gl_runtime_take_host_fault(gl_runtime *rt, const char **out_msg);
 
+/* Host objects (the lifetime of objects the host allocates itself, as a
+ * tp_alloc / tp_dealloc hook would report it).
+ *
+ * gl_runtime_register_object: the host made an object at `obj`, laid out
+ * as the runtime's layout says (dict slot at obj + offset; a values-tagged
+ * word points one byte before a values array whose u64 capacity sits at
+ * values - 8). *out_id receives its allocation id (1, 2, 3, ... per
+ * runtime, shared with objects made by @obj_new); reports about it carry
+ * that id. GL_ERR_ARGUMENT: NULL or unaligned address, or already live.
+ *
+ * gl_runtime_object_freed: the host freed the object at `obj`. Call it
+ * before the memory can be reused. guardlift never watches a freed object:
+ * its dict slot leaves the clobber watch list at once, so later ordinary
+ * stores into reused memory are never reported as slot_clobber. Until an
+ * object is registered at that address again, instrumented code using the
+ * stale pointer (load_attr, store_attr, dict_slot.*) is a use_after_free
+ * under GL_CHECK_LIFETIME. guardlift never reads or writes the host's
+ * freed memory. An address compiled code watched but the host never
+ * registered is only taken off the watch list; anything else is
+ * GL_ERR_ARGUMENT (not a live object). */
+gl_status gl_runtime_register_object(gl_runtime *rt, const void *obj, uint64_t *out_id);
+gl_status gl_runtime_object_freed(gl_runtime *rt, const void *obj);
+
 /* Frees the runtime handle and removes its report callback. Code compiled
  * against it keeps the runtime itself alive (and can still run); reports
  * nobody took are written to the log (stderr) when the last user is gone. */

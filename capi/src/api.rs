@@ -581,6 +581,57 @@ pub unsafe extern "C" fn gl_runtime_take_host_fault(
     })
 }
 
+/// The host made an object at `obj`, laid out as the runtime's layout says
+/// (spec §4: dict slot, values-tagged word, capacity word at values − 8):
+/// it gets the next allocation id (`*out_id`), which reports about it carry.
+///
+/// # Safety
+/// `out_id` is valid for a write. `obj` is only recorded, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_register_object(
+    rt: *mut gl_runtime,
+    obj: *const std::ffi::c_void,
+    out_id: *mut u64,
+) -> c_int {
+    const F: &str = "gl_runtime_register_object";
+    ffi(|| {
+        non_null(out_id, F, "out_id")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_id, 0) };
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let id = st
+            .rt
+            .register_object(obj as u64)
+            .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_id, id) };
+        Ok(())
+    })
+}
+
+/// The host freed the object at `obj` (call it from the deallocator, before
+/// the memory can be reused): guardlift stops watching its dict slot at
+/// once, and instrumented code using it afterwards is a `use_after_free`
+/// (lifetime check) until an object is registered at that address again.
+/// An address that compiled code watched but that was never registered is
+/// only taken off the watch list.
+///
+/// # Safety
+/// `obj` is only looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_object_freed(
+    rt: *mut gl_runtime,
+    obj: *const std::ffi::c_void,
+) -> c_int {
+    const F: &str = "gl_runtime_object_freed";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        st.rt
+            .object_freed(obj as u64)
+            .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))
+    })
+}
+
 /// Frees a runtime handle (NULL: no-op). Code compiled against it keeps the
 /// runtime alive; the report callback is removed now.
 #[no_mangle]

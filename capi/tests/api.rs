@@ -136,7 +136,7 @@ fn callback_and_collected_reports_name_the_site() {
         .unwrap()
         .to_string();
     assert!(
-        printed.contains("guard.load_attr %o, 1 !site(0, 9:5)"),
+        printed.contains("guard.load_attr %o, 1 !site(1, 9:5, dict)"),
         "{printed}"
     );
 
@@ -331,7 +331,7 @@ fn errors_carry_status_and_position() {
     ));
     assert_eq!(last_error(), "", "a success clears the message");
 
-    fails!(GL_ERR_ARGUMENT, gl_module_instrument(m, 8));
+    fails!(GL_ERR_ARGUMENT, gl_module_instrument(m, 32));
     fails!(GL_ERR_ARGUMENT, gl_module_set_layout(m, c"pypy".as_ptr()));
     fails!(
         GL_ERR_ARGUMENT,
