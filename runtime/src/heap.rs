@@ -751,6 +751,74 @@ mod tests {
     }
 
     #[test]
+    fn ids_sites_quarantine_and_eviction() {
+        let mut h = Heap::new(DictLayout::Cpython312);
+        let a = h.obj_new_at(2, Some(7)).unwrap();
+        let b = h.obj_new(1).unwrap();
+        let rec = |h: &Heap, o| h.object_record(o).unwrap();
+        assert_eq!((rec(&h, a).id, rec(&h, a).alloc_site), (1, Some(7)));
+        assert_eq!((rec(&h, b).id, rec(&h, b).alloc_site), (2, None));
+        // The capacity word precedes the values array (spec §4).
+        let values = layout::values_ptr(word(&h, a));
+        assert_eq!(h.read_word(values - 8), 2);
+        let slot = h.slot(a);
+        assert_eq!(h.obj_free_at(a, Some(9)), FreeOutcome::Freed);
+        assert_eq!(h.obj_free_at(a, Some(10)), FreeOutcome::DoubleFree);
+        assert_eq!(h.obj_free_at(a + 8, None), FreeOutcome::Invalid);
+        let r = rec(&h, a);
+        assert_eq!((r.id, r.freed, r.free_site), (1, true, Some(9)));
+        assert!(!h.overlaps_watched(slot, 8), "a freed object is unwatched");
+        h.watch(a);
+        assert!(!h.overlaps_watched(slot, 8), "and never watched again");
+        // Its memory (header, slot, values) is held and marked freed.
+        assert_eq!(h.freed_memory_owner(values + 8, 8), Some(a));
+        assert_eq!(h.freed_memory_owner(slot, 1), Some(a));
+        assert_eq!(h.freed_memory_owner(values - 1, 2), Some(a));
+        assert_eq!(h.freed_memory_owner(h.slot(b), 8), None);
+        assert!(h.is_valid(values, 8), "quarantined memory stays mapped");
+        assert!(h.quarantine_bytes() > 0);
+        // Shrinking the quarantine releases it, oldest first.
+        h.obj_free(b).unwrap();
+        h.set_quarantine_mb(0);
+        assert_eq!(h.quarantine_bytes(), 0);
+        assert!(h.object_record(a).is_none() && h.object_record(b).is_none());
+        assert!(!h.is_valid(values, 8));
+        assert_eq!(h.obj_free_at(a, None), FreeOutcome::Invalid);
+    }
+
+    #[test]
+    fn host_objects_share_ids_and_are_unwatched_when_freed() {
+        let mut h = Heap::new(DictLayout::Phoenix);
+        let o = h.obj_new(1).unwrap();
+        let host = 0x10_0000u64;
+        assert_eq!(h.register_host_object(host), Ok(2));
+        assert_eq!(
+            h.register_host_object(host),
+            Err(HostObjectError::AlreadyLive(host, 2))
+        );
+        assert!(h.register_host_object(3).is_err());
+        h.watch(host);
+        assert!(h.overlaps_watched(h.slot(host), 8));
+        h.note_write(host, "test", None, 0x97);
+        h.host_object_freed(host).unwrap();
+        assert!(!h.overlaps_watched(h.slot(host), 8));
+        assert!(h.is_freed(host));
+        assert_eq!(
+            h.host_object_freed(host),
+            Err(HostObjectError::NotLive(host))
+        );
+        // The address is recycled for a new object: new id, live, and the
+        // slot's last write still names the old object.
+        assert_eq!(h.register_host_object(host), Ok(3));
+        assert!(!h.is_freed(host));
+        assert_eq!(h.last_write(h.slot(host)).unwrap().object_id, Some(2));
+        // Never registered but watched: only unwatched.
+        h.watch(0x20_0000);
+        assert_eq!(h.host_object_freed(0x20_0000), Ok(()));
+        assert!(h.obj_free(o).is_ok());
+    }
+
+    #[test]
     fn corrupted_word_is_a_host_fault_not_a_wild_access() {
         let mut h = Heap::new(DictLayout::Phoenix);
         let o = h.obj_new(2).unwrap();

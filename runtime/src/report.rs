@@ -540,4 +540,88 @@ mod tests {
         assert!(r[0].to_human().contains("changed behind the JIT's back"));
         assert!(s.take().is_empty(), "taking twice finds nothing");
     }
+
+    #[test]
+    fn lifetime_and_bounds_reports_name_the_object() {
+        let site = |line| SiteInfo {
+            function: "main".into(),
+            line,
+            col: 5,
+            op: "call".into(),
+        };
+        let mut s = ReportSink::default();
+        let note = ObjectNote {
+            id: 3,
+            alloc_site: Some(site(11)),
+            free_site: Some(site(14)),
+            freed: true,
+        };
+        let obs = Observed::Lifetime {
+            object: 0x1000,
+            address: 0x1010,
+            width: 8,
+        };
+        s.record(
+            ReportKind::UseAfterFree,
+            4,
+            &site(16),
+            obs,
+            None,
+            Some(note),
+        );
+        let bounds = Observed::Bounds {
+            object: 0x2000,
+            index: 6,
+            capacity: 2,
+        };
+        let live = ObjectNote {
+            id: 4,
+            alloc_site: None,
+            free_site: None,
+            freed: false,
+        };
+        s.record(
+            ReportKind::AttrOutOfBounds,
+            5,
+            &site(17),
+            bounds,
+            None,
+            Some(live),
+        );
+        let r = s.take();
+        let j = r[0].to_json();
+        assert_eq!(j["kind"], "use_after_free");
+        assert_eq!(j["object_id"], 3);
+        assert_eq!(j["alloc_site"]["line"], 11);
+        assert_eq!(j["free_site"]["line"], 14);
+        assert_eq!(
+            (j["address"].clone(), j["width"].clone()),
+            ("0x1010".into(), 8.into())
+        );
+        let h = r[0].to_human();
+        assert!(
+            h.contains("8-byte access at 0x1010 inside freed object 0x1000"),
+            "{h}"
+        );
+        assert!(h.contains("object id 3, allocated at @main 11:5"), "{h}");
+        assert!(h.contains("freed at @main 14:5"), "{h}");
+        let j = r[1].to_json();
+        assert_eq!(
+            (j["index"].clone(), j["capacity"].clone()),
+            (6.into(), 2.into())
+        );
+        assert_eq!(j["object_id"], 4);
+        assert!(j["alloc_site"].is_null());
+        assert!(
+            j.get("free_site").is_none(),
+            "a live object has no free site"
+        );
+        assert!(r[1]
+            .to_human()
+            .contains("attribute index 6 at or past the values array's capacity 2"));
+        for k in ReportKind::ALL {
+            assert_eq!(ReportKind::from_code(k.code()), Some(k));
+            assert_eq!(ReportKind::from_trap_code(k.trap_code()), Some(k));
+        }
+    }
 }
