@@ -453,11 +453,6 @@ fn guarded_dict_slot_store_records_the_last_write() {
     assert!(lw.site.is_some_and(|s| s >= m.site_base()));
 }
 
-/// The JIT's per-frame watch cache skips a repeated `guard.watch` of the
-/// same object at the same site; it must still watch every new object a
-/// site sees, and watch again after `obj_free` unwatched (the runtime's
-/// unwatch epoch moved), exactly as the interpreter, which watches every time.
-#[test]
 thread_local! {
     /// The runtime `host_dealloc` tells (JIT code runs on the test's thread).
     static HOST_RT: std::cell::RefCell<Option<std::sync::Arc<Runtime>>> =
@@ -475,6 +470,10 @@ extern "C" fn host_dealloc(obj: u64) {
     });
 }
 
+/// The JIT's per-frame watch cache skips a repeated `guard.watch` of the
+/// same object at the same site; it must still watch every new object a
+/// site sees, and watch again after a free unwatched (the runtime's unwatch
+/// epoch moved), exactly as the interpreter, which watches every time.
 #[test]
 fn watch_cache_watches_each_new_object_and_again_after_a_free() {
     let rt = recover_rt();
