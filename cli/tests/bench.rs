@@ -43,6 +43,7 @@ fn bench_measures_every_engine_mode_and_phase() {
         "store_attr jit+dict abort",
         "store_attr jit+dict recover",
         "store_attr jit+dict trap",
+        "store_attr jit+all recover",
         "store_attr interp",
         "adstack jit",
         "adstack jit+adstack abort",
@@ -75,6 +76,10 @@ fn bench_measures_every_engine_mode_and_phase() {
             "adstack ratio",
         );
     }
+    positive(
+        &ratios["store_attr_all_checks_over_plain"],
+        "every check over plain",
+    );
     let interp_over_jit = positive(&ratios["interp_over_jit"], "interp/jit");
     let jit = positive(&ns("store_attr jit"), "jit");
     let interp = positive(&ns("store_attr interp"), "interp");
