@@ -148,14 +148,12 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        unsafe {
-            gl_func_free(self.touch);
-            gl_func_free(self.setw);
-            gl_func_free(self.poke);
-            gl_code_free(self.code);
-            gl_module_free(self.m);
-            gl_runtime_free(self.rt);
-        }
+        gl_func_free(self.touch);
+        gl_func_free(self.setw);
+        gl_func_free(self.poke);
+        gl_code_free(self.code);
+        gl_module_free(self.m);
+        gl_runtime_free(self.rt);
     }
 }
 

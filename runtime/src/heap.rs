@@ -317,7 +317,7 @@ impl Heap {
     /// layout says): it gets the next allocation id. A freed object's
     /// record at the same address is dropped (the address was reused).
     pub fn register_host_object(&mut self, obj: u64) -> Result<u64, HostObjectError> {
-        if obj == 0 || obj % 8 != 0 {
+        if obj == 0 || !obj.is_multiple_of(8) {
             return Err(HostObjectError::BadAddress(obj));
         }
         if let Some(id) = self.live_id(obj) {
