@@ -172,7 +172,7 @@ static u64 g_qbytes;                /* bytes of memory held in quarantine */
 static u64 g_qlimit;                /* GUARDLIFT_OPTIONS quarantine_mb, in bytes */
 static u64 g_next_id = 1;
 static map_t g_dicts;     /* dict address -> dict_t* */
-static map_t g_watched;   /* slot address -> 1 */
+static map_t g_watched;   /* slot address -> the object it belongs to */
 static map_t g_lastwrite; /* slot address -> last_write_t* */
 static int g_faulted;
 
@@ -355,7 +355,7 @@ static u64 obj_new_at(i64 n, u32 site) {
     u64 word = GL_VALUES_WORD(values);
     write_word(slot(obj), word);
     note_write(slot(obj), GL_LW_OBJ_NEW, 0, word, obj);
-    map_put(&g_watched, slot(obj), 1);
+    map_put(&g_watched, slot(obj), obj);
     return obj;
 }
 
@@ -475,6 +475,12 @@ static void release(obj_meta *m, u32 site) {
 static obj_meta *freed_meta(u64 obj) {
     u64 *p = map_get(&g_freed, obj);
     return p ? (obj_meta *)(uintptr_t)*p : NULL;
+}
+
+/* What the runtime knows of `obj`: a live object, or one in quarantine. */
+static obj_meta *known_meta(u64 obj) {
+    obj_meta *m = live_meta(obj);
+    return m ? m : freed_meta(obj);
 }
 
 void gl_obj_free(void *rt, uint64_t obj) {
@@ -648,7 +654,7 @@ uint32_t gl_report_dict(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
     (void)rt;
     u64 *p = map_get(&g_lastwrite, slot(obj));
     const last_write_t *lw = p ? (const last_write_t *)(uintptr_t)*p : NULL;
-    return report(GL_KIND_DICT_SLOT_TAG, site, obj, word, 0, lw, live_meta(obj));
+    return report(GL_KIND_DICT_SLOT_TAG, site, obj, word, 0, lw, known_meta(obj));
 }
 
 uint32_t gl_report_adstack(void *rt, uint32_t site, uint32_t kind, uint64_t capacity,
@@ -663,7 +669,7 @@ uint32_t gl_report_adstack(void *rt, uint32_t site, uint32_t kind, uint64_t capa
 uint32_t gl_report_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t index,
                           uint64_t capacity) {
     (void)rt;
-    return report(GL_KIND_ATTR_OUT_OF_BOUNDS, site, obj, index, capacity, NULL, live_meta(obj));
+    return report(GL_KIND_ATTR_OUT_OF_BOUNDS, site, obj, index, capacity, NULL, known_meta(obj));
 }
 
 /* The lifetime check of an object access: 1 = go on; 0 = `obj` was freed
@@ -715,14 +721,20 @@ void gl_obj_free_at(void *rt, uint64_t obj, uint32_t site) {
 }
 
 /* Does [addr, addr + width) overlap a watched 8-byte slot? */
-static int overlaps_watched(u64 addr, u32 width) {
+/* The object whose watched 8-byte slot [addr, addr + width) overlaps (the
+ * lowest such slot's), or 0. */
+static u64 watched_owner(u64 addr, u32 width) {
     u64 lo = addr >= GL_DICT_WORD_BYTES - 1 ? addr - (GL_DICT_WORD_BYTES - 1) : 0;
     u64 hi = addr + width < addr ? UINT64_MAX : addr + width;
     if (g_watched.used == 0) return 0;
-    for (u64 s = lo; s < hi; s++)
-        if (map_get(&g_watched, s)) return 1;
+    for (u64 s = lo; s < hi; s++) {
+        u64 *p = map_get(&g_watched, s);
+        if (p) return *p;
+    }
     return 0;
 }
+
+static int overlaps_watched(u64 addr, u32 width) { return watched_owner(addr, width) != 0; }
 
 /* Trap mode's clobber test: the object traps itself when this says 1. */
 uint32_t gl_clobber_overlaps(void *rt, uint64_t addr, uint32_t width) {
@@ -733,14 +745,17 @@ uint32_t gl_clobber_overlaps(void *rt, uint64_t addr, uint32_t width) {
 uint32_t gl_clobber_check(void *rt, uint32_t site, uint64_t addr, uint32_t width,
                           uint64_t value) {
     (void)rt;
-    if (!overlaps_watched(addr, width)) return 0;
-    report(GL_KIND_SLOT_CLOBBER, site, addr, width, value, NULL, NULL);
+    u64 owner = watched_owner(addr, width);
+    if (!owner) return 0;
+    report(GL_KIND_SLOT_CLOBBER, site, addr, width, value, NULL, known_meta(owner));
     return 1;
 }
 
 void gl_watch(void *rt, uint64_t obj) {
     (void)rt;
-    map_put(&g_watched, slot(obj), 1);
+    /* A freed object is never watched again. */
+    if (freed_meta(obj)) return;
+    map_put(&g_watched, slot(obj), obj);
 }
 
 void gl_note_slot_write(void *rt, uint32_t site, uint64_t obj, uint64_t word) {

@@ -311,3 +311,32 @@ fn trap_mode_bounds_and_lifetime() {
         assert_eq!(got, vec![(ReportKind::UseAfterFree, 14)], "{t}");
     }
 }
+
+/// A clobber report names the object whose watched slot the raw store hit
+/// (as the host runtime's does), and a freed object is never watched again.
+#[test]
+fn clobber_reports_name_the_slot_owner() {
+    let text = "extern fn @obj_new(i64) -> ptr\nextern fn @obj_free(ptr)\n\
+        fn @main() -> i64 {\nentry:\n    %one = iconst.i64 1\n    %a = call @obj_new(%one)\n\
+        %b = call @obj_new(%one)\n    %z = iconst.i64 0\n    store %z, %b, -24\n\
+        call @obj_free(%a)\n    guard.watch %a\n    %r = load.i64 %a, 8\n    return %r\n}\n";
+    let m = instrument(
+        &guardlift_ir::parse_and_verify(text).unwrap(),
+        CheckSet::parse("clobber").unwrap(),
+    );
+    for t in targets() {
+        let r = build(&m, "main", t, Mode::Recover)
+            .unwrap()
+            .run(&[])
+            .unwrap();
+        assert_eq!(r.end, End::Exited, "{t}");
+        let got: Vec<(ReportKind, u32, Option<u64>)> = r
+            .reports
+            .iter()
+            .map(|r| (r.kind, r.info.line, r.object.as_ref().map(|o| o.id)))
+            .collect();
+        assert_eq!(got, vec![(ReportKind::SlotClobber, 9, Some(2))], "{t}");
+        // The attribute count in the freed object's header, untouched.
+        assert_eq!(r.result, Some(1), "{t}");
+    }
+}
