@@ -34,7 +34,8 @@ pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64}
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
-use guardlift_runtime::{Mode, ModuleSites};
+use guardlift_runtime::heap::DEFAULT_QUARANTINE_MB;
+use guardlift_runtime::{Mode, ModuleSites, SiteInfo};
 use std::path::{Path, PathBuf};
 use toolchain::WorkDir;
 
@@ -80,6 +81,8 @@ pub struct Build {
     params: Vec<Type>,
     ret: Option<Type>,
     exe: PathBuf,
+    /// Freed memory the target holds in quarantine (`quarantine_mb`).
+    quarantine_bytes: u64,
     _work: WorkDir,
 }
 
@@ -114,6 +117,7 @@ pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Buil
         params,
         ret,
         exe,
+        quarantine_bytes: DEFAULT_QUARANTINE_MB << 20,
         _work: work,
     })
 }
@@ -122,6 +126,13 @@ impl Build {
     /// The target it runs on.
     pub fn target(&self) -> Target {
         self.toolchain.target
+    }
+
+    /// Sets the quarantine size of the runs (`quarantine_mb` of
+    /// `GUARDLIFT_OPTIONS`; default [`DEFAULT_QUARANTINE_MB`]), as
+    /// `Runtime::configure` sets the host runtime's.
+    pub fn set_quarantine_mb(&mut self, mb: u64) {
+        self.quarantine_bytes = mb.saturating_mul(1 << 20);
     }
 
     /// The linked executable (removed when the build drops).
@@ -138,7 +149,10 @@ impl Build {
                 args.len()
             )));
         }
-        let mut argv = vec![self.mode.name().to_string()];
+        let mut argv = vec![
+            self.mode.name().to_string(),
+            format!("{:x}", self.quarantine_bytes),
+        ];
         argv.extend(args.iter().map(|a| format!("{a:x}")));
         let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -9,8 +9,12 @@
 //! |---|---|
 //! | `P i BITS` / `P f BITS` | `print_i64` / `print_f64` of the raw bits |
 //! | `F FN FAULT A B` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands |
-//! | `R KIND SITE A B C LW LWSITE LWVALUE COUNT` | one deduplicated report, in first-occurrence order: [`ReportKind::code`], site id, observed values (dict: object word; adstack: capacity len; clobber: address width value), the last known write to the slot ([`LastWriteCode`]), the occurrence count |
-//! | `T SIGNAL PC FOUND KIND SITE HAVE A B C` | a trap instruction fired (before `A`): FOUND 1 when the PC is a guard's trap (trap mode), with its kind and site; HAVE 1 when the scratch area held this site's observed values A B C |
+//! | `R KIND SITE A B C LW LWSITE LWVALUE LWOBJ COUNT OBJ` | one deduplicated report, in first-occurrence order: [`ReportKind::code`], site id, observed values (as [`decode_observed`] takes them: dict: object word; adstack: capacity len; clobber: address width value; lifetime: object address width; bounds: object index capacity), the last known write to the slot ([`LastWriteCode`], its site, value and object id, 0 = unknown), the occurrence count, then the object the report is about (`OBJ`, below) |
+//! | `T SIGNAL PC FOUND KIND SITE HAVE A B C` | a trap instruction fired (before `A`): FOUND 1 when the PC is a guard's trap (trap mode), with its kind and site; HAVE 1 when the scratch area held this site's observed values A B C (the object is not named: the host's trap handler cannot look it up either) |
+//!
+//! `OBJ` is four fields `ID FREED ALLOC FREE`: the allocation id (0: no
+//! object known), 1 if it was freed, and the runtime-global site ids of the
+//! IR calls that allocated and freed it, each `-` when unknown.
 //! | `S SIGNAL` | the program is dying of a signal (segfault, ...) |
 //! | `V BITS` | the entry returned these raw result bits |
 //! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
@@ -20,7 +24,7 @@ use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
 use guardlift_runtime::{
-    HostFault, LastWrite, ModuleSites, Observed, Report, ReportKind, SiteInfo,
+    HostFault, LastWrite, ModuleSites, ObjectNote, Observed, Report, ReportKind, SiteInfo,
 };
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
@@ -52,7 +56,7 @@ pub const FAULT_FUNCS: &[&str] = &[
 pub enum Fault {
     /// `A` is not a live object.
     NotLive = 0,
-    /// `obj_free(A)` of an object that is not live.
+    /// `obj_free(A)` of an object already freed (in quarantine).
     DoubleFree = 1,
     /// Object `A`'s word `B` is neither its values array nor its dict.
     Corrupted = 2,
@@ -92,7 +96,7 @@ impl Fault {
     pub fn host_fault(self, func: &'static str, a: u64, b: u64) -> HostFault {
         let msg = match self {
             Fault::NotLive => format!("{a:#x} is not a live object"),
-            Fault::DoubleFree => format!("{a:#x} is not a live object (double free?)"),
+            Fault::DoubleFree => format!("{a:#x} is not a live object (double free)"),
             Fault::Corrupted => format!(
                 "object {a:#x}: managed-dict word {b:#x} (low bits {}) is neither its values array nor its dict: the word was corrupted",
                 low_bits(b)
@@ -141,7 +145,13 @@ const BY_DICT_CODE: &str = "the host's dict code";
 
 /// The last-write record the host runtime would have kept
 /// (`Runtime::note_slot_write`'s text for instrumented writers).
-pub fn last_write(code: u64, site: u32, value: u64, sites: &ModuleSites) -> Option<LastWrite> {
+pub fn last_write(
+    code: u64,
+    site: u32,
+    value: u64,
+    object_id: u64,
+    sites: &ModuleSites,
+) -> Option<LastWrite> {
     let by = match code {
         c if c == LastWriteCode::ObjNew as u64 => BY_OBJ_NEW.to_string(),
         c if c == LastWriteCode::DictCode as u64 => BY_DICT_CODE.to_string(),
@@ -155,7 +165,12 @@ pub fn last_write(code: u64, site: u32, value: u64, sites: &ModuleSites) -> Opti
         _ => return None,
     };
     let site = (code == LastWriteCode::Site as u64).then_some(site);
-    Some(LastWrite { by, site, value })
+    Some(LastWrite {
+        by,
+        site,
+        value,
+        object_id: (object_id != 0).then_some(object_id),
+    })
 }
 
 /// A site's info, or the runtime's placeholder for an unknown id.
@@ -225,6 +240,40 @@ fn hex(field: Option<&str>, line: &str) -> Result<u64, String> {
     u64::from_str_radix(f, 16).map_err(|_| format!("bad number `{f}` in `{line}`"))
 }
 
+/// An optional site field: hex, or `-`.
+fn opt_site(
+    field: Option<&str>,
+    line: &str,
+    sites: &ModuleSites,
+) -> Result<Option<SiteInfo>, String> {
+    match field {
+        Some("-") => Ok(None),
+        f => {
+            let s = hex(f, line)?;
+            let s = u32::try_from(s).map_err(|_| format!("bad site in `{line}`"))?;
+            Ok(Some(site_info(sites, s)))
+        }
+    }
+}
+
+/// The `OBJ` fields `ID FREED ALLOC FREE` of a line (None for id 0).
+fn object_note<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    sites: &ModuleSites,
+) -> Result<Option<ObjectNote>, String> {
+    let id = hex(it.next(), line)?;
+    let freed = hex(it.next(), line)? != 0;
+    let alloc_site = opt_site(it.next(), line, sites)?;
+    let free_site = opt_site(it.next(), line, sites)?;
+    Ok((id != 0).then_some(ObjectNote {
+        id,
+        alloc_site,
+        free_site,
+        freed,
+    }))
+}
+
 /// Parses the target's stdout. `sites` is the module's site table
 /// ([`guardlift_ir::Module::site_infos`]) so reports name their sites.
 /// The flag is false when neither `E`, `A` nor `S` was seen (the run is
@@ -266,11 +315,11 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                 }
             }
             "R" => {
-                let mut n = [0u64; 9];
+                let mut n = [0u64; 10];
                 for x in &mut n {
                     *x = hex(it.next(), line)?;
                 }
-                let [kind, site, a, b, c, lw, lw_site, lw_value, count] = n;
+                let [kind, site, a, b, c, lw, lw_site, lw_value, lw_object, count] = n;
                 let kind = u8::try_from(kind)
                     .ok()
                     .and_then(ReportKind::from_code)
@@ -278,15 +327,19 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                 let site = u32::try_from(site).map_err(|_| format!("bad site in `{line}`"))?;
                 let observed = decode_observed(kind, [a, b, c]);
                 let last_write = match observed {
-                    Observed::Dict { .. } => last_write(lw, lw_site as u32, lw_value, sites),
+                    Observed::Dict { .. } => {
+                        last_write(lw, lw_site as u32, lw_value, lw_object, sites)
+                    }
                     _ => None,
                 };
+                let object = object_note(&mut it, line, sites)?;
                 run.reports.push(Report {
                     kind,
                     site,
                     info: site_info(sites, site),
                     observed,
                     last_write,
+                    object,
                     count,
                 });
             }
@@ -365,6 +418,9 @@ mod tests {
         assert_eq!(e, Fault::DoubleFree.host_fault("obj_free", o, 0));
         let e = h.fault_clear_lsb(o).unwrap_err();
         assert_eq!(e, Fault::NotLive.host_fault("fault_clear_lsb", o, 0));
+        // Never an object: not a double free.
+        let e = h.obj_free(o + 8).unwrap_err();
+        assert_eq!(e, Fault::NotLive.host_fault("obj_free", o + 8, 0));
         let e = h.obj_new(-1).unwrap_err();
         assert_eq!(e, Fault::CountRange.host_fault("obj_new", -1i64 as u64, 0));
     }
@@ -376,10 +432,10 @@ mod tests {
         let o = h.obj_new(1).unwrap();
         let slot = DictLayout::Cpython312.slot_addr(o);
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(1, 0, w.value, &ModuleSites::new()), Some(w));
+        assert_eq!(last_write(1, 0, w.value, 1, &ModuleSites::new()), Some(w));
         h.obj_dictify(o).unwrap();
         let w = h.last_write(slot).unwrap();
-        assert_eq!(last_write(2, 0, w.value, &ModuleSites::new()), Some(w));
+        assert_eq!(last_write(2, 0, w.value, 1, &ModuleSites::new()), Some(w));
 
         let rt = Runtime::new(RuntimeConfig {
             mode: Mode::Recover,
@@ -395,8 +451,8 @@ mod tests {
         rt.register_sites(sites.clone()).unwrap();
         rt.note_slot_write(1, 0x1000, 0x96);
         let w = rt.with_heap(|h| h.last_write(DictLayout::Cpython312.slot_addr(0x1000)));
-        assert_eq!(last_write(3, 1, 0x96, &sites), w);
-        assert_eq!(last_write(0, 0, 0, &sites), None);
+        assert_eq!(last_write(3, 1, 0x96, 0, &sites), w);
+        assert_eq!(last_write(0, 0, 0, 0, &sites), None);
     }
 
     #[test]
@@ -411,7 +467,7 @@ mod tests {
             },
         )]
         .into();
-        let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 7\nF 4 2 10 96\nV 2a\nE\n";
+        let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 2 7 3 0 0 -\nF 4 2 10 96\nV 2a\nE\n";
         let (r, complete) = parse(out, &sites).unwrap();
         assert!(complete);
         assert_eq!(r.prints, vec![Print::I64(-1), Print::F64(1.0)]);
@@ -421,6 +477,11 @@ mod tests {
         assert_eq!(r.reports[0].count, 7);
         assert_eq!(r.reports[0].info.line, 27);
         assert_eq!(r.reports[0].last_write.as_ref().unwrap().by, "obj_new");
+        assert_eq!(r.reports[0].last_write.as_ref().unwrap().object_id, Some(2));
+        let obj = r.reports[0].object.as_ref().unwrap();
+        assert_eq!((obj.id, obj.freed), (3, false));
+        assert_eq!(obj.alloc_site.as_ref().unwrap().line, 27);
+        assert_eq!(obj.free_site, None);
         assert_eq!(r.host_fault.as_ref().unwrap().func, "load_attr_slow");
         let (r, complete) = parse("T 4 1234 1 0 0 1 10 96 0\nA\n", &sites).unwrap();
         assert!(complete);
@@ -437,6 +498,22 @@ mod tests {
                 value: 0x96
             })
         );
+        // A lifetime report: observed (object, address, width), the freed object.
+        let (r, _) = parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0 0\nE\n", &sites).unwrap();
+        let rep = &r.reports[0];
+        assert_eq!(rep.kind, ReportKind::UseAfterFree);
+        assert_eq!(
+            rep.observed,
+            Observed::Lifetime {
+                object: 0x10,
+                address: 0x18,
+                width: 8
+            }
+        );
+        let obj = rep.object.as_ref().unwrap();
+        assert!(obj.freed);
+        assert_eq!(obj.free_site.as_ref().unwrap().line, 27);
+        assert!(parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0\nE\n", &sites).is_err());
         let (r, _) = parse("T 4 1234 0 0 0 0 0 0 0\nA\n", &sites).unwrap();
         assert!(matches!(r.end, End::Trapped(Trap { report: None, .. })));
         assert_eq!(parse("A\n", &sites).unwrap().0.end, End::Aborted);

@@ -45,6 +45,7 @@ fn c_type(bits: u32, float: bool) -> &'static str {
         (64, true) => "double",
         (32, true) => "float",
         (32, false) => "uint32_t",
+        (8, false) => "uint8_t",
         _ => "uint64_t",
     }
 }
@@ -119,6 +120,14 @@ pub fn header(layout: DictLayout) -> String {
         format!("((uint64_t)(values) + {:#x}ULL)", layout::values_word(0)),
     );
     def("ATTR_BYTES", format!("{}u", layout::ATTR_BYTES));
+    def(
+        "VALUES_CAPACITY_OFFSET",
+        format!("({}LL)", layout::VALUES_CAPACITY_OFFSET),
+    );
+    def(
+        "VALUES_HEADER_BYTES",
+        format!("{}u", layout::VALUES_HEADER_BYTES),
+    );
     def("OBJ_BODY_BYTES", format!("{OBJ_BODY_BYTES}LL"));
     def("BLOCK_ALIGN", format!("{BLOCK_ALIGN}u"));
     def("DICT_OBJECT_BYTES", format!("{DICT_OBJECT_BYTES}u"));

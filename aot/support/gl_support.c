@@ -11,12 +11,16 @@
  * This is a deliberately small model of guardlift_runtime's heap
  * (runtime/src/heap.rs): objects are laid out exactly as there, the slow
  * paths give the same answers and raise the same host faults, and the
- * watch list and last-write records follow the same rules. Everything that
+ * watch list, last-write records, allocation ids and sites, the quarantine
+ * of freed objects and the lifetime and bounds reports follow the same rules
+ * (spec §4, §6). Everything that
  * is a number in the runtime (slot offset, tag bits, block sizes, report
  * codes, protocol codes, ABI signatures) comes from the generated header
  * gl_layout.h; nothing is formatted for a user here: the host does that.
  *
- * usage: PROGRAM MODE [ARG_BITS_HEX...]    (MODE: recover | abort | trap)
+ * usage: PROGRAM MODE QUARANTINE_BYTES_HEX [ARG_BITS_HEX...]
+ *        (MODE: recover | abort | trap; freed memory held before the oldest
+ *        freed object is really released)
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -132,11 +136,19 @@ static void map_grow(map_t *m) {
 
 /* ---- the model heap (runtime/src/heap.rs) --------------------------------- */
 
-typedef struct {
+/* No site: the allocation or free did not come from an IR call site. */
+#define NO_SITE UINT32_MAX
+
+typedef struct obj_meta {
+    u64 obj;
     u64 base; /* start of the allocation (<= obj) */
     u32 n_attrs;
-    u64 values; /* 0: none */
+    u64 values; /* 0: none (the capacity word is at values + GL_VALUES_CAPACITY_OFFSET) */
     u64 dict;   /* 0: none */
+    u64 id;     /* allocation id: 1, 2, 3, ... */
+    u32 alloc_site, free_site; /* runtime-global site ids, or NO_SITE */
+    u32 freed;                 /* in quarantine */
+    struct obj_meta *qnext;    /* quarantine: the next (younger) freed object */
 } obj_meta;
 
 typedef struct {
@@ -149,11 +161,18 @@ typedef struct {
     u32 code; /* GL_LW_* */
     u32 site;
     u64 value;
+    u64 object_id; /* the object the write was to */
 } last_write_t;
 
-static map_t g_objects;   /* obj -> obj_meta* */
+static map_t g_objects;   /* live obj -> obj_meta* */
+static map_t g_freed;     /* quarantined obj -> obj_meta* */
+static map_t g_freed_mem; /* 8-byte granule (addr >> 3) of quarantined memory -> obj_meta* */
+static obj_meta *g_qhead, *g_qtail; /* quarantine, oldest first */
+static u64 g_qbytes;                /* bytes of memory held in quarantine */
+static u64 g_qlimit;                /* GUARDLIFT_OPTIONS quarantine_mb, in bytes */
+static u64 g_next_id = 1;
 static map_t g_dicts;     /* dict address -> dict_t* */
-static map_t g_watched;   /* slot address -> 1 */
+static map_t g_watched;   /* slot address -> the object it belongs to */
 static map_t g_lastwrite; /* slot address -> last_write_t* */
 static int g_faulted;
 
@@ -184,7 +203,17 @@ static void fault(u32 fn, u32 kind, u64 a, u64 b) {
            (unsigned long long)b);
 }
 
-static void note_write(u64 slot_addr, u32 code, u32 site, u64 value) {
+static obj_meta *live_meta(u64 obj) {
+    u64 *p = map_get(&g_objects, obj);
+    return p ? (obj_meta *)(uintptr_t)*p : NULL;
+}
+
+static u64 live_id(u64 obj) {
+    obj_meta *m = live_meta(obj);
+    return m ? m->id : 0;
+}
+
+static void note_write(u64 slot_addr, u32 code, u32 site, u64 value, u64 obj) {
     u64 *p = map_get(&g_lastwrite, slot_addr);
     last_write_t *w;
     if (p) {
@@ -197,6 +226,7 @@ static void note_write(u64 slot_addr, u32 code, u32 site, u64 value) {
     w->code = code;
     w->site = site;
     w->value = value;
+    w->object_id = live_id(obj);
 }
 
 static void forget_write(u64 slot_addr) {
@@ -261,7 +291,7 @@ static u64 new_dict(void) {
 static void set_dict(obj_meta *m, u64 obj, u64 d) {
     m->dict = d;
     write_word(slot(obj), d);
-    note_write(slot(obj), GL_LW_DICT_CODE, 0, d);
+    note_write(slot(obj), GL_LW_DICT_CODE, 0, d, obj);
 }
 
 enum word_is { W_BAD, W_EMPTY, W_VALUES, W_DICT };
@@ -274,43 +304,69 @@ static enum word_is classify(const obj_meta *m, u64 word) {
     return W_BAD;
 }
 
-uint64_t gl_obj_new(void *rt, uint64_t n_bits) {
-    (void)rt;
-    i64 n = (i64)n_bits;
+/* Bytes of a block asked for `size` bytes (as the model heap counts them). */
+static u64 block_bytes(u64 size) { return size < 8 ? 8 : size; }
+
+/* The values block of `n` attributes: the capacity word, then the array. */
+static u64 values_block_bytes(u32 n) {
+    return block_bytes((u64)n * GL_ATTR_BYTES + GL_VALUES_HEADER_BYTES);
+}
+static u64 values_block(u64 values) { return values - GL_VALUES_HEADER_BYTES; }
+
+/* Object block bounds relative to the object address. */
+static i64 obj_lo(void) { return GL_DICT_SLOT_OFFSET < 0 ? GL_DICT_SLOT_OFFSET : 0; }
+static i64 obj_hi(void) {
+    return GL_DICT_SLOT_OFFSET + 8 > GL_OBJ_BODY_BYTES ? GL_DICT_SLOT_OFFSET + 8 : GL_OBJ_BODY_BYTES;
+}
+
+static u64 obj_new_at(i64 n, u32 site) {
     if (n < 0 || n > GL_MAX_OBJ_ATTRS) {
         fault(GL_FN_OBJ_NEW, GL_FAULT_COUNT_RANGE, (u64)n, 0);
         return 0;
     }
-    i64 off = GL_DICT_SLOT_OFFSET;
-    i64 lo = off < 0 ? off : 0;
-    i64 hi = off + 8 > GL_OBJ_BODY_BYTES ? off + 8 : GL_OBJ_BODY_BYTES;
-    u64 base = alloc_block((size_t)(hi - lo));
+    u64 base = alloc_block((size_t)(obj_hi() - obj_lo()));
     if (!base) {
         fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
         return 0;
     }
-    u64 obj = base + (u64)(-lo);
-    u64 values = alloc_block((size_t)n * GL_ATTR_BYTES);
-    if (!values) {
+    u64 obj = base + (u64)(-obj_lo());
+    u64 vblock = alloc_block((size_t)values_block_bytes((u32)n));
+    if (!vblock) {
         free_block(base);
         fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
         return 0;
     }
+    u64 values = vblock + GL_VALUES_HEADER_BYTES;
+    write_word(values + (u64)GL_VALUES_CAPACITY_OFFSET, (u64)n);
     /* Body: word 0 refcount 1, word 1 the attribute count. */
     write_word(obj, 1);
     write_word(obj + 8, (u64)n);
-    u64 word = GL_VALUES_WORD(values);
-    write_word(slot(obj), word);
-    note_write(slot(obj), GL_LW_OBJ_NEW, 0, word);
-    obj_meta *m = malloc(sizeof *m);
+    obj_meta *m = calloc(1, sizeof *m);
     if (!m) oom();
+    m->obj = obj;
     m->base = base;
     m->n_attrs = (u32)n;
     m->values = values;
     m->dict = 0;
+    m->id = g_next_id++;
+    m->alloc_site = site;
+    m->free_site = NO_SITE;
     map_put(&g_objects, obj, (u64)(uintptr_t)m);
-    map_put(&g_watched, slot(obj), 1);
+    u64 word = GL_VALUES_WORD(values);
+    write_word(slot(obj), word);
+    note_write(slot(obj), GL_LW_OBJ_NEW, 0, word, obj);
+    map_put(&g_watched, slot(obj), obj);
     return obj;
+}
+
+uint64_t gl_obj_new(void *rt, uint64_t n_bits) {
+    (void)rt;
+    return obj_new_at((i64)n_bits, NO_SITE);
+}
+
+uint64_t gl_obj_new_at(void *rt, uint64_t n_bits, uint32_t site) {
+    (void)rt;
+    return obj_new_at((i64)n_bits, site);
 }
 
 void gl_obj_dictify(void *rt, uint64_t obj) {
@@ -335,7 +391,7 @@ void gl_obj_dictify(void *rt, uint64_t obj) {
         dict_t *t = dict_of(d);
         for (u32 i = 0; i < m->n_attrs; i++)
             dict_set(t, i, (i64)read_word(m->values + (u64)GL_ATTR_BYTES * i));
-        free_block(m->values);
+        free_block(values_block(m->values));
         m->values = 0;
         set_dict(m, obj, d);
         return;
@@ -343,18 +399,56 @@ void gl_obj_dictify(void *rt, uint64_t obj) {
     }
 }
 
-void gl_obj_free(void *rt, uint64_t obj) {
-    (void)rt;
-    u64 *p = map_get(&g_objects, obj);
-    if (!p) {
-        fault(GL_FN_OBJ_FREE, GL_FAULT_DOUBLE_FREE, obj, 0);
-        return;
+/* ---- quarantine: freed objects' memory is held, never reused or written ----- */
+
+/* Maps (m) or unmaps (NULL) each 8-byte granule of [start, start + bytes). */
+static void mark_granules(u64 start, u64 bytes, obj_meta *m) {
+    for (u64 g = start >> 3; g < (start + bytes + 7) >> 3; g++) {
+        if (m)
+            map_put(&g_freed_mem, g, (u64)(uintptr_t)m);
+        else
+            map_del(&g_freed_mem, g);
     }
-    obj_meta *m = (obj_meta *)(uintptr_t)*p;
+}
+
+static u64 obj_block_bytes(void) { return block_bytes((u64)(obj_hi() - obj_lo())); }
+
+/* The memory a freed object holds: its block, values block and dict block. */
+static void mark_object_memory(obj_meta *m, obj_meta *as) {
+    mark_granules(m->base, obj_block_bytes(), as);
+    if (m->values) mark_granules(values_block(m->values), values_block_bytes(m->n_attrs), as);
+    if (m->dict) mark_granules(m->dict, block_bytes(GL_DICT_OBJECT_BYTES), as);
+}
+
+static u64 held_bytes(const obj_meta *m) {
+    return obj_block_bytes() + (m->values ? values_block_bytes(m->n_attrs) : 0) +
+           (m->dict ? block_bytes(GL_DICT_OBJECT_BYTES) : 0);
+}
+
+/* Really releases the oldest quarantined objects while too much is held. */
+static void evict(void) {
+    while (g_qhead && g_qbytes > g_qlimit) {
+        obj_meta *m = g_qhead;
+        g_qhead = m->qnext;
+        if (!g_qhead) g_qtail = NULL;
+        g_qbytes -= held_bytes(m);
+        mark_object_memory(m, NULL);
+        map_del(&g_freed, m->obj);
+        /* The slot's last write outlives the free while the address is not reused. */
+        if (!map_get(&g_objects, m->obj)) forget_write(slot(m->obj));
+        if (m->values) free_block(values_block(m->values));
+        if (m->dict) free_block(m->dict);
+        free_block(m->base);
+        free(m);
+    }
+}
+
+/* Frees live object `m`: its memory (object, values and dict blocks) goes
+ * to quarantine, untouched; the dict's contents go. */
+static void release(obj_meta *m, u32 site) {
+    u64 obj = m->obj;
     map_del(&g_objects, obj);
     map_del(&g_watched, slot(obj));
-    forget_write(slot(obj));
-    if (m->values) free_block(m->values);
     if (m->dict) {
         dict_t *t = dict_of(m->dict);
         if (t) {
@@ -363,10 +457,40 @@ void gl_obj_free(void *rt, uint64_t obj) {
             free(t);
             map_del(&g_dicts, m->dict);
         }
-        free_block(m->dict);
     }
-    free_block(m->base);
-    free(m);
+    m->free_site = site;
+    m->freed = 1;
+    m->qnext = NULL;
+    if (g_qtail)
+        g_qtail->qnext = m;
+    else
+        g_qhead = m;
+    g_qtail = m;
+    g_qbytes += held_bytes(m);
+    map_put(&g_freed, obj, (u64)(uintptr_t)m);
+    mark_object_memory(m, m);
+    evict();
+}
+
+static obj_meta *freed_meta(u64 obj) {
+    u64 *p = map_get(&g_freed, obj);
+    return p ? (obj_meta *)(uintptr_t)*p : NULL;
+}
+
+/* What the runtime knows of `obj`: a live object, or one in quarantine. */
+static obj_meta *known_meta(u64 obj) {
+    obj_meta *m = live_meta(obj);
+    return m ? m : freed_meta(obj);
+}
+
+void gl_obj_free(void *rt, uint64_t obj) {
+    (void)rt;
+    u64 *p = map_get(&g_objects, obj);
+    if (!p) {
+        fault(GL_FN_OBJ_FREE, freed_meta(obj) ? GL_FAULT_DOUBLE_FREE : GL_FAULT_NOT_LIVE, obj, 0);
+        return;
+    }
+    release((obj_meta *)(uintptr_t)*p, NO_SITE);
 }
 
 void gl_fault_clear_lsb(void *rt, uint64_t obj) {
@@ -453,25 +577,43 @@ typedef struct {
     u64 a, b, c; /* the observation of the first occurrence */
     last_write_t lw;
     u64 count;
+    /* The object the report is about (id 0: none), as known at check time. */
+    u64 object_id;
+    u32 freed;
+    u32 alloc_site, free_site;
 } report_t;
 
 static report_t *g_reports;
 static size_t g_nreports, g_capreports;
 static map_t g_report_index; /* site << 8 | kind -> index */
 
+/* A site field of the protocol: hex, or `-` for none. */
+static void put_site(u32 site) {
+    if (site == NO_SITE)
+        printf(" -");
+    else
+        printf(" %x", site);
+}
+
 static void emit_reports(void) {
     for (size_t i = 0; i < g_nreports; i++) {
         report_t *r = &g_reports[i];
-        printf("%c %x %x %llx %llx %llx %x %x %llx %llx\n", GL_EV_REPORT, r->kind, r->site,
-               (unsigned long long)r->a, (unsigned long long)r->b, (unsigned long long)r->c,
-               r->lw.code, r->lw.site, (unsigned long long)r->lw.value,
-               (unsigned long long)r->count);
+        printf("%c %x %x %llx %llx %llx %x %x %llx %llx %llx %llx %x", GL_EV_REPORT, r->kind,
+               r->site, (unsigned long long)r->a, (unsigned long long)r->b,
+               (unsigned long long)r->c, r->lw.code, r->lw.site, (unsigned long long)r->lw.value,
+               (unsigned long long)r->lw.object_id, (unsigned long long)r->count,
+               (unsigned long long)r->object_id, r->freed);
+        put_site(r->alloc_site);
+        put_site(r->free_site);
+        printf("\n");
     }
     g_nreports = 0;
 }
 
-/* Records a violation; returns 0 (recover) or does not return. */
-static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write_t *lw) {
+/* Records a violation about object `o` (may be NULL); returns 0 (recover)
+ * or does not return. */
+static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write_t *lw,
+                       const obj_meta *o) {
     u64 key = ((u64)site << 8) | kind;
     u64 *p = map_get(&g_report_index, key);
     if (p) {
@@ -494,8 +636,13 @@ static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write
             r->lw.code = GL_LW_NONE;
             r->lw.site = 0;
             r->lw.value = 0;
+            r->lw.object_id = 0;
         }
         r->count = 1;
+        r->object_id = o ? o->id : 0;
+        r->freed = o ? o->freed : 0;
+        r->alloc_site = o ? o->alloc_site : NO_SITE;
+        r->free_site = o ? o->free_site : NO_SITE;
         map_put(&g_report_index, key, g_nreports);
         g_nreports++;
     }
@@ -507,25 +654,87 @@ uint32_t gl_report_dict(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
     (void)rt;
     u64 *p = map_get(&g_lastwrite, slot(obj));
     const last_write_t *lw = p ? (const last_write_t *)(uintptr_t)*p : NULL;
-    return report(GL_KIND_DICT_SLOT_TAG, site, obj, word, 0, lw);
+    return report(GL_KIND_DICT_SLOT_TAG, site, obj, word, 0, lw, known_meta(obj));
 }
 
 uint32_t gl_report_adstack(void *rt, uint32_t site, uint32_t kind, uint64_t capacity,
                            uint64_t len) {
     (void)rt;
     u32 k = kind == GL_KIND_ADSTACK_OVERFLOW ? GL_KIND_ADSTACK_OVERFLOW : GL_KIND_ADSTACK_UNDERFLOW;
-    return report(k, site, capacity, len, 0, NULL);
+    return report(k, site, capacity, len, 0, NULL, NULL);
+}
+
+/* The bounds check failed inline: attribute `index` of `obj` whose values
+ * array holds `capacity` (both read by the check). */
+uint32_t gl_report_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t index,
+                          uint64_t capacity) {
+    (void)rt;
+    return report(GL_KIND_ATTR_OUT_OF_BOUNDS, site, obj, index, capacity, NULL, known_meta(obj));
+}
+
+/* The lifetime check of an object access: 1 = go on; 0 = `obj` was freed
+ * (reported; recover: the access is skipped). */
+uint8_t gl_check_live(void *rt, uint64_t obj, uint32_t site) {
+    (void)rt;
+    obj_meta *m = freed_meta(obj);
+    if (!m) return 1;
+    report(GL_KIND_USE_AFTER_FREE, site, obj, obj, 0, NULL, m);
+    return 0;
+}
+
+/* The freed object whose held memory [addr, addr + width) touches, if any. */
+static obj_meta *freed_memory(u64 addr, u32 width) {
+    if (g_freed_mem.used == 0 || width == 0) return NULL;
+    u64 last = addr + width - 1 < addr ? UINT64_MAX : addr + width - 1;
+    for (u64 g = addr >> 3; g <= last >> 3; g++) {
+        u64 *p = map_get(&g_freed_mem, g);
+        if (p) return (obj_meta *)(uintptr_t)*p;
+    }
+    return NULL;
+}
+
+/* The lifetime check of a raw load or store: 1 = go on; 0 = the bytes fall
+ * in a freed object's memory (reported; recover: skipped, loads give 0). */
+uint8_t gl_check_mem(void *rt, uint64_t addr, uint32_t width, uint32_t site) {
+    (void)rt;
+    obj_meta *m = freed_memory(addr, width);
+    if (!m) return 1;
+    report(GL_KIND_USE_AFTER_FREE, site, m->obj, addr, width, NULL, m);
+    return 0;
+}
+
+/* `call @obj_free` under the lifetime check: a quarantined object is a
+ * double free, anything else that is not a live object an invalid free
+ * (reported; recover: the free is ignored). */
+void gl_obj_free_at(void *rt, uint64_t obj, uint32_t site) {
+    (void)rt;
+    obj_meta *m = live_meta(obj);
+    if (m) {
+        release(m, site);
+        return;
+    }
+    m = freed_meta(obj);
+    if (m)
+        report(GL_KIND_DOUBLE_FREE, site, obj, obj, 0, NULL, m);
+    else
+        report(GL_KIND_INVALID_FREE, site, obj, obj, 0, NULL, NULL);
 }
 
 /* Does [addr, addr + width) overlap a watched 8-byte slot? */
-static int overlaps_watched(u64 addr, u32 width) {
+/* The object whose watched 8-byte slot [addr, addr + width) overlaps (the
+ * lowest such slot's), or 0. */
+static u64 watched_owner(u64 addr, u32 width) {
     u64 lo = addr >= GL_DICT_WORD_BYTES - 1 ? addr - (GL_DICT_WORD_BYTES - 1) : 0;
     u64 hi = addr + width < addr ? UINT64_MAX : addr + width;
     if (g_watched.used == 0) return 0;
-    for (u64 s = lo; s < hi; s++)
-        if (map_get(&g_watched, s)) return 1;
+    for (u64 s = lo; s < hi; s++) {
+        u64 *p = map_get(&g_watched, s);
+        if (p) return *p;
+    }
     return 0;
 }
+
+static int overlaps_watched(u64 addr, u32 width) { return watched_owner(addr, width) != 0; }
 
 /* Trap mode's clobber test: the object traps itself when this says 1. */
 uint32_t gl_clobber_overlaps(void *rt, uint64_t addr, uint32_t width) {
@@ -536,19 +745,22 @@ uint32_t gl_clobber_overlaps(void *rt, uint64_t addr, uint32_t width) {
 uint32_t gl_clobber_check(void *rt, uint32_t site, uint64_t addr, uint32_t width,
                           uint64_t value) {
     (void)rt;
-    if (!overlaps_watched(addr, width)) return 0;
-    report(GL_KIND_SLOT_CLOBBER, site, addr, width, value, NULL);
+    u64 owner = watched_owner(addr, width);
+    if (!owner) return 0;
+    report(GL_KIND_SLOT_CLOBBER, site, addr, width, value, NULL, known_meta(owner));
     return 1;
 }
 
 void gl_watch(void *rt, uint64_t obj) {
     (void)rt;
-    map_put(&g_watched, slot(obj), 1);
+    /* A freed object is never watched again. */
+    if (freed_meta(obj)) return;
+    map_put(&g_watched, slot(obj), obj);
 }
 
 void gl_note_slot_write(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
     (void)rt;
-    note_write(slot(obj), GL_LW_SITE, site, word);
+    note_write(slot(obj), GL_LW_SITE, site, word, obj);
 }
 
 /* ---- signals ------------------------------------------------------------------ */
@@ -637,8 +849,8 @@ static void *run_entry(void *p) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, g_outbuf, _IOFBF, sizeof g_outbuf);
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s MODE [ARG_BITS_HEX...]\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MODE QUARANTINE_BYTES_HEX [ARG_BITS_HEX...]\n", argv[0]);
         return 2;
     }
     g_recover = strcmp(argv[1], GL_MODE_RECOVER) == 0;
@@ -646,10 +858,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
     }
-    int n = argc - 2;
+    g_qlimit = strtoull(argv[2], NULL, 16);
+    int n = argc - 3;
     u64 *args = calloc((size_t)(n > 0 ? n : 1), sizeof(u64));
     if (!args) oom();
-    for (int i = 0; i < n; i++) args[i] = strtoull(argv[i + 2], NULL, 16);
+    for (int i = 0; i < n; i++) args[i] = strtoull(argv[i + 3], NULL, 16);
 
     install(SIGILL, on_trap);
     install(SIGTRAP, on_trap);

@@ -121,7 +121,9 @@ enum {
     GL_CHECK_DICT = 1u,    /* managed-dict word tag (dict_slot.*, load_attr, store_attr) */
     GL_CHECK_ADSTACK = 2u, /* adstack overflow / underflow */
     GL_CHECK_CLOBBER = 4u, /* raw stores over watched dict slots */
-    GL_CHECK_ALL = 7u
+    GL_CHECK_BOUNDS = 8u,  /* load_attr/store_attr index >= the values array's capacity */
+    GL_CHECK_LIFETIME = 16u, /* use after free, double free, invalid free */
+    GL_CHECK_ALL = 31u
 };
 
 /* gl_report.kind */
@@ -130,10 +132,14 @@ enum {
     GL_REPORT_ADSTACK_OVERFLOW = 1,
     GL_REPORT_ADSTACK_UNDERFLOW = 2,
     GL_REPORT_SLOT_CLOBBER = 3,
+    GL_REPORT_USE_AFTER_FREE = 4,
+    GL_REPORT_DOUBLE_FREE = 5,
+    GL_REPORT_INVALID_FREE = 6,
+    GL_REPORT_ATTR_OUT_OF_BOUNDS = 7,
     /* watch=: a watched dict word written by foreign code or left malformed;
      * object, value (the new word) and width are set; the writer's symbol,
      * pc and backtrace are in text and json. */
-    GL_REPORT_FOREIGN_WRITE = 4
+    GL_REPORT_FOREIGN_WRITE = 8
 };
 
 /* ---- opaque handles ------------------------------------------------------- */
@@ -158,18 +164,24 @@ typedef struct gl_report {
     uint32_t col;
     const char *op;             /* guarded opcode: "dict_slot.load", "store_attr", ... */
     uint64_t count;
-    uint64_t object;            /* dict_slot_tag: the object */
+    uint64_t object;            /* dict_slot_tag, lifetime kinds, attr_out_of_bounds: the object */
     uint64_t value;             /* dict_slot_tag: the word seen; slot_clobber: the value stored */
-    uint64_t capacity;          /* adstack kinds */
+    uint64_t capacity;          /* adstack kinds; attr_out_of_bounds: the values array's capacity */
     uint64_t len;               /* adstack kinds */
-    uint64_t address;           /* slot_clobber: store address */
-    uint32_t width;             /* slot_clobber: store width in bytes */
+    uint64_t address;           /* slot_clobber, use_after_free by a raw load/store: the address */
+    uint32_t width;             /* ... and its width in bytes */
     uint32_t has_last_write;    /* dict kinds: 1 when the last known write to the slot is known */
     uint64_t last_write_value;
     int64_t last_write_site;    /* -1 when the writer was not instrumented code */
     const char *last_write_by;  /* "obj_new", "dict_slot.store at @f 12:5 (site 3)", or NULL */
     const char *text;           /* sanitizer-style text, several lines ending in '\n' */
     const char *json;           /* one line of JSON, no newline */
+    uint64_t index;             /* attr_out_of_bounds: the attribute index */
+    uint64_t object_id;         /* allocation id of the object the report is about (0: unknown) */
+    const char *alloc_site_function; /* IR call that allocated it (NULL: unknown, e.g. a host object) */
+    uint32_t alloc_site_line;
+    uint32_t free_site_line;    /* lifetime kinds: the IR call that freed it (0 / NULL: unknown or host) */
+    const char *free_site_function;
 } gl_report;
 
 /* Report callback: called for each occurrence of a violation (up to the
@@ -291,6 +303,29 @@ gl_status gl_runtime_pending_reports(gl_runtime *rt, size_t *out_count);
  * nothing), taken; *out_msg = NULL when there was none. The message is
  * valid until the next guardlift call on this thread. */
 gl_status gl_runtime_take_host_fault(gl_runtime *rt, const char **out_msg);
+
+/* Host objects (the lifetime of objects the host allocates itself, as a
+ * tp_alloc / tp_dealloc hook would report it).
+ *
+ * gl_runtime_register_object: the host made an object at `obj`, laid out
+ * as the runtime's layout says (dict slot at obj + offset; a values-tagged
+ * word points one byte before a values array whose u64 capacity sits at
+ * values - 8). *out_id receives its allocation id (1, 2, 3, ... per
+ * runtime, shared with objects made by @obj_new); reports about it carry
+ * that id. GL_ERR_ARGUMENT: NULL or unaligned address, or already live.
+ *
+ * gl_runtime_object_freed: the host freed the object at `obj`. Call it
+ * before the memory can be reused. guardlift never watches a freed object:
+ * its dict slot leaves the clobber watch list at once, so later ordinary
+ * stores into reused memory are never reported as slot_clobber. Until an
+ * object is registered at that address again, instrumented code using the
+ * stale pointer (load_attr, store_attr, dict_slot.*) is a use_after_free
+ * under GL_CHECK_LIFETIME. guardlift never reads or writes the host's
+ * freed memory. An address compiled code watched but the host never
+ * registered is only taken off the watch list; anything else is
+ * GL_ERR_ARGUMENT (not a live object). */
+gl_status gl_runtime_register_object(gl_runtime *rt, const void *obj, uint64_t *out_id);
+gl_status gl_runtime_object_freed(gl_runtime *rt, const void *obj);
 
 /* Frees the runtime handle and removes its report callback. Code compiled
  * against it keeps the runtime itself alive (and can still run); reports

@@ -40,7 +40,9 @@ pub const GL_MODE_TRAP: u32 = 2;
 pub const GL_CHECK_DICT: u32 = 1;
 pub const GL_CHECK_ADSTACK: u32 = 2;
 pub const GL_CHECK_CLOBBER: u32 = 4;
-pub const GL_CHECK_ALL: u32 = 7;
+pub const GL_CHECK_BOUNDS: u32 = 8;
+pub const GL_CHECK_LIFETIME: u32 = 16;
+pub const GL_CHECK_ALL: u32 = 31;
 
 /// Bumped when the header's types or functions change incompatibly.
 pub const GL_ABI_VERSION: u32 = 1;
@@ -243,13 +245,15 @@ pub unsafe extern "C" fn gl_module_instrument(m: *mut gl_module, checks: u32) ->
         if checks & !GL_CHECK_ALL != 0 {
             return Err(Error::new(
                 GL_ERR_ARGUMENT,
-                format!("{F}: unknown check bits {:#x} (expected GL_CHECK_DICT | GL_CHECK_ADSTACK | GL_CHECK_CLOBBER)", checks & !GL_CHECK_ALL),
+                format!("{F}: unknown check bits {:#x} (expected GL_CHECK_DICT | GL_CHECK_ADSTACK | GL_CHECK_CLOBBER | GL_CHECK_BOUNDS | GL_CHECK_LIFETIME)", checks & !GL_CHECK_ALL),
             ));
         }
         let set = CheckSet {
             dict: checks & GL_CHECK_DICT != 0,
             adstack: checks & GL_CHECK_ADSTACK != 0,
             clobber: checks & GL_CHECK_CLOBBER != 0,
+            bounds: checks & GL_CHECK_BOUNDS != 0,
+            lifetime: checks & GL_CHECK_LIFETIME != 0,
         };
         let mut st = lock(&ms);
         st.module = guardlift_instrument::instrument(&st.module, set);
@@ -576,6 +580,57 @@ pub unsafe extern "C" fn gl_runtime_take_host_fault(
             unsafe { put(out_msg, thread_text(&fault.to_string())) };
         }
         Ok(())
+    })
+}
+
+/// The host made an object at `obj`, laid out as the runtime's layout says
+/// (spec §4: dict slot, values-tagged word, capacity word at values − 8):
+/// it gets the next allocation id (`*out_id`), which reports about it carry.
+///
+/// # Safety
+/// `out_id` is valid for a write. `obj` is only recorded, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_register_object(
+    rt: *mut gl_runtime,
+    obj: *const std::ffi::c_void,
+    out_id: *mut u64,
+) -> c_int {
+    const F: &str = "gl_runtime_register_object";
+    ffi(|| {
+        non_null(out_id, F, "out_id")?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_id, 0) };
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let id = st
+            .rt
+            .register_object(obj as u64)
+            .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))?;
+        // SAFETY: checked non-null.
+        unsafe { put(out_id, id) };
+        Ok(())
+    })
+}
+
+/// The host freed the object at `obj` (call it from the deallocator, before
+/// the memory can be reused): guardlift stops watching its dict slot at
+/// once, and instrumented code using it afterwards is a `use_after_free`
+/// (lifetime check) until an object is registered at that address again.
+/// An address that compiled code watched but that was never registered is
+/// only taken off the watch list.
+///
+/// # Safety
+/// `obj` is only looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_object_freed(
+    rt: *mut gl_runtime,
+    obj: *const std::ffi::c_void,
+) -> c_int {
+    const F: &str = "gl_runtime_object_freed";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        st.rt
+            .object_freed(obj as u64)
+            .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))
     })
 }
 

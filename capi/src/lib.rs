@@ -45,8 +45,12 @@ pub const GL_REPORT_DICT_SLOT_TAG: u32 = 0;
 pub const GL_REPORT_ADSTACK_OVERFLOW: u32 = 1;
 pub const GL_REPORT_ADSTACK_UNDERFLOW: u32 = 2;
 pub const GL_REPORT_SLOT_CLOBBER: u32 = 3;
+pub const GL_REPORT_USE_AFTER_FREE: u32 = 4;
+pub const GL_REPORT_DOUBLE_FREE: u32 = 5;
+pub const GL_REPORT_INVALID_FREE: u32 = 6;
+pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 /// A watched dict word written by foreign code or left malformed (`watch=`).
-pub const GL_REPORT_FOREIGN_WRITE: u32 = 4;
+pub const GL_REPORT_FOREIGN_WRITE: u32 = 8;
 
 #[cfg(test)]
 mod tests {
@@ -74,6 +78,19 @@ mod tests {
         assert_eq!(
             ReportKind::ForeignWrite.code() as u32,
             GL_REPORT_FOREIGN_WRITE
+        );
+        assert_eq!(
+            ReportKind::UseAfterFree.code() as u32,
+            GL_REPORT_USE_AFTER_FREE
+        );
+        assert_eq!(ReportKind::DoubleFree.code() as u32, GL_REPORT_DOUBLE_FREE);
+        assert_eq!(
+            ReportKind::InvalidFree.code() as u32,
+            GL_REPORT_INVALID_FREE
+        );
+        assert_eq!(
+            ReportKind::AttrOutOfBounds.code() as u32,
+            GL_REPORT_ATTR_OUT_OF_BOUNDS
         );
     }
 }

@@ -116,6 +116,15 @@ pub struct gl_report {
     pub text: *const c_char,
     /// The report as one line of JSON (no newline).
     pub json: *const c_char,
+    /// attr_out_of_bounds: the attribute index (`capacity` holds the capacity).
+    pub index: u64,
+    /// The allocation id of the object the report is about (0: unknown).
+    pub object_id: u64,
+    /// Where it was allocated / freed: IR function (NULL when unknown) and line.
+    pub alloc_site_function: *const c_char,
+    pub alloc_site_line: u32,
+    pub free_site_line: u32,
+    pub free_site_function: *const c_char,
 }
 
 /// A [`gl_report`] with the strings it points into.
@@ -126,7 +135,7 @@ pub(crate) struct OwnedReport {
 
 impl OwnedReport {
     pub fn new(r: &Report) -> Self {
-        let mut strings = Vec::with_capacity(7);
+        let mut strings = Vec::with_capacity(9);
         let mut keep = |s: &str| {
             let c = cstring(s);
             let p = c.as_ptr();
@@ -142,6 +151,11 @@ impl OwnedReport {
             Some(w) => keep(&w.by),
             None => std::ptr::null(),
         };
+        let obj = r.object.as_ref();
+        let alloc = obj.and_then(|n| n.alloc_site.as_ref());
+        let free = obj.and_then(|n| n.free_site.as_ref());
+        let alloc_site_function = alloc.map_or(std::ptr::null(), |s| keep(&s.function));
+        let free_site_function = free.map_or(std::ptr::null(), |s| keep(&s.function));
         let mut c = gl_report {
             kind: r.kind.code() as u32,
             site: r.site,
@@ -167,6 +181,12 @@ impl OwnedReport {
             last_write_by,
             text,
             json,
+            index: 0,
+            object_id: obj.map_or(0, |n| n.id),
+            alloc_site_function,
+            alloc_site_line: alloc.map_or(0, |s| s.line),
+            free_site_line: free.map_or(0, |s| s.line),
+            free_site_function,
         };
         match r.observed {
             Observed::Dict { object, value } => {
@@ -193,6 +213,26 @@ impl OwnedReport {
                 c.object = object;
                 c.value = new;
                 c.width = width;
+            }
+            Observed::Lifetime {
+                object,
+                address,
+                width,
+            } => {
+                c.object = object;
+                if width > 0 {
+                    c.address = address;
+                    c.width = width;
+                }
+            }
+            Observed::Bounds {
+                object,
+                index,
+                capacity,
+            } => {
+                c.object = object;
+                c.index = index;
+                c.capacity = capacity;
             }
         }
         OwnedReport {

@@ -299,14 +299,26 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
     // The uninstrumented loop and the instrumented one in each mode,
     // compiled first, then timed in interleaved rounds.
     let mi = instrument(&m, dict);
-    let variants = mode_variants(
+    let mut variants = mode_variants(
         ("store_attr jit", "uninstrumented"),
         "store_attr jit+dict",
         &m,
         &mi,
     );
+    // Every check (lifetime, dict, bounds, clobber) on the same loop.
+    let mall = instrument(&m, CheckSet::ALL);
+    variants.push((
+        "store_attr jit+all recover".into(),
+        &mall,
+        Mode::Recover,
+        "lifetime+dict+bounds+clobber, after a free",
+    ));
     let mut rows = time_variants(&variants, reps, n, |mm, mode| {
         let rt = runtime(mode);
+        // Something was freed: the lifetime check cannot take its
+        // nothing-freed fast path (it uses its per-frame cache).
+        let junk = rt.obj_new(1);
+        rt.obj_free(junk);
         let o = rt.obj_new(2);
         let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
         let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
@@ -737,6 +749,7 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
             "recover": ratio(find(&rows, "adstack jit+adstack recover"), find(&rows, "adstack jit")),
             "trap": ratio(find(&rows, "adstack jit+adstack trap"), find(&rows, "adstack jit")),
         },
+        "store_attr_all_checks_over_plain": ratio(find(&rows, "store_attr jit+all recover"), jit),
         "interp_over_jit": ratio(find(&rows, "store_attr interp"), jit),
         "cpython_over_jit": ratio(find(&rows, "store_attr cpython"), jit),
         "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),

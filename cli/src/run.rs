@@ -380,7 +380,14 @@ fn target_run(
     options.watch = None;
     let mode = o.inst.mode(&options);
     let run = guardlift_aot::build(m, &o.entry, t, mode)
-        .and_then(|b| b.run(args))
+        .and_then(|mut b| {
+            b.set_quarantine_mb(
+                options
+                    .quarantine_mb
+                    .unwrap_or(guardlift_runtime::heap::DEFAULT_QUARANTINE_MB),
+            );
+            b.run(args)
+        })
         .map_err(|e| CliError::new(e.with_file(&o.file)))?;
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
@@ -466,6 +473,7 @@ fn write_trap_report_and_abort(
                 info: r.info.clone(),
                 observed,
                 last_write: None,
+                object: None,
                 count: 1,
             }
             .to_json(),
@@ -487,6 +495,7 @@ fn write_trap_report_and_abort(
             op: &r.info.op,
             observed: r.observed,
             last_write: None,
+            object: None,
             count: 1,
             trap: Some(note),
         }

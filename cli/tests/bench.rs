@@ -43,6 +43,7 @@ fn bench_measures_every_engine_mode_and_phase() {
         "store_attr jit+dict abort",
         "store_attr jit+dict recover",
         "store_attr jit+dict trap",
+        "store_attr jit+all recover",
         "store_attr interp",
         "adstack jit",
         "adstack jit+adstack abort",
@@ -102,6 +103,10 @@ fn bench_measures_every_engine_mode_and_phase() {
     assert!(
         on > off,
         "a trapped store costs more than a plain one: {on} vs {off}"
+    );
+    positive(
+        &ratios["store_attr_all_checks_over_plain"],
+        "every check over plain",
     );
     let interp_over_jit = positive(&ratios["interp_over_jit"], "interp/jit");
     let jit = positive(&ns("store_attr jit"), "jit");

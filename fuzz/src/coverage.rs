@@ -63,6 +63,11 @@ pub const FAMILIES: &[&str] = &[
     "fault.bad_dict_store",
     "fault.adstack_overflow",
     "fault.adstack_underflow",
+    "fault.use_after_free",
+    "fault.use_after_free_raw",
+    "fault.double_free",
+    "fault.invalid_free",
+    "fault.attr_out_of_bounds",
 ];
 
 /// The families of one function of `m` (IR only).

@@ -18,35 +18,28 @@ pub enum Engine {
 }
 
 /// The check sets every module runs with (when its needs allow): none
-/// (uninstrumented), each check alone, dict+adstack, and all three.
-pub const CHECK_SETS: [CheckSet; 6] = [
-    CheckSet {
-        dict: false,
-        adstack: false,
-        clobber: false,
-    },
-    CheckSet {
-        dict: true,
-        adstack: false,
-        clobber: false,
-    },
-    CheckSet {
-        dict: false,
-        adstack: true,
-        clobber: false,
-    },
-    CheckSet {
-        dict: false,
-        adstack: false,
-        clobber: true,
-    },
-    CheckSet {
-        dict: true,
-        adstack: true,
-        clobber: false,
-    },
+/// (uninstrumented), each check alone, dict+adstack, and all five.
+pub const CHECK_SETS: [CheckSet; 8] = [
+    set(false, false, false, false, false),
+    set(false, true, false, false, false),
+    set(false, false, false, true, false),
+    set(false, false, false, false, true),
+    set(false, true, false, true, false),
+    set(true, false, false, false, false),
+    set(false, false, true, false, false),
     CheckSet::ALL,
 ];
+
+/// A check set from its flags, in spec order (lifetime, dict, bounds, adstack, clobber).
+const fn set(lifetime: bool, dict: bool, bounds: bool, adstack: bool, clobber: bool) -> CheckSet {
+    CheckSet {
+        lifetime,
+        dict,
+        bounds,
+        adstack,
+        clobber,
+    }
+}
 
 /// `m` instrumented with `checks` (unchanged for the empty set).
 pub fn with_checks(m: &Module, checks: CheckSet) -> Module {

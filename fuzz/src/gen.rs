@@ -37,6 +37,13 @@
 //!   recorded in [`Needs`], and then the module only runs with those
 //!   checks on. A corrupting word always has low bits in `1..=6`, so no
 //!   corruption can ever look like a values-tagged word.
+//! - Lifetime and bounds faults ([`FnGen::lifetime_fault`],
+//!   [`FnGen::bounds_fault`]) follow the same rule: a use of a freed object
+//!   (attribute, dict slot, raw access to its header or through a values
+//!   pointer kept from before the free), a double or invalid free, or an
+//!   attribute index at or past the object's capacity is hand-guarded or
+//!   needs `lifetime` / `bounds`. Freed objects are fresh ones that never
+//!   join the object pool, so nothing else touches them.
 //!
 //! A generated module that does not verify is a bug of this generator: it
 //! panics with the module's text.
@@ -92,12 +99,17 @@ impl Default for GenConfig {
 pub struct Needs {
     pub dict: bool,
     pub adstack: bool,
+    pub lifetime: bool,
+    pub bounds: bool,
 }
 
 impl Needs {
     /// May the module run instrumented with `checks` (none = uninstrumented)?
     pub fn allows(self, checks: CheckSet) -> bool {
-        (!self.dict || checks.dict) && (!self.adstack || checks.adstack)
+        (!self.dict || checks.dict)
+            && (!self.adstack || checks.adstack)
+            && (!self.lifetime || checks.lifetime)
+            && (!self.bounds || checks.bounds)
     }
 }
 
@@ -1702,6 +1714,8 @@ impl FnGen<'_, '_, '_> {
             2,                                          // 2 fault_clear_lsb
             2,                                          // 3 raw store over the slot
             2,                                          // 4 dict_slot.store of a bad word
+            4,                                          // 5 lifetime (use after free, bad frees)
+            2,                                          // 6 attribute index out of bounds
         ];
         match self.src.weighted(&kinds) {
             k @ (0 | 1) => {
@@ -1733,6 +1747,8 @@ impl FnGen<'_, '_, '_> {
                 }
                 self.fault_guard(false);
             }
+            5 => self.lifetime_fault(),
+            6 => self.bounds_fault(),
             2 => {
                 let o = self.pick_obj();
                 self.fb.call(self.ms.ext.fault_clear_lsb, &[o.v]);
@@ -1770,5 +1786,109 @@ impl FnGen<'_, '_, '_> {
                 self.fault_guard(true);
             }
         }
+    }
+
+    /// A lifetime or bounds fault: guard it by hand or record the check
+    /// the module then needs.
+    fn object_fault_guard(&mut self, need: fn(&mut Needs)) {
+        if self.src.chance(1, 2) {
+            self.hand_guard();
+        } else {
+            need(&mut self.ms.needs);
+        }
+    }
+
+    /// An injected lifetime fault on a fresh object (never in the pool):
+    /// freed, then used — an attribute, its dict slot, a raw access to its
+    /// header or through its values pointer kept from before the free — or
+    /// freed twice; or a free of something that is not an object.
+    fn lifetime_fault(&mut self) {
+        let need: fn(&mut Needs) = |n| n.lifetime = true;
+        let nattrs = self.src.range(1, 4);
+        let n = self.iconst(Type::I64, nattrs as i64);
+        let o = self
+            .fb
+            .call(self.ms.ext.obj_new, &[n])
+            .expect("obj_new returns");
+        // attribute load, store, dict slot, raw header load, raw store
+        // through the values pointer, double free, invalid free
+        let kind = self.src.weighted(&[2, 2, 1, 2, 2, 3, 3]);
+        if kind == 6 {
+            // Not an object: an address inside one.
+            let eight = self.iconst(Type::I64, 8);
+            let inner = self.fb.binary(BinOp::Iadd, o, eight);
+            self.fb.call(self.ms.ext.obj_free, &[inner]);
+            self.object_fault_guard(need);
+            self.fb.call(self.ms.ext.obj_free, &[o]);
+            self.ev.insert("fault.invalid_free");
+            return;
+        }
+        let i = self.src.range(0, nattrs - 1);
+        let x = self.pick_compat(Type::I64);
+        self.fb.store_attr(o, i, x);
+        // A values pointer kept from before the free (the object is fresh:
+        // values-tagged).
+        let word = self.fb.dict_slot_load(o);
+        let one = self.iconst(Type::I64, 1);
+        let values = self.fb.binary(BinOp::Iadd, word, one);
+        self.fb.call(self.ms.ext.obj_free, &[o]);
+        match kind {
+            0 => {
+                let r = self.fb.load_attr(o, i);
+                self.object_fault_guard(need);
+                self.vals.push(r);
+                self.ev.insert("fault.use_after_free");
+            }
+            1 => {
+                let y = self.pick_compat(Type::I64);
+                self.fb.store_attr(o, i, y);
+                self.object_fault_guard(need);
+                self.ev.insert("fault.use_after_free");
+            }
+            2 => {
+                let w = self.fb.dict_slot_load(o);
+                self.object_fault_guard(need);
+                let m = self.iconst(Type::I64, 7);
+                let r = self.fb.binary(BinOp::Band, w, m);
+                self.vals.push(r);
+                self.ev.insert("fault.use_after_free");
+            }
+            3 => {
+                // The header word at the object's address (its refcount).
+                let r = self.fb.load(Type::I64, o, 0);
+                self.object_fault_guard(need);
+                self.vals.push(r);
+                self.ev.insert("fault.use_after_free_raw");
+            }
+            4 => {
+                let y = self.pick_compat(Type::I64);
+                self.fb.store(y, values, 8 * i as i32);
+                self.object_fault_guard(need);
+                self.ev.insert("fault.use_after_free_raw");
+            }
+            _ => {
+                self.fb.call(self.ms.ext.obj_free, &[o]);
+                self.object_fault_guard(need);
+                self.ev.insert("fault.double_free");
+            }
+        }
+    }
+
+    /// An injected bounds fault: an attribute index at or past the
+    /// object's capacity. (An object in dict mode takes the host's slow
+    /// path, where any index is an ordinary dict key.)
+    fn bounds_fault(&mut self) {
+        let o = self.pick_obj();
+        let i = o.nattrs + self.src.range(0, 3);
+        if self.src.chance(1, 2) {
+            let r = self.fb.load_attr(o.v, i);
+            self.object_fault_guard(|n| n.bounds = true);
+            self.vals.push(r);
+        } else {
+            let x = self.pick_compat(Type::I64);
+            self.fb.store_attr(o.v, i, x);
+            self.object_fault_guard(|n| n.bounds = true);
+        }
+        self.ev.insert("fault.attr_out_of_bounds");
     }
 }

@@ -512,6 +512,8 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
                 dict: true,
                 adstack: true,
                 clobber: false,
+                bounds: false,
+                lifetime: false,
             },
         );
     }
@@ -574,7 +576,7 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
             && match rep.observed {
                 Observed::Dict { value, .. } => e.low_bits == Some(value & 7),
                 Observed::Adstack { capacity, len } => e.adstack == Some((capacity, len)),
-                Observed::Clobber { .. } | Observed::Write { .. } => false,
+                _ => false,
             };
         if !ok {
             return Err(format!(

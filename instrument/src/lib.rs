@@ -2,7 +2,13 @@
 //!
 //! For a [`CheckSet`], every instruction the set covers becomes guarded: it
 //! gets a [`SiteId`] whose [`Site`] remembers the function, the source
-//! position and the opcode of the instruction as written. Ids are stable:
+//! position, the opcode of the instruction as written and which of the
+//! set's checks apply to it (spec §6: load_attr/store_attr: lifetime, dict,
+//! bounds; dict_slot.*: lifetime, dict; load: lifetime; store: lifetime,
+//! clobber; adstack ops: adstack; `call @obj_free`: lifetime). A
+//! `call @obj_new` gets a site whenever an object check (lifetime, dict,
+//! bounds, clobber) is on, so the runtime can record the allocation site
+//! (nothing is checked there). Ids are stable:
 //! they are numbered in program order (functions, then blocks, then
 //! instructions), after any site the input already had. With the `clobber`
 //! check, each object whose dict slot instrumented code touches is
@@ -12,7 +18,7 @@
 //! (check, report, recover effect) belongs to the engines. Instrumented IR
 //! prints, parses and verifies like any IR.
 
-use guardlift_ir::{CheckKind, Inst, InstKind, Module, Site, SiteId, Value};
+use guardlift_ir::{CheckKind, Checks, Inst, InstKind, Module, Site, SiteId, Value};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -22,22 +28,35 @@ pub struct CheckSet {
     pub dict: bool,
     pub adstack: bool,
     pub clobber: bool,
+    pub bounds: bool,
+    pub lifetime: bool,
 }
 
 /// A `--checks` list that names an unknown check.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown check `{0}` (expected dict, adstack, clobber)")]
+#[error("unknown check `{0}` (expected lifetime, dict, bounds, adstack, clobber)")]
 pub struct UnknownCheck(pub String);
 
 impl CheckSet {
+    /// No check (usable in `const` items: `CheckSet { dict: true, ..CheckSet::NONE }`).
+    pub const NONE: CheckSet = CheckSet {
+        dict: false,
+        adstack: false,
+        clobber: false,
+        bounds: false,
+        lifetime: false,
+    };
+
     /// Every check (`--instrument`).
     pub const ALL: CheckSet = CheckSet {
         dict: true,
         adstack: true,
         clobber: true,
+        bounds: true,
+        lifetime: true,
     };
 
-    /// Parses `dict,adstack,clobber` (any subset, any order).
+    /// Parses `lifetime,dict,bounds,adstack,clobber` (any subset, any order).
     pub fn parse(list: &str) -> Result<Self, UnknownCheck> {
         let mut s = CheckSet::default();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -54,6 +73,8 @@ impl CheckSet {
             CheckKind::Dict => self.dict = true,
             CheckKind::Adstack => self.adstack = true,
             CheckKind::Clobber => self.clobber = true,
+            CheckKind::Bounds => self.bounds = true,
+            CheckKind::Lifetime => self.lifetime = true,
         }
     }
 
@@ -62,11 +83,21 @@ impl CheckSet {
             CheckKind::Dict => self.dict,
             CheckKind::Adstack => self.adstack,
             CheckKind::Clobber => self.clobber,
+            CheckKind::Bounds => self.bounds,
+            CheckKind::Lifetime => self.lifetime,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        !(self.dict || self.adstack || self.clobber)
+        self.checks().is_empty()
+    }
+
+    /// The set as the IR's [`Checks`] bitset.
+    pub fn checks(&self) -> Checks {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|k| self.contains(*k))
+            .collect()
     }
 }
 
@@ -84,6 +115,7 @@ impl fmt::Display for CheckSet {
 /// Returns `m` with guards for `checks` inserted.
 pub fn instrument(m: &Module, checks: CheckSet) -> Module {
     let mut out = m.clone();
+    let want = checks.checks();
     // Fresh ids follow the largest existing one, wrapping past u32::MAX to
     // the lowest unused id (a hand-written `!site(4294967295, ...)`): never
     // an id that is already taken.
@@ -110,23 +142,23 @@ pub fn instrument(m: &Module, checks: CheckSet) -> Module {
                         }
                     }
                 }
-                if let Some(k) = inst.kind.check_kind() {
-                    if inst.site.is_none() && checks.contains(k) {
-                        while out.sites.contains_key(&SiteId(next)) {
-                            next = next.wrapping_add(1);
-                        }
-                        let id = SiteId(next);
+                let on = m.applicable_checks(&inst.kind).intersect(want);
+                if inst.site.is_none() && !on.is_empty() {
+                    while out.sites.contains_key(&SiteId(next)) {
                         next = next.wrapping_add(1);
-                        out.sites.insert(
-                            id,
-                            Site {
-                                func: guardlift_ir::FuncId(fi as u32),
-                                loc: inst.loc,
-                                op: inst.kind.opcode(),
-                            },
-                        );
-                        inst.site = Some(id);
                     }
+                    let id = SiteId(next);
+                    next = next.wrapping_add(1);
+                    out.sites.insert(
+                        id,
+                        Site {
+                            func: guardlift_ir::FuncId(fi as u32),
+                            loc: inst.loc,
+                            op: inst.kind.opcode(),
+                            checks: on,
+                        },
+                    );
+                    inst.site = Some(id);
                 }
                 insts.push(inst);
             }
@@ -151,7 +183,7 @@ mod tests {
     #[test]
     fn parses_check_lists() {
         assert_eq!(
-            CheckSet::parse("dict,adstack,clobber").unwrap(),
+            CheckSet::parse("dict,adstack,clobber,bounds,lifetime").unwrap(),
             CheckSet::ALL
         );
         assert_eq!(
@@ -162,6 +194,9 @@ mod tests {
             }
         );
         assert!(CheckSet::parse("dict,bogus").is_err());
-        assert_eq!(CheckSet::ALL.to_string(), "dict,adstack,clobber");
+        assert_eq!(
+            CheckSet::ALL.to_string(),
+            "lifetime,dict,bounds,adstack,clobber"
+        );
     }
 }

@@ -7,12 +7,16 @@
 //! outside a live heap block (a wild access is an [`InterpError::Fault`]
 //! where native code would crash), and keeps adstacks in buffers laid out
 //! by `guardlift_runtime::adstack`.
+//!
+//! A guarded instruction runs the checks of its site ([`guardlift_ir::Site::checks`])
+//! in spec order — lifetime, dict, bounds, adstack, clobber — and the
+//! first that fails reports and decides the instruction's effect.
 
 use guardlift_ir::analysis::{adstack_capacities, resolve_builtin};
 use guardlift_ir::literal::{canonical_f32_bits, canonical_f64_bits, norm_int};
 use guardlift_ir::{
-    BinOp, Block, BlockCall, Callee, ConvOp, Diagnostic, FloatCC, FuncId, InstKind, IntCC, Module,
-    SrcLoc, Type, UnOp, Value,
+    BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, Diagnostic, FloatCC, FuncId, Inst,
+    InstKind, IntCC, Module, ObjCall, SrcLoc, Type, UnOp, Value,
 };
 use guardlift_runtime::abi::Builtin;
 use guardlift_runtime::adstack::{self, AdElem};
@@ -409,6 +413,87 @@ impl<'m> Interpreter<'m> {
         }
     }
 
+    /// What a check's outcome means here: `Ok(true)` go on, `Ok(false)`
+    /// apply the recover effect, `Err` the run aborted.
+    fn go_on(&self, r: Result<(), Verdict>) -> Result<bool, InterpError> {
+        match r {
+            Ok(()) => Ok(true),
+            Err(Verdict::Recover) => Ok(false),
+            Err(Verdict::Abort) => Err(InterpError::Aborted),
+        }
+    }
+
+    /// The checks guarding `inst` and its runtime-global site id.
+    fn guard(&self, inst: &Inst) -> (Checks, u32) {
+        match inst.site {
+            Some(s) => (self.m.inst_checks(inst), self.site_base + s.0),
+            None => (Checks::EMPTY, 0),
+        }
+    }
+
+    /// The lifetime check of an object op: false when `obj` is a freed
+    /// object (reported; the op takes its recover effect).
+    fn live(&self, checks: Checks, site: u32, obj: u64) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Lifetime) {
+            return Ok(true);
+        }
+        self.go_on(self.rt.check_live(obj, site))
+    }
+
+    /// The lifetime check of a raw access of `bytes` at `addr`.
+    fn mem_live(
+        &self,
+        checks: Checks,
+        site: u32,
+        addr: u64,
+        bytes: u32,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Lifetime) {
+            return Ok(true);
+        }
+        self.go_on(self.rt.check_mem(addr, bytes, site))
+    }
+
+    /// The dict check of `word` (read from, or about to be stored in, `obj`'s slot).
+    fn dict_ok(&self, checks: Checks, site: u32, obj: u64, word: u64) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Dict) || tag_ok(word) {
+            return Ok(true);
+        }
+        let obs = Observed::Dict {
+            object: obj,
+            value: word,
+        };
+        match self.rt.report(ReportKind::DictSlotTag, site, obs) {
+            Verdict::Recover => Ok(false),
+            Verdict::Abort => Err(InterpError::Aborted),
+        }
+    }
+
+    /// The bounds check of attribute `index` of the values array at `values`
+    /// (its capacity is the u64 at `values − 8`, spec §4).
+    fn bounds_ok(
+        &self,
+        checks: Checks,
+        site: u32,
+        loc: SrcLoc,
+        obj: u64,
+        values: u64,
+        index: u32,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Bounds) {
+            return Ok(true);
+        }
+        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        let capacity = self.read_mem(loc, cap_addr, 8)?;
+        if (index as u64) < capacity {
+            return Ok(true);
+        }
+        match self.rt.report_bounds(site, obj, index as u64, capacity) {
+            Verdict::Recover => Ok(false),
+            Verdict::Abort => Err(InterpError::Aborted),
+        }
+    }
+
     fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
         let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
         if !ok {
@@ -532,6 +617,11 @@ impl<'m> Interpreter<'m> {
                     offset,
                 } => {
                     let a = v(fr, *addr).wrapping_add(*offset as i64 as u64);
+                    let (checks, site) = self.guard(inst);
+                    if !self.mem_live(checks, site, a, t.bytes())? {
+                        set(fr, 0);
+                        continue;
+                    }
                     let raw = self.read_mem(loc, a, t.bytes())?;
                     set(fr, canon(*t, raw))
                 }
@@ -550,16 +640,17 @@ impl<'m> Interpreter<'m> {
                         },
                         v(fr, *value),
                     );
-                    if let Some(site) = inst.site {
-                        if self
-                            .rt
-                            .clobber_check(self.site_base + site.0, a, t.bytes(), x)
-                        {
-                            if self.rt.mode() != Mode::Recover {
-                                return Err(InterpError::Aborted);
-                            }
-                            continue;
+                    let (checks, site) = self.guard(inst);
+                    if !self.mem_live(checks, site, a, t.bytes())? {
+                        continue;
+                    }
+                    if checks.contains(CheckKind::Clobber)
+                        && self.rt.clobber_check(site, a, t.bytes(), x)
+                    {
+                        if self.rt.mode() != Mode::Recover {
+                            return Err(InterpError::Aborted);
                         }
+                        continue;
                     }
                     self.with_frames(&callers, func, inst, || {
                         self.write_mem(loc, a, t.bytes(), x)
@@ -587,9 +678,20 @@ impl<'m> Interpreter<'m> {
                             return Ok(None);
                         }
                         Callee::Extern(eid) => {
-                            let r = self.with_frames(&callers, func, inst, || {
-                                self.call_extern(*eid, &argv)
-                            });
+                            let r = match (inst.site, self.m.obj_call(&inst.kind)) {
+                                (Some(s), Some(ObjCall::New)) => {
+                                    let n = argv.first().copied().unwrap_or(0) as i64;
+                                    self.rt.obj_new_at(n, self.site_base + s.0)
+                                }
+                                (Some(s), Some(ObjCall::Free)) => {
+                                    let o = argv.first().copied().unwrap_or(0);
+                                    self.go_on(self.rt.obj_free_at(o, self.site_base + s.0))?;
+                                    0
+                                }
+                                _ => self.with_frames(&callers, func, inst, || {
+                                    self.call_extern(*eid, &argv)
+                                }),
+                            };
                             if let (Some(d), Some(rt)) = (inst.result, self.m.ext(*eid).ret) {
                                 fr.vals[d.0 as usize] = canon(rt, r);
                             }
@@ -623,66 +725,51 @@ impl<'m> Interpreter<'m> {
                 }
                 InstKind::DictSlotLoad { obj } => {
                     let o = v(fr, *obj);
-                    let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
-                    if let Some(site) = inst.site {
-                        if !tag_ok(word) {
-                            self.report(
-                                ReportKind::DictSlotTag,
-                                site.0,
-                                Observed::Dict {
-                                    object: o,
-                                    value: word,
-                                },
-                            )?;
-                        }
+                    let (checks, site) = self.guard(inst);
+                    if !self.live(checks, site, o)? {
+                        set(fr, 0);
+                        continue;
                     }
+                    let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
+                    // A bad word is still the load's result (spec §6).
+                    self.dict_ok(checks, site, o, word)?;
                     set(fr, word)
                 }
                 InstKind::DictSlotStore { obj, word } => {
                     let o = v(fr, *obj);
                     let w = v(fr, *word);
-                    if let Some(site) = inst.site {
-                        if !tag_ok(w) {
-                            self.report(
-                                ReportKind::DictSlotTag,
-                                site.0,
-                                Observed::Dict {
-                                    object: o,
-                                    value: w,
-                                },
-                            )?;
-                            continue;
-                        }
+                    let (checks, site) = self.guard(inst);
+                    if !self.live(checks, site, o)? || !self.dict_ok(checks, site, o, w)? {
+                        continue;
                     }
                     self.with_frames(&callers, func, inst, || {
                         watch::runtime_write(|| {
                             self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)
                         })
                     })?;
-                    if let Some(site) = inst.site {
-                        self.rt.note_slot_write(self.site_base + site.0, o, w);
+                    if checks.contains(CheckKind::Dict) {
+                        self.rt.note_slot_write(site, o, w);
                     }
                 }
                 InstKind::LoadAttr { obj, index } => {
                     let o = v(fr, *obj);
+                    let (checks, site) = self.guard(inst);
+                    if !self.live(checks, site, o)? {
+                        set(fr, 0);
+                        continue;
+                    }
                     let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
-                    if let Some(site) = inst.site {
-                        if !tag_ok(word) {
-                            self.report(
-                                ReportKind::DictSlotTag,
-                                site.0,
-                                Observed::Dict {
-                                    object: o,
-                                    value: word,
-                                },
-                            )?;
+                    if !self.dict_ok(checks, site, o, word)? {
+                        set(fr, 0);
+                        continue;
+                    }
+                    let r = if word & layout::VALUES_BIT != 0 {
+                        let values = layout::values_ptr(word);
+                        if !self.bounds_ok(checks, site, loc, o, values, *index)? {
                             set(fr, 0);
                             continue;
                         }
-                    }
-                    let r = if word & layout::VALUES_BIT != 0 {
-                        let a = layout::values_ptr(word)
-                            .wrapping_add(layout::attr_offset(*index) as u64);
+                        let a = values.wrapping_add(layout::attr_offset(*index) as u64);
                         self.read_mem(loc, a, 8)?
                     } else {
                         self.rt.load_attr_slow(o, *index) as u64
@@ -692,23 +779,20 @@ impl<'m> Interpreter<'m> {
                 InstKind::StoreAttr { obj, index, value } => {
                     let o = v(fr, *obj);
                     let x = v(fr, *value);
+                    let (checks, site) = self.guard(inst);
+                    if !self.live(checks, site, o)? {
+                        continue;
+                    }
                     let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
-                    if let Some(site) = inst.site {
-                        if !tag_ok(word) {
-                            self.report(
-                                ReportKind::DictSlotTag,
-                                site.0,
-                                Observed::Dict {
-                                    object: o,
-                                    value: word,
-                                },
-                            )?;
-                            continue;
-                        }
+                    if !self.dict_ok(checks, site, o, word)? {
+                        continue;
                     }
                     if word & layout::VALUES_BIT != 0 {
-                        let a = layout::values_ptr(word)
-                            .wrapping_add(layout::attr_offset(*index) as u64);
+                        let values = layout::values_ptr(word);
+                        if !self.bounds_ok(checks, site, loc, o, values, *index)? {
+                            continue;
+                        }
+                        let a = values.wrapping_add(layout::attr_offset(*index) as u64);
                         self.write_mem(loc, a, 8, x)?;
                     } else {
                         self.rt.store_attr_slow(o, *index, x as i64);

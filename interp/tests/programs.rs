@@ -315,6 +315,10 @@ fn corpus_covers_every_op_family() {
         "adstack_overflow",
         "adstack_underflow",
         "slot_clobber",
+        "use_after_free",
+        "double_free",
+        "invalid_free",
+        "attr_out_of_bounds",
     ] {
         assert!(
             all.contains(&format!("; reports: {kind}")) || all.contains(&format!(" {kind}@")),

@@ -526,7 +526,7 @@ impl FunctionBuilder<'_> {
 
     /// Guards the last instruction of the current block with a new site
     /// (one more than the largest site id of the module), whose source
-    /// position is `loc`.
+    /// position is `loc`, by every check applicable to it.
     ///
     /// # Panics
     /// If there is no such instruction, or it cannot be guarded.
@@ -542,18 +542,28 @@ impl FunctionBuilder<'_> {
         let Some(b) = self.current else {
             panic!("no current block")
         };
-        let f = &mut self.module.functions[self.func];
-        let Some(inst) = f.blocks[b.0 as usize].insts.last_mut() else {
+        let m = &mut self.module;
+        let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last() else {
             panic!("no instruction to guard")
         };
-        assert!(
-            inst.kind.check_kind().is_some() && inst.site.is_none(),
-            "`{}` cannot be guarded",
-            inst.kind.opcode()
-        );
-        inst.site = Some(id);
+        let checks = m.applicable_checks(&inst.kind);
         let op = inst.kind.opcode();
-        self.module.sites.insert(id, Site { func, loc, op });
+        assert!(
+            !checks.is_empty() && inst.site.is_none(),
+            "`{op}` cannot be guarded"
+        );
+        if let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last_mut() {
+            inst.site = Some(id);
+        }
+        m.sites.insert(
+            id,
+            Site {
+                func,
+                loc,
+                op,
+                checks,
+            },
+        );
         id
     }
 

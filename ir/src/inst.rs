@@ -248,11 +248,16 @@ pub enum InstKind {
     },
 }
 
-/// The check a guarded instruction performs; decided by its opcode.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+/// One check of spec §6. A guarded instruction carries a [`Checks`] set of
+/// them (on its [`crate::Site`]); they run in [`CheckKind::ALL`] order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CheckKind {
+    /// `lifetime`: accesses to freed objects, double and invalid frees.
+    Lifetime,
     /// `dict`: the managed-dict word's tag.
     Dict,
+    /// `bounds`: attribute index against the values array's capacity.
+    Bounds,
     /// `adstack`: capacity and emptiness.
     Adstack,
     /// `clobber`: raw stores over watched slots.
@@ -260,16 +265,119 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
-    pub const ALL: [CheckKind; 3] = [CheckKind::Dict, CheckKind::Adstack, CheckKind::Clobber];
+    /// Every check, in the order they run on one instruction (spec §6).
+    pub const ALL: [CheckKind; 5] = [
+        CheckKind::Lifetime,
+        CheckKind::Dict,
+        CheckKind::Bounds,
+        CheckKind::Adstack,
+        CheckKind::Clobber,
+    ];
     pub const fn name(self) -> &'static str {
         match self {
+            CheckKind::Lifetime => "lifetime",
             CheckKind::Dict => "dict",
+            CheckKind::Bounds => "bounds",
             CheckKind::Adstack => "adstack",
             CheckKind::Clobber => "clobber",
         }
     }
     pub fn from_name(s: &str) -> Option<Self> {
         CheckKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of [`CheckKind`]s (a bitset); iterates in spec order. Printed as
+/// names separated by spaces (`lifetime dict bounds`), the form of a site's
+/// check list in the text format.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Checks(u8);
+
+impl Checks {
+    pub const EMPTY: Checks = Checks(0);
+    /// The checks that concern objects (a `call @obj_new` records its
+    /// allocation site when any of them is on).
+    pub const OBJECT: Checks = Checks(
+        CheckKind::Lifetime.bit()
+            | CheckKind::Dict.bit()
+            | CheckKind::Bounds.bit()
+            | CheckKind::Clobber.bit(),
+    );
+    pub const fn only(k: CheckKind) -> Checks {
+        Checks(k.bit())
+    }
+    pub const fn with(self, k: CheckKind) -> Checks {
+        Checks(self.0 | k.bit())
+    }
+    pub const fn contains(self, k: CheckKind) -> bool {
+        self.0 & k.bit() != 0
+    }
+    pub fn insert(&mut self, k: CheckKind) {
+        self.0 |= k.bit()
+    }
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub const fn intersect(self, o: Checks) -> Checks {
+        Checks(self.0 & o.0)
+    }
+    /// Is every check of `self` in `o`?
+    pub const fn is_subset(self, o: Checks) -> bool {
+        self.0 & !o.0 == 0
+    }
+    /// The checks, in spec order.
+    pub fn iter(self) -> impl Iterator<Item = CheckKind> {
+        CheckKind::ALL
+            .into_iter()
+            .filter(move |k| self.contains(*k))
+    }
+}
+
+impl FromIterator<CheckKind> for Checks {
+    fn from_iter<I: IntoIterator<Item = CheckKind>>(it: I) -> Self {
+        it.into_iter().fold(Checks::EMPTY, Checks::with)
+    }
+}
+
+impl fmt::Display for Checks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, k) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            f.write_str(k.name())?;
+        }
+        Ok(())
+    }
+}
+
+/// A built-in an instruction calls that guards care about (spec §7).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ObjCall {
+    /// `call @obj_new`: its site records the allocation site.
+    New,
+    /// `call @obj_free`: the lifetime check (double / invalid free).
+    Free,
+}
+
+impl ObjCall {
+    /// The built-in named `name`, if it is one guards care about.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "obj_new" => Some(ObjCall::New),
+            "obj_free" => Some(ObjCall::Free),
+            _ => None,
+        }
+    }
+    /// The checks that may guard such a call.
+    pub const fn applicable(self) -> Checks {
+        match self {
+            ObjCall::New => Checks::OBJECT,
+            ObjCall::Free => Checks::only(CheckKind::Lifetime),
+        }
     }
 }
 
@@ -336,19 +444,29 @@ impl InstKind {
         }
     }
 
-    /// The check that guards this instruction when it carries a site, if any.
-    pub fn check_kind(&self) -> Option<CheckKind> {
+    /// The checks that may guard this instruction (spec §6), for every op
+    /// but `call`, whose checks depend on the callee
+    /// ([`crate::Module::applicable_checks`]).
+    pub fn applicable_checks(&self) -> Checks {
+        use CheckKind as K;
         use InstKind::*;
+        let c = Checks::EMPTY;
         match self {
-            DictSlotLoad { .. } | DictSlotStore { .. } | LoadAttr { .. } | StoreAttr { .. } => {
-                Some(CheckKind::Dict)
-            }
+            LoadAttr { .. } | StoreAttr { .. } => c.with(K::Lifetime).with(K::Dict).with(K::Bounds),
+            DictSlotLoad { .. } | DictSlotStore { .. } => c.with(K::Lifetime).with(K::Dict),
             AdPush { .. } | AdPop { .. } | AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } => {
-                Some(CheckKind::Adstack)
+                c.with(K::Adstack)
             }
-            Store { .. } => Some(CheckKind::Clobber),
-            _ => None,
+            Load { .. } => c.with(K::Lifetime),
+            Store { .. } => c.with(K::Lifetime).with(K::Clobber),
+            _ => c,
         }
+    }
+
+    /// The first check (spec order) that may guard this instruction, if any
+    /// (`call` excepted, see [`InstKind::applicable_checks`]).
+    pub fn check_kind(&self) -> Option<CheckKind> {
+        self.applicable_checks().iter().next()
     }
 
     /// Does this instruction touch an object's managed-dict slot (and so watch it)?

@@ -1,6 +1,8 @@
 //! Functions, blocks, externs, sites and the module that holds them.
 
-use crate::inst::{Block, ExternId, FuncId, Inst, SiteId, SrcLoc, Value};
+use crate::inst::{
+    Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
+};
 use crate::types::Type;
 use guardlift_runtime::layout::DictLayout;
 use std::collections::BTreeMap;
@@ -83,6 +85,9 @@ pub struct Site {
     pub loc: SrcLoc,
     /// The guarded opcode (`store_attr`, `adstack.push`, `store`, ...).
     pub op: &'static str,
+    /// The checks that guard the instruction (run in spec order); never
+    /// empty, always a subset of [`Module::applicable_checks`].
+    pub checks: Checks,
 }
 
 /// A whole program: layout, externs, functions, and the guard sites they use.
@@ -118,6 +123,39 @@ impl Module {
             .position(|f| f.name == name)
             .map(|i| ExternId(i as u32))
     }
+    /// The built-in object call (`@obj_new`, `@obj_free`) `kind` makes, if
+    /// any: a call of an extern of that name whose signature is the built-in's.
+    pub fn obj_call(&self, kind: &InstKind) -> Option<ObjCall> {
+        let InstKind::Call {
+            callee: Callee::Extern(e),
+            ..
+        } = kind
+        else {
+            return None;
+        };
+        let ext = self.externs.get(e.0 as usize)?;
+        let c = ObjCall::from_name(&ext.name)?;
+        matches!(crate::analysis::resolve_builtin(ext), Ok(Some(_))).then_some(c)
+    }
+
+    /// The checks that may guard an instruction `kind` of this module
+    /// (spec §6; for calls, by callee).
+    pub fn applicable_checks(&self, kind: &InstKind) -> Checks {
+        match kind {
+            InstKind::Call { .. } => self
+                .obj_call(kind)
+                .map_or(Checks::EMPTY, ObjCall::applicable),
+            k => k.applicable_checks(),
+        }
+    }
+
+    /// The checks guarding `inst` (empty when it has no site).
+    pub fn inst_checks(&self, inst: &Inst) -> Checks {
+        inst.site
+            .and_then(|s| self.sites.get(&s))
+            .map_or(Checks::EMPTY, |s| s.checks)
+    }
+
     /// Is any instruction of the module guarded?
     pub fn is_instrumented(&self) -> bool {
         !self.sites.is_empty()

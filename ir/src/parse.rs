@@ -13,8 +13,8 @@
 
 use crate::error::ParseError;
 use crate::inst::{
-    BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
-    SiteId, SrcLoc, UnOp, Value,
+    BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst,
+    InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::types::Type;
@@ -567,6 +567,8 @@ impl Op {
                 | Op::AdTopAdj
                 | Op::AdAccAdj
                 | Op::Watch
+                | Op::Load(_)
+                | Op::Call
         )
     }
 }
@@ -709,12 +711,19 @@ struct PendingCall<'a> {
     loc: SrcLoc,
 }
 
+/// A guard whose site is completed when the whole module has been read:
+/// its id (when written without `!site`) and its checks (when written
+/// without a list, every applicable check, which for a call depends on the callee).
 struct PendingSite {
     func: usize,
     block: usize,
     inst: usize,
     loc: SrcLoc,
     op: &'static str,
+    /// The explicit id, if written.
+    id: Option<u32>,
+    /// The explicit check list, if written.
+    checks: Option<Checks>,
 }
 
 /// What the module-level pass still needs for a finished function.
@@ -1207,9 +1216,9 @@ impl<'a> Parser<'a> {
             return err(
                 oploc,
                 format!(
-                    "`{opname}` cannot be guarded (`guard.` applies to store, dict_slot.load, \
-                     dict_slot.store, load_attr, store_attr, adstack.push, adstack.pop, \
-                     adstack.top, adstack.top_adj, adstack.acc_adj and watch)"
+                    "`{opname}` cannot be guarded (`guard.` applies to load, store, call, \
+                     dict_slot.load, dict_slot.store, load_attr, store_attr, adstack.push, \
+                     adstack.pop, adstack.top, adstack.top_adj, adstack.acc_adj and watch)"
                 ),
             );
         }
@@ -1408,7 +1417,7 @@ impl<'a> Parser<'a> {
             },
         };
 
-        // Optional `!site(ID, LINE:COL)`.
+        // Optional `!site(ID, LINE:COL[, CHECK...])`.
         let mut explicit_site = None;
         if let Some(Tok::Bang(name)) = c.peek() {
             let bloc = c.loc();
@@ -1429,8 +1438,9 @@ impl<'a> Parser<'a> {
             let line = c.u32_lit("a line number", "a line number")?;
             c.expect(Tok::Colon)?;
             let col = c.u32_lit("a column number", "a column number")?;
+            let checks = site_checks(&mut c)?;
             c.expect(Tok::RParen)?;
-            explicit_site = Some((id, idloc, SrcLoc::new(line, col)));
+            explicit_site = Some((id, idloc, SrcLoc::new(line, col), checks));
         }
         c.end()?;
 
@@ -1445,34 +1455,30 @@ impl<'a> Parser<'a> {
         let func_idx = self.module.functions.len();
         let mut site = None;
         if guard && op != Op::Watch {
-            match explicit_site {
-                Some((id, idloc, sloc)) => {
-                    if let Some(prev) = self.site_lines.get(&id) {
-                        return err(
-                            idloc,
-                            format!("duplicate site id {id} (already used at line {prev})"),
-                        );
-                    }
-                    self.site_lines.insert(id, first.line);
-                    self.max_site = Some(self.max_site.map_or(id, |m| m.max(id)));
-                    self.module.sites.insert(
-                        SiteId(id),
-                        Site {
-                            func: FuncId(func_idx as u32),
-                            loc: sloc,
-                            op: kind.opcode(),
-                        },
+            let mut pending = PendingSite {
+                func: func_idx,
+                block: b,
+                inst: inst_idx,
+                loc: first,
+                op: kind.opcode(),
+                id: None,
+                checks: None,
+            };
+            if let Some((id, idloc, sloc, checks)) = explicit_site {
+                if let Some(prev) = self.site_lines.get(&id) {
+                    return err(
+                        idloc,
+                        format!("duplicate site id {id} (already used at line {prev})"),
                     );
-                    site = Some(SiteId(id));
                 }
-                None => self.pending_sites.push(PendingSite {
-                    func: func_idx,
-                    block: b,
-                    inst: inst_idx,
-                    loc: first,
-                    op: kind.opcode(),
-                }),
+                self.site_lines.insert(id, first.line);
+                self.max_site = Some(self.max_site.map_or(id, |m| m.max(id)));
+                pending.loc = sloc;
+                pending.id = Some(id);
+                pending.checks = checks;
+                site = Some(SiteId(id));
             }
+            self.pending_sites.push(pending);
         }
         if let Some((name, loc)) = call {
             f.calls.push(PendingCall {
@@ -1537,38 +1543,80 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        // Guards written without `!site(...)`: fresh ids after the largest explicit one.
+        // Guards written without `!site(...)` get fresh ids after the largest
+        // explicit one; guards written without a check list get every check
+        // applicable to their instruction (callees are resolved by now).
         let mut next = match self.max_site {
             None => Some(0u32),
             Some(m) => m.checked_add(1),
         };
         for p in &self.pending_sites {
-            let Some(id) = next else {
-                return err(
-                    p.loc,
-                    "no site id left for this guard (ids go up to 4294967295)",
-                );
+            let id = match p.id {
+                Some(id) => id,
+                None => {
+                    let Some(id) = next else {
+                        return err(
+                            p.loc,
+                            "no site id left for this guard (ids go up to 4294967295)",
+                        );
+                    };
+                    next = id.checked_add(1);
+                    id
+                }
             };
-            next = id.checked_add(1);
-            if let Some(inst) = self
+            let Some(inst) = self
                 .module
                 .functions
                 .get_mut(p.func)
                 .and_then(|f| f.blocks.get_mut(p.block))
                 .and_then(|b| b.insts.get_mut(p.inst))
-            {
-                inst.site = Some(SiteId(id));
-            }
+            else {
+                continue;
+            };
+            inst.site = Some(SiteId(id));
+            let checks = match p.checks {
+                Some(c) => c,
+                None => {
+                    let kind = inst.kind.clone();
+                    self.module.applicable_checks(&kind)
+                }
+            };
             self.module.sites.insert(
                 SiteId(id),
                 Site {
                     func: FuncId(p.func as u32),
                     loc: p.loc,
                     op: p.op,
+                    checks,
                 },
             );
         }
         Ok(self.module)
+    }
+}
+
+/// The optional check list of a `!site(...)`: `, NAME NAME ...` (spec
+/// order or any order; no repeats).
+fn site_checks(c: &mut Cur<'_, '_>) -> PResult<Option<Checks>> {
+    if !c.eat(Tok::Comma) {
+        return Ok(None);
+    }
+    let mut set = Checks::EMPTY;
+    loop {
+        let (w, loc) = c.word("a check name (lifetime, dict, bounds, adstack, clobber)")?;
+        let Some(k) = CheckKind::from_name(w) else {
+            return err(
+                loc,
+                format!("unknown check `{w}` (expected lifetime, dict, bounds, adstack, clobber)"),
+            );
+        };
+        if set.contains(k) {
+            return err(loc, format!("check `{w}` is listed twice"));
+        }
+        set.insert(k);
+        if !matches!(c.peek(), Some(Tok::Word(_))) {
+            return Ok(Some(set));
+        }
     }
 }
 

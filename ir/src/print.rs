@@ -5,7 +5,7 @@
 //! or duplicated (possible only in modules built or rewritten by code) is
 //! replaced by a fresh one so the text still parses.
 
-use crate::inst::{Block, BlockCall, Callee, Inst, InstKind, SrcLoc, Value};
+use crate::inst::{Block, BlockCall, Callee, Checks, Inst, InstKind, SrcLoc, Value};
 use crate::module::{Function, Module};
 use crate::parse::{is_block_name, is_func_name, is_value_name, sext_imm};
 use crate::types::Type;
@@ -181,7 +181,9 @@ impl FnPrinter<'_> {
         if let Some(r) = inst.result {
             let _ = write!(out, "{} = ", self.v(r));
         }
-        let site = inst.site.filter(|_| inst.kind.check_kind().is_some());
+        let site = inst
+            .site
+            .filter(|_| !self.m.applicable_checks(&inst.kind).is_empty());
         if site.is_some() || matches!(inst.kind, Watch { .. }) {
             out.push_str("guard.");
         }
@@ -261,8 +263,15 @@ impl FnPrinter<'_> {
         };
         out.push_str(&text);
         if let Some(id) = site {
-            let loc: SrcLoc = self.m.site(id).map_or(inst.loc, |s| s.loc);
-            let _ = write!(out, " !site({}, {}:{})", id.0, loc.line, loc.col);
+            let (loc, checks): (SrcLoc, Checks) = self
+                .m
+                .site(id)
+                .map_or((inst.loc, Checks::EMPTY), |s| (s.loc, s.checks));
+            let _ = write!(out, " !site({}, {}:{}", id.0, loc.line, loc.col);
+            if !checks.is_empty() {
+                let _ = write!(out, ", {checks}");
+            }
+            out.push(')');
         }
     }
 }

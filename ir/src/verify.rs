@@ -26,7 +26,7 @@
 
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
-    Block, BlockCall, Callee, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
+    Block, BlockCall, Callee, Checks, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
 };
 use crate::module::{Function, Module, ValueDef};
 use crate::types::Type;
@@ -1077,14 +1077,38 @@ impl<'a> FnVerifier<'a> {
         let Some(id) = inst.site else { return };
         let loc = inst.loc;
         let op = inst.kind.opcode();
-        if inst.kind.check_kind().is_none() {
-            self.err(loc, format!("`{op}` cannot be guarded (site {})", id.0));
+        let applicable = self.m.applicable_checks(&inst.kind);
+        if applicable.is_empty() {
+            let what = match inst.kind {
+                InstKind::Call { .. } => " (only calls of @obj_new and @obj_free can be guarded)",
+                _ => "",
+            };
+            self.err(
+                loc,
+                format!("`{op}` cannot be guarded (site {}){what}", id.0),
+            );
         } else {
             match self.m.sites.get(&id) {
                 None => self.err(loc, format!("unknown guard site {}", id.0)),
                 Some(s) => {
                     if s.op != op {
                         self.err(loc, format!("site {} is for `{}`, not `{op}`", id.0, s.op));
+                    }
+                    if s.checks.is_empty() {
+                        self.err(loc, format!("site {} has no checks", id.0));
+                    } else if !s.checks.is_subset(applicable) {
+                        let extra: Checks = s
+                            .checks
+                            .iter()
+                            .filter(|k| !applicable.contains(*k))
+                            .collect();
+                        self.err(
+                            loc,
+                            format!(
+                                "site {}: check(s) `{extra}` do not apply to `{op}` (it takes: {applicable})",
+                                id.0
+                            ),
+                        );
                     }
                     if s.func != self.fid {
                         let owner = match self.m.functions.get(s.func.0 as usize) {

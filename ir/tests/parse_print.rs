@@ -917,11 +917,108 @@ fn guards() {
     assert!(m.is_instrumented());
     // printed form
     assert!(printed.contains("    guard.watch %o\n"));
-    assert!(printed.contains("    guard.store_attr %o, 0, %k !site(3, 27:5)\n"));
-    assert!(printed.contains("    %w = guard.dict_slot.load %o !site(0, 12:5)\n"));
-    assert!(printed.contains("    guard.dict_slot.store %o, %w !site(8, 10:5)\n"));
-    assert!(printed.contains("    guard.store %k, %o, 8 !site(7, 1:1)\n"));
+    // a site written without a check list takes every check applicable to its op
+    assert!(
+        printed.contains("    guard.store_attr %o, 0, %k !site(3, 27:5, lifetime dict bounds)\n")
+    );
+    assert!(printed.contains("    %w = guard.dict_slot.load %o !site(0, 12:5, lifetime dict)\n"));
+    assert!(printed.contains("    guard.dict_slot.store %o, %w !site(8, 10:5, lifetime dict)\n"));
+    assert!(printed.contains("    guard.store %k, %o, 8 !site(7, 1:1, lifetime clobber)\n"));
+    assert!(printed.contains("    %ta = guard.adstack.top_adj %s !site(5, 30:9, adstack)\n"));
     assert!(printed.contains("    store_attr %o, 1, %v\n"));
+}
+
+const SITE_CHECKS: &str = "\
+extern fn @obj_new(i64) -> ptr
+extern fn @obj_free(ptr)
+extern fn @print_i64(i64)
+fn @main(%n: i64) -> i64 {
+entry:
+    %o = guard.call @obj_new(%n) !site(0, 5:5, bounds)
+    guard.store_attr %o, 0, %n !site(1, 6:5, bounds dict)
+    %v = guard.load.i64 %o, 8
+    guard.call @obj_free(%o)
+    guard.store %n, %o, 0 !site(2, 9:5, clobber)
+    return %v
+}
+";
+
+#[test]
+fn site_check_lists() {
+    use guardlift_ir::{CheckKind, Checks};
+    let (m, printed) = roundtrip(SITE_CHECKS);
+    let checks = |id| m.site(SiteId(id)).unwrap().checks;
+    assert_eq!(checks(0), Checks::only(CheckKind::Bounds));
+    // any order in, spec order out
+    assert_eq!(
+        checks(1),
+        Checks::only(CheckKind::Dict).with(CheckKind::Bounds)
+    );
+    assert_eq!(checks(3), Checks::only(CheckKind::Lifetime), "guard.load");
+    assert_eq!(
+        checks(4),
+        Checks::only(CheckKind::Lifetime),
+        "call @obj_free"
+    );
+    assert_eq!(m.site(SiteId(4)).unwrap().op, "call");
+    assert!(printed.contains("guard.store_attr %o, 0, %n !site(1, 6:5, dict bounds)\n"));
+    assert!(printed.contains("%o = guard.call @obj_new(%n) !site(0, 5:5, bounds)\n"));
+    assert!(printed.contains("guard.call @obj_free(%o) !site(4, 9:5, lifetime)\n"));
+    assert!(
+        printed.contains("%v = guard.load.i64 %o, 8 !site(3, 8:5, lifetime)\n"),
+        "{printed}"
+    );
+    // `call @obj_new` without a list: every object check
+    let (m2, _) = roundtrip(&SITE_CHECKS.replace(" !site(0, 5:5, bounds)", ""));
+    let s = m2
+        .sites
+        .values()
+        .find(|s| s.op == "call" && s.loc.line == 6)
+        .unwrap();
+    assert_eq!(s.checks, Checks::OBJECT);
+}
+
+#[test]
+fn site_check_list_errors() {
+    let wrap = |body: &str| {
+        format!("extern fn @print_i64(i64)\nfn @f(%o: ptr, %a: i64) {{\nentry:\n{body}\n    return\n}}\n")
+    };
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(1, 2:3, bogus)"),
+        4,
+        46,
+        "unknown check `bogus`",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(1, 2:3, dict dict)"),
+        4,
+        51,
+        "listed twice",
+    );
+    expect_err(
+        &wrap("    guard.store_attr %o, 0, %a !site(1, 2:3, dict,)"),
+        4,
+        50,
+        "expected `)`",
+    );
+    let bad = [
+        (
+            "    guard.store_attr %o, 0, %a !site(1, 2:3, adstack)",
+            "do not apply to `store_attr`",
+        ),
+        (
+            "    guard.store %a, %o !site(1, 2:3, dict)",
+            "do not apply to `store`",
+        ),
+        (
+            "    guard.call @print_i64(%a)",
+            "only calls of @obj_new and @obj_free",
+        ),
+    ];
+    for (body, msg) in bad {
+        let e = guardlift_ir::parse_and_verify(&wrap(body)).unwrap_err();
+        assert!(e.to_string().contains(msg), "{body}: {e}");
+    }
 }
 
 #[test]
@@ -1071,7 +1168,7 @@ fn builder_roundtrip() {
     assert!(text.contains("    %v5 = iconst.i8 -56\n"), "{text}");
     assert!(text.contains("    %v7 = fconst.f32 0.1\n"), "{text}");
     assert!(
-        text.contains("    guard.store_attr %v3, 2, %v4 !site(0, 42:7)\n"),
+        text.contains("    guard.store_attr %v3, 2, %v4 !site(0, 42:7, lifetime dict bounds)\n"),
         "{text}"
     );
     assert!(text.contains("    guard.watch %v3\n"), "{text}");

@@ -280,10 +280,20 @@ fn one(
 // ---- the positive module ------------------------------------------------------
 
 fn site(func: u32, line: u32, op: &'static str) -> Site {
+    use guardlift_ir::CheckKind as K;
+    let checks = guardlift_ir::Checks::EMPTY;
+    let checks = match op {
+        "load_attr" | "store_attr" => checks.with(K::Lifetime).with(K::Dict).with(K::Bounds),
+        "dict_slot.load" | "dict_slot.store" => checks.with(K::Lifetime).with(K::Dict),
+        "store" => checks.with(K::Lifetime).with(K::Clobber),
+        "load" | "call" => checks.with(K::Lifetime),
+        _ => checks.with(K::Adstack),
+    };
     Site {
         func: FuncId(func),
         loc: SrcLoc::new(line, 5),
         op,
+        checks,
     }
 }
 
@@ -1628,8 +1638,14 @@ fn site_used_twice_and_unused() {
         "site 1 is not used by any instruction",
         SrcLoc::new(91, 5),
     );
-    // plus the op mismatch on the first user
-    assert_eq!(es.len(), 3, "{}", show(&es));
+    // plus the op mismatch on the first user, and the site's `bounds`
+    // check, which does not apply to the second user (a dict_slot.load)
+    expect(
+        &m,
+        "check(s) `bounds` do not apply to `dict_slot.load`",
+        locs[1],
+    );
+    assert_eq!(es.len(), 4, "{}", show(&es));
 }
 
 #[test]

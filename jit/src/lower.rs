@@ -26,8 +26,8 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
 use guardlift_ir::{
-    analysis, BinOp, Block, Callee, ConvOp, FloatCC, FuncId, InstKind, IntCC, SiteId, Type, UnOp,
-    Value,
+    analysis, BinOp, Block, Callee, CheckKind, Checks, ConvOp, FloatCC, FuncId, InstKind, IntCC,
+    SiteId, Type, UnOp, Value,
 };
 use guardlift_runtime::abi::{self, AbiTy, Builtin};
 use guardlift_runtime::adstack::{self, AdElem};
@@ -187,16 +187,31 @@ pub enum Entry {
     NoteSlotWrite,
     /// Trap mode's clobber test (no report).
     ClobberOverlaps,
+    /// The bounds report (the check itself is inline).
+    ReportBounds,
+    /// The lifetime check of an object access (reports; 1 = go on).
+    CheckLive,
+    /// The lifetime check of a raw load or store (reports; 1 = go on).
+    CheckMem,
+    /// `call @obj_new` recording its allocation site.
+    ObjNewAt,
+    /// `call @obj_free` under the lifetime check (double / invalid free).
+    ObjFreeAt,
 }
 
 impl Entry {
-    pub const ALL: [Entry; 6] = [
+    pub const ALL: [Entry; 11] = [
         Entry::ReportDict,
         Entry::ReportAdstack,
         Entry::ClobberCheck,
         Entry::Watch,
         Entry::NoteSlotWrite,
         Entry::ClobberOverlaps,
+        Entry::ReportBounds,
+        Entry::CheckLive,
+        Entry::CheckMem,
+        Entry::ObjNewAt,
+        Entry::ObjFreeAt,
     ];
 
     /// (symbol, address) in the runtime.
@@ -208,6 +223,11 @@ impl Entry {
             Entry::Watch => abi::ENTRY_WATCH,
             Entry::NoteSlotWrite => abi::ENTRY_NOTE_SLOT_WRITE,
             Entry::ClobberOverlaps => abi::ENTRY_CLOBBER_OVERLAPS,
+            Entry::ReportBounds => abi::ENTRY_REPORT_BOUNDS,
+            Entry::CheckLive => abi::ENTRY_CHECK_LIVE,
+            Entry::CheckMem => abi::ENTRY_CHECK_MEM,
+            Entry::ObjNewAt => abi::ENTRY_OBJ_NEW_AT,
+            Entry::ObjFreeAt => abi::ENTRY_OBJ_FREE_AT,
         }
     }
 
@@ -217,7 +237,7 @@ impl Entry {
 
     /// Native signature (runtime pointer first).
     pub fn signature(self, cc: CallConv) -> Signature {
-        use types::{I32, I64};
+        use types::{I32, I64, I8};
         let (params, ret): (&[cl::Type], Option<cl::Type>) = match self {
             // gl_report_dict(rt, site: u32, obj, word) -> u32
             Entry::ReportDict => (&[I64, I32, I64, I64], Some(I32)),
@@ -231,6 +251,16 @@ impl Entry {
             Entry::NoteSlotWrite => (&[I64, I32, I64, I64], None),
             // gl_clobber_overlaps(rt, addr: u64, width: u32) -> u32
             Entry::ClobberOverlaps => (&[I64, I64, I32], Some(I32)),
+            // gl_report_bounds(rt, site: u32, obj, index: u64, capacity: u64) -> u32
+            Entry::ReportBounds => (&[I64, I32, I64, I64, I64], Some(I32)),
+            // gl_check_live(rt, obj, site: u32) -> u8
+            Entry::CheckLive => (&[I64, I64, I32], Some(I8)),
+            // gl_check_mem(rt, addr: u64, width: u32, site: u32) -> u8
+            Entry::CheckMem => (&[I64, I64, I32, I32], Some(I8)),
+            // gl_obj_new_at(rt, n: i64, site: u32) -> ptr
+            Entry::ObjNewAt => (&[I64, I64, I32], Some(I64)),
+            // gl_obj_free_at(rt, obj, site: u32)
+            Entry::ObjFreeAt => (&[I64, I64, I32], None),
         };
         let mut s = Signature::new(cc);
         s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
@@ -254,6 +284,13 @@ pub enum Stub {
     /// mode does not return when the process is to end; otherwise the
     /// recover path runs).
     Report(Entry),
+    /// A check entry point that returns a verdict ([`Entry::CheckLive`],
+    /// [`Entry::CheckMem`]), with the platform convention: Cranelift
+    /// 0.135's `preserve_all` restores the return register too (the
+    /// verdict would be lost), so these cannot take the report stubs'
+    /// convention. The JIT keeps the call off the hot path (epoch fast
+    /// path and frame cache).
+    Check(Entry),
     /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
     /// platform convention and the built-in's result.
     Slow(&'static Builtin),
@@ -267,7 +304,7 @@ pub enum Stub {
 impl PartialEq for Stub {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Stub::Report(a), Stub::Report(b)) => a == b,
+            (Stub::Report(a), Stub::Report(b)) | (Stub::Check(a), Stub::Check(b)) => a == b,
             (Stub::Slow(a), Stub::Slow(b)) => a.symbol == b.symbol,
             (Stub::TrapScratch, Stub::TrapScratch) => true,
             _ => false,
@@ -296,6 +333,7 @@ impl Stub {
                 s.returns.clear();
                 s
             }
+            Stub::Check(e) => e.signature(cc),
             Stub::Slow(b) => builtin_signature(cc, b),
             Stub::TrapScratch => {
                 let mut s = Signature::new(CallConv::PreserveAll);
@@ -513,6 +551,7 @@ impl<'m> Lowerer<'m> {
         self.stubs.push((st, id));
         let what = match st {
             Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
+            Stub::Check(e) => format!("stub -> {}", e.symbol()),
             Stub::Slow(b) => format!("stub -> {}", b.symbol),
             Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
         };
@@ -538,7 +577,7 @@ impl<'m> Lowerer<'m> {
         for (st, id) in std::mem::take(&mut self.stubs) {
             let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
             let target = match st {
-                Stub::Report(e) => {
+                Stub::Report(e) | Stub::Check(e) => {
                     Some(self.import(m, e.symbol(), &e.signature(self.call_conv))?)
                 }
                 Stub::Slow(bi) => {
@@ -577,7 +616,7 @@ impl<'m> Lowerer<'m> {
                     let callee = m.declare_func_in_func(target, b.func);
                     let call = b.ins().call(callee, &args);
                     match st {
-                        Stub::Slow(_) => b.inst_results(call).to_vec(),
+                        Stub::Slow(_) | Stub::Check(_) => b.inst_results(call).to_vec(),
                         _ => vec![],
                     }
                 }
@@ -637,7 +676,7 @@ impl<'m> Lowerer<'m> {
             rt_gv: None,
             elided: Default::default(),
             elide_check: false,
-            watch_slots: HashMap::new(),
+            cache_slots: HashMap::new(),
             at: (0, 0),
         };
         fl.run()?;
@@ -661,6 +700,13 @@ enum Report {
         kind: ReportKind,
         capacity: u32,
         len: cl::Value,
+    },
+    /// Attribute `index` of `obj`, whose values array holds `capacity`.
+    Bounds {
+        site: u32,
+        obj: cl::Value,
+        index: u32,
+        capacity: cl::Value,
     },
 }
 
@@ -686,7 +732,7 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// Is the instruction being lowered one of `elided`?
     elide_check: bool,
     /// The frame slot of each `guard.watch`'s cache, by (block, inst).
-    watch_slots: HashMap<(u32, u32), cl::StackSlot>,
+    cache_slots: HashMap<(u32, u32), cl::StackSlot>,
     /// (block, inst) of the instruction being lowered.
     at: (u32, u32),
 }
@@ -844,10 +890,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
 
     // ---- the watch cache ----
 
-    /// JIT only: one frame slot per `guard.watch`, `(object, unwatch
-    /// epoch)`, zeroed at function entry (a null object matches nothing).
-    /// Object files call `gl_watch` every time (their runtime is the C
-    /// support's, which keeps no epoch).
+    /// JIT only: one frame slot per `guard.watch` and per object access
+    /// under the lifetime check, `(object, unwatch epoch)`, zeroed at
+    /// function entry (a null object matches nothing). Object files call
+    /// the runtime every time (their runtime is the C support's, which
+    /// keeps no epoch).
     fn init_watch_caches(&mut self, rpo: &[u32]) {
         if !matches!(self.lw.rt, RtRef::Const(_)) {
             return;
@@ -855,7 +902,17 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         let zero = self.iconst(types::I64, 0);
         for &bi in rpo {
             for (ii, inst) in self.f.blocks[bi as usize].insts.iter().enumerate() {
-                if matches!(inst.kind, InstKind::Watch { .. }) {
+                let cached = match inst.kind {
+                    InstKind::Watch { .. } => true,
+                    InstKind::LoadAttr { .. }
+                    | InstKind::StoreAttr { .. }
+                    | InstKind::DictSlotLoad { .. }
+                    | InstKind::DictSlotStore { .. } => {
+                        self.checks_of(inst).contains(CheckKind::Lifetime)
+                    }
+                    _ => false,
+                };
+                if cached {
                     let ss = self.b.create_sized_stack_slot(StackSlotData::new(
                         StackSlotKind::ExplicitSlot,
                         16,
@@ -863,10 +920,197 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     ));
                     self.b.ins().stack_store(types::I64, zero, ss, 0);
                     self.b.ins().stack_store(types::I64, zero, ss, 8);
-                    self.watch_slots.insert((bi, ii as u32), ss);
+                    self.cache_slots.insert((bi, ii as u32), ss);
                 }
             }
         }
+    }
+
+    /// The checks guarding `inst` that the lowering emits: its site's,
+    /// less an underflow check [`crate::elide`] proved cannot fail.
+    fn checks_of(&self, inst: &guardlift_ir::Inst) -> Checks {
+        let Some(site) = inst.site.and_then(|id| self.lw.ir.site(id)) else {
+            return Checks::EMPTY;
+        };
+        let c = site
+            .checks
+            .intersect(self.lw.ir.applicable_checks(&inst.kind));
+        if self.elide_check {
+            c.iter().filter(|&k| k != CheckKind::Adstack).collect()
+        } else {
+            c
+        }
+    }
+
+    /// The unwatch epoch (bumped by every free), read from the JIT's runtime.
+    fn load_epoch(&mut self, rt: u64) -> cl::Value {
+        let at = self.iconst(types::I64, rt as i64);
+        self.b.ins().load(
+            types::I64,
+            MemFlagsData::trusted(),
+            at,
+            guardlift_runtime::UNWATCH_EPOCH_OFFSET,
+        )
+    }
+
+    /// Fills cold block `fail` (the builder is left there): jump to `join`
+    /// with `recover`'s value — where a failed call-based check (lifetime)
+    /// goes after the runtime reported.
+    fn recover_to(&mut self, fail: cl::Block, join: cl::Block, recover: Recover) {
+        self.b.switch_to_block(fail);
+        let args: Vec<BlockArg> = match recover {
+            Recover::Nothing => vec![],
+            Recover::Zero(t) => vec![BlockArg::Value(self.zero(t))],
+        };
+        self.b.ins().jump(join, &args);
+    }
+
+    /// The lifetime check of an object access (`load_attr`, `store_attr`,
+    /// `dict_slot.*`): `gl_check_live(obj, site)` through a stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
+    /// skips the call while nothing was ever freed (epoch 0) and when this
+    /// site already found this very object live at the current epoch (the
+    /// frame cache; no free since means it is still live). Leaves the
+    /// builder where the object is live.
+    fn obj_live_check(
+        &mut self,
+        id: SiteId,
+        o: cl::Value,
+        join: cl::Block,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        let site = self.site(id)?;
+        let ok = self.b.create_block();
+        let fail = self.b.create_block();
+        self.b.set_cold_block(fail);
+        let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.cache_slots.get(&self.at)) else {
+            let s = self.iconst(types::I32, site as i64);
+            let live = self
+                .call_stub(Stub::Check(Entry::CheckLive), &[o, s])?
+                .ok_or_else(|| internal(self.fname, "gl_check_live returns nothing"))?;
+            self.b.ins().brif(live, ok, &[], fail, &[]);
+            self.recover_to(fail, join, recover);
+            self.b.switch_to_block(ok);
+            return Ok(());
+        };
+        let epoch = self.load_epoch(p);
+        let probe = self.b.create_block();
+        self.b.ins().brif(epoch, probe, &[], ok, &[]);
+        self.b.switch_to_block(probe);
+        let seen_obj = self.b.ins().stack_load(types::I64, types::I64, ss, 0);
+        let seen_epoch = self.b.ins().stack_load(types::I64, types::I64, ss, 8);
+        let same_obj = self.b.ins().icmp(condcodes::IntCC::Equal, seen_obj, o);
+        let same_epoch = self
+            .b
+            .ins()
+            .icmp(condcodes::IntCC::Equal, seen_epoch, epoch);
+        let hit = self.b.ins().band(same_obj, same_epoch);
+        let miss = self.b.create_block();
+        self.b.set_cold_block(miss);
+        self.b.ins().brif(hit, ok, &[], miss, &[]);
+        self.b.switch_to_block(miss);
+        let s = self.iconst(types::I32, site as i64);
+        let live = self
+            .call_stub(Stub::Check(Entry::CheckLive), &[o, s])?
+            .ok_or_else(|| internal(self.fname, "gl_check_live returns nothing"))?;
+        let remember = self.b.create_block();
+        self.b.set_cold_block(remember);
+        self.b.ins().brif(live, remember, &[], fail, &[]);
+        self.b.switch_to_block(remember);
+        self.b.ins().stack_store(types::I64, o, ss, 0);
+        self.b.ins().stack_store(types::I64, epoch, ss, 8);
+        self.b.ins().jump(ok, &[]);
+        self.recover_to(fail, join, recover);
+        self.b.switch_to_block(ok);
+        Ok(())
+    }
+
+    /// The lifetime check of a raw `load`/`store` of `width` bytes at
+    /// `addr`: `gl_check_mem(addr, width, site)` through a stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
+    /// skips the call while nothing was ever freed (epoch 0).
+    fn mem_live_check(
+        &mut self,
+        id: SiteId,
+        addr: cl::Value,
+        width: u32,
+        join: cl::Block,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        let site = self.site(id)?;
+        let ok = self.b.create_block();
+        let fail = self.b.create_block();
+        self.b.set_cold_block(fail);
+        if let RtRef::Const(p) = self.lw.rt {
+            let epoch = self.load_epoch(p);
+            let call = self.b.create_block();
+            self.b.set_cold_block(call);
+            self.b.ins().brif(epoch, call, &[], ok, &[]);
+            self.b.switch_to_block(call);
+        }
+        let w = self.iconst(types::I32, width as i64);
+        let s = self.iconst(types::I32, site as i64);
+        let live = self
+            .call_stub(Stub::Check(Entry::CheckMem), &[addr, w, s])?
+            .ok_or_else(|| internal(self.fname, "gl_check_mem returns nothing"))?;
+        self.b.ins().brif(live, ok, &[], fail, &[]);
+        self.recover_to(fail, join, recover);
+        self.b.switch_to_block(ok);
+        Ok(())
+    }
+
+    /// The bounds check of `load_attr`/`store_attr` on the values fast path
+    /// (`base` from [`Self::attr_fast_path`]; `checked`: the dict check
+    /// made it the values pointer, else it is the word): load the capacity
+    /// word before the values array and fail when `index >= capacity`.
+    #[allow(clippy::too_many_arguments)]
+    fn bounds_check(
+        &mut self,
+        id: SiteId,
+        o: cl::Value,
+        base: cl::Value,
+        index: u32,
+        checked: bool,
+        join: cl::Block,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        let site = self.site(id)?;
+        let off = self.capacity_offset(checked)?;
+        let capacity = self.b.ins().load(types::I64, mem(), base, off);
+        let bad = self.b.ins().icmp_imm_u(
+            condcodes::IntCC::UnsignedLessThanOrEqual,
+            capacity,
+            index as i64,
+        );
+        let report = Report::Bounds {
+            site,
+            obj: o,
+            index,
+            capacity,
+        };
+        self.check(bad, report, join, recover)
+    }
+
+    /// `addr + offset` (the bytes a raw access touches start there).
+    fn effective_addr(&mut self, addr: cl::Value, offset: i32) -> cl::Value {
+        if offset == 0 {
+            addr
+        } else {
+            self.b.ins().iadd_imm_s(addr, offset as i64)
+        }
+    }
+
+    /// Calls entry `e` with the runtime pointer, `args` and `id`'s
+    /// runtime-global site (a guarded `obj_new` / `obj_free`).
+    fn call_at_site(
+        &mut self,
+        e: Entry,
+        id: SiteId,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let site = self.site(id)?;
+        let mut full = vec![self.rt()?];
+        full.extend_from_slice(args);
+        full.push(self.iconst(types::I32, site as i64));
+        self.call_entry(e, &full)
     }
 
     /// `guard.watch %o`: register the object's slot with the watch list.
@@ -878,7 +1122,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     /// the watch list — and every clobber report — is what the interpreter,
     /// which watches every time, has.
     fn watch(&mut self, o: cl::Value) -> Result<(), JitError> {
-        let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.watch_slots.get(&self.at)) else {
+        let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.cache_slots.get(&self.at)) else {
             let rt = self.rt()?;
             self.call_entry(Entry::Watch, &[rt, o])?;
             return Ok(());
@@ -1077,6 +1321,16 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 let c = self.iconst(types::I64, capacity as i64);
                 self.call_stub(Stub::Report(Entry::ReportAdstack), &[s, k, c, len])?;
             }
+            Report::Bounds {
+                site,
+                obj,
+                index,
+                capacity,
+            } => {
+                let s = self.iconst(types::I32, site as i64);
+                let i = self.iconst(types::I64, index as i64);
+                self.call_stub(Stub::Report(Entry::ReportBounds), &[s, obj, i, capacity])?;
+            }
         }
         Ok(())
     }
@@ -1126,6 +1380,15 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     } => {
                         let c = self.iconst(types::I64, capacity as i64);
                         (site, kind, vec![c, len])
+                    }
+                    Report::Bounds {
+                        site,
+                        obj,
+                        index,
+                        capacity,
+                    } => {
+                        let i = self.iconst(types::I64, index as i64);
+                        (site, ReportKind::AttrOutOfBounds, vec![obj, i, capacity])
                     }
                 };
                 self.emit_trap(site, kind, &vals)?;
@@ -1198,6 +1461,18 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             from_word
         };
         i32::try_from(off).map_err(|_| internal(self.fname, "attribute offset overflows i32"))
+    }
+
+    /// The offset of the values array's capacity word from the base that
+    /// [`Self::attr_fast_path`] returns (see [`Self::attr_offset`]).
+    fn capacity_offset(&self, checked: bool) -> Result<i32, JitError> {
+        let from_word = layout::values_ptr(0) as i64 + layout::VALUES_CAPACITY_OFFSET as i64;
+        let off = if checked {
+            from_word - DICT_CHECK_ADD as i64
+        } else {
+            from_word
+        };
+        i32::try_from(off).map_err(|_| internal(self.fname, "capacity offset overflows i32"))
     }
 
     /// The dispatch of `load_attr`/`store_attr` on the managed-dict word.
@@ -1369,11 +1644,11 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
     fn inst(&mut self, inst: &guardlift_ir::Inst) -> Result<(), JitError> {
         use InstKind::*;
         let r = inst.result;
-        // A site only means something on an op that has a check (and that
-        // check can fail).
-        let site = inst
-            .site
-            .filter(|_| inst.kind.check_kind().is_some() && !self.elide_check);
+        // The site of each check that guards this op (and can fail).
+        let checks = self.checks_of(inst);
+        let on = |k: CheckKind| inst.site.filter(|_| checks.contains(k));
+        let lifetime = on(CheckKind::Lifetime);
+        let site = on(CheckKind::Adstack);
         match &inst.kind {
             Iconst { ty, imm } => {
                 let v = self.iconst(cl_type(*ty), *imm);
@@ -1441,8 +1716,15 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             Load { ty, addr, offset } => {
                 let p = self.val(*addr)?;
-                let v = self.b.ins().load(cl_type(*ty), mem(), p, *offset);
-                self.def(r, v);
+                let t = cl_type(*ty);
+                let (join, param) = self.join_block(lifetime.is_some(), Some(t));
+                if let (Some(id), Some(j)) = (lifetime, join) {
+                    let eff = self.effective_addr(p, *offset);
+                    self.mem_live_check(id, eff, ty.bytes(), j, Recover::Zero(t))?;
+                }
+                let v = self.b.ins().load(t, mem(), p, *offset);
+                self.rejoin(join, Some(v));
+                self.def(r, param.unwrap_or(v));
             }
             Store {
                 value,
@@ -1450,7 +1732,13 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 offset,
             } => {
                 let (x, p) = (self.val(*value)?, self.val(*addr)?);
-                match site {
+                let t = self.ty(*value);
+                let (join, _) = self.join_block(lifetime.is_some(), None);
+                if let (Some(id), Some(j)) = (lifetime, join) {
+                    let eff = self.effective_addr(p, *offset);
+                    self.mem_live_check(id, eff, t.bytes(), j, Recover::Nothing)?;
+                }
+                match on(CheckKind::Clobber) {
                     None => {
                         self.b.ins().store(mem(), x, p, *offset);
                     }
@@ -1458,12 +1746,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                         // Trap mode: the runtime only answers "overlaps?";
                         // the cold path stores the observation and traps.
                         let site = self.site(id)?;
-                        let t = self.ty(*value);
-                        let eff = if *offset == 0 {
-                            p
-                        } else {
-                            self.b.ins().iadd_imm_s(p, *offset as i64)
-                        };
+                        let eff = self.effective_addr(p, *offset);
                         let rt = self.rt()?;
                         let w = self.iconst(types::I32, t.bytes() as i64);
                         let hit = self
@@ -1483,12 +1766,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                     Some(id) => {
                         // Clobber check: the runtime decides; store only on 0.
                         let site = self.site(id)?;
-                        let t = self.ty(*value);
-                        let eff = if *offset == 0 {
-                            p
-                        } else {
-                            self.b.ins().iadd_imm_s(p, *offset as i64)
-                        };
+                        let eff = self.effective_addr(p, *offset);
                         let bits = self.bits_u64(x, t);
                         let rt = self.rt()?;
                         let s = self.iconst(types::I32, site as i64);
@@ -1497,14 +1775,15 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                             .call_entry(Entry::ClobberCheck, &[rt, s, eff, w, bits])?
                             .ok_or_else(|| internal(self.fname, "clobber check returns nothing"))?;
                         let do_store = self.b.create_block();
-                        let join = self.b.create_block();
-                        self.b.ins().brif(skip, join, &[], do_store, &[]);
+                        let done = self.b.create_block();
+                        self.b.ins().brif(skip, done, &[], do_store, &[]);
                         self.b.switch_to_block(do_store);
                         self.b.ins().store(mem(), x, p, *offset);
-                        self.b.ins().jump(join, &[]);
-                        self.b.switch_to_block(join);
+                        self.b.ins().jump(done, &[]);
+                        self.b.switch_to_block(done);
                     }
                 }
+                self.rejoin(join, None);
             }
             Call { callee, args } => {
                 let argv: Vec<cl::Value> = args
@@ -1530,7 +1809,17 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                             .cloned()
                             .ok_or_else(|| internal(self.fname, "call to unknown extern"))?;
                         match binding {
-                            ExternBinding::Builtin(b) => self.call_builtin(b, &argv)?,
+                            ExternBinding::Builtin(b) => match (b.name, inst.site) {
+                                // Guarded built-ins: the runtime records the
+                                // allocation site / checks the free.
+                                ("obj_new", Some(id)) if !checks.is_empty() => {
+                                    self.call_at_site(Entry::ObjNewAt, id, &argv)?
+                                }
+                                ("obj_free", Some(id)) if lifetime.is_some() => {
+                                    self.call_at_site(Entry::ObjFreeAt, id, &argv)?
+                                }
+                                _ => self.call_builtin(b, &argv)?,
+                            },
                             ExternBinding::Host { symbol } => {
                                 let e = self.lw.ir.ext(*eid);
                                 let sig = ir_signature(self.lw.call_conv, &e.params, e.ret);
@@ -1573,28 +1862,37 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             DictSlotLoad { obj } => {
                 let o = self.val(*obj)?;
+                let (join, param) = self.join_block(lifetime.is_some(), Some(types::I64));
+                if let (Some(id), Some(j)) = (lifetime, join) {
+                    self.obj_live_check(id, o, j, Recover::Zero(types::I64))?;
+                }
                 let word = self.load_word(o);
-                if let Some(id) = site {
+                if let Some(id) = on(CheckKind::Dict) {
                     // Recover: the word itself is the result, so the cold path
                     // simply rejoins.
                     let site = self.site(id)?;
-                    let join = self.b.create_block();
+                    let ok = self.b.create_block();
                     let bad = self.dict_bad(word);
                     self.check(
                         bad,
                         Report::Dict { site, obj: o, word },
-                        join,
+                        ok,
                         Recover::Nothing,
                     )?;
-                    self.b.ins().jump(join, &[]);
-                    self.b.switch_to_block(join);
+                    self.b.ins().jump(ok, &[]);
+                    self.b.switch_to_block(ok);
                 }
-                self.def(r, word);
+                self.rejoin(join, Some(word));
+                self.def(r, param.unwrap_or(word));
             }
             DictSlotStore { obj, word } => {
                 let (o, w) = (self.val(*obj)?, self.val(*word)?);
-                let (join, _) = self.join_block(site.is_some(), None);
-                if let (Some(id), Some(j)) = (site, join) {
+                let dict = on(CheckKind::Dict);
+                let (join, _) = self.join_block(lifetime.is_some() || dict.is_some(), None);
+                if let (Some(id), Some(j)) = (lifetime, join) {
+                    self.obj_live_check(id, o, j, Recover::Nothing)?;
+                }
+                if let (Some(id), Some(j)) = (dict, join) {
                     // Checked before the write; recover: the slot is unchanged.
                     let site = self.site(id)?;
                     let bad = self.dict_bad(w);
@@ -1611,7 +1909,7 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
                 }
                 let off = self.slot_offset();
                 self.b.ins().store(mem(), w, o, off);
-                if let Some(id) = site {
+                if let Some(id) = dict {
                     // The runtime's last-known-write record (as the interpreter keeps it).
                     let site = self.site(id)?;
                     let rt = self.rt()?;
@@ -1622,14 +1920,30 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             LoadAttr { obj, index } => {
                 let o = self.val(*obj)?;
-                let word = self.load_word(o);
                 let join = self.b.create_block();
                 let res = self.b.append_block_param(join, types::I64);
-                // Recover: the result is 0 and the slow path is not called.
+                // Recover (every check): the result is 0, nothing is read.
+                if let Some(id) = lifetime {
+                    self.obj_live_check(id, o, join, Recover::Zero(types::I64))?;
+                }
+                let word = self.load_word(o);
                 let report = |site| Report::Dict { site, obj: o, word };
+                let dict = on(CheckKind::Dict);
                 let (base, slow) =
-                    self.attr_fast_path(site, word, join, Recover::Zero(types::I64), report)?;
-                let off = self.attr_offset(*index, site.is_some())?;
+                    self.attr_fast_path(dict, word, join, Recover::Zero(types::I64), report)?;
+                let checked = dict.is_some();
+                if let Some(id) = on(CheckKind::Bounds) {
+                    self.bounds_check(
+                        id,
+                        o,
+                        base,
+                        *index,
+                        checked,
+                        join,
+                        Recover::Zero(types::I64),
+                    )?;
+                }
+                let off = self.attr_offset(*index, checked)?;
                 let v = self.b.ins().load(types::I64, mem(), base, off);
                 self.b.ins().jump(join, &[BlockArg::Value(v)]);
                 // Slow path (cold): the host's LoadAttr.
@@ -1644,13 +1958,21 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
             }
             StoreAttr { obj, index, value } => {
                 let (o, x) = (self.val(*obj)?, self.val(*value)?);
-                let word = self.load_word(o);
                 let join = self.b.create_block();
-                // Recover: the store is skipped.
+                // Recover (every check): the store is skipped.
+                if let Some(id) = lifetime {
+                    self.obj_live_check(id, o, join, Recover::Nothing)?;
+                }
+                let word = self.load_word(o);
                 let report = |site| Report::Dict { site, obj: o, word };
+                let dict = on(CheckKind::Dict);
                 let (base, slow) =
-                    self.attr_fast_path(site, word, join, Recover::Nothing, report)?;
-                let off = self.attr_offset(*index, site.is_some())?;
+                    self.attr_fast_path(dict, word, join, Recover::Nothing, report)?;
+                let checked = dict.is_some();
+                if let Some(id) = on(CheckKind::Bounds) {
+                    self.bounds_check(id, o, base, *index, checked, join, Recover::Nothing)?;
+                }
+                let off = self.attr_offset(*index, checked)?;
                 self.b.ins().store(mem(), x, base, off);
                 self.b.ins().jump(join, &[]);
                 // Slow path (cold): the host's StoreAttr.

@@ -391,7 +391,10 @@ entry:
 #include <stdint.h>
 #include <math.h>
 char guardlift_runtime[64];
-static int64_t values[4] = {123, 0, 0, 0};
+/* The values array after its capacity word (spec §4). */
+static int64_t block[5] = {4, 123, 0, 0, 0};
+static int64_t *const values = block + 1;
+static int live_checks;
 /* cpython312: the slot is 24 bytes before the object */
 struct { int64_t slot; int64_t pad[2]; int64_t body[2]; } object;
 double gl_sin(double x) { return sin(x); }
@@ -403,6 +406,15 @@ uint32_t gl_report_dict(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
            obj == (uint64_t)&object.body, (unsigned long long)word);
     return 0;
 }
+/* The hand-written guard is every applicable check: lifetime and bounds too. */
+uint8_t gl_check_live(void *rt, uint64_t obj, uint32_t site) {
+    live_checks += rt == guardlift_runtime && obj == (uint64_t)&object.body && site == 40;
+    return 1;
+}
+uint32_t gl_report_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t i, uint64_t cap) {
+    printf("bounds report\n");
+    return 0;
+}
 int64_t calc(int64_t);
 int64_t guarded(uint64_t);
 int main(void) {
@@ -411,6 +423,7 @@ int main(void) {
     printf("fast=%lld\n", (long long)guarded((uint64_t)&object.body));
     object.slot = (int64_t)values - 2;          /* corrupted: low bits 0b110 */
     printf("bad=%lld\n", (long long)guarded((uint64_t)&object.body));
+    printf("live_checks=%d\n", live_checks);
     return 0;
 }
 "#,
@@ -431,7 +444,7 @@ int main(void) {
     let text = String::from_utf8_lossy(&out.stdout);
     let _ = std::fs::remove_dir_all(&dir);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert_eq!(lines[0], "calc=90");
     assert_eq!(lines[1], "fast=123");
     assert!(
@@ -443,6 +456,8 @@ int main(void) {
         "the corrupted word ends in 0b110: {text}"
     );
     assert_eq!(lines[3], "bad=0");
+    // Object files check liveness at every guarded access (no epoch cache).
+    assert_eq!(lines[4], "live_checks=2", "{text}");
 }
 
 fn which_cc() -> Result<String, ()> {

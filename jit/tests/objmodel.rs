@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use guardlift_jit::Ptr;
+use guardlift_jit::{CompileOptions, Jit, Ptr};
 use guardlift_runtime::layout::{self, DictLayout};
 use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, RuntimeConfig};
 
@@ -453,16 +453,34 @@ fn guarded_dict_slot_store_records_the_last_write() {
     assert!(lw.site.is_some_and(|s| s >= m.site_base()));
 }
 
+thread_local! {
+    /// The runtime `host_dealloc` tells (JIT code runs on the test's thread).
+    static HOST_RT: std::cell::RefCell<Option<std::sync::Arc<Runtime>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A host's `tp_dealloc` hook: the object at `obj` is gone.
+extern "C" fn host_dealloc(obj: u64) {
+    HOST_RT.with(|h| {
+        let rt = h.borrow();
+        rt.as_ref()
+            .expect("HOST_RT set")
+            .object_freed(obj)
+            .expect("watched");
+    });
+}
+
 /// The JIT's per-frame watch cache skips a repeated `guard.watch` of the
 /// same object at the same site; it must still watch every new object a
-/// site sees, and watch again after `obj_free` unwatched (the runtime's
-/// unwatch epoch moved), exactly as the interpreter, which watches every time.
+/// site sees, and watch again after a free unwatched (the runtime's unwatch
+/// epoch moved), exactly as the interpreter, which watches every time.
 #[test]
 fn watch_cache_watches_each_new_object_and_again_after_a_free() {
     let rt = recover_rt();
-    let m = compile(
-        &format!(
-            "{PRELUDE}
+    HOST_RT.with(|h| *h.borrow_mut() = Some(rt.clone()));
+    let text = format!(
+        "{PRELUDE}
+extern fn @host_dealloc(ptr)
 fn @watch_each(%base: ptr, %n: i64) {{
 entry:
     %z = iconst.i64 0
@@ -492,16 +510,16 @@ body(%i: i64):
     %done = icmp.sge %i, %one
     brif %done, out, free(%i)
 free(%j: i64):
-    call @obj_free(%o)
+    call @host_dealloc(%o)
     %j2 = iadd %j, %one
     jump body(%j2)
 out:
     return
 }}
 "
-        ),
-        &rt,
     );
+    let opts = CompileOptions::default().symbol("host_dealloc", host_dealloc as *const u8);
+    let m = Jit::compile(&parse(&text), rt.clone(), &opts).unwrap();
     let off = DictLayout::default().dict_slot_offset() as i64;
     // Eight fake objects 16 bytes apart: every slot gets watched.
     let cells = vec![0u64; 16];
@@ -514,12 +532,14 @@ out:
         assert!(rt.clobber_overlaps(slot, 8), "slot {i} watched");
         assert!(!rt.clobber_overlaps(slot + 8, 8), "gap after slot {i}");
     }
-    // Watch, free (unwatches, bumps the epoch), watch again at the same site.
-    let o = Ptr(rt.obj_new(1));
+    // Watch, free (the host's tp_dealloc: unwatches, bumps the epoch),
+    // watch again at the same site. (A freed object of the model heap is
+    // never watched again: a host object whose address the host reuses is.)
+    let o = Ptr(base);
     let slot = rt.layout().slot_addr(o.0);
     let before = rt.unwatch_epoch();
     m.func::<Ptr, ()>("refree").unwrap().call(o);
-    assert_eq!(rt.unwatch_epoch(), before + 1, "obj_free bumps the epoch");
+    assert_eq!(rt.unwatch_epoch(), before + 1, "a free bumps the epoch");
     assert!(
         rt.clobber_overlaps(slot, 8),
         "the second watch after the free registered the slot again"

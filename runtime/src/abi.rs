@@ -237,3 +237,43 @@ abi_fns! {
     /// 1 when a raw store of `width` bytes at `addr` overlaps a watched dict slot.
     fn gl_clobber_overlaps(addr: u64, width: u32) -> u32 = |r| r.clobber_overlaps(addr, width) as u32;
 }
+
+// ---- lifetime and bounds checks (spec §6), allocation sites ----
+
+/// `(symbol, address)` of [`gl_obj_new_at`]: a guarded `call @obj_new`.
+pub const ENTRY_OBJ_NEW_AT: (&str, *const u8) = ("gl_obj_new_at", gl_obj_new_at as *const u8);
+/// `(symbol, address)` of [`gl_obj_free_at`]: a `call @obj_free` under the lifetime check.
+pub const ENTRY_OBJ_FREE_AT: (&str, *const u8) = ("gl_obj_free_at", gl_obj_free_at as *const u8);
+/// `(symbol, address)` of [`gl_check_live`]: the lifetime check of an object op.
+pub const ENTRY_CHECK_LIVE: (&str, *const u8) = ("gl_check_live", gl_check_live as *const u8);
+/// `(symbol, address)` of [`gl_check_mem`]: the lifetime check of a raw load/store.
+pub const ENTRY_CHECK_MEM: (&str, *const u8) = ("gl_check_mem", gl_check_mem as *const u8);
+/// `(symbol, address)` of [`gl_report_bounds`]: the report of a failed bounds check.
+pub const ENTRY_REPORT_BOUNDS: (&str, *const u8) =
+    ("gl_report_bounds", gl_report_bounds as *const u8);
+
+fn go_on(r: Result<(), Verdict>) -> u8 {
+    r.is_ok() as u8
+}
+
+abi_fns! {
+    /// `@obj_new(n)` recording `site` (runtime-global) as the allocation site.
+    fn gl_obj_new_at(n: i64, site: u32) -> u64 = |r| r.obj_new_at(n, site);
+    /// Lifetime-checked `@obj_free`: `double_free` / `invalid_free` are
+    /// reported (abort and trap mode: report and abort inside; recover:
+    /// recorded, the free ignored).
+    fn gl_obj_free_at(obj: u64, site: u32) = |r| { let _ = r.obj_free_at(obj, site); };
+    /// Lifetime check of `load_attr`/`store_attr`/`dict_slot.*` on `obj`:
+    /// 1 = go on; 0 = `use_after_free` recorded, apply the recover effect
+    /// (abort and trap mode do not return).
+    fn gl_check_live(obj: u64, site: u32) -> u8 = |r| go_on(r.check_live(obj, site));
+    /// Lifetime check of a raw load/store of `width` bytes at `addr`:
+    /// 1 = go on; 0 = the bytes fall in a freed object's memory, recorded:
+    /// skip the access (a load yields 0).
+    fn gl_check_mem(addr: u64, width: u32, site: u32) -> u8 = |r| go_on(r.check_mem(addr, width, site));
+    /// Bounds violation at `site`: attribute `index` ≥ `capacity` (the u64
+    /// at values − 8). Returns 0 to recover (abort mode does not return).
+    fn gl_report_bounds(site: u32, obj: u64, index: u64, capacity: u64) -> u32 = |r| {
+        verdict(r.report_bounds(site, obj, index, capacity))
+    };
+}

@@ -4,11 +4,20 @@
 //! so JIT code and the interpreter read the same words. The heap keeps its own
 //! record of every block it handed out; the slow paths trust that record, never
 //! the (possibly corrupted) words in memory, to decide what a word points to.
+//!
+//! Every object gets an allocation id (1, 2, 3, … per heap) and, when an IR
+//! call made it, its allocation site. Objects the host makes are registered
+//! ([`Heap::register_host_object`]) and share the id sequence. A freed object
+//! goes to **quarantine**: its blocks stay allocated (never reused, never
+//! written by guardlift) and are marked freed, so the lifetime check can
+//! tell a stale pointer or a raw access into freed memory, until more than
+//! the quarantine limit of freed bytes is held (oldest out first, as in
+//! ASan). Lookups are O(1) (by object pointer) or O(log n) (by address).
 
 use crate::layout::{self, DictLayout};
 use crate::report::LastWrite;
 use std::alloc::{self, Layout as AllocLayout};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Bytes of an object's body at and after its address (refcount, type word).
 pub const OBJ_BODY_BYTES: i64 = 16;
@@ -20,6 +29,11 @@ pub const DICT_OBJECT_BYTES: usize = 16;
 pub const MAX_OBJ_ATTRS: i64 = 1 << 20;
 /// Magic in a model dict's first word.
 pub const DICT_MAGIC: u64 = 0x6c67_5f64_6963_7421;
+/// Default quarantine size (`quarantine_mb` of `GUARDLIFT_OPTIONS`).
+pub const DEFAULT_QUARANTINE_MB: u64 = 64;
+/// What a freed host object's record counts for in the quarantine (the
+/// host owns its memory; the runtime keeps only the record).
+pub const HOST_RECORD_BYTES: usize = 64;
 
 /// What a heap block is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -33,6 +47,10 @@ pub enum BlockKind {
 struct HeapBlock {
     size: usize,
     kind: BlockKind,
+    /// The object this block belongs to (its pointer; 0 for none).
+    owner: u64,
+    /// In quarantine: the object was freed.
+    freed: bool,
 }
 
 #[derive(Debug)]
@@ -40,8 +58,62 @@ struct ObjMeta {
     /// Start of the allocation (≤ obj).
     base: u64,
     n_attrs: u32,
+    /// The values array (its capacity word is at `values - 8`).
     values: Option<u64>,
     dict: Option<u64>,
+    id: u64,
+    alloc_site: Option<u32>,
+}
+
+/// A live object the host made and registered.
+#[derive(Debug)]
+struct HostMeta {
+    id: u64,
+}
+
+/// What the heap remembers of a freed object while it is in quarantine.
+#[derive(Debug)]
+struct FreedObj {
+    id: u64,
+    alloc_site: Option<u32>,
+    free_site: Option<u32>,
+    /// Block starts still held (empty for host objects).
+    blocks: Vec<u64>,
+    /// Bytes counted against the quarantine limit.
+    bytes: usize,
+}
+
+/// Provenance of an object the heap knows (live or in quarantine), in
+/// runtime-global site ids.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRecord {
+    pub id: u64,
+    pub alloc_site: Option<u32>,
+    pub free_site: Option<u32>,
+    pub freed: bool,
+}
+
+/// What `obj_free` found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FreeOutcome {
+    /// A live object of the heap: now in quarantine.
+    Freed,
+    /// An object already freed (still in quarantine).
+    DoubleFree,
+    /// Not an object the heap allocated (never was, a host object, or
+    /// freed long ago and out of quarantine).
+    Invalid,
+}
+
+/// Misuse of the host-object API.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostObjectError {
+    #[error("object address must be non-zero and 8-aligned, got {0:#x}")]
+    BadAddress(u64),
+    #[error("{0:#x} is already a live object (id {1})")]
+    AlreadyLive(u64, u64),
+    #[error("{0:#x} is not a live registered object (never registered, or already freed)")]
+    NotLive(u64),
 }
 
 /// A host-side failure: the host was asked to do something impossible
@@ -66,10 +138,21 @@ pub struct Heap {
     blocks: BTreeMap<u64, HeapBlock>,
     objects: HashMap<u64, ObjMeta>,
     dicts: HashMap<u64, BTreeMap<u32, i64>>,
-    /// Addresses of watched dict slots (clobber check).
-    watched: BTreeSet<u64>,
-    /// The last known write to each live object's dict slot.
+    /// Watched dict slots (clobber check): slot address → object.
+    watched: BTreeMap<u64, u64>,
+    /// The last known write to each dict slot (kept after a free, so a
+    /// recycled address shows which object the write was to).
     last_write: HashMap<u64, LastWrite>,
+    /// Live host objects by address.
+    host: HashMap<u64, HostMeta>,
+    /// Freed objects in quarantine, by object pointer.
+    freed: HashMap<u64, FreedObj>,
+    /// Quarantine order: (object, id), oldest first.
+    quarantine: VecDeque<(u64, u64)>,
+    quarantine_bytes: usize,
+    quarantine_limit: usize,
+    /// The last allocation id handed out.
+    last_id: u64,
 }
 
 impl Heap {
@@ -79,9 +162,31 @@ impl Heap {
             blocks: BTreeMap::new(),
             objects: HashMap::new(),
             dicts: HashMap::new(),
-            watched: BTreeSet::new(),
+            watched: BTreeMap::new(),
             last_write: HashMap::new(),
+            host: HashMap::new(),
+            freed: HashMap::new(),
+            quarantine: VecDeque::new(),
+            quarantine_bytes: 0,
+            quarantine_limit: (DEFAULT_QUARANTINE_MB as usize) << 20,
+            last_id: 0,
         }
+    }
+
+    /// Sets the quarantine size; shrinking it releases the oldest objects.
+    pub fn set_quarantine_mb(&mut self, mb: u64) {
+        self.quarantine_limit = usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+        self.evict();
+    }
+
+    /// Bytes of freed memory held in quarantine.
+    pub fn quarantine_bytes(&self) -> usize {
+        self.quarantine_bytes
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.last_id += 1;
+        self.last_id
     }
 
     pub fn layout(&self) -> DictLayout {
@@ -96,7 +201,15 @@ impl Heap {
         if p.is_null() {
             return None;
         }
-        self.blocks.insert(p as u64, HeapBlock { size, kind });
+        self.blocks.insert(
+            p as u64,
+            HeapBlock {
+                size,
+                kind,
+                owner: 0,
+                freed: false,
+            },
+        );
         Some(p as u64)
     }
 
@@ -144,6 +257,11 @@ impl Heap {
 
     /// `@obj_new(n)`: a values-tagged object with `n` zeroed attributes.
     pub fn obj_new(&mut self, n: i64) -> Result<u64, HostFault> {
+        self.obj_new_at(n, None)
+    }
+
+    /// `@obj_new(n)` called at `site` (runtime-global), recorded as its allocation site.
+    pub fn obj_new_at(&mut self, n: i64, site: Option<u32>) -> Result<u64, HostFault> {
         if !(0..=MAX_OBJ_ATTRS).contains(&n) {
             return fault(
                 "obj_new",
@@ -157,18 +275,27 @@ impl Heap {
             return fault("obj_new", "out of memory".into());
         };
         let obj = base.wrapping_add((-lo) as u64);
-        let Some(values) = self.alloc(n as usize * 8, BlockKind::Values) else {
+        let header = layout::VALUES_HEADER_BYTES as usize;
+        let Some(vblock) = self.alloc(header + n as usize * 8, BlockKind::Values) else {
             self.dealloc(base);
             return fault("obj_new", "out of memory".into());
         };
-        // Body: word 0 refcount 1, word 1 the attribute count (a stand-in for ob_type).
-        // SAFETY: both words lie inside the object block just allocated.
+        let values = vblock + header as u64;
+        // Body: word 0 refcount 1, word 1 the attribute count (a stand-in for
+        // ob_type); the values array's capacity word (spec §4).
+        // SAFETY: the words lie inside the blocks just allocated.
         unsafe {
             (obj as *mut u64).write(1);
             ((obj + 8) as *mut u64).write(n as u64);
+            (values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64) as *mut u64)
+                .write(n as u64);
         }
-        self.write_word(self.slot(obj), layout::values_word(values));
-        self.note_write(self.slot(obj), "obj_new", None, layout::values_word(values));
+        for b in [base, vblock] {
+            if let Some(blk) = self.blocks.get_mut(&b) {
+                blk.owner = obj;
+            }
+        }
+        let id = self.next_id();
         self.objects.insert(
             obj,
             ObjMeta {
@@ -176,10 +303,156 @@ impl Heap {
                 n_attrs: n as u32,
                 values: Some(values),
                 dict: None,
+                id,
+                alloc_site: site,
             },
         );
-        self.watched.insert(self.slot(obj));
+        self.write_word(self.slot(obj), layout::values_word(values));
+        self.note_write(obj, "obj_new", None, layout::values_word(values));
+        self.watched.insert(self.slot(obj), obj);
         Ok(obj)
+    }
+
+    /// Registers an object the host made at `obj` (laid out as the heap's
+    /// layout says): it gets the next allocation id. A freed object's
+    /// record at the same address is dropped (the address was reused).
+    pub fn register_host_object(&mut self, obj: u64) -> Result<u64, HostObjectError> {
+        if obj == 0 || !obj.is_multiple_of(8) {
+            return Err(HostObjectError::BadAddress(obj));
+        }
+        if let Some(id) = self.live_id(obj) {
+            return Err(HostObjectError::AlreadyLive(obj, id));
+        }
+        if let Some(f) = self.freed.get(&obj) {
+            if f.blocks.is_empty() {
+                let f = self.freed.remove(&obj).map_or(0, |f| f.bytes);
+                self.quarantine_bytes -= f;
+            }
+        }
+        let id = self.next_id();
+        self.host.insert(obj, HostMeta { id });
+        Ok(id)
+    }
+
+    /// The host freed the object at `obj`: it leaves the watch list and its
+    /// record goes to quarantine (the host's memory is the host's: nothing
+    /// is held or written). An address that was watched but never
+    /// registered only leaves the watch list.
+    pub fn host_object_freed(&mut self, obj: u64) -> Result<(), HostObjectError> {
+        let was_watched = self.watched.remove(&self.slot(obj)).is_some();
+        match self.host.remove(&obj) {
+            Some(m) => {
+                self.enqueue_freed(
+                    obj,
+                    FreedObj {
+                        id: m.id,
+                        alloc_site: None,
+                        free_site: None,
+                        blocks: Vec::new(),
+                        bytes: HOST_RECORD_BYTES,
+                    },
+                );
+                Ok(())
+            }
+            None if was_watched => Ok(()),
+            None => Err(HostObjectError::NotLive(obj)),
+        }
+    }
+
+    fn live_id(&self, obj: u64) -> Option<u64> {
+        self.objects
+            .get(&obj)
+            .map(|m| m.id)
+            .or_else(|| self.host.get(&obj).map(|m| m.id))
+    }
+
+    /// What the heap knows of the object at `obj` (live or in quarantine).
+    pub fn object_record(&self, obj: u64) -> Option<ObjectRecord> {
+        if let Some(m) = self.objects.get(&obj) {
+            return Some(ObjectRecord {
+                id: m.id,
+                alloc_site: m.alloc_site,
+                free_site: None,
+                freed: false,
+            });
+        }
+        if let Some(m) = self.host.get(&obj) {
+            return Some(ObjectRecord {
+                id: m.id,
+                alloc_site: None,
+                free_site: None,
+                freed: false,
+            });
+        }
+        self.freed.get(&obj).map(|f| ObjectRecord {
+            id: f.id,
+            alloc_site: f.alloc_site,
+            free_site: f.free_site,
+            freed: true,
+        })
+    }
+
+    /// Is `obj` a freed object still in quarantine?
+    pub fn is_freed(&self, obj: u64) -> bool {
+        self.freed.contains_key(&obj)
+    }
+
+    /// The freed object (in quarantine) whose memory `[addr, addr + width)`
+    /// overlaps, if any: O(log n).
+    pub fn freed_memory_owner(&self, addr: u64, width: u64) -> Option<u64> {
+        let end = addr.saturating_add(width.max(1));
+        for (&start, b) in self.blocks.range(..end).rev() {
+            if start.saturating_add(b.size as u64) <= addr {
+                break;
+            }
+            if b.freed {
+                return Some(b.owner);
+            }
+        }
+        None
+    }
+
+    /// The object whose watched slot `[addr, addr + width)` overlaps, if any.
+    pub fn watched_owner(&self, addr: u64, width: u32) -> Option<u64> {
+        let lo = addr.saturating_sub(layout::DICT_WORD_BYTES as u64 - 1);
+        let hi = addr.saturating_add(width as u64);
+        self.watched.range(lo..hi).next().map(|(_, &o)| o)
+    }
+
+    fn enqueue_freed(&mut self, obj: u64, f: FreedObj) {
+        self.quarantine.push_back((obj, f.id));
+        self.quarantine_bytes += f.bytes;
+        // A host record at a reused address replaces the older one.
+        if let Some(old) = self.freed.insert(obj, f) {
+            self.quarantine_bytes -= old.bytes;
+            for b in old.blocks {
+                self.dealloc(b);
+            }
+        }
+        self.evict();
+    }
+
+    /// Releases the oldest quarantined objects while more than the limit is held.
+    fn evict(&mut self) {
+        while self.quarantine_bytes > self.quarantine_limit {
+            let Some((obj, id)) = self.quarantine.pop_front() else {
+                break;
+            };
+            if self.freed.get(&obj).is_none_or(|f| f.id != id) {
+                continue;
+            }
+            let Some(f) = self.freed.remove(&obj) else {
+                continue;
+            };
+            self.quarantine_bytes -= f.bytes;
+            for b in f.blocks {
+                self.dicts.remove(&b);
+                self.dealloc(b);
+            }
+            if self.live_id(obj).is_none() {
+                self.last_write.remove(&self.slot(obj));
+            }
+        }
     }
 
     fn meta(&self, func: &'static str, obj: u64) -> Result<&ObjMeta, HostFault> {
@@ -241,7 +514,7 @@ impl Heap {
                     attrs.insert(i, x);
                 }
                 let d = self.new_dict(attrs)?;
-                self.dealloc(v);
+                self.dealloc(v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64));
                 if let Some(m) = self.objects.get_mut(&obj) {
                     m.values = None;
                 }
@@ -255,18 +528,23 @@ impl Heap {
         if let Some(m) = self.objects.get_mut(&obj) {
             m.dict = Some(d);
         }
+        if let Some(b) = self.blocks.get_mut(&d) {
+            b.owner = obj;
+        }
         crate::watch::runtime_write(|| self.write_word(self.slot(obj), d));
-        self.note_write(self.slot(obj), "the host's dict code", None, d);
+        self.note_write(obj, "the host's dict code", None, d);
     }
 
-    /// Records the last known write to the slot at `slot`.
-    pub fn note_write(&mut self, slot: u64, by: &str, site: Option<u32>, value: u64) {
+    /// Records the last known write to the dict slot of the object at `obj`.
+    pub fn note_write(&mut self, obj: u64, by: &str, site: Option<u32>, value: u64) {
+        let object_id = self.live_id(obj);
         self.last_write.insert(
-            slot,
+            self.slot(obj),
             LastWrite {
                 by: by.to_string(),
                 site,
                 value,
+                object_id,
             },
         );
     }
@@ -276,25 +554,57 @@ impl Heap {
         self.last_write.get(&slot).cloned()
     }
 
-    /// `@obj_free(obj)`.
+    /// `@obj_free(obj)`: into quarantine; anything but a live object of
+    /// this heap is a host fault.
     pub fn obj_free(&mut self, obj: u64) -> Result<(), HostFault> {
-        let Some(m) = self.objects.remove(&obj) else {
-            return fault(
+        match self.obj_free_at(obj, None) {
+            FreeOutcome::Freed => Ok(()),
+            FreeOutcome::DoubleFree => fault(
                 "obj_free",
-                format!("{obj:#x} is not a live object (double free?)"),
-            );
+                format!("{obj:#x} is not a live object (double free)"),
+            ),
+            FreeOutcome::Invalid => fault("obj_free", format!("{obj:#x} is not a live object")),
+        }
+    }
+
+    /// `@obj_free(obj)` at `site` (runtime-global): a live object goes to
+    /// quarantine with its free site; anything else is left alone and the
+    /// outcome says why.
+    pub fn obj_free_at(&mut self, obj: u64, site: Option<u32>) -> FreeOutcome {
+        let Some(m) = self.objects.remove(&obj) else {
+            return if self.freed.get(&obj).is_some_and(|f| !f.blocks.is_empty()) {
+                FreeOutcome::DoubleFree
+            } else {
+                FreeOutcome::Invalid
+            };
         };
         self.watched.remove(&self.slot(obj));
-        self.last_write.remove(&self.slot(obj));
-        if let Some(v) = m.values {
-            self.dealloc(v);
+        let vblock = m
+            .values
+            .map(|v| v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64));
+        let blocks: Vec<u64> = [Some(m.base), vblock, m.dict]
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut bytes = 0;
+        for b in &blocks {
+            if let Some(blk) = self.blocks.get_mut(b) {
+                blk.freed = true;
+                blk.owner = obj;
+                bytes += blk.size;
+            }
         }
-        if let Some(d) = m.dict {
-            self.dicts.remove(&d);
-            self.dealloc(d);
-        }
-        self.dealloc(m.base);
-        Ok(())
+        self.enqueue_freed(
+            obj,
+            FreedObj {
+                id: m.id,
+                alloc_site: m.alloc_site,
+                free_site: site,
+                blocks,
+                bytes,
+            },
+        );
+        FreeOutcome::Freed
     }
 
     /// `@fault_clear_lsb(obj)`: the rogue writer.
@@ -362,15 +672,17 @@ impl Heap {
     }
 
     /// Adds the dict slot of `obj` to the clobber watch list.
+    /// A freed object is never watched (its memory may be the host's again).
     pub fn watch(&mut self, obj: u64) {
-        self.watched.insert(self.slot(obj));
+        if self.freed.contains_key(&obj) {
+            return;
+        }
+        self.watched.insert(self.slot(obj), obj);
     }
 
     /// Does `[addr, addr + width)` overlap a watched 8-byte slot?
     pub fn overlaps_watched(&self, addr: u64, width: u32) -> bool {
-        let lo = addr.saturating_sub(layout::DICT_WORD_BYTES as u64 - 1);
-        let hi = addr.saturating_add(width as u64);
-        self.watched.range(lo..hi).next().is_some()
+        self.watched_owner(addr, width).is_some()
     }
 
     /// Number of live objects (for leak checks in tests).
@@ -437,7 +749,76 @@ mod tests {
             h.obj_free(o).unwrap();
             assert!(h.obj_free(o).is_err(), "double free is a host fault");
             assert_eq!(h.live_objects(), 0);
+            assert!(h.is_freed(o), "in quarantine");
         }
+    }
+
+    #[test]
+    fn ids_sites_quarantine_and_eviction() {
+        let mut h = Heap::new(DictLayout::Cpython312);
+        let a = h.obj_new_at(2, Some(7)).unwrap();
+        let b = h.obj_new(1).unwrap();
+        let rec = |h: &Heap, o| h.object_record(o).unwrap();
+        assert_eq!((rec(&h, a).id, rec(&h, a).alloc_site), (1, Some(7)));
+        assert_eq!((rec(&h, b).id, rec(&h, b).alloc_site), (2, None));
+        // The capacity word precedes the values array (spec §4).
+        let values = layout::values_ptr(word(&h, a));
+        assert_eq!(h.read_word(values - 8), 2);
+        let slot = h.slot(a);
+        assert_eq!(h.obj_free_at(a, Some(9)), FreeOutcome::Freed);
+        assert_eq!(h.obj_free_at(a, Some(10)), FreeOutcome::DoubleFree);
+        assert_eq!(h.obj_free_at(a + 8, None), FreeOutcome::Invalid);
+        let r = rec(&h, a);
+        assert_eq!((r.id, r.freed, r.free_site), (1, true, Some(9)));
+        assert!(!h.overlaps_watched(slot, 8), "a freed object is unwatched");
+        h.watch(a);
+        assert!(!h.overlaps_watched(slot, 8), "and never watched again");
+        // Its memory (header, slot, values) is held and marked freed.
+        assert_eq!(h.freed_memory_owner(values + 8, 8), Some(a));
+        assert_eq!(h.freed_memory_owner(slot, 1), Some(a));
+        assert_eq!(h.freed_memory_owner(values - 1, 2), Some(a));
+        assert_eq!(h.freed_memory_owner(h.slot(b), 8), None);
+        assert!(h.is_valid(values, 8), "quarantined memory stays mapped");
+        assert!(h.quarantine_bytes() > 0);
+        // Shrinking the quarantine releases it, oldest first.
+        h.obj_free(b).unwrap();
+        h.set_quarantine_mb(0);
+        assert_eq!(h.quarantine_bytes(), 0);
+        assert!(h.object_record(a).is_none() && h.object_record(b).is_none());
+        assert!(!h.is_valid(values, 8));
+        assert_eq!(h.obj_free_at(a, None), FreeOutcome::Invalid);
+    }
+
+    #[test]
+    fn host_objects_share_ids_and_are_unwatched_when_freed() {
+        let mut h = Heap::new(DictLayout::Phoenix);
+        let o = h.obj_new(1).unwrap();
+        let host = 0x10_0000u64;
+        assert_eq!(h.register_host_object(host), Ok(2));
+        assert_eq!(
+            h.register_host_object(host),
+            Err(HostObjectError::AlreadyLive(host, 2))
+        );
+        assert!(h.register_host_object(3).is_err());
+        h.watch(host);
+        assert!(h.overlaps_watched(h.slot(host), 8));
+        h.note_write(host, "test", None, 0x97);
+        h.host_object_freed(host).unwrap();
+        assert!(!h.overlaps_watched(h.slot(host), 8));
+        assert!(h.is_freed(host));
+        assert_eq!(
+            h.host_object_freed(host),
+            Err(HostObjectError::NotLive(host))
+        );
+        // The address is recycled for a new object: new id, live, and the
+        // slot's last write still names the old object.
+        assert_eq!(h.register_host_object(host), Ok(3));
+        assert!(!h.is_freed(host));
+        assert_eq!(h.last_write(h.slot(host)).unwrap().object_id, Some(2));
+        // Never registered but watched: only unwatched.
+        h.watch(0x20_0000);
+        assert_eq!(h.host_object_freed(0x20_0000), Ok(()));
+        assert!(h.obj_free(o).is_ok());
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub const DICT_TAG: u64 = 0b000;
 pub const VALUES_BIT: u64 = 0b1;
 /// Size of one attribute in a values array.
 pub const ATTR_BYTES: u32 = 8;
+/// Offset from a values array to its capacity word (a u64: the number of
+/// attribute slots), spec §4. The `bounds` check reads it.
+pub const VALUES_CAPACITY_OFFSET: i32 = -8;
+/// Bytes before a values array's first attribute (the capacity word).
+pub const VALUES_HEADER_BYTES: u32 = 8;
 /// Largest attribute index an IR instruction may name (keeps `8*i` in an i32 offset).
 pub const MAX_ATTR_INDEX: u32 = (1 << 24) - 1;
 
@@ -160,5 +165,10 @@ mod tests {
         assert_eq!(values_ptr(0x97), 0x98);
         assert_eq!(low_bits(0x96), "0b110");
         assert_eq!(attr_offset(3), 24);
+        assert_eq!(
+            VALUES_CAPACITY_OFFSET, -8,
+            "spec §4: capacity at values - 8"
+        );
+        assert_eq!(VALUES_HEADER_BYTES as i32, -VALUES_CAPACITY_OFFSET);
     }
 }

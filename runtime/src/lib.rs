@@ -30,9 +30,11 @@ pub mod sites;
 pub mod trap;
 pub mod watch;
 
-pub use heap::HostFault;
+pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
 pub use options::Options;
-pub use report::{HumanReport, LastWrite, Observed, Report, ReportKind, SiteInfo, TrapNote};
+pub use report::{
+    HumanReport, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo, TrapNote,
+};
 pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, Verdict,
     TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,

@@ -4,9 +4,10 @@
 //! Keys: `mode` (abort|recover|trap), `log_path` (append reports to this
 //! file instead of stderr), `json` (a boolean: reports as JSON lines),
 //! `report_limit` (per site and kind, how many occurrences reach the report
-//! handler; counts stay exact; 0, the default, = no limit), `watch` (a watch
-//! SPEC, spec §6.1: `watch=object:3+5`, `watch=sample:8`, `watch=recent`; the
-//! `:` inside the SPEC is not a separator).
+//! handler; counts stay exact; 0, the default, = no limit), `quarantine_mb`
+//! (freed objects held before their memory is released, default 64), `watch`
+//! (a watch SPEC, spec §6.1: `watch=object:3+5`, `watch=sample:8`,
+//! `watch=recent`; the `:` inside the SPEC is not a separator).
 //!
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
 //! case; an error lists exactly these.
@@ -25,6 +26,8 @@ pub struct Options {
     pub json: bool,
     pub report_limit: u64,
     pub watch: Option<WatchSpec>,
+    /// Megabytes of freed objects kept in quarantine (`None`: the default, 64).
+    pub quarantine_mb: Option<u64>,
 }
 
 /// A malformed options string.
@@ -89,6 +92,11 @@ impl Options {
                         WatchSpec::parse(v).map_err(|e| OptionsError(format!("watch={v}: {e}")))?,
                     )
                 }
+                "quarantine_mb" => {
+                    o.quarantine_mb = Some(v.parse().map_err(|_| {
+                        OptionsError(format!("quarantine_mb={v}: expected a size in megabytes"))
+                    })?)
+                }
                 _ => return Err(OptionsError(format!("unknown option `{k}`"))),
             }
         }
@@ -120,6 +128,11 @@ mod tests {
         assert!(Options::parse("mode=fast").is_err());
         assert!(Options::parse("bogus=1").is_err());
         assert!(Options::parse("json").is_err());
+        assert_eq!(
+            Options::parse("quarantine_mb=0").unwrap().quarantine_mb,
+            Some(0)
+        );
+        assert!(Options::parse("quarantine_mb=lots").is_err());
         let o = Options::parse("mode=recover:watch=object:3+5:json=1").unwrap();
         assert_eq!(o.watch, Some(WatchSpec::Objects(vec![3, 5])));
         assert!(o.json);

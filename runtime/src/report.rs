@@ -19,6 +19,14 @@ pub enum ReportKind {
     AdstackOverflow,
     AdstackUnderflow,
     SlotClobber,
+    /// `lifetime`: an access to a freed object (or to its memory).
+    UseAfterFree,
+    /// `lifetime`: `@obj_free` of an object already freed.
+    DoubleFree,
+    /// `lifetime`: `@obj_free` of something that is not an object the runtime allocated.
+    InvalidFree,
+    /// `bounds`: an attribute index at or past the values array's capacity.
+    AttrOutOfBounds,
     /// A watched dict word written by foreign code or left malformed (spec §6.1).
     ForeignWrite,
 }
@@ -30,8 +38,31 @@ impl ReportKind {
             ReportKind::AdstackOverflow => "adstack_overflow",
             ReportKind::AdstackUnderflow => "adstack_underflow",
             ReportKind::SlotClobber => "slot_clobber",
+            ReportKind::UseAfterFree => "use_after_free",
+            ReportKind::DoubleFree => "double_free",
+            ReportKind::InvalidFree => "invalid_free",
+            ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
             ReportKind::ForeignWrite => "foreign_write",
         }
+    }
+    /// Every kind, in code order.
+    pub const ALL: [ReportKind; 9] = [
+        ReportKind::DictSlotTag,
+        ReportKind::AdstackOverflow,
+        ReportKind::AdstackUnderflow,
+        ReportKind::SlotClobber,
+        ReportKind::UseAfterFree,
+        ReportKind::DoubleFree,
+        ReportKind::InvalidFree,
+        ReportKind::AttrOutOfBounds,
+        ReportKind::ForeignWrite,
+    ];
+    /// Is this a `lifetime` kind (its reports name where the object was freed)?
+    pub const fn is_lifetime(self) -> bool {
+        matches!(
+            self,
+            ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree
+        )
     }
     /// The numeric code used by generated code and trap codes.
     pub const fn code(self) -> u8 {
@@ -47,14 +78,7 @@ impl ReportKind {
         c.checked_sub(TRAP_CODE_BASE).and_then(Self::from_code)
     }
     pub fn from_code(c: u8) -> Option<Self> {
-        Some(match c {
-            0 => ReportKind::DictSlotTag,
-            1 => ReportKind::AdstackOverflow,
-            2 => ReportKind::AdstackUnderflow,
-            3 => ReportKind::SlotClobber,
-            4 => ReportKind::ForeignWrite,
-            _ => return None,
-        })
+        ReportKind::ALL.get(c as usize).copied()
     }
 }
 
@@ -80,6 +104,62 @@ pub enum Observed {
         width: u32,
         writer: crate::watch::WriterId,
     },
+    /// A lifetime violation: the object pointer the op used (or freed) and,
+    /// for a raw load/store, the accessed address and width (else the
+    /// object pointer and 0).
+    Lifetime {
+        object: u64,
+        address: u64,
+        width: u32,
+    },
+    /// The object, the attribute index and the values array's capacity.
+    Bounds {
+        object: u64,
+        index: u64,
+        capacity: u64,
+    },
+}
+
+impl Observed {
+    /// The object (or address, for a raw access) the observation is about.
+    pub fn object(&self) -> Option<u64> {
+        match *self {
+            Observed::Dict { object, .. }
+            | Observed::Lifetime { object, .. }
+            | Observed::Bounds { object, .. }
+            | Observed::Write { object, .. } => Some(object),
+            Observed::Adstack { .. } | Observed::Clobber { .. } => None,
+        }
+    }
+}
+
+/// Which object a report is about (spec §6): its allocation id and where
+/// it was allocated and freed, as known to the runtime when the check ran.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectNote {
+    /// Allocation id (1, 2, 3, … per runtime).
+    pub id: u64,
+    /// The IR call that allocated it (`None`: unknown, e.g. a host object).
+    pub alloc_site: Option<SiteInfo>,
+    /// The IR call that freed it (`None`: live, or freed by the host or
+    /// without a site).
+    pub free_site: Option<SiteInfo>,
+    /// Has it been freed?
+    pub freed: bool,
+}
+
+fn site_json(s: &Option<SiteInfo>) -> Json {
+    match s {
+        Some(s) => json!({"function": s.function, "line": s.line, "col": s.col}),
+        None => Json::Null,
+    }
+}
+
+fn site_text(s: &Option<SiteInfo>) -> String {
+    match s {
+        Some(s) => format!("@{} {}:{}", s.function, s.line, s.col),
+        None => "an unknown site".into(),
+    }
 }
 
 /// Where a guard sits: the guarded op's function, source position and opcode.
@@ -100,6 +180,9 @@ pub struct LastWrite {
     /// Runtime-global site id of an instrumented writer.
     pub site: Option<u32>,
     pub value: u64,
+    /// Allocation id of the object whose slot was written (a slot address
+    /// recycled for another object shows a different id than the report's).
+    pub object_id: Option<u64>,
 }
 
 /// One deduplicated report: the first observation and how often the (site, kind) fired.
@@ -112,6 +195,8 @@ pub struct Report {
     pub observed: Observed,
     /// For dict kinds: the last known write to the slot, captured at check time.
     pub last_write: Option<LastWrite>,
+    /// The object the report is about, when the runtime knows it.
+    pub object: Option<ObjectNote>,
     pub count: u64,
 }
 
@@ -177,11 +262,38 @@ impl Report {
                     m.insert("backtrace".into(), json!(w.backtrace));
                 }
             }
+            Observed::Lifetime {
+                object,
+                address,
+                width,
+            } => {
+                m.insert("object".into(), json!(hex(object)));
+                if width > 0 {
+                    m.insert("address".into(), json!(hex(address)));
+                    m.insert("width".into(), json!(width));
+                }
+            }
+            Observed::Bounds {
+                object,
+                index,
+                capacity,
+            } => {
+                m.insert("object".into(), json!(hex(object)));
+                m.insert("index".into(), json!(index));
+                m.insert("capacity".into(), json!(capacity));
+            }
+        }
+        if let Some(n) = &self.object {
+            m.insert("object_id".into(), json!(n.id));
+            m.insert("alloc_site".into(), site_json(&n.alloc_site));
+            if self.kind.is_lifetime() || n.freed {
+                m.insert("free_site".into(), site_json(&n.free_site));
+            }
         }
         if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
             m.insert(
                 "last_write".into(),
-                json!({"by": w.by, "site": w.site, "value": hex(w.value), "changed_behind": w.value != value}),
+                json!({"by": w.by, "site": w.site, "value": hex(w.value), "changed_behind": w.value != value, "object_id": w.object_id}),
             );
         }
         o
@@ -203,6 +315,7 @@ impl Report {
             op: &self.info.op,
             observed: Some(self.observed),
             last_write: self.last_write.as_ref(),
+            object: self.object.as_ref(),
             count: self.count,
             trap: None,
         }
@@ -231,6 +344,8 @@ pub struct HumanReport<'a> {
     /// `None`: the values were not captured (trap mode, see `trap.rs`).
     pub observed: Option<Observed>,
     pub last_write: Option<&'a LastWrite>,
+    /// The object the report is about (not known to the trap handler).
+    pub object: Option<&'a ObjectNote>,
     pub count: u64,
     pub trap: Option<TrapNote>,
 }
@@ -293,11 +408,46 @@ impl fmt::Display for HumanReport<'_> {
                 width,
                 writer,
             }) => crate::watch::write_human(s, object, old, new, width, writer)?,
+            Some(Observed::Lifetime {
+                object,
+                address,
+                width,
+            }) => match self.kind {
+                ReportKind::DoubleFree => writeln!(s, "    free of {object:#x}, already freed")?,
+                ReportKind::InvalidFree => writeln!(
+                    s,
+                    "    free of {object:#x}, which is not an object the runtime allocated"
+                )?,
+                _ if width > 0 => writeln!(
+                    s,
+                    "    {width}-byte access at {address:#x} inside freed object {object:#x}"
+                )?,
+                _ => writeln!(s, "    access to freed object {object:#x}")?,
+            },
+            Some(Observed::Bounds {
+                object,
+                index,
+                capacity,
+            }) => writeln!(
+                s,
+                "    object {object:#x}: attribute index {index} at or past the values array's capacity {capacity}"
+            )?,
             None => {
                 writeln!(
                     s,
                     "    observed values not captured: another thread's trap overwrote them"
                 )?;
+            }
+        }
+        if let Some(n) = self.object {
+            writeln!(
+                s,
+                "    object id {}, allocated at {}",
+                n.id,
+                site_text(&n.alloc_site)
+            )?;
+            if n.freed {
+                writeln!(s, "    freed at {}", site_text(&n.free_site))?;
             }
         }
         if let (Some(w), Some(Observed::Dict { value, .. })) = (self.last_write, self.observed) {
@@ -311,6 +461,14 @@ impl fmt::Display for HumanReport<'_> {
                 "    last known write to the slot: {} stored {:#x}; {verdict}",
                 w.by, w.value
             )?;
+            if let Some(id) = w.object_id {
+                let same = self.object.map(|n| n.id);
+                let note = match same {
+                    Some(x) if x != id => " (another object at the same address)",
+                    _ => "",
+                };
+                writeln!(s, "    that write was to object id {id}{note}")?;
+            }
         }
         if let Some(t) = self.trap {
             writeln!(
@@ -342,6 +500,7 @@ impl ReportSink {
         info: &SiteInfo,
         observed: Observed,
         last_write: Option<LastWrite>,
+        object: Option<ObjectNote>,
     ) -> (u64, &Report) {
         let writer = match observed {
             Observed::Write { writer, .. } => writer.0,
@@ -360,6 +519,7 @@ impl ReportSink {
                     info: info.clone(),
                     observed,
                     last_write,
+                    object,
                     count: 1,
                 });
                 self.reports.len() - 1
@@ -397,18 +557,26 @@ mod tests {
             by: "obj_new".into(),
             site: None,
             value: 0x97,
+            object_id: Some(1),
         };
         let dict = |v| Observed::Dict {
             object: 16,
             value: v,
         };
         assert_eq!(
-            s.record(ReportKind::DictSlotTag, 0, &info, dict(0x96), Some(lw))
-                .0,
+            s.record(
+                ReportKind::DictSlotTag,
+                0,
+                &info,
+                dict(0x96),
+                Some(lw),
+                None
+            )
+            .0,
             1
         );
         assert_eq!(
-            s.record(ReportKind::DictSlotTag, 0, &info, dict(0x2), None)
+            s.record(ReportKind::DictSlotTag, 0, &info, dict(0x2), None, None)
                 .0,
             2
         );
@@ -417,7 +585,8 @@ mod tests {
             len: 1,
         };
         assert_eq!(
-            s.record(ReportKind::AdstackOverflow, 0, &info, ad, None).0,
+            s.record(ReportKind::AdstackOverflow, 0, &info, ad, None, None)
+                .0,
             1
         );
         let r = s.take();
@@ -436,5 +605,89 @@ mod tests {
         assert_eq!(r[0].to_json()["last_write"]["changed_behind"], true);
         assert!(r[0].to_human().contains("changed behind the JIT's back"));
         assert!(s.take().is_empty(), "taking twice finds nothing");
+    }
+
+    #[test]
+    fn lifetime_and_bounds_reports_name_the_object() {
+        let site = |line| SiteInfo {
+            function: "main".into(),
+            line,
+            col: 5,
+            op: "call".into(),
+        };
+        let mut s = ReportSink::default();
+        let note = ObjectNote {
+            id: 3,
+            alloc_site: Some(site(11)),
+            free_site: Some(site(14)),
+            freed: true,
+        };
+        let obs = Observed::Lifetime {
+            object: 0x1000,
+            address: 0x1010,
+            width: 8,
+        };
+        s.record(
+            ReportKind::UseAfterFree,
+            4,
+            &site(16),
+            obs,
+            None,
+            Some(note),
+        );
+        let bounds = Observed::Bounds {
+            object: 0x2000,
+            index: 6,
+            capacity: 2,
+        };
+        let live = ObjectNote {
+            id: 4,
+            alloc_site: None,
+            free_site: None,
+            freed: false,
+        };
+        s.record(
+            ReportKind::AttrOutOfBounds,
+            5,
+            &site(17),
+            bounds,
+            None,
+            Some(live),
+        );
+        let r = s.take();
+        let j = r[0].to_json();
+        assert_eq!(j["kind"], "use_after_free");
+        assert_eq!(j["object_id"], 3);
+        assert_eq!(j["alloc_site"]["line"], 11);
+        assert_eq!(j["free_site"]["line"], 14);
+        assert_eq!(
+            (j["address"].clone(), j["width"].clone()),
+            ("0x1010".into(), 8.into())
+        );
+        let h = r[0].to_human();
+        assert!(
+            h.contains("8-byte access at 0x1010 inside freed object 0x1000"),
+            "{h}"
+        );
+        assert!(h.contains("object id 3, allocated at @main 11:5"), "{h}");
+        assert!(h.contains("freed at @main 14:5"), "{h}");
+        let j = r[1].to_json();
+        assert_eq!(
+            (j["index"].clone(), j["capacity"].clone()),
+            (6.into(), 2.into())
+        );
+        assert_eq!(j["object_id"], 4);
+        assert!(j["alloc_site"].is_null());
+        assert!(
+            j.get("free_site").is_none(),
+            "a live object has no free site"
+        );
+        assert!(r[1]
+            .to_human()
+            .contains("attribute index 6 at or past the values array's capacity 2"));
+        for k in ReportKind::ALL {
+            assert_eq!(ReportKind::from_code(k.code()), Some(k));
+            assert_eq!(ReportKind::from_trap_code(k.trap_code()), Some(k));
+        }
     }
 }

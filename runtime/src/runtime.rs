@@ -2,11 +2,11 @@
 //! mode that decides what a failed check does. Engines (interpreter, JIT)
 //! call into it; generated code reaches it through [`crate::abi`].
 
-use crate::heap::{Heap, HostFault};
+use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
 use crate::options::Options;
 use crate::output::LogFile;
-use crate::report::{Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
+use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
 use crate::trap::TrapScratch;
 use crate::watch::{self, WatchSpec, WatchStatus};
@@ -127,8 +127,6 @@ pub struct Runtime {
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
     settings: RwLock<Settings>,
-    /// TEMPORARY allocation-id source for watchpoints (see `next_object_id`).
-    object_ids: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -151,7 +149,6 @@ impl Runtime {
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
-            object_ids: AtomicU64::new(0),
         })
     }
 
@@ -203,6 +200,9 @@ impl Runtime {
                 eprintln!("{}", WatchStatus::unavailable_line(&reason));
             }
         }
+        if let Some(mb) = options.quarantine_mb {
+            lock(&self.heap).set_quarantine_mb(mb);
+        }
         Ok(())
     }
 
@@ -248,25 +248,43 @@ impl Runtime {
         })
     }
 
+    fn note(&self, r: ObjectRecord) -> ObjectNote {
+        ObjectNote {
+            id: r.id,
+            alloc_site: r.alloc_site.map(|s| self.site_info(s)),
+            free_site: r.free_site.map(|s| self.site_info(s)),
+            freed: r.freed,
+        }
+    }
+
     /// Records a violation and decides what happens next. In abort/trap mode
     /// with `abort_process`, prints the report and aborts the process.
+    /// The object the report is about (its id and sites) and the slot's
+    /// last known write are looked up now, at check time.
     pub fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
         // A watched writer is reported before what its write caused.
         self.drain_watch();
         let info = self.site_info(site);
-        let last_write = match observed {
-            Observed::Dict { object, .. } => {
-                lock(&self.heap).last_write(self.layout.slot_addr(object))
-            }
-            _ => None,
+        let (last_write, record) = {
+            let heap = lock(&self.heap);
+            let last_write = match observed {
+                Observed::Dict { object, .. } => heap.last_write(self.layout.slot_addr(object)),
+                _ => None,
+            };
+            let obj = match observed {
+                Observed::Clobber { address, width, .. } => heap.watched_owner(address, width),
+                o => o.object(),
+            };
+            (last_write, obj.and_then(|o| heap.object_record(o)))
         };
+        let object = record.map(|r| self.note(r));
         let (handler, limit) = {
             let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
             (s.handler.clone(), s.report_limit)
         };
         let snapshot = {
             let mut sink = lock(&self.sink);
-            let (count, r) = sink.record(kind, site, &info, observed, last_write);
+            let (count, r) = sink.record(kind, site, &info, observed, last_write, object);
             (handler.is_some() && (limit == 0 || count <= limit)).then(|| {
                 let mut r = r.clone();
                 // The occurrence being handled, with its own observation.
@@ -350,7 +368,7 @@ impl Runtime {
             "{} at @{} {}:{} (site {site})",
             info.op, info.function, info.line, info.col
         );
-        lock(&self.heap).note_write(self.layout.slot_addr(obj), &by, Some(site), word);
+        lock(&self.heap).note_write(obj, &by, Some(site), word);
     }
 
     /// Takes the recorded reports; asking again finds none until new ones come.
@@ -403,27 +421,31 @@ impl Runtime {
 
     pub fn obj_new(&self, n: i64) -> u64 {
         let obj = self.host(lock(&self.heap).obj_new(n));
-        if obj != 0 {
-            let id = self.next_object_id();
-            if watch::active() {
-                watch::on_object_created(self.watch_owner(), id, obj);
-            }
-        }
+        self.object_created(obj);
         obj
     }
 
-    /// TEMPORARY: the allocation id of the object just created (1, 2, 3, …
-    /// per runtime). The heap's allocation ids replace this at merge.
-    fn next_object_id(&self) -> u64 {
-        self.object_ids.fetch_add(1, Ordering::Relaxed) + 1
+    /// Tells the watchpoints about a new object (by its allocation id).
+    fn object_created(&self, obj: u64) {
+        if obj == 0 || !watch::active() {
+            return;
+        }
+        if let Some(r) = self.object_record(obj) {
+            watch::on_object_created(self.watch_owner(), r.id, obj);
+        }
+    }
+
+    /// Tells the watchpoints an object goes (before its memory may be reused).
+    fn object_going(&self, obj: u64) {
+        if watch::active() {
+            watch::on_object_freed(self.watch_owner(), obj);
+        }
     }
     pub fn obj_dictify(&self, obj: u64) {
         self.host(lock(&self.heap).obj_dictify(obj))
     }
     pub fn obj_free(&self, obj: u64) {
-        if watch::active() {
-            watch::on_object_freed(self.watch_owner(), obj);
-        }
+        self.object_going(obj);
         let mut heap = lock(&self.heap);
         let r = heap.obj_free(obj);
         // Freeing is the only way a slot leaves the watch list.
@@ -432,10 +454,110 @@ impl Runtime {
         self.host(r)
     }
 
-    /// How many times a dict slot left the watch list (only `obj_free`
-    /// removes one). While it is unchanged, every object watched before is
-    /// still watched: code may skip a repeated `guard.watch` of the same
-    /// object (the JIT's per-frame watch cache does).
+    /// `@obj_new(n)` at a guarded call: `site` (runtime-global) is recorded
+    /// as the object's allocation site.
+    pub fn obj_new_at(&self, n: i64, site: u32) -> u64 {
+        let obj = self.host(lock(&self.heap).obj_new_at(n, Some(site)));
+        self.object_created(obj);
+        obj
+    }
+
+    /// `@obj_free(obj)` under the lifetime check at `site`: a live object
+    /// goes to quarantine; a freed one is a `double_free`, anything else an
+    /// `invalid_free` (reported; the free is ignored). `Err` carries the
+    /// verdict of a report.
+    pub fn obj_free_at(&self, obj: u64, site: u32) -> Result<(), Verdict> {
+        if self.object_record(obj).is_some_and(|r| !r.freed) {
+            self.object_going(obj);
+        }
+        let outcome = lock(&self.heap).obj_free_at(obj, Some(site));
+        let kind = match outcome {
+            FreeOutcome::Freed => {
+                self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+                return Ok(());
+            }
+            FreeOutcome::DoubleFree => ReportKind::DoubleFree,
+            FreeOutcome::Invalid => ReportKind::InvalidFree,
+        };
+        Err(self.report(kind, site, lifetime_at(obj, obj, 0)))
+    }
+
+    /// The lifetime check of an object op (`load_attr`, `store_attr`,
+    /// `dict_slot.*`) at `site`: `Ok` when `obj` is not a freed object
+    /// (live, or unknown to the runtime); else `use_after_free` is reported.
+    /// Takes no lock while nothing was ever freed.
+    pub fn check_live(&self, obj: u64, site: u32) -> Result<(), Verdict> {
+        if self.unwatch_epoch() == 0 || !lock(&self.heap).is_freed(obj) {
+            return Ok(());
+        }
+        Err(self.report(ReportKind::UseAfterFree, site, lifetime_at(obj, obj, 0)))
+    }
+
+    /// The lifetime check of a raw `load`/`store` of `width` bytes at
+    /// `addr`: `use_after_free` when the bytes fall in a quarantined
+    /// object's memory (header, dict slot, values array).
+    pub fn check_mem(&self, addr: u64, width: u32, site: u32) -> Result<(), Verdict> {
+        if self.unwatch_epoch() == 0 {
+            return Ok(());
+        }
+        let owner = lock(&self.heap).freed_memory_owner(addr, width as u64);
+        match owner {
+            None => Ok(()),
+            Some(obj) => Err(self.report(
+                ReportKind::UseAfterFree,
+                site,
+                lifetime_at(obj, addr, width.max(1)),
+            )),
+        }
+    }
+
+    /// Reports `attr_out_of_bounds`: `index` ≥ the values array's `capacity`.
+    pub fn report_bounds(&self, site: u32, obj: u64, index: u64, capacity: u64) -> Verdict {
+        self.report(
+            ReportKind::AttrOutOfBounds,
+            site,
+            Observed::Bounds {
+                object: obj,
+                index,
+                capacity,
+            },
+        )
+    }
+
+    // ---- host objects (the embedding API) ----
+
+    /// The host made an object at `obj` (laid out as this runtime's layout
+    /// says, spec §4): returns its allocation id.
+    pub fn register_object(&self, obj: u64) -> Result<u64, HostObjectError> {
+        let id = lock(&self.heap).register_host_object(obj)?;
+        self.object_created(obj);
+        Ok(id)
+    }
+
+    /// The host freed the object at `obj` (as a `tp_dealloc` hook would
+    /// say): it is never watched again, and instrumented code using it is
+    /// a `use_after_free` until the host registers a new object there.
+    pub fn object_freed(&self, obj: u64) -> Result<(), HostObjectError> {
+        if self.object_record(obj).is_some_and(|r| !r.freed) {
+            self.object_going(obj);
+        }
+        let r = lock(&self.heap).host_object_freed(obj);
+        if r.is_ok() {
+            self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        r
+    }
+
+    /// What the runtime knows of the object at `obj` (live or in quarantine).
+    pub fn object_record(&self, obj: u64) -> Option<ObjectRecord> {
+        lock(&self.heap).object_record(obj)
+    }
+
+    /// How many times a dict slot left the watch list (only a free — of a
+    /// runtime or host object — removes one). While it is unchanged, every
+    /// object watched before is still watched and no object was freed:
+    /// code may skip a repeated `guard.watch` or lifetime check of the
+    /// same object (the JIT's per-frame watch cache does).
     pub fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
     }
@@ -501,12 +623,26 @@ impl Runtime {
             let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
             (s.handler.clone(), s.report_limit)
         };
+        // The objects written, looked up before the sink is locked.
+        let notes: Vec<Option<ObjectNote>> = writes
+            .iter()
+            .map(|(_, observed)| {
+                let r = observed.object().and_then(|o| self.object_record(o));
+                r.map(|r| self.note(r))
+            })
+            .collect();
         let mut handled = Vec::new();
         {
             let mut sink = lock(&self.sink);
-            for (info, observed) in writes {
-                let (count, r) =
-                    sink.record(ReportKind::ForeignWrite, NO_SITE, &info, observed, None);
+            for ((info, observed), note) in writes.into_iter().zip(notes) {
+                let (count, r) = sink.record(
+                    ReportKind::ForeignWrite,
+                    NO_SITE,
+                    &info,
+                    observed,
+                    None,
+                    note,
+                );
                 if handler.is_some() && (limit == 0 || count <= limit) {
                     let mut r = r.clone();
                     r.observed = observed;
@@ -560,6 +696,14 @@ impl Drop for Runtime {
         if pending {
             self.flush_reports();
         }
+    }
+}
+
+fn lifetime_at(object: u64, address: u64, width: u32) -> Observed {
+    Observed::Lifetime {
+        object,
+        address,
+        width,
     }
 }
 

@@ -164,6 +164,18 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             width: 0,
             writer: crate::watch::WriterId::NONE,
         },
+        ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree => {
+            Observed::Lifetime {
+                object: values[0],
+                address: values[1],
+                width: values[2] as u32,
+            }
+        }
+        ReportKind::AttrOutOfBounds => Observed::Bounds {
+            object: values[0],
+            index: values[1],
+            capacity: values[2],
+        },
     }
 }
 
@@ -313,6 +325,24 @@ impl std::fmt::Display for JsonReport<'_> {
             }) => write!(
                 f,
                 ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
+            )?,
+            Some(Observed::Lifetime {
+                object,
+                address,
+                width,
+            }) => {
+                write!(f, ",\"object\":\"{object:#x}\"")?;
+                if width > 0 {
+                    write!(f, ",\"address\":\"{address:#x}\",\"width\":{width}")?;
+                }
+            }
+            Some(Observed::Bounds {
+                object,
+                index,
+                capacity,
+            }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"index\":{index},\"capacity\":{capacity}"
             )?,
             Some(Observed::Write { .. }) | None => {}
         }
@@ -608,6 +638,7 @@ pub(crate) mod imp {
             op: &f.info.op,
             observed,
             last_write: None,
+            object: None,
             count: 1,
             trap: Some(TrapNote {
                 signal: if sig == libc::SIGTRAP {
@@ -705,6 +736,7 @@ mod tests {
                     value: 0x1236,
                 },
                 last_write: None,
+                object: None,
                 count: 1,
             };
             let mut fds = [0; 2];
@@ -741,6 +773,7 @@ mod tests {
                 value: 0xfe,
             }),
             last_write: None,
+            object: None,
             count: 1,
             trap: Some(TrapNote {
                 signal: "SIGILL",

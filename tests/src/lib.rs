@@ -60,6 +60,11 @@ pub struct CmpReport {
     pub count: u64,
     pub observed: String,
     pub last_write: Option<(String, bool)>,
+    /// The object's allocation id, whether it was freed, and the lines of
+    /// its allocation and free sites.
+    pub object: Option<(u64, bool, Option<u32>, Option<u32>)>,
+    /// The allocation id of the object the last write went to.
+    pub last_write_object: Option<u64>,
 }
 
 impl CmpReport {
@@ -72,7 +77,16 @@ impl CmpReport {
             Observed::Write { width, new, .. } => {
                 format!("write w{width} low bits {:03b}", new & 7)
             }
+            // The values array is a block of its own: only the width is address-free.
+            Observed::Lifetime { width, .. } => format!("lifetime w{width}"),
+            Observed::Bounds {
+                index, capacity, ..
+            } => format!("bounds {index} {capacity}"),
         };
+        let object = r.object.as_ref().map(|o| {
+            let line = |s: &Option<guardlift_runtime::SiteInfo>| s.as_ref().map(|s| s.line);
+            (o.id, o.freed, line(&o.alloc_site), line(&o.free_site))
+        });
         let last_write = match (&r.last_write, r.observed) {
             (Some(w), Observed::Dict { value, .. }) => Some((w.by.clone(), w.value != value)),
             _ => None,
@@ -86,6 +100,8 @@ impl CmpReport {
             count: r.count,
             observed,
             last_write,
+            object,
+            last_write_object: r.last_write.as_ref().and_then(|w| w.object_id),
         }
     }
 }

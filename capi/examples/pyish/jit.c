@@ -356,6 +356,13 @@ void jit_print_report(const gl_report *r, const char *ir_text) {
         fprintf(stderr, "==pyish==   object %#llx: managed-dict word %#llx (low bits 0b%d%d%d)\n",
                 (unsigned long long)r->object, (unsigned long long)r->value, (int)(r->value >> 2 & 1),
                 (int)(r->value >> 1 & 1), (int)(r->value & 1));
+    if (r->object_id)
+        fprintf(stderr, "==pyish==   object %#llx, allocation id %llu%s\n", (unsigned long long)r->object,
+                (unsigned long long)r->object_id,
+                r->kind == GL_REPORT_USE_AFTER_FREE ? " (freed by the host)" : "");
+    if (r->kind == GL_REPORT_ATTR_OUT_OF_BOUNDS)
+        fprintf(stderr, "==pyish==   attribute %llu of %llu\n", (unsigned long long)r->index,
+                (unsigned long long)r->capacity);
     ir_line(ir_text, r->line, line, sizeof line);
     if (line[0]) fprintf(stderr, "==pyish==   IR %u: %s\n", r->line, line);
 }

@@ -1,6 +1,6 @@
 /* pyish: a Python-like interpreter whose hot functions run as guardlift code.
  *
- *   pyish [--instrument] [--buggy] [--no-jit] [--mode recover|abort|trap]
+ *   pyish [--instrument] [--buggy] [--recycle] [--no-jit] [--mode recover|abort|trap]
  *         [--hot N] [--rounds N] [--iters N] [--bug-at N] [--dump-ir FILE]
  *   pyish --selftest
  *
@@ -19,6 +19,14 @@
  *     p = Point(x=1, y=2)                # inline values
  *     q = Point(x=3, y=5); q.__dict__    # a real dict
  *     for _ in range(rounds): step(p, iters); step(q, iters)
+ *
+ * With --recycle, a temporary `t = Point(x=7, y=1)` is stepped and freed,
+ * a stale reference to it (the launch-context bug) steps it once more, and
+ * `u = Point(x=3, y=4)` reuses its memory (pyish keeps a free list, as
+ * CPython does). Every object is registered with guardlift when made and
+ * reported freed in its dealloc, so with --instrument the stale step is
+ * refused and reported as use_after_free with t's allocation id, while u
+ * (same address, a new id) runs clean.
  *
  * `step` runs interpreted until it has been called --hot times, then it is
  * translated to guardlift IR, compiled and called natively from then on.
@@ -113,7 +121,7 @@ static unsigned long arg_num(const char *s) {
 
 int main(int argc, char **argv) {
     VM vm = {.use_jit = 1, .hot_threshold = 4};
-    int buggy = 0;
+    int buggy = 0, recycle = 0;
     gl_mode mode = GL_MODE_RECOVER;
     unsigned long rounds = 20, iters = 50;
     for (int i = 1; i < argc; i++) {
@@ -121,6 +129,7 @@ int main(int argc, char **argv) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--instrument")) vm.instrument = 1;
         else if (!strcmp(a, "--buggy")) buggy = 1;
+        else if (!strcmp(a, "--recycle")) recycle = 1;
         else if (!strcmp(a, "--no-jit")) vm.use_jit = 0;
         else if (!strcmp(a, "--selftest")) return selftest();
         else if (next && !strcmp(a, "--mode")) {
@@ -135,7 +144,7 @@ int main(int argc, char **argv) {
         else if (next && !strcmp(a, "--bug-at")) bug_at_call = arg_num(argv[++i]);
         else if (next && !strcmp(a, "--dump-ir")) vm.dump_ir_path = argv[++i];
         else {
-            fprintf(stderr, "usage: pyish [--instrument] [--buggy] [--no-jit] [--mode recover|abort|trap] [--hot N]\n"
+            fprintf(stderr, "usage: pyish [--instrument] [--buggy] [--recycle] [--no-jit] [--mode recover|abort|trap] [--hot N]\n"
                             "             [--rounds N] [--iters N] [--bug-at N] [--dump-ir FILE] | --selftest\n");
             return 2;
         }
@@ -157,6 +166,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pyish: guardlift: %s\n", gl_last_error());
         return 2;
     }
+    /* tp_alloc / tp_dealloc hooks: guardlift knows every object's lifetime. */
+    objects_attach(vm.rt);
 
     Object *p = object_new(&PointType);
     object_set_attr(p, 0, 1);
@@ -182,6 +193,27 @@ int main(int argc, char **argv) {
                "(CPython would have crashed there)\n",
                corrupt_words_refused);
 
+    if (recycle) {
+        Object *t = object_new(&PointType);
+        object_set_attr(t, 0, 7);
+        object_set_attr(t, 1, 1);
+        int64_t args_t[2] = {(int64_t)(uintptr_t)t, 3};
+        int64_t first = vm_call(&vm, &step, args_t);
+        uint64_t t_id = t->gl_id;
+        object_free(t);
+        /* The bug: a context still holds t and steps it after the free. */
+        int64_t stale = vm_call(&vm, &step, args_t);
+        Object *u = object_new(&PointType); /* reuses t's memory */
+        object_set_attr(u, 0, 3);
+        object_set_attr(u, 1, 4);
+        int64_t args_u[2] = {(int64_t)(uintptr_t)u, 3};
+        int64_t fresh = vm_call(&vm, &step, args_u);
+        printf("pyish: recycle: step(t) = %lld, stale step(t) = %lld, step(u) = %lld; u %s t's address; ids %llu and %llu\n",
+               (long long)first, (long long)stale, (long long)fresh, (void *)u == (void *)t ? "reuses" : "does not reuse",
+               (unsigned long long)t_id, (unsigned long long)u->gl_id);
+        object_free(u);
+    }
+
     /* Reports are also collected after the run. */
     gl_reports *list = NULL;
     const gl_report *items = NULL;
@@ -198,6 +230,7 @@ int main(int argc, char **argv) {
 
     object_free(p);
     object_free(q);
+    objects_drain_freelist();
     for (CodeObject **c = all_codes; *c; c++) {
         gl_func_free((*c)->compiled);
         free((*c)->ir_text);
@@ -319,7 +352,7 @@ static int selftest(void) {
 
     /* Reports collected after a run, from guardlift's own model heap. */
     CHECK(gl_module_parse(CORRUPT_IR, "corrupt.glir", &m) == GL_OK);
-    CHECK(gl_module_instrument(m, 8) == GL_ERR_ARGUMENT);
+    CHECK(gl_module_instrument(m, 32) == GL_ERR_ARGUMENT);
     CHECK(gl_module_instrument(m, GL_CHECK_DICT) == GL_OK);
     const char *text = NULL;
     CHECK(gl_module_print(m, &text) == GL_OK && strstr(text, "guard.load_attr") != NULL);
@@ -345,6 +378,16 @@ static int selftest(void) {
     const char *fault = "unset";
     CHECK(gl_runtime_take_host_fault(rt, &fault) == GL_OK && fault == NULL);
     CHECK(gl_runtime_configure(rt, "report_limit=3:json=1") == GL_OK);
+
+    /* Host objects: ids follow the runtime's own objects (one @obj_new ran). */
+    static uint64_t host_obj[4];
+    uint64_t id = 99;
+    CHECK(gl_runtime_register_object(rt, NULL, &id) == GL_ERR_ARGUMENT && id == 0);
+    CHECK(gl_runtime_register_object(rt, &host_obj[3], &id) == GL_OK && id == 2);
+    CHECK(gl_runtime_register_object(rt, &host_obj[3], &id) == GL_ERR_ARGUMENT);
+    CHECK(gl_runtime_object_freed(rt, &host_obj[3]) == GL_OK);
+    CHECK(gl_runtime_object_freed(rt, &host_obj[3]) == GL_ERR_ARGUMENT);
+    CHECK(gl_runtime_register_object(rt, &host_obj[3], &id) == GL_OK && id == 3);
     CHECK(gl_runtime_configure(rt, "mode=abort") == GL_ERR_ARGUMENT);
 
     /* Free in any order: the function keeps code and runtime alive. */

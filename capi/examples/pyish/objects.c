@@ -20,18 +20,22 @@ static void *xcalloc(size_t n, size_t size) {
 
 /* ---- values arrays (CPython 3.12 new_values / free_values) ---------------- */
 
-/* The values array is preceded by a prefix whose last byte is the prefix
- * size; the bytes before it hold the insertion order (unused here). */
+/* The values array is preceded by the u64 capacity guardlift's bounds
+ * check reads (spec §4: at values - 8), and before that by CPython's
+ * prefix, whose last byte is the prefix size (counted up to the values);
+ * the bytes before it hold the insertion order (unused here). */
 static uint64_t *values_new(size_t n, void **mem_out) {
-    size_t prefix = (n + 2 + 7) & ~(size_t)7; /* _Py_SIZE_ROUND_UP(size+2, 8) */
+    size_t prefix = ((n + 2 + 7) & ~(size_t)7) + sizeof(uint64_t); /* _Py_SIZE_ROUND_UP(size+2, 8) + capacity */
     uint8_t *mem = xcalloc(1, prefix + n * sizeof(uint64_t));
-    mem[prefix - 1] = (uint8_t)prefix;
+    mem[prefix - sizeof(uint64_t) - 1] = (uint8_t)prefix;
+    uint64_t *values = (uint64_t *)(mem + prefix);
+    values[-1] = n;
     *mem_out = mem;
-    return (uint64_t *)(mem + prefix);
+    return values;
 }
 
 static void *values_mem(uint64_t *values) {
-    uint8_t prefix = ((uint8_t *)values)[-1];
+    uint8_t prefix = ((uint8_t *)values)[-(int)sizeof(uint64_t) - 1];
     return (uint8_t *)values - prefix;
 }
 
@@ -103,14 +107,61 @@ static void dict_free(DictObject *d) {
 
 /* ---- objects ---------------------------------------------------------------- */
 
+/* The runtime told about every object's life (tp_alloc / tp_dealloc), or NULL. */
+static gl_runtime *objects_rt = NULL;
+
+/* A free list of object blocks, as CPython keeps for small objects: a freed
+ * object's memory is handed to the next new object (the same address). */
+#define FREELIST_MAX 8
+static char *freelist[FREELIST_MAX];
+static int freelist_len = 0;
+
+void objects_attach(gl_runtime *rt) { objects_rt = rt; }
+
+static void guardlift_call(gl_status st, const char *what) {
+    if (st != GL_OK) {
+        fprintf(stderr, "pyish: guardlift: %s: %s\n", what, gl_last_error());
+        exit(2);
+    }
+}
+
+/* Frees what the object owns: its dict or values array. */
+static void object_clear(Object *o) {
+    uint64_t w = *dict_or_values(o);
+    if (w && !(w & 1) && (w & 7) == 0) dict_free((DictObject *)(uintptr_t)w);
+    free(o->alloc_values_mem); /* NULL once the object has a dict */
+    o->alloc_values_mem = NULL;
+    *dict_or_values(o) = 0;
+}
+
 Object *object_new(TypeObject *tp) {
-    char *mem = xcalloc(1, PRE_HEADER_SIZE + sizeof(Object));
+    char *mem;
+    if (freelist_len) {
+        mem = freelist[--freelist_len];
+        object_clear((Object *)(mem + PRE_HEADER_SIZE)); /* anything a stale user left */
+        memset(mem, 0, PRE_HEADER_SIZE + sizeof(Object));
+    } else {
+        mem = xcalloc(1, PRE_HEADER_SIZE + sizeof(Object));
+    }
     Object *o = (Object *)(mem + PRE_HEADER_SIZE);
     o->ob_refcnt = 1;
     o->ob_type = tp;
     uint64_t *values = values_new(tp->n_shared_keys, &o->alloc_values_mem);
     *dict_or_values(o) = values_word(values);
+    if (objects_rt) {
+        uint64_t id = 0;
+        guardlift_call(gl_runtime_register_object(objects_rt, o, &id), "register_object");
+        o->gl_id = id;
+    }
     return o;
+}
+
+void objects_drain_freelist(void) {
+    while (freelist_len) {
+        char *mem = freelist[--freelist_len];
+        object_clear((Object *)(mem + PRE_HEADER_SIZE)); /* anything a stale user left */
+        free(mem);
+    }
 }
 
 static int word_ok(uint64_t w) {
@@ -125,11 +176,14 @@ void object_free(Object *o) {
                 "pyish: object %p has a corrupt managed-dict word %#llx at dealloc; "
                 "freeing its values through the allocator's record\n",
                 (void *)o, (unsigned long long)w);
-    } else if (w && !(w & 1)) {
-        dict_free((DictObject *)(uintptr_t)w);
+        *dict_or_values(o) = 0;
     }
-    free(o->alloc_values_mem); /* NULL once the object has a dict */
-    free((char *)o - PRE_HEADER_SIZE);
+    /* tp_dealloc: tell guardlift first, before the memory can be reused. */
+    if (objects_rt) guardlift_call(gl_runtime_object_freed(objects_rt, o), "object_freed");
+    object_clear(o);
+    char *mem = (char *)o - PRE_HEADER_SIZE;
+    if (freelist_len < FREELIST_MAX) freelist[freelist_len++] = mem;
+    else free(mem);
 }
 
 int object_has_values(Object *o) { return (*dict_or_values(o) & 1) != 0; }

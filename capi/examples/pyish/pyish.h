@@ -7,6 +7,8 @@
  * so the managed-dict word is at obj - 24 (`layout cpython312`). The word is
  * either a values array tagged as `values - 1` (low bits 0b111) or a pointer
  * to a real dict (pyish's own open-addressing table, 8-aligned), or 0.
+ * The values array is preceded by its capacity (u64 at values - 8), as
+ * guardlift's layout says (spec §4).
  */
 #ifndef PYISH_H
 #define PYISH_H
@@ -32,6 +34,7 @@ typedef struct Object {              /* PyObject */
      * frees through it when the dict word was corrupted, so that the demo of
      * a corruption stays leak-free under valgrind. */
     void *alloc_values_mem;
+    uint64_t gl_id;                  /* guardlift's allocation id (0: not registered) */
 } Object;
 
 /* CPython 3.12: the pre-header is [weakref][dict_or_values][gc_next][gc_prev]. */
@@ -57,8 +60,15 @@ typedef struct DictObject {          /* a real dict: what the word points to in 
 
 extern TypeObject DictType;
 
+/* Registers every object made from now on with `rt` and reports its free
+ * (gl_runtime_register_object / gl_runtime_object_freed), as tp_alloc and
+ * tp_dealloc hooks would. */
+void objects_attach(gl_runtime *rt);
 Object *object_new(TypeObject *tp);
+/* tp_dealloc: the memory goes to a free list and is reused by the next object. */
 void object_free(Object *o);
+/* Frees the free list (at exit). */
+void objects_drain_freelist(void);
 /* Switches an object to dict mode, keeping its attributes (what touching
  * `obj.__dict__` does in CPython 3.12). */
 void object_materialize_dict(Object *o);

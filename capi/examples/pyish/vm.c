@@ -58,7 +58,7 @@ int64_t vm_call(VM *vm, CodeObject *co, const int64_t *args) {
     if (!co->compiled && vm->use_jit && !co->jit_failed && co->calls >= vm->hot_threshold) {
         if (jit_compile(vm, co) == 0) {
             printf("pyish: %s is hot after %u calls: compiled to guardlift IR (%s)\n", co->name,
-                   co->calls, vm->instrument ? "instrumented: dict,adstack,clobber" : "not instrumented");
+                   co->calls, vm->instrument ? "instrumented: lifetime,dict,bounds,adstack,clobber" : "not instrumented");
         } else {
             co->jit_failed = 1;
         }

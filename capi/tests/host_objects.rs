@@ -1,0 +1,271 @@
+//! Host objects through the C API: objects the host allocates itself are
+//! registered (they get allocation ids) and reported freed, as a
+//! `tp_alloc`/`tp_dealloc` hook would. A freed host object is never watched
+//! (issue 13, defect 3); instrumented code using it is a `use_after_free`;
+//! an address recycled for a new object shows two different object ids.
+
+use guardlift::*;
+use std::ffi::{CStr, CString};
+use std::ptr::{null, null_mut};
+
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(gl_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+macro_rules! ok {
+    ($e:expr) => {{
+        #[allow(unused_unsafe)]
+        let st = unsafe { $e };
+        assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
+    }};
+}
+
+/// `@touch` writes and reads attribute 0; `@setw` stores a dict word;
+/// `@poke` is an ordinary raw store.
+const IR: &str = "\
+fn @touch(%o: ptr, %v: i64) -> i64 {
+entry:
+    store_attr %o, 0, %v
+    %r = load_attr %o, 0
+    return %r
+}
+fn @setw(%o: ptr, %w: i64) {
+entry:
+    dict_slot.store %o, %w
+    return
+}
+fn @poke(%p: ptr, %v: i64) {
+entry:
+    store %v, %p, 0
+    return
+}
+";
+
+/// A host object in CPython 3.12's layout (dict slot at obj − 24) with a
+/// values array of `n` attributes whose capacity word precedes it.
+struct HostObj {
+    body: Box<[u64; 5]>,
+    values: Box<[u64]>,
+}
+
+impl HostObj {
+    fn new(n: usize) -> Self {
+        let mut values = vec![0u64; n + 1].into_boxed_slice();
+        values[0] = n as u64;
+        let mut o = HostObj {
+            body: Box::new([0; 5]),
+            values,
+        };
+        o.body[0] = o.values_word();
+        o.body[3] = 1;
+        o
+    }
+    fn obj(&self) -> u64 {
+        &self.body[3] as *const u64 as u64
+    }
+    fn slot(&self) -> u64 {
+        &self.body[0] as *const u64 as u64
+    }
+    fn values_word(&self) -> u64 {
+        (&self.values[1] as *const u64 as u64) - 1
+    }
+}
+
+struct Rig {
+    rt: *mut gl_runtime,
+    m: *mut gl_module,
+    code: *mut gl_code,
+    touch: *mut gl_func,
+    setw: *mut gl_func,
+    poke: *mut gl_func,
+}
+
+fn rig() -> Rig {
+    let (mut rt, mut m, mut code) = (null_mut(), null_mut(), null_mut());
+    ok!(gl_runtime_new(
+        c"cpython312".as_ptr(),
+        GL_MODE_RECOVER,
+        &mut rt
+    ));
+    let text = CString::new(IR).unwrap();
+    ok!(gl_module_parse(
+        text.as_ptr(),
+        c"host.glir".as_ptr(),
+        &mut m
+    ));
+    ok!(gl_module_instrument(m, GL_CHECK_ALL));
+    ok!(gl_compile(rt, m, &mut code));
+    let f = |name: &CStr, params: &[u32], ret: u32| {
+        let mut f = null_mut();
+        ok!(gl_code_get_func(
+            code,
+            name.as_ptr(),
+            params.as_ptr(),
+            params.len(),
+            ret,
+            &mut f
+        ));
+        f
+    };
+    let touch = f(c"touch", &[GL_TYPE_PTR, GL_TYPE_I64], GL_TYPE_I64);
+    let setw = f(c"setw", &[GL_TYPE_PTR, GL_TYPE_I64], GL_TYPE_VOID);
+    let poke = f(c"poke", &[GL_TYPE_PTR, GL_TYPE_I64], GL_TYPE_VOID);
+    Rig {
+        rt,
+        m,
+        code,
+        touch,
+        setw,
+        poke,
+    }
+}
+
+impl Rig {
+    fn call(&self, f: *mut gl_func, a: u64, b: u64) -> u64 {
+        let mut r = 0u64;
+        ok!(gl_func_call(f, [a, b].as_ptr(), 2, &mut r));
+        r
+    }
+    /// (kind name, object id, JSON) of each pending report.
+    fn reports(&self) -> Vec<(String, u64, String)> {
+        let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
+        ok!(gl_runtime_take_reports(
+            self.rt, &mut list, &mut items, &mut n
+        ));
+        let v = (0..n)
+            .map(|i| {
+                let r = unsafe { &*items.add(i) };
+                let s = |p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+                (s(r.kind_name), r.object_id, s(r.json))
+            })
+            .collect();
+        ok!(gl_reports_free(list));
+        v
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        gl_func_free(self.touch);
+        gl_func_free(self.setw);
+        gl_func_free(self.poke);
+        gl_code_free(self.code);
+        gl_module_free(self.m);
+        gl_runtime_free(self.rt);
+    }
+}
+
+/// Issue 13, defect 3: after the host frees an object and reuses its
+/// memory, an ordinary raw store there is not a `slot_clobber` and is not
+/// dropped.
+#[test]
+fn a_freed_host_object_is_never_watched() {
+    let r = rig();
+    let mut o = HostObj::new(2);
+    let mut id = 0;
+    ok!(gl_runtime_register_object(
+        r.rt,
+        o.obj() as *const _,
+        &mut id
+    ));
+    assert_eq!(id, 1);
+    assert_eq!(r.call(r.touch, o.obj(), 42), 42);
+    assert!(r.reports().is_empty());
+    // Before the free, a raw store over the slot is a clobber (dropped).
+    r.call(r.poke, o.slot(), 5);
+    let reps = r.reports();
+    assert_eq!(reps.len(), 1, "{reps:?}");
+    assert_eq!((reps[0].0.as_str(), reps[0].1), ("slot_clobber", 1));
+    assert_eq!(o.body[0], o.values_word(), "the clobber was skipped");
+    // The host frees it and reuses the memory for plain data.
+    ok!(gl_runtime_object_freed(r.rt, o.obj() as *const _));
+    r.call(r.poke, o.slot(), 5);
+    assert!(r.reports().is_empty(), "no report on reused memory");
+    assert_eq!(o.body[0], 5, "the store happened");
+    // The watch does not come back by itself, even after many stores.
+    for k in 0..100 {
+        r.call(r.poke, o.slot(), k);
+    }
+    assert!(r.reports().is_empty());
+    o.body[0] = o.values_word();
+}
+
+#[test]
+fn stale_host_pointer_is_use_after_free_and_a_recycled_address_shows_two_ids() {
+    let r = rig();
+    let o = HostObj::new(1);
+    let mut id1 = 0;
+    ok!(gl_runtime_register_object(
+        r.rt,
+        o.obj() as *const _,
+        &mut id1
+    ));
+    // A guarded dict_slot.store records the last write (to object id1).
+    r.call(r.setw, o.obj(), o.values_word());
+    ok!(gl_runtime_object_freed(r.rt, o.obj() as *const _));
+    // The stale pointer: refused and reported with the object's id.
+    assert_eq!(r.call(r.touch, o.obj(), 9), 0, "load_attr gives 0");
+    assert_eq!(o.values[1], 0, "the store_attr was skipped");
+    let reps = r.reports();
+    assert_eq!(reps.len(), 2, "{reps:?}");
+    for (kind, id, json) in &reps {
+        assert_eq!((kind.as_str(), *id), ("use_after_free", id1), "{json}");
+        assert!(json.contains("\"alloc_site\":null"), "{json}");
+    }
+    // The host recycles the address for a new object: a new id, live again.
+    let mut id2 = 0;
+    ok!(gl_runtime_register_object(
+        r.rt,
+        o.obj() as *const _,
+        &mut id2
+    ));
+    assert_eq!(id2, id1 + 1);
+    assert_eq!(r.call(r.touch, o.obj(), 9), 9);
+    assert!(r.reports().is_empty());
+    // A rogue writer clears the tag bit: the report is about the new
+    // object, and the last recorded write was to the old one.
+    let p = o.slot() as *mut u64;
+    unsafe { p.write_volatile(p.read_volatile() & !1) };
+    r.call(r.touch, o.obj(), 1);
+    let reps = r.reports();
+    assert!(!reps.is_empty());
+    let (kind, id, json) = &reps[0];
+    assert_eq!((kind.as_str(), *id), ("dict_slot_tag", id2), "{json}");
+    let j: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(j["object_id"], id2);
+    assert_eq!(j["last_write"]["object_id"], id1, "{json}");
+    unsafe { p.write_volatile(o.values_word()) };
+}
+
+#[test]
+fn host_object_api_misuse_is_an_error() {
+    let r = rig();
+    let o = HostObj::new(1);
+    let mut id = 7;
+    let st = unsafe { gl_runtime_register_object(r.rt, null(), &mut id) };
+    assert_eq!(st, GL_ERR_ARGUMENT);
+    assert_eq!(id, 0);
+    let st = unsafe { gl_runtime_register_object(r.rt, (o.obj() + 3) as *const _, &mut id) };
+    assert_eq!(st, GL_ERR_ARGUMENT, "unaligned");
+    ok!(gl_runtime_register_object(
+        r.rt,
+        o.obj() as *const _,
+        &mut id
+    ));
+    let st = unsafe { gl_runtime_register_object(r.rt, o.obj() as *const _, &mut id) };
+    assert_eq!(st, GL_ERR_ARGUMENT, "already live");
+    assert!(
+        last_error().contains("already a live object"),
+        "{}",
+        last_error()
+    );
+    let st = unsafe { gl_runtime_register_object(r.rt, o.obj() as *const _, null_mut()) };
+    assert_eq!(st, GL_ERR_NULL);
+    ok!(gl_runtime_object_freed(r.rt, o.obj() as *const _));
+    let st = unsafe { gl_runtime_object_freed(r.rt, o.obj() as *const _) };
+    assert_eq!(st, GL_ERR_ARGUMENT, "freed twice");
+    let st = unsafe { gl_runtime_object_freed(null_mut(), o.obj() as *const _) };
+    assert_ne!(st, GL_OK, "bad handle");
+}

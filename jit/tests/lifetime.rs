@@ -1,0 +1,305 @@
+//! The lifetime and bounds checks as the JIT lowers them (recover mode):
+//! use after free through every op the check guards, the per-frame
+//! `(object, epoch)` cache of `gl_check_live`, the `epoch == 0` fast path
+//! of raw accesses, double and invalid frees, and attribute indices past
+//! the values array's capacity with a canary object beside it.
+
+mod common;
+use common::*;
+use guardlift_instrument::{instrument, CheckSet};
+use guardlift_jit::{CompileOptions, CompiledModule, Jit, Ptr};
+use guardlift_runtime::{Observed, Report, ReportKind};
+
+const PRELUDE: &str = r#"
+extern fn @obj_new(i64) -> ptr
+extern fn @obj_free(ptr)
+extern fn @obj_dictify(ptr)
+"#;
+
+/// `text` (after [`PRELUDE`]) instrumented with `checks`, compiled against
+/// a fresh recover-mode runtime.
+fn checked(text: &str, checks: &str) -> CompiledModule {
+    let m = parse(&format!("{PRELUDE}{text}"));
+    let m = instrument(&m, CheckSet::parse(checks).unwrap());
+    Jit::compile(&m, recover_rt(), &CompileOptions::default()).unwrap()
+}
+
+fn summary(reports: &[Report]) -> Vec<(ReportKind, u32, u64, Option<u64>)> {
+    reports
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                r.info.line,
+                r.count,
+                r.object.as_ref().map(|o| o.id),
+            )
+        })
+        .collect()
+}
+
+const OBJ: &str = r#"
+fn @new(%n: i64) -> ptr {
+entry:
+    %o = call @obj_new(%n)
+    return %o
+}
+fn @free(%o: ptr) {
+entry:
+    call @obj_free(%o)
+    return
+}
+"#;
+
+/// A guarded op as the very first instruction of a function: the cold
+/// recover block must not become the function's entry (regression: the
+/// function compiled to a bare `return`).
+#[test]
+fn a_checked_op_can_open_a_function() {
+    let m = checked(
+        &format!(
+            "{OBJ}
+fn @get(%o: ptr) -> i64 {{
+entry:
+    %v = load_attr %o, 0
+    return %v
+}}
+fn @set(%o: ptr, %v: i64) {{
+entry:
+    store_attr %o, 0, %v
+    return
+}}
+"
+        ),
+        "lifetime",
+    );
+    let rt = m.runtime().clone();
+    let new = m.func::<i64, Ptr>("new").unwrap();
+    let free = m.func::<Ptr, ()>("free").unwrap();
+    let get = m.func::<Ptr, i64>("get").unwrap();
+    let set = m.func::<(Ptr, i64), ()>("set").unwrap();
+    let o = new.call(1);
+    set.call((o, 41));
+    assert_eq!(get.call(o), 41);
+    assert!(rt.take_reports().is_empty());
+    free.call(o);
+    set.call((o, 7));
+    assert_eq!(get.call(o), 0, "recover: a load from a freed object is 0");
+    let r = rt.take_reports();
+    let lines: Vec<u32> = r.iter().map(|r| r.info.line).collect();
+    assert_eq!(summary(&r).len(), 2, "{r:?}");
+    assert!(
+        r.iter().all(|r| r.kind == ReportKind::UseAfterFree),
+        "{r:?}"
+    );
+    assert!(lines[0] > 0 && lines[0] != lines[1]);
+    let obj = r[0].object.as_ref().unwrap();
+    assert!(obj.freed);
+    assert_eq!(obj.id, 1);
+}
+
+/// The frame cache skips `gl_check_live` only while no free happened: a
+/// loop that frees its object half way reports every later iteration.
+#[test]
+fn the_live_cache_is_dropped_by_a_free() {
+    let m = checked(
+        "
+fn @main(%n: i64) -> i64 {
+entry:
+    %one = iconst.i64 1
+    %o = call @obj_new(%one)
+    %p = call @obj_new(%one)
+    %z = iconst.i64 0
+    jump head(%z, %z)
+head(%i: i64, %acc: i64):
+    %more = icmp.slt %i, %n
+    brif %more, body, done
+body:
+    store_attr %o, 0, %i
+    %v = load_attr %o, 0
+    %w = load_attr %p, 0
+    %acc2 = iadd %acc, %v
+    %acc3 = iadd %acc2, %w
+    %five = iconst.i64 5
+    %at5 = icmp.eq %i, %five
+    %i2 = iadd %i, %one
+    brif %at5, kill, head(%i2, %acc3)
+kill:
+    call @obj_free(%o)
+    jump head(%i2, %acc3)
+done:
+    return %acc
+}
+",
+        "lifetime",
+    );
+    let rt = m.runtime().clone();
+    // 0+1+...+5 before the free; the load after it gives 0.
+    assert_eq!(call(&m, "main", &[10]), Some(15));
+    let r = rt.take_reports();
+    assert_eq!(
+        summary(&r),
+        vec![
+            (ReportKind::UseAfterFree, 17, 4, Some(1)),
+            (ReportKind::UseAfterFree, 18, 4, Some(1)),
+        ],
+        "{r:?}"
+    );
+    let obj = r[0].object.as_ref().unwrap();
+    assert_eq!(obj.alloc_site.as_ref().unwrap().line, 9);
+    assert_eq!(obj.free_site.as_ref().unwrap().line, 27);
+}
+
+/// Raw loads and stores into a freed object's memory (a values pointer
+/// kept from before the free): skipped, loads give 0, reported with the
+/// address and width; nothing is written to freed memory.
+#[test]
+fn raw_access_through_a_stale_values_pointer() {
+    let m = checked(
+        "
+fn @main() -> i64 {
+entry:
+    %two = iconst.i64 2
+    %o = call @obj_new(%two)
+    %w = dict_slot.load %o
+    %one = iconst.i64 1
+    %values = iadd %w, %one
+    %x = iconst.i64 77
+    store %x, %values, 8
+    call @obj_free(%o)
+    %y = iconst.i64 99
+    store %y, %values, 8
+    %r = load.i64 %values, 8
+    %b = load.i8 %values, 0
+    %bb = sext.i64 %b
+    %s = iadd %r, %bb
+    return %s
+}
+",
+        "lifetime",
+    );
+    let rt = m.runtime().clone();
+    assert_eq!(call(&m, "main", &[]), Some(0));
+    let r = rt.take_reports();
+    assert_eq!(
+        summary(&r),
+        vec![
+            (ReportKind::UseAfterFree, 17, 1, Some(1)),
+            (ReportKind::UseAfterFree, 18, 1, Some(1)),
+            (ReportKind::UseAfterFree, 19, 1, Some(1)),
+        ],
+        "{r:?}"
+    );
+    let Observed::Lifetime {
+        object,
+        address,
+        width,
+    } = r[0].observed
+    else {
+        panic!("{:?}", r[0].observed)
+    };
+    assert_eq!(width, 8);
+    let values = address - 8;
+    assert_eq!(
+        r[2].observed,
+        Observed::Lifetime {
+            object,
+            address: values,
+            width: 1
+        }
+    );
+    // Nothing was written: the quarantined attribute still holds 77.
+    // SAFETY: the freed object's values array is held by the quarantine.
+    assert_eq!(unsafe { (address as *const u64).read() }, 77);
+}
+
+#[test]
+fn double_and_invalid_free_are_ignored_and_reported() {
+    let m = checked(
+        "
+fn @main() -> i64 {
+entry:
+    %one = iconst.i64 1
+    %o = call @obj_new(%one)
+    %eight = iconst.i64 8
+    %inner = iadd %o, %eight
+    call @obj_free(%inner)
+    store_attr %o, 0, %eight
+    call @obj_free(%o)
+    call @obj_free(%o)
+    %v = load_attr %o, 0
+    return %v
+}
+",
+        "lifetime",
+    );
+    let rt = m.runtime().clone();
+    assert_eq!(call(&m, "main", &[]), Some(0));
+    let r = rt.take_reports();
+    assert_eq!(
+        summary(&r),
+        vec![
+            (ReportKind::InvalidFree, 12, 1, None),
+            (ReportKind::DoubleFree, 15, 1, Some(1)),
+            (ReportKind::UseAfterFree, 16, 1, Some(1)),
+        ],
+        "{r:?}"
+    );
+    assert!(rt.take_host_fault().is_none());
+}
+
+/// Indices at and past the capacity: the load gives 0, the store is
+/// skipped and the object allocated next to it keeps its attribute; the
+/// report names the index and capacity. In dict mode any index is a key.
+#[test]
+fn attribute_index_past_capacity() {
+    for checks in ["bounds", "lifetime,dict,bounds"] {
+        let m = checked(
+            "
+fn @main() -> i64 {
+entry:
+    %two = iconst.i64 2
+    %a = call @obj_new(%two)
+    %b = call @obj_new(%two)
+    %canary = iconst.i64 4242
+    store_attr %b, 0, %canary
+    store_attr %b, 1, %canary
+    %x = iconst.i64 -1
+    store_attr %a, 2, %x
+    store_attr %a, 5, %x
+    %r = load_attr %a, 3
+    %c0 = load_attr %b, 0
+    %c1 = load_attr %b, 1
+    %s = iadd %c0, %c1
+    %t = iadd %s, %r
+    call @obj_dictify(%a)
+    store_attr %a, 9, %two
+    %d = load_attr %a, 9
+    %u = iadd %t, %d
+    return %u
+}
+",
+            checks,
+        );
+        let rt = m.runtime().clone();
+        assert_eq!(call(&m, "main", &[]), Some(2 * 4242 + 2), "{checks}");
+        let r = rt.take_reports();
+        assert_eq!(
+            summary(&r),
+            vec![
+                (ReportKind::AttrOutOfBounds, 15, 1, Some(1)),
+                (ReportKind::AttrOutOfBounds, 16, 1, Some(1)),
+                (ReportKind::AttrOutOfBounds, 17, 1, Some(1)),
+            ],
+            "{checks}: {r:?}"
+        );
+        let Observed::Bounds {
+            index, capacity, ..
+        } = r[1].observed
+        else {
+            panic!("{:?}", r[1].observed)
+        };
+        assert_eq!((index, capacity), (5, 2), "{checks}");
+        assert!(rt.take_host_fault().is_none());
+    }
+}
