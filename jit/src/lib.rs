@@ -19,7 +19,6 @@
 //! # Ok::<(), guardlift_jit::JitError>(())
 //! ```
 
-mod elide;
 pub mod engine;
 pub mod error;
 pub mod lower;
