@@ -1486,7 +1486,10 @@ impl FnGen<'_, '_, '_> {
         self.vals.truncate(vals_before);
         self.objs.truncate(objs_before);
         self.fb.switch_to_block(exit);
-        self.ev.insert("adstack.realloc_loop");
+        if bound >= 2 {
+            // The alloc may run again while %t carries the old handle.
+            self.ev.insert("adstack.realloc_loop");
+        }
         self.ev.insert("adstack.handle_param");
         self.cost = self.cost.saturating_add(self.mult * bound * 12);
     }

@@ -78,7 +78,10 @@ fn no_elided_check_fails_on_the_corpus() {
         }
     }
     eprintln!("{} programs, {claimed} elided checks verified", progs.len());
-    assert!(claimed >= 20, "the analysis elides only {claimed} checks in the corpus");
+    assert!(
+        claimed >= 20,
+        "the analysis elides only {claimed} checks in the corpus"
+    );
 }
 
 #[test]
@@ -108,9 +111,17 @@ fn no_elided_check_fails_on_generated_modules() {
             );
         }
     }
-    eprintln!("{n} modules, {runs} runs, {claimed} elided checks verified, {realloc} re-allocating loops");
-    assert!(claimed >= n / 10, "only {claimed} elided checks in {n} modules");
-    assert!(realloc >= n / 50, "only {realloc} re-allocating loops in {n} modules");
+    eprintln!(
+        "{n} modules, {runs} runs, {claimed} elided checks verified, {realloc} re-allocating loops"
+    );
+    assert!(
+        claimed >= n / 10,
+        "only {claimed} elided checks in {n} modules"
+    );
+    assert!(
+        realloc >= n / 50,
+        "only {realloc} re-allocating loops in {n} modules"
+    );
 }
 
 /// The verification is live: a false claim (the first pop of an empty

@@ -369,9 +369,19 @@ impl<'m> Interpreter<'m> {
     }
 
     /// An underflow check at `at` of `func` fails: was it claimed not to?
-    fn check_elision(&self, func: FuncId, at: (usize, usize), loc: SrcLoc) -> Result<(), InterpError> {
+    fn check_elision(
+        &self,
+        func: FuncId,
+        at: (usize, usize),
+        loc: SrcLoc,
+    ) -> Result<(), InterpError> {
         let at = (at.0 as u32, at.1 as u32);
-        if !self.elision.as_ref().and_then(|c| c.get(func.0 as usize)).is_some_and(|c| c.contains(&at)) {
+        if !self
+            .elision
+            .as_ref()
+            .and_then(|c| c.get(func.0 as usize))
+            .is_some_and(|c| c.contains(&at))
+        {
             return Ok(());
         }
         let msg = format!(

@@ -58,10 +58,7 @@ type Facts = BTreeMap<Value, u64>;
 /// (block index, instruction index) of every guarded underflow check that
 /// cannot fail. `caps`: the capacity behind each handle value
 /// ([`crate::analysis::adstack_capacities`]).
-pub fn redundant_underflow_checks(
-    f: &Function,
-    caps: &HashMap<Value, u32>,
-) -> HashSet<(u32, u32)> {
+pub fn redundant_underflow_checks(f: &Function, caps: &HashMap<Value, u32>) -> HashSet<(u32, u32)> {
     if f.blocks.is_empty() {
         return HashSet::new();
     }
@@ -138,7 +135,10 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
                 continue;
             };
             for (a, p) in dest.args.iter().zip(&target.params) {
-                let handle = f.values.get(a.0 as usize).is_some_and(|d| d.ty.is_adstack());
+                let handle = f
+                    .values
+                    .get(a.0 as usize)
+                    .is_some_and(|d| d.ty.is_adstack());
                 if handle && (p.0 as usize) < parent.len() {
                     let (ra, rp) = (find(&mut parent, a.0), find(&mut parent, p.0));
                     parent[ra as usize] = rp;
@@ -169,7 +169,12 @@ impl Cx<'_> {
 
     /// Runs block `b` from its entry facts: records the checks that cannot
     /// fail in `out`, returns the facts along each outgoing edge.
-    fn block(&self, b: u32, mut facts: Facts, out: &mut HashSet<(u32, u32)>) -> Vec<(usize, Facts)> {
+    fn block(
+        &self,
+        b: u32,
+        mut facts: Facts,
+        out: &mut HashSet<(u32, u32)>,
+    ) -> Vec<(usize, Facts)> {
         // %n -> %h for `%n = adstack.len %h` while %h's class is untouched.
         let mut lens: HashMap<Value, Value> = HashMap::new();
         // %c -> (%n, cc, k) for `%c = icmp cc %n, k` (normalized: %n on the left).
@@ -227,7 +232,9 @@ impl Cx<'_> {
                     facts.clear();
                     lens.clear();
                 }
-                Jump { dest } => return vec![(dest.block.0 as usize, self.along(&facts, None, dest))],
+                Jump { dest } => {
+                    return vec![(dest.block.0 as usize, self.along(&facts, None, dest))]
+                }
                 Brif {
                     cond,
                     then_dest,
@@ -463,7 +470,10 @@ m:
             )
         };
         // One push on the other arm: top and pop are safe, the second top not.
-        assert_eq!(elided(&text("    guard.adstack.push %s, %x")), vec![(3, 0), (3, 1)]);
+        assert_eq!(
+            elided(&text("    guard.adstack.push %s, %x")),
+            vec![(3, 0), (3, 1)]
+        );
         // No push on the other arm: nothing is safe at the merge.
         assert_eq!(elided(&text("")), vec![]);
     }
