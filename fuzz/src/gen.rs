@@ -29,7 +29,11 @@
 //!   region (an `if` arm, a loop body) is brought back to the depth it
 //!   started at before it ends, and "tape" loops push or pop a constant
 //!   number of times. A push at capacity or a pop/top/top_adj/acc_adj at
-//!   length 0 is only emitted as an *injected fault*.
+//!   length 0 is only emitted as an *injected fault*. Re-allocating loops
+//!   run an `adstack.alloc` again while the header's param still carries
+//!   the previous iteration's handle (so the two name one, just emptied,
+//!   buffer); their depths are modelled for the first and the later
+//!   iterations, and nothing of them is used after the loop.
 //! - Injected faults (`@fault_clear_lsb`, raw stores over a dict slot,
 //!   `dict_slot.store` of a word with bad tag bits, adstack overflow and
 //!   underflow) are either guarded by hand (`guard_last`: a hand-written

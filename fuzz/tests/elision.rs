@@ -88,7 +88,7 @@ fn no_elided_check_fails_on_the_corpus() {
 fn no_elided_check_fails_on_generated_modules() {
     let n = cases(3000);
     let (mut claimed, mut runs, mut realloc) = (0, 0, 0);
-    for data in random_inputs(0xe11d_e, n, 1536) {
+    for data in random_inputs(0xe11de, n, 1536) {
         let g = generate(&mut Unstructured::new(&data), &GenConfig::default());
         realloc += g
             .events

@@ -184,10 +184,10 @@ impl Cx<'_> {
             use InstKind::*;
             let at = (b, ii as u32);
             match &inst.kind {
-                AdTop { stack } | AdTopAdj { stack } | AdAccAdj { stack, .. } => {
-                    if inst.site.is_some() && nonempty(&facts, stack) {
-                        out.insert(at);
-                    }
+                AdTop { stack } | AdTopAdj { stack } | AdAccAdj { stack, .. }
+                    if inst.site.is_some() && nonempty(&facts, stack) =>
+                {
+                    out.insert(at);
                 }
                 AdPop { stack } => {
                     if inst.site.is_some() && nonempty(&facts, stack) {
