@@ -57,6 +57,7 @@ pub const FAMILIES: &[&str] = &[
     "adstack.tape_push",
     "adstack.tape_pop",
     "adstack.handle_param",
+    "adstack.realloc_loop",
     "guard.hand_written",
     "fault.clear_lsb",
     "fault.raw_slot_store",

@@ -1,6 +1,8 @@
 //! Running a module on an engine into an [`Outcome`] that engines must
 //! agree on (results, captured output, reports as
-//! [`guardlift_tests::CmpReport`] compares them, host faults).
+//! [`guardlift_tests::CmpReport`] compares them, host faults). The
+//! interpreter runs with `set_verify_elision`: an underflow check the
+//! elision analysis claimed cannot fail that fails is an error.
 
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::literal::norm_int;
@@ -117,8 +119,12 @@ fn run_on(
     rt: &Arc<Runtime>,
 ) -> Result<Option<u64>, String> {
     match engine {
+        // The interpreter also checks every claim of the elision analysis.
         Engine::Interp => guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
-            .and_then(|it| it.call(entry, args))
+            .and_then(|mut it| {
+                it.set_verify_elision(true);
+                it.call(entry, args)
+            })
             .map_err(|e| format!("interp: {e}")),
         Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
             .and_then(|c| c.call_dynamic(entry, args))

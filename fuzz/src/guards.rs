@@ -12,6 +12,12 @@
 //! - three adstacks of the same element type allocated one after the
 //!   other, the outer two full of canaries, the middle one driven by the
 //!   input's op sequence (guarded);
+//! - a loop that re-runs an `adstack.alloc` while its header's param `%t`
+//!   carries the previous iteration's handle (issue 13): `%p = alloc`,
+//!   some pushes, `loop(%t = %p)`: guarded pushes through `%t`,
+//!   `%s = alloc`, the input's guarded ops on `%t` or `%s`,
+//!   `jump loop(%s)`. From the second iteration on `%t` and `%s` name one
+//!   buffer that the alloc has just emptied; the model runs the loop;
 //! - every canary read back at the end.
 //!
 //! The guards are written by hand on exactly the ops under test, or put
@@ -61,6 +67,14 @@ pub enum AdOp {
     Len,
 }
 
+/// One op of the re-allocating loop: on the header's param `%t` (the
+/// previous iteration's handle) or on the loop's fresh `%s`.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub struct LoopOp {
+    pub on_new: bool,
+    pub op: AdOp,
+}
+
 /// A `guards` input.
 #[derive(Arbitrary, Clone, Debug)]
 pub struct GuardsInput {
@@ -72,10 +86,17 @@ pub struct GuardsInput {
     pub ops: Vec<AdOp>,
     /// Guards from the instrumentation pass instead of by hand.
     pub instrument: bool,
+    /// The re-allocating loop: iterations, entries of `%p`, pushes
+    /// through `%t` before the alloc, and the ops after it.
+    pub loop_trips: u8,
+    pub loop_init: u8,
+    pub loop_pre: u8,
+    pub loop_ops: Vec<LoopOp>,
 }
 
 const MAX_WORDS: usize = 12;
 const MAX_OPS: usize = 48;
+const MAX_LOOP_OPS: usize = 16;
 const CANARY_STACK_CAP: u32 = 4;
 
 /// The layouts the target tries (the presets and custom offsets below,
@@ -157,12 +178,63 @@ fn elem_print(e: AdElem, bits: u64) -> String {
     v.to_string()
 }
 
-/// A report the model expects: the guarded instruction (index in the
-/// entry block), its kind and its observation (`None`: a dict word, whose
+/// What adstack op `op` does to a modelled stack `m` (entries `(primal,
+/// adjoint)` bits) of capacity `cap`: the report it must fire (kind and the
+/// len it sees) and what the program prints after it (top/top_adj: the
+/// element; len: the count).
+fn model_op(
+    elem: AdElem,
+    cap: u32,
+    m: &mut Vec<(u64, u64)>,
+    op: AdOp,
+) -> (Option<(ReportKind, usize)>, Option<String>) {
+    let len = m.len();
+    let under = Some((ReportKind::AdstackUnderflow, 0));
+    match op {
+        AdOp::Push(_) if len as u32 >= cap => (Some((ReportKind::AdstackOverflow, len)), None),
+        AdOp::Push(x) => {
+            m.push((elem_bits(elem, x), 0));
+            (None, None)
+        }
+        AdOp::Pop => (if m.pop().is_none() { under } else { None }, None),
+        AdOp::Top | AdOp::TopAdj => {
+            let (fire, bits) = match m.last() {
+                None => (under, 0),
+                Some(&(p, _)) if matches!(op, AdOp::Top) => (None, p),
+                Some(&(_, d)) => (None, d),
+            };
+            (fire, Some(elem_print(elem, bits)))
+        }
+        AdOp::AccAdj(x) => match m.last_mut() {
+            None => (under, None),
+            Some(top) => {
+                top.1 = elem_add(elem, top.1, elem_bits(elem, x));
+                (None, None)
+            }
+        },
+        AdOp::Len => (None, Some(len.to_string())),
+    }
+}
+
+/// A step of an emitted adstack op sequence, for the model to run.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// The loop's `%s = adstack.alloc` (empties the loop's buffer).
+    Alloc,
+    /// `op` at `(block, inst)` on `%s` (`on_new`) or on `%t`.
+    Op {
+        at: (usize, usize),
+        on_new: bool,
+        op: AdOp,
+    },
+}
+
+/// A report the model expects: the guarded instruction (block and index
+/// in it), its kind and its observation (`None`: a dict word, whose
 /// address part differs per run; only the low bits are checked).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Expect {
-    inst: usize,
+    at: (usize, usize),
     kind: ReportKind,
     low_bits: Option<u64>,
     adstack: Option<(u64, u64)>,
@@ -171,7 +243,14 @@ struct Expect {
 /// The builder with an instruction counter (every builder call here adds one instruction).
 struct B<'f> {
     fb: FunctionBuilder<'f>,
+    /// Instructions of the current block so far.
     n: usize,
+    /// The current block's index, and the sizes of the blocks left.
+    blk: usize,
+    sizes: Vec<usize>,
+    /// Emitting code the model runs afterwards: `test` and `print` record
+    /// no expectation.
+    quiet: bool,
     hand: bool,
     print_i64: guardlift_ir::ExternId,
     expect: Vec<Expect>,
@@ -205,7 +284,28 @@ impl B<'_> {
     fn print(&mut self, v: Value, expect: String) {
         self.n += 1;
         self.fb.call(self.print_i64, &[v]);
-        self.output.push(expect);
+        if !self.quiet {
+            self.output.push(expect);
+        }
+    }
+    fn switch(&mut self, blk: guardlift_ir::Block) {
+        self.sizes.push(self.n);
+        self.n = 0;
+        self.blk = blk.0 as usize;
+        self.fb.switch_to_block(blk);
+    }
+    /// The position of the last instruction.
+    fn last(&self) -> (usize, usize) {
+        (self.blk, self.n - 1)
+    }
+    /// Expects an adstack report at `at` (as the model found it).
+    fn expect_adstack(&mut self, at: (usize, usize), kind: ReportKind, cap: u32, len: usize) {
+        self.expect.push(Expect {
+            at,
+            kind,
+            low_bits: None,
+            adstack: Some((cap as u64, len as u64)),
+        });
     }
     /// Marks the last instruction as under test: guarded by hand (unless
     /// the pass will guard it), expected to report `fire`.
@@ -213,9 +313,9 @@ impl B<'_> {
         if self.hand {
             self.fb.guard_last(SrcLoc::default());
         }
-        if let Some((kind, low_bits, adstack)) = fire {
+        if let Some((kind, low_bits, adstack)) = fire.filter(|_| !self.quiet) {
             self.expect.push(Expect {
-                inst: self.n - 1,
+                at: self.last(),
                 kind,
                 low_bits,
                 adstack,
@@ -229,6 +329,15 @@ pub struct GuardsCase {
     pub module: Module,
     expect: Vec<Expect>,
     pub output: Vec<String>,
+}
+
+impl GuardsCase {
+    /// How many reports the model expects from the re-allocating loop's
+    /// body (block 2): a guard that must fire there, e.g. through a stale
+    /// `%t` after the alloc emptied its buffer.
+    pub fn loop_fires(&self) -> usize {
+        self.expect.iter().filter(|e| e.at.0 == 2).count()
+    }
 }
 
 /// Builds the module of `input` (instrumented if the input says so).
@@ -252,6 +361,9 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     let mut b = B {
         fb,
         n: 0,
+        blk: 0,
+        sizes: Vec::new(),
+        quiet: false,
         hand: !input.instrument,
         print_i64,
         expect: Vec::new(),
@@ -384,80 +496,143 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
             }
         }
     }
-    let a = handles[1];
-    let mut model: Vec<(u64, u64)> = Vec::new();
-    let ad = |kind: ReportKind, len: usize| Some((kind, None, Some((cap as u64, len as u64))));
-    for op in ops {
-        let len = model.len();
-        match *op {
+    // Emits `op` on `h` (guarded, quiet: the model runs it later); its position.
+    let emit = |b: &mut B, h: Value, op: AdOp| -> (usize, usize) {
+        let at = match op {
             AdOp::Push(x) => {
-                let bits = elem_bits(elem, x);
-                let v = konst(&mut b, bits);
+                let v = konst(b, elem_bits(elem, x));
                 b.n += 1;
-                b.fb.adstack_push(a, v);
-                if len as u32 >= cap {
-                    b.test(ad(ReportKind::AdstackOverflow, len));
-                } else {
-                    b.test(None);
-                    model.push((bits, 0));
-                }
+                b.fb.adstack_push(h, v);
+                b.last()
             }
             AdOp::Pop => {
                 b.n += 1;
-                b.fb.adstack_pop(a);
-                if len == 0 {
-                    b.test(ad(ReportKind::AdstackUnderflow, 0));
-                } else {
-                    b.test(None);
-                    model.pop();
-                }
+                b.fb.adstack_pop(h);
+                b.last()
             }
             AdOp::Top | AdOp::TopAdj => {
                 b.n += 1;
                 let r = if matches!(op, AdOp::Top) {
-                    b.fb.adstack_top(a)
+                    b.fb.adstack_top(h)
                 } else {
-                    b.fb.adstack_top_adj(a)
+                    b.fb.adstack_top_adj(h)
                 };
-                let bits = match model.last() {
-                    None => {
-                        b.test(ad(ReportKind::AdstackUnderflow, 0));
-                        0
-                    }
-                    Some(&(p, d)) => {
-                        b.test(None);
-                        if matches!(op, AdOp::Top) {
-                            p
-                        } else {
-                            d
-                        }
-                    }
-                };
-                print_elem(&mut b, r, bits);
+                b.test(None);
+                let at = b.last();
+                print_elem(b, r, 0);
+                return at;
             }
             AdOp::AccAdj(x) => {
-                let bits = elem_bits(elem, x);
-                let d = konst(&mut b, bits);
+                let d = konst(b, elem_bits(elem, x));
                 b.n += 1;
-                b.fb.adstack_acc_adj(a, d);
-                match model.last_mut() {
-                    None => b.test(ad(ReportKind::AdstackUnderflow, 0)),
-                    Some(top) => {
-                        b.test(None);
-                        top.1 = elem_add(elem, top.1, bits);
-                    }
-                }
+                b.fb.adstack_acc_adj(h, d);
+                b.last()
             }
             AdOp::Len => {
                 b.n += 1;
-                let r = b.fb.adstack_len(a);
-                b.print(r, len.to_string());
+                let r = b.fb.adstack_len(h);
+                b.print(r, String::new());
+                return b.last();
+            }
+        };
+        b.test(None);
+        at
+    };
+    // Runs emitted steps on the model: `t_is_s` when %t names the loop's buffer.
+    let run = |b: &mut B,
+               steps: &[Step],
+               t: &mut Vec<(u64, u64)>,
+               s: &mut Vec<(u64, u64)>,
+               t_is_s: bool| {
+        for step in steps {
+            match *step {
+                Step::Alloc => s.clear(),
+                Step::Op { at, on_new, op } => {
+                    let m = if on_new || t_is_s { &mut *s } else { &mut *t };
+                    let (fire, printed) = model_op(elem, cap, m, op);
+                    if let Some((kind, len)) = fire {
+                        b.expect_adstack(at, kind, cap, len);
+                    }
+                    b.output.extend(printed);
+                }
             }
         }
-    }
+    };
+    let a = handles[1];
+    let mut model: Vec<(u64, u64)> = Vec::new();
+    b.quiet = true;
+    let steps: Vec<Step> = ops
+        .iter()
+        .map(|&op| Step::Op {
+            at: emit(&mut b, a, op),
+            on_new: false,
+            op,
+        })
+        .collect();
+    b.quiet = false;
+    run(&mut b, &steps, &mut model, &mut Vec::new(), false);
     b.n += 1;
     let r = b.fb.adstack_len(a);
     b.print(r, model.len().to_string());
+
+    // ---- a loop that re-runs an alloc while %t names its buffer ----
+    let trips = (input.loop_trips % 4) as i64;
+    b.n += 1;
+    let p = b.fb.adstack_alloc(elem, cap);
+    let mut p_model = Vec::new();
+    for k in 0..(input.loop_init as u32 % (cap + 1)) {
+        let bits = canary_elem(3, k, false);
+        let v = konst(&mut b, bits);
+        b.n += 1;
+        b.fb.adstack_push(p, v);
+        p_model.push((bits, 0));
+    }
+    let header = b.fb.create_block("loop");
+    let body = b.fb.create_block("body");
+    let exit = b.fb.create_block("exit");
+    let i = b.fb.append_block_param(header, Type::I64);
+    let t = b.fb.append_block_param(header, Type::AdStack(elem));
+    let z = b.c(Type::I64, 0);
+    b.n += 1;
+    b.fb.jump(header, &[z, p]);
+    b.switch(header);
+    let k = b.c(Type::I64, trips);
+    b.n += 1;
+    let c = b.fb.icmp(guardlift_ir::IntCC::Slt, i, k);
+    b.n += 1;
+    b.fb.brif(c, body, &[], exit, &[]);
+    b.switch(body);
+    b.quiet = true;
+    let mut steps = Vec::new();
+    for j in 0..(input.loop_pre % 3) as u32 {
+        let op = AdOp::Push(canary_elem(4, j, false));
+        steps.push(Step::Op {
+            at: emit(&mut b, t, op),
+            on_new: false,
+            op,
+        });
+    }
+    b.n += 1;
+    let s_new = b.fb.adstack_alloc(elem, cap);
+    steps.push(Step::Alloc);
+    for lop in &input.loop_ops[..input.loop_ops.len().min(MAX_LOOP_OPS)] {
+        let h = if lop.on_new { s_new } else { t };
+        steps.push(Step::Op {
+            at: emit(&mut b, h, lop.op),
+            on_new: lop.on_new,
+            op: lop.op,
+        });
+    }
+    let one = b.c(Type::I64, 1);
+    let i1 = b.bin(BinOp::Iadd, i, one);
+    b.n += 1;
+    b.fb.jump(header, &[i1, s_new]);
+    b.quiet = false;
+    let mut s_model = Vec::new();
+    for it in 0..trips {
+        run(&mut b, &steps, &mut p_model, &mut s_model, it > 0);
+    }
+    b.switch(exit);
 
     // ---- every canary, read back ----
     for (k, &o) in objs.iter().enumerate() {
@@ -492,18 +667,23 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     }
     b.n += 1;
     b.fb.ret(None);
+    b.sizes.push(b.n);
     let B {
-        n, expect, output, ..
+        sizes,
+        expect,
+        output,
+        ..
     } = b;
     let text = print_module(mb.module());
     let mut module = mb
         .build()
         .unwrap_or_else(|e| panic!("guards: the module does not verify: {e}\n{text}"));
-    assert_eq!(
-        module.functions[0].blocks[0].insts.len(),
-        n,
-        "guards: instruction count is off\n{text}"
-    );
+    let got: Vec<usize> = module.functions[0]
+        .blocks
+        .iter()
+        .map(|b| b.insts.len())
+        .collect();
+    assert_eq!(got, sizes, "guards: instruction count is off\n{text}");
     renumber(&mut module);
     if input.instrument {
         module = instrument(
@@ -549,21 +729,25 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
         ));
     }
     // The instruction each expectation names, as a source line.
-    let insts = &case.module.functions[0].blocks[0].insts;
-    let line_of = |k: usize| -> u32 {
+    let blocks = &case.module.functions[0].blocks;
+    let line_of = |(b, k): (usize, usize)| -> u32 {
         // The pass never inserts instructions here (no clobber check), so
         // indices are the builder's.
-        insts[k].loc.line
+        blocks[b].insts[k].loc.line
     };
-    let mut want: BTreeMap<(u32, &'static str), &Expect> = BTreeMap::new();
+    // Per (line, kind): the expectation and how often it fires (a site in
+    // the loop fires once per failing iteration, always seeing the same).
+    let mut want: BTreeMap<(u32, &'static str), (&Expect, u64)> = BTreeMap::new();
     for e in &case.expect {
-        want.insert((line_of(e.inst), e.kind.name()), e);
+        let w = want.entry((line_of(e.at), e.kind.name())).or_insert((e, 0));
+        assert_eq!(w.0, e, "guards: one site, two observations");
+        w.1 += 1;
     }
     let mut got: BTreeMap<(u32, &'static str), _> = BTreeMap::new();
     for rep in &r.reports {
         got.insert((rep.info.line, rep.kind.name()), rep);
     }
-    for (k, e) in &want {
+    for (k, &(e, count)) in &want {
         let Some(rep) = got.get(k) else {
             return Err(format!(
                 "guard did not fire: line {} {} (expected {e:?})\n{}",
@@ -572,7 +756,7 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
                 ctx()
             ));
         };
-        let ok = rep.count == 1
+        let ok = rep.count == count
             && match rep.observed {
                 Observed::Dict { value, .. } => e.low_bits == Some(value & 7),
                 Observed::Adstack { capacity, len } => e.adstack == Some((capacity, len)),

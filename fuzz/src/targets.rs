@@ -94,7 +94,8 @@ pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
         let a = match run(&m, ENTRY, &g.args, Engine::Interp, Mode::Recover) {
             Ok(a) => a,
             Err(e) => panic!(
-                "generator bug (the interpreter found the program undefined): {e}\n{}",
+                "the interpreter failed (a fault: a generator bug, the program is undefined; \
+                 an internal error: an analysis claim, e.g. an elided check, is false): {e}\n{}",
                 ctx()
             ),
         };

@@ -1,12 +1,16 @@
-//! How well the generator covers the IR: over 2000 generated modules, the
-//! fraction of generated functions that contain each op family. Every
-//! family must appear in at least 1 % of them. Run with `--nocapture` to
-//! see the table.
+//! How well the generators cover the IR: over 2000 generated modules, the
+//! fraction of generated functions that contain each op family (every
+//! family must appear in at least 1 % of them; `adstack.realloc_loop` is
+//! an `adstack.alloc` in a loop that may run again while a block param
+//! carries the old handle); and how often the `guards` inputs re-run an
+//! alloc with a handle carried across iterations. Run with `--nocapture`
+//! to see the numbers.
 
-use arbitrary::Unstructured;
+use arbitrary::{Arbitrary, Unstructured};
 use guardlift_fuzz::coverage::{families, FAMILIES};
 use guardlift_fuzz::exec::CHECK_SETS;
 use guardlift_fuzz::gen::{generate, GenConfig};
+use guardlift_fuzz::guards::{build, GuardsInput};
 use guardlift_fuzz::random_inputs;
 use std::collections::BTreeMap;
 
@@ -53,4 +57,33 @@ fn every_op_family_appears_in_at_least_one_percent_of_functions() {
         rare.is_empty(),
         "op families in less than 1 % of generated functions: {rare:?}\n{table}"
     );
+}
+
+/// The `guards` inputs (as the replay test draws them) re-run the loop's
+/// `adstack.alloc` with ops through the carried `%t`, and the model
+/// expects guards to fire in that loop.
+#[test]
+fn guards_inputs_reexecute_allocs_with_carried_handles() {
+    const INPUTS: usize = 2000;
+    let (mut decoded, mut stale, mut firing) = (0, 0, 0);
+    for data in random_inputs(3, INPUTS, 256) {
+        let Ok(input) = GuardsInput::arbitrary(&mut Unstructured::new(&data)) else {
+            continue;
+        };
+        decoded += 1;
+        if input.loop_trips % 4 >= 2 && input.loop_ops.iter().any(|o| !o.on_new) {
+            stale += 1;
+        }
+        if build(&input).loop_fires() > 0 {
+            firing += 1;
+        }
+    }
+    let pct = |n: usize| 100.0 * n as f64 / decoded.max(1) as f64;
+    eprintln!(
+        "guards: {decoded} inputs, {:.1} % re-run the alloc with ops through the carried handle, \
+         {:.1} % expect a guard to fire in the loop",
+        pct(stale),
+        pct(firing)
+    );
+    assert!(pct(stale) >= 5.0 && pct(firing) >= 5.0, "too rare");
 }

@@ -13,6 +13,7 @@
 //! first that fails reports and decides the instruction's effect.
 
 use guardlift_ir::analysis::{adstack_capacities, resolve_builtin};
+use guardlift_ir::elide::redundant_underflow_checks;
 use guardlift_ir::literal::{canonical_f32_bits, canonical_f64_bits, norm_int};
 use guardlift_ir::{
     BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, Diagnostic, FloatCC, FuncId, Inst,
@@ -23,7 +24,7 @@ use guardlift_runtime::adstack::{self, AdElem};
 use guardlift_runtime::layout::{self, tag_ok};
 use guardlift_runtime::watch::{self, IrFrame};
 use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, Verdict};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A host function the embedder provides for a non-built-in extern: raw
@@ -56,6 +57,9 @@ pub enum InterpError {
     /// A check failed in abort or trap mode (the runtime did not end the process).
     #[error("aborted after a violation")]
     Aborted,
+    /// An analysis' claim failed while running (a bug of guardlift).
+    #[error("{loc}: internal error: {msg}")]
+    Internal { loc: SrcLoc, msg: String },
 }
 
 enum ExternImpl {
@@ -72,6 +76,12 @@ pub struct Interpreter<'m> {
     _sites: guardlift_runtime::SiteRegistration,
     externs: Vec<ExternImpl>,
     max_depth: usize,
+    /// Per function, the underflow checks `guardlift_ir::elide` claims
+    /// cannot fail (the JIT emits none); checked while running in debug
+    /// builds and with [`Interpreter::set_verify_elision`].
+    elision: Option<Vec<HashSet<(u32, u32)>>>,
+    /// A failed claim is an [`InterpError::Internal`] (else a debug assertion).
+    verify_elision: bool,
 }
 
 struct AdBuf {
@@ -348,7 +358,54 @@ impl<'m> Interpreter<'m> {
             site_base,
             externs,
             max_depth: DEFAULT_MAX_DEPTH,
+            elision: cfg!(debug_assertions).then(|| elision_claims(m)),
+            verify_elision: false,
         })
+    }
+
+    /// With `on`, an underflow check the elision analysis claims cannot
+    /// fail that fails while running ends the run with
+    /// [`InterpError::Internal`] (the analysis is unsound), in any build.
+    pub fn set_verify_elision(&mut self, on: bool) {
+        self.verify_elision = on;
+        if on && self.elision.is_none() {
+            self.elision = Some(elision_claims(self.m));
+        }
+    }
+
+    /// Replaces the claims checked while running (per function, the
+    /// `(block, inst)` of underflow checks that cannot fail): for tests
+    /// that the verification catches a false claim.
+    #[doc(hidden)]
+    pub fn set_elision_claims(&mut self, claims: Vec<HashSet<(u32, u32)>>) {
+        self.elision = Some(claims);
+    }
+
+    /// An underflow check at `at` of `func` fails: was it claimed not to?
+    fn check_elision(
+        &self,
+        func: FuncId,
+        at: (usize, usize),
+        loc: SrcLoc,
+    ) -> Result<(), InterpError> {
+        let at = (at.0 as u32, at.1 as u32);
+        if !self
+            .elision
+            .as_ref()
+            .and_then(|c| c.get(func.0 as usize))
+            .is_some_and(|c| c.contains(&at))
+        {
+            return Ok(());
+        }
+        let msg = format!(
+            "@{}: the underflow check at block {} inst {} was elided as one that cannot fail, and it fails",
+            self.m.func(func).name, at.0, at.1
+        );
+        if self.verify_elision {
+            return Err(InterpError::Internal { loc, msg });
+        }
+        debug_assert!(false, "{loc}: {msg}");
+        Ok(())
     }
 
     /// Changes the nested-call limit.
@@ -848,6 +905,7 @@ impl<'m> Interpreter<'m> {
                     if n == 0 {
                         match inst.site {
                             Some(site) => {
+                                self.check_elision(fr.func, at, loc)?;
                                 self.report(ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
                                 set(fr, 0);
                                 continue;
@@ -1008,6 +1066,17 @@ fn canon_elem(e: AdElem, x: u64) -> u64 {
         AdElem::F32 => x & 0xffff_ffff,
         _ => x,
     }
+}
+
+/// Per function, the underflow checks claimed not to fail.
+fn elision_claims(m: &Module) -> Vec<HashSet<(u32, u32)>> {
+    m.functions
+        .iter()
+        .map(|f| match adstack_capacities(f) {
+            Ok(caps) => redundant_underflow_checks(f, &caps),
+            Err(_) => HashSet::new(),
+        })
+        .collect()
 }
 
 fn adbuf(fr: &mut Frame, h: u64, loc: SrcLoc) -> Result<&mut AdBuf, InterpError> {

@@ -4,6 +4,9 @@
 //! `adstack.alloc` it came from, through block params. Guards need the
 //! capacity at every use, so a handle that may come from allocations of
 //! different capacities is rejected (the verifier reports it).
+//!
+//! [`reverse_postorder`]: the blocks reachable from the entry, in the
+//! order forward analyses and the lowering visit them.
 
 use crate::error::Diagnostic;
 use crate::inst::{InstKind, Value};
@@ -65,6 +68,49 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
         }
     }
     Ok(cap)
+}
+
+/// Reverse postorder of the blocks reachable from the entry (iterative).
+pub fn reverse_postorder(f: &Function) -> Vec<u32> {
+    let nb = f.blocks.len();
+    if nb == 0 {
+        return Vec::new();
+    }
+    let succs = |b: usize| -> Vec<u32> {
+        f.blocks[b]
+            .insts
+            .last()
+            .map(|i| {
+                i.kind
+                    .successors()
+                    .iter()
+                    .map(|bc| bc.block.0)
+                    .filter(|&s| (s as usize) < nb)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut visited = vec![false; nb];
+    let mut post = Vec::with_capacity(nb);
+    let mut stack: Vec<(u32, Vec<u32>)> = vec![(0, succs(0))];
+    visited[0] = true;
+    while let Some((b, pending)) = stack.last_mut() {
+        let b = *b;
+        match pending.pop() {
+            Some(s) => {
+                if !visited[s as usize] {
+                    visited[s as usize] = true;
+                    stack.push((s, succs(s as usize)));
+                }
+            }
+            None => {
+                post.push(b);
+                stack.pop();
+            }
+        }
+    }
+    post.reverse();
+    post
 }
 
 /// Matches an extern against the built-in host functions of spec §7.

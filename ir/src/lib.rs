@@ -6,12 +6,15 @@
 //! - [`parse`] / [`print`]: the text format of `spec/IR.md` (round-trips).
 //! - [`verify`]: types, SSA dominance, block params, calls, terminators,
 //!   adstack handle rules, layout; errors carry `LINE:COL`.
+//! - [`analysis`], [`elide`]: analyses the engines share (adstack
+//!   capacities, linking, underflow checks that cannot fail).
 //!
 //! This crate knows nothing of execution: it depends only on the runtime's
 //! layout definitions.
 
 pub mod analysis;
 pub mod builder;
+pub mod elide;
 pub mod error;
 pub mod inst;
 pub mod literal;

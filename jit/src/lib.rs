@@ -20,7 +20,6 @@
 //! ```
 
 mod codemap;
-mod elide;
 pub mod engine;
 pub mod error;
 pub mod lower;

@@ -727,7 +727,7 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     caps: HashMap<Value, u32>,
     frefs: HashMap<ClFuncId, cl::FuncRef>,
     rt_gv: Option<cl::GlobalValue>,
-    /// Guarded underflow checks that cannot fail ([`crate::elide`]).
+    /// Guarded underflow checks that cannot fail ([`guardlift_ir::elide`]).
     elided: std::collections::HashSet<(u32, u32)>,
     /// Is the instruction being lowered one of `elided`?
     elide_check: bool,
@@ -777,49 +777,6 @@ fn float_cc(cc: FloatCC) -> condcodes::FloatCC {
     }
 }
 
-/// Reverse postorder of the blocks reachable from the entry (iterative).
-fn reverse_postorder(f: &guardlift_ir::Function) -> Vec<u32> {
-    let nb = f.blocks.len();
-    if nb == 0 {
-        return Vec::new();
-    }
-    let succs = |b: usize| -> Vec<u32> {
-        f.blocks[b]
-            .insts
-            .last()
-            .map(|i| {
-                i.kind
-                    .successors()
-                    .iter()
-                    .map(|bc| bc.block.0)
-                    .filter(|&s| (s as usize) < nb)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut visited = vec![false; nb];
-    let mut post = Vec::with_capacity(nb);
-    let mut stack: Vec<(u32, Vec<u32>)> = vec![(0, succs(0))];
-    visited[0] = true;
-    while let Some((b, pending)) = stack.last_mut() {
-        let b = *b;
-        match pending.pop() {
-            Some(s) => {
-                if !visited[s as usize] {
-                    visited[s as usize] = true;
-                    stack.push((s, succs(s as usize)));
-                }
-            }
-            None => {
-                post.push(b);
-                stack.pop();
-            }
-        }
-    }
-    post.reverse();
-    post
-}
-
 fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
     JitError::Codegen(format!("@{fname}: {what}"))
 }
@@ -830,8 +787,8 @@ impl<'a, 'm, M: ClModule + ?Sized> FnLower<'a, 'm, M> {
         if f.blocks.is_empty() {
             return Err(internal(self.fname, "function has no blocks"));
         }
-        let rpo = reverse_postorder(f);
-        self.elided = crate::elide::redundant_underflow_checks(f, &rpo, &self.caps);
+        let rpo = analysis::reverse_postorder(f);
+        self.elided = guardlift_ir::elide::redundant_underflow_checks(f, &self.caps);
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.
         let entry_targeted = rpo.iter().any(|&bi| {
