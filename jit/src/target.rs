@@ -150,17 +150,23 @@ pub(crate) fn build_isa(
     opt: OptLevel,
     pic: bool,
 ) -> Result<OwnedTargetIsa, JitError> {
+    build_isa_verified(target, opt, pic, cfg!(debug_assertions))
+}
+
+/// [`build_isa`] with Cranelift's verifier on or off whatever the build profile.
+pub(crate) fn build_isa_verified(
+    target: Target,
+    opt: OptLevel,
+    pic: bool,
+    verifier: bool,
+) -> Result<OwnedTargetIsa, JitError> {
     let mut fb = settings::builder();
     set(&mut fb, "opt_level", opt.name())?;
     set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
     set(
         &mut fb,
         "enable_verifier",
-        if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        },
+        if verifier { "true" } else { "false" },
     )?;
     set(&mut fb, "enable_probestack", "true")?;
     set(&mut fb, "probestack_strategy", "inline")?;
