@@ -7,6 +7,7 @@
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::literal::norm_int;
 use guardlift_ir::{Module, Type};
+use guardlift_jit::{CompileOptions, OptLevel};
 use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig};
 use guardlift_tests::CmpReport;
 use std::collections::HashMap;
@@ -96,13 +97,25 @@ pub fn canon_result(ty: Type, bits: u64) -> u64 {
 /// Runs `entry(args)` of `m` on `engine` against a fresh runtime in `mode`
 /// (abort mode never ends the process: the runtime only records).
 pub fn run_raw(m: &Module, entry: &str, args: &[u64], engine: Engine, mode: Mode) -> RawRun {
+    run_raw_opt(m, entry, args, engine, mode, OptLevel::default())
+}
+
+/// [`run_raw`] with the JIT's Cranelift optimization level `opt`.
+pub fn run_raw_opt(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    mode: Mode,
+    opt: OptLevel,
+) -> RawRun {
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
         mode,
         abort_process: false,
         capture_output: true,
     });
-    let result = run_on(m, entry, args, engine, &rt);
+    let result = run_on(m, entry, args, engine, opt, &rt);
     RawRun {
         result,
         output: rt.take_output(),
@@ -116,6 +129,7 @@ fn run_on(
     entry: &str,
     args: &[u64],
     engine: Engine,
+    opt: OptLevel,
     rt: &Arc<Runtime>,
 ) -> Result<Option<u64>, String> {
     match engine {
@@ -126,9 +140,16 @@ fn run_on(
                 it.call(entry, args)
             })
             .map_err(|e| format!("interp: {e}")),
-        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
-            .and_then(|c| c.call_dynamic(entry, args))
-            .map_err(|e| format!("jit: {e}")),
+        Engine::Jit => guardlift_jit::Jit::compile(
+            m,
+            rt.clone(),
+            &CompileOptions {
+                opt_level: opt,
+                ..Default::default()
+            },
+        )
+        .and_then(|c| c.call_dynamic(entry, args))
+        .map_err(|e| format!("jit: {e}")),
     }
 }
 
@@ -140,11 +161,23 @@ pub fn run(
     engine: Engine,
     mode: Mode,
 ) -> Result<Outcome, String> {
+    run_opt(m, entry, args, engine, mode, OptLevel::default())
+}
+
+/// [`run`] with the JIT's Cranelift optimization level `opt`.
+pub fn run_opt(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    mode: Mode,
+    opt: OptLevel,
+) -> Result<Outcome, String> {
     let ret = m
         .func_by_name(entry)
         .map(|f| m.func(f).ret)
         .ok_or_else(|| format!("no function @{entry}"))?;
-    let r = run_raw(m, entry, args, engine, mode);
+    let r = run_raw_opt(m, entry, args, engine, mode, opt);
     let result = r.result?;
     Ok(Outcome {
         result: match (ret, result) {

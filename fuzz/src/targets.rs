@@ -1,14 +1,36 @@
 //! The bodies of the fuzz targets. Each takes the raw fuzzer input and
 //! panics on a finding (libFuzzer records the input as a crash).
 
-use crate::exec::{run, with_checks, Engine, CHECK_SETS};
+use crate::exec::{run_opt, with_checks, Engine, CHECK_SETS};
 use crate::gen::{self, GenConfig, Generated, ENTRY};
 use crate::guards::{self, GuardsInput};
 use arbitrary::{Arbitrary, Unstructured};
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::{parse_module, print_module, verify_module, Module};
-use guardlift_jit::{emit_object, EmitOptions, OptLevel, Target};
+use guardlift_jit::{OptLevel, Target};
 use guardlift_runtime::Mode;
+
+/// The generator's sizes for `differential` and `compile_aarch64`: half of
+/// [`GenConfig::default`]'s statements and one helper fewer, so that an
+/// input compiles in a few milliseconds under libFuzzer's instrumentation
+/// (Cranelift's compile time grows with the program; the op mix and the
+/// nesting stay as they are). The stable tests and `tests/coverage.rs`
+/// keep the default sizes.
+pub const FUZZ_GEN: GenConfig = GenConfig {
+    max_helpers: 2,
+    max_main_stmts: 24,
+    max_helper_stmts: 10,
+    max_depth: 3,
+    max_loop_depth: 2,
+    max_mult: 64,
+    max_cost: 20_000,
+};
+
+/// `guards`: at most this many dict words and adstack ops of an input are
+/// built into its program (the capacity of the adstack under test is at
+/// most 6, so 24 ops still overflow and underflow it).
+pub const GUARDS_MAX_WORDS: usize = 6;
+pub const GUARDS_MAX_OPS: usize = 24;
 
 /// `parse`: arbitrary bytes (as UTF-8, lossily) → parse, verify, print.
 pub fn parse(data: &[u8]) {
@@ -20,7 +42,30 @@ pub fn parse(data: &[u8]) {
 /// before and after. A module that verifies must also instrument into one
 /// that verifies and round-trips.
 pub fn check_text(text: &str) {
-    let Ok(m) = parse_module(text) else { return };
+    if let Some(m) = round_trip(text) {
+        for checks in [CHECK_SETS[1], CHECK_SETS[2], CheckSet::ALL] {
+            check_instrumented(&m, checks, text);
+        }
+    }
+}
+
+/// A generated module's text: it must parse, verify and round-trip, and
+/// its instrumented forms with the (non-empty) sets of `sets` too.
+fn check_round_trip(text: &str, sets: &[CheckSet]) {
+    let Some(m) = round_trip(text) else {
+        panic!("generated module does not survive print/parse/verify\n{text}");
+    };
+    for &checks in sets.iter().filter(|c| !c.is_empty()) {
+        check_instrumented(&m, checks, text);
+    }
+}
+
+/// The print/parse round trip of [`check_text`]; the module when it
+/// parses and verifies.
+fn round_trip(text: &str) -> Option<Module> {
+    let Ok(m) = parse_module(text) else {
+        return None;
+    };
     let printed = print_module(&m);
     let m2 = parse_module(&printed).unwrap_or_else(|e| {
         panic!("printed text does not parse: {e}\n--- input\n{text}\n--- printed\n{printed}")
@@ -36,11 +81,7 @@ pub fn check_text(text: &str) {
         v1.is_ok() == v2.is_ok(),
         "verification changed through print/parse: {v1:?} vs {v2:?}\n--- input\n{text}\n--- printed\n{printed}"
     );
-    if v1.is_ok() {
-        for checks in [CHECK_SETS[1], CHECK_SETS[2], CheckSet::ALL] {
-            check_instrumented(&m, checks, text);
-        }
-    }
+    v1.is_ok().then_some(m)
 }
 
 /// Instrumented IR verifies, prints, parses and verifies like any IR.
@@ -65,19 +106,59 @@ fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
 
 /// `differential`: a generated module on the interpreter and the JIT,
 /// uninstrumented and instrumented (recover mode): identical results,
-/// output and reports.
+/// output and reports. The bytes after the generator's pick the
+/// instrumented check set and the JIT's optimization level (see
+/// [`pick_differential`]), so each input compiles its program twice, not
+/// once per check set; the fuzzer covers the sets across inputs.
 pub fn differential(data: &[u8]) {
-    let g = gen::generate(&mut Unstructured::new(data), &GenConfig::default());
-    check_generated(&g, &CHECK_SETS);
+    let mut u = Unstructured::new(data);
+    let g = gen::generate(&mut u, &FUZZ_GEN);
+    let (sets, opt) = pick_differential(&g, &mut u);
+    check_generated_opt(&g, &sets, opt);
+}
+
+/// The check sets and JIT optimization level of a `differential` input:
+/// uninstrumented (when the program's needs allow) and one instrumented
+/// set of [`CHECK_SETS`] its needs allow, both from the next input bytes
+/// (`0` when they run out: the empty set and [`CheckSet::ALL`]).
+pub fn pick_differential(g: &Generated, u: &mut Unstructured<'_>) -> (Vec<CheckSet>, OptLevel) {
+    let allowed: Vec<CheckSet> = CHECK_SETS[1..]
+        .iter()
+        .copied()
+        .filter(|&c| g.needs.allows(c))
+        .collect();
+    let k = u.arbitrary::<u8>().unwrap_or(0) as usize;
+    // `allowed` always holds CheckSet::ALL (the last); 0 picks it.
+    let instrumented = allowed[(allowed.len() - 1 + k) % allowed.len()];
+    let mut sets = Vec::with_capacity(2);
+    if g.needs.allows(CHECK_SETS[0]) {
+        sets.push(CHECK_SETS[0]);
+    }
+    sets.push(instrumented);
+    (sets, pick_opt(u))
+}
+
+/// The Cranelift optimization level from the next input byte (`speed`
+/// when the input has run out).
+fn pick_opt(u: &mut Unstructured<'_>) -> OptLevel {
+    if u.arbitrary::<bool>().unwrap_or(false) {
+        OptLevel::None
+    } else {
+        OptLevel::Speed
+    }
 }
 
 /// Runs `g` with every check set of `sets` its needs allow (see [`differential`]).
 pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
+    check_generated_opt(g, sets, OptLevel::default());
+}
+
+/// [`check_generated`] with the JIT at optimization level `opt`. The
+/// printed module goes through the `parse` checks with the instrumented
+/// round trip of the sets in `sets` only.
+pub fn check_generated_opt(g: &Generated, sets: &[CheckSet], opt: OptLevel) {
     let text = print_module(&g.module);
-    check_text(&text);
-    if parse_module(&text).map(|m| verify_module(&m).is_ok()) != Ok(true) {
-        panic!("generated module does not survive print/parse/verify\n{text}");
-    }
+    check_round_trip(&text, sets);
     for &checks in sets {
         if !g.needs.allows(checks) {
             continue;
@@ -85,13 +166,13 @@ pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
         let m = with_checks(&g.module, checks);
         let ctx = || {
             format!(
-                "checks [{checks}], args {:x?}, needs {:?}\n{}",
+                "checks [{checks}], opt {opt:?}, args {:x?}, needs {:?}\n{}",
                 g.args,
                 g.needs,
                 print_module(&m)
             )
         };
-        let a = match run(&m, ENTRY, &g.args, Engine::Interp, Mode::Recover) {
+        let a = match run_opt(&m, ENTRY, &g.args, Engine::Interp, Mode::Recover, opt) {
             Ok(a) => a,
             Err(e) => panic!(
                 "the interpreter failed (a fault: a generator bug, the program is undefined; \
@@ -99,7 +180,7 @@ pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
                 ctx()
             ),
         };
-        let b = match run(&m, ENTRY, &g.args, Engine::Jit, Mode::Recover) {
+        let b = match run_opt(&m, ENTRY, &g.args, Engine::Jit, Mode::Recover, opt) {
             Ok(b) => b,
             Err(e) => panic!("the JIT failed: {e}\n{}", ctx()),
         };
@@ -114,9 +195,11 @@ pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
 /// `guards`: managed-dict words and adstack op sequences against the
 /// invariants, on both engines (see [`crate::guards`]).
 pub fn guards(data: &[u8]) {
-    let Ok(input) = GuardsInput::arbitrary(&mut Unstructured::new(data)) else {
+    let Ok(mut input) = GuardsInput::arbitrary(&mut Unstructured::new(data)) else {
         return;
     };
+    input.words.truncate(GUARDS_MAX_WORDS);
+    input.ops.truncate(GUARDS_MAX_OPS);
     let case = guards::build(&input);
     for engine in [Engine::Interp, Engine::Jit] {
         if let Err(e) = guards::check(&case, engine) {
@@ -130,12 +213,8 @@ pub fn guards(data: &[u8]) {
 /// Cranelift verifier on.
 pub fn compile_aarch64(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let g = gen::generate(&mut u, &GenConfig::default());
-    let opt = if u.arbitrary::<bool>().unwrap_or(false) {
-        OptLevel::None
-    } else {
-        OptLevel::Speed
-    };
+    let g = gen::generate(&mut u, &FUZZ_GEN);
+    let opt = pick_opt(&mut u);
     let configs = [
         (CHECK_SETS[0], Mode::Recover),
         (CheckSet::ALL, Mode::Recover),
@@ -150,21 +229,11 @@ pub fn compile_aarch64(data: &[u8]) {
                 print_module(&m)
             )
         };
-        let opts = EmitOptions {
-            mode,
-            site_base: 0,
-            opt_level: opt,
-        };
-        match emit_object(&m, Target::Aarch64, &opts) {
-            Ok(obj) => assert!(
-                obj.starts_with(b"\x7fELF"),
-                "emit_object did not produce an ELF file\n{}",
-                ctx()
-            ),
-            Err(e) => panic!("emit_object for aarch64 failed: {e}\n{}", ctx()),
-        }
         if let Err(e) = crate::aarch64::compile_verified(&m, Target::Aarch64, mode, opt) {
-            panic!("aarch64 with the Cranelift verifier: {e}\n{}", ctx());
+            panic!(
+                "aarch64 (emit_object, Cranelift verifier on): {e}\n{}",
+                ctx()
+            );
         }
     }
 }

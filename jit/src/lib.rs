@@ -31,7 +31,8 @@ pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit, TypedFunc};
 pub use error::JitError;
 pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
 pub use object::{
-    emit_asm, emit_clif, emit_object, emit_object_with_traps, EmitOptions, ObjectTrap,
+    emit_asm, emit_clif, emit_object, emit_object_verified, emit_object_with_traps, EmitOptions,
+    ObjectTrap,
 };
 pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
 pub use typed::{NativeType, Params, Ptr, Results};

@@ -10,7 +10,7 @@
 
 use crate::error::JitError;
 use crate::lower::{self, Lowerer, RtRef};
-use crate::target::{build_isa, OptLevel, Target, Tier, TierIsas};
+use crate::target::{build_isa, build_isa_verified, OptLevel, Target, Tier, TierIsas};
 use cranelift_codegen::ir::UserFuncName;
 use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
@@ -42,9 +42,20 @@ fn setup<'m>(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<Setup<'m>, JitError> {
+    setup_with_isa(
+        module,
+        build_isa(target, opts.opt_level, Tier::Optimized, true)?,
+        opts,
+    )
+}
+
+fn setup_with_isa<'m>(
+    module: &'m guardlift_ir::Module,
+    isa: cranelift_codegen::isa::OwnedTargetIsa,
+    opts: &EmitOptions,
+) -> Result<Setup<'m>, JitError> {
     guardlift_ir::verify_module(module)?;
     let externs = lower::resolve_externs(module, |name| Some(name.to_string()))?;
-    let isa = build_isa(target, opts.opt_level, Tier::Optimized, true)?;
     let call_conv = isa.default_call_conv();
     let ob = ObjectBuilder::new(isa, "guardlift", cranelift_module::default_libcall_names())
         .map_err(|e| JitError::Object(e.to_string()))?;
@@ -105,12 +116,32 @@ pub fn emit_object_with_traps(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<(Vec<u8>, Vec<ObjectTrap>), JitError> {
+    emit_with(setup(module, target, opts)?, module, target)
+}
+
+/// [`emit_object`] with Cranelift's verifier on whatever the build profile
+/// ([`emit_object`] turns it on only with debug assertions): every lowered
+/// function and stub is verified as it compiles (the fuzz targets' path).
+pub fn emit_object_verified(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<Vec<u8>, JitError> {
+    let isa = build_isa_verified(target, opts.opt_level, Tier::Optimized, true, true)?;
+    emit_with(setup_with_isa(module, isa, opts)?, module, target).map(|(bytes, _)| bytes)
+}
+
+fn emit_with(
+    setup: Setup<'_>,
+    module: &guardlift_ir::Module,
+    target: Target,
+) -> Result<(Vec<u8>, Vec<ObjectTrap>), JitError> {
     let mut traps = Vec::new();
     let Setup {
         mut om,
         mut lw,
         funcs,
-    } = setup(module, target, opts)?;
+    } = setup;
     let mut ctx = om.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut tiers = TierIsas::new(target, true);

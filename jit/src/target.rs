@@ -275,6 +275,17 @@ pub(crate) fn build_isa(
     tier: Tier,
     pic: bool,
 ) -> Result<OwnedTargetIsa, JitError> {
+    build_isa_verified(target, opt, tier, pic, cfg!(debug_assertions))
+}
+
+/// [`build_isa`] with Cranelift's verifier on or off whatever the build profile.
+pub(crate) fn build_isa_verified(
+    target: Target,
+    opt: OptLevel,
+    tier: Tier,
+    pic: bool,
+    verifier: bool,
+) -> Result<OwnedTargetIsa, JitError> {
     let mut fb = settings::builder();
     let opt = match tier {
         Tier::Optimized => opt,
@@ -286,11 +297,7 @@ pub(crate) fn build_isa(
     set(
         &mut fb,
         "enable_verifier",
-        if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        },
+        if verifier { "true" } else { "false" },
     )?;
     set(&mut fb, "enable_probestack", "true")?;
     set(&mut fb, "probestack_strategy", "inline")?;
