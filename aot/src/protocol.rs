@@ -295,6 +295,7 @@ pub fn parse(stdout: &str, sites: &[Option<SiteInfo>]) -> Result<(TargetRun, boo
                     observed,
                     last_write,
                     count,
+                    backtrace: Vec::new(),
                 });
             }
             "T" => {

@@ -5,6 +5,7 @@
 
 mod bench;
 mod run;
+mod sarif;
 mod source;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -109,6 +110,9 @@ enum Cmd {
         /// Print one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Also write the reports as a SARIF 2.1.0 log to this file.
+        #[arg(long, value_name = "OUT")]
+        sarif: Option<String>,
     },
     /// Parse and verify.
     Check { file: String },
@@ -201,6 +205,7 @@ fn main() -> ExitCode {
             target,
             inst,
             json,
+            sarif,
         } => run::run(run::RunOpts {
             file,
             args: args
@@ -212,6 +217,7 @@ fn main() -> ExitCode {
             target,
             inst,
             json,
+            sarif,
         }),
     };
     match r {

@@ -22,6 +22,8 @@ pub struct RunOpts {
     pub target: Target,
     pub inst: InstrumentArgs,
     pub json: bool,
+    /// `--sarif OUT`: also write the reports as a SARIF 2.1.0 log.
+    pub sarif: Option<String>,
 }
 
 fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
@@ -98,7 +100,19 @@ impl InterpFault {
 }
 
 fn reports_json(reports: &[Report]) -> serde_json::Value {
-    serde_json::Value::Array(reports.iter().map(|r| r.to_json()).collect())
+    serde_json::Value::Array(report_jsons(reports))
+}
+
+fn report_jsons(reports: &[Report]) -> Vec<serde_json::Value> {
+    reports.iter().map(|r| r.to_json()).collect()
+}
+
+/// On a path that ends the process: writes the SARIF log if asked, or says
+/// on stderr why it could not.
+fn write_sarif_or_note(out: Option<&str>, file: &str, reports: &[serde_json::Value]) {
+    if let Some(Err(e)) = out.map(|out| crate::sarif::write(out, file, reports)) {
+        eprintln!("{e}");
+    }
 }
 
 pub fn run(o: RunOpts) -> Result<u8, CliError> {
@@ -148,26 +162,27 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         Engine::Interp => "interp",
     };
     let target = target_name(o.target);
-    if o.json {
-        // In abort/trap mode the process ends inside the run: still print one JSON object.
+    if o.json || o.sarif.is_some() {
+        // In abort mode the process ends inside the run: still print one JSON object.
         let (engine, target) = (engine.to_string(), target.to_string());
-        // A fatal signal ends the process in the fault handler: it prints the object.
-        guardlift_runtime::fault::set_stdout_json_tail(format!(
-            "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
-            serde_json::Value::from(engine.as_str()),
-            serde_json::Value::from(target.as_str())
-        ));
+        let (json, sarif, file) = (o.json, o.sarif.clone(), o.file.clone());
+        if json {
+            // A fatal signal ends the process in the fault handler: it prints the object.
+            guardlift_runtime::fault::set_stdout_json_tail(format!(
+                "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
+                serde_json::Value::from(engine.as_str()),
+                serde_json::Value::from(target.as_str())
+            ));
+        }
         rt.set_abort_hook(Box::new(move |rt| {
-            let j = aborted_json(
-                &rt.peek_reports(),
-                &engine,
-                &target,
-                instrumented,
-                rt.take_output(),
-            );
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{j}");
-            let _ = out.flush();
+            let reports = rt.peek_reports();
+            write_sarif_or_note(sarif.as_deref(), &file, &report_jsons(&reports));
+            if json {
+                let j = aborted_json(&reports, &engine, &target, instrumented, rt.take_output());
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{j}");
+                let _ = out.flush();
+            }
         }));
     }
     let outcome = {
@@ -193,6 +208,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let ctx = Finish {
         file: &o.file,
         json: o.json,
+        sarif: o.sarif.as_deref(),
         engine,
         target,
         instrumented,
@@ -225,6 +241,7 @@ fn aborted_json(
 struct Finish<'a> {
     file: &'a str,
     json: bool,
+    sarif: Option<&'a str>,
     engine: &'a str,
     target: &'a str,
     instrumented: bool,
@@ -261,6 +278,14 @@ fn finish(
     } else {
         0
     };
+    let mut all = reports_json(&reports);
+    if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
+        a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
+    }
+    let sarif = match (c.sarif, &all) {
+        (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
+        _ => None,
+    };
     if c.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
@@ -268,10 +293,6 @@ fn finish(
         };
         let result_json: serde_json::Value =
             serde_json::from_str(&result_json).unwrap_or(serde_json::Value::Null);
-        let mut all = reports_json(&reports);
-        if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
-            a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
-        }
         let mut j = serde_json::json!({
             "result": result_json,
             "reports": all,
@@ -299,13 +320,19 @@ fn finish(
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
     }
+    if let Some(e) = &sarif {
+        let _ = writeln!(err, "{e}");
+    }
     if code == 134 {
         let _ = std::io::stdout().flush();
         let _ = err.flush();
         drop(err);
         std::process::exit(134);
     }
-    Ok(code)
+    match sarif {
+        Some(e) => Err(CliError::new(e)),
+        None => Ok(code),
+    }
 }
 
 /// `run --target x86_64|aarch64|riscv64`: compile the module ahead of time for the
@@ -350,6 +377,7 @@ fn target_run(
         guardlift_aot::End::Exited => Outcome::Value(run.result),
         guardlift_aot::End::Aborted => {
             // As the runtime's die(): the abort hook's JSON, the reports, abort.
+            write_sarif_or_note(o.sarif.as_deref(), &o.file, &report_jsons(&run.reports));
             if o.json {
                 let j = aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
                 println!("{j}");
@@ -359,7 +387,7 @@ fn target_run(
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r),
+            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r, o),
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -376,6 +404,7 @@ fn target_run(
     let ctx = Finish {
         file: &o.file,
         json: o.json,
+        sarif: o.sarif.as_deref(),
         engine,
         target,
         instrumented,
@@ -393,6 +422,7 @@ fn write_trap_report_and_abort(
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
+    o: &RunOpts,
 ) -> ! {
     let note = guardlift_runtime::TrapNote {
         signal: if guardlift_aot::signal_name(trap.signal) == "SIGTRAP" {
@@ -402,7 +432,7 @@ fn write_trap_report_and_abort(
         },
         pc: trap.pc,
     };
-    let text = if options.json {
+    let j = {
         let mut j = match r.observed {
             Some(observed) => Report {
                 kind: r.kind,
@@ -411,6 +441,7 @@ fn write_trap_report_and_abort(
                 observed,
                 last_write: None,
                 count: 1,
+                backtrace: Vec::new(),
             }
             .to_json(),
             None => serde_json::json!({
@@ -420,6 +451,10 @@ fn write_trap_report_and_abort(
         };
         j["trap_signal"] = note.signal.into();
         j["trap_pc"] = format!("{:#x}", note.pc).into();
+        j
+    };
+    write_sarif_or_note(o.sarif.as_deref(), &o.file, std::slice::from_ref(&j));
+    let text = if options.json {
         format!("{j}\n")
     } else {
         guardlift_runtime::HumanReport {
@@ -433,6 +468,7 @@ fn write_trap_report_and_abort(
             last_write: None,
             count: 1,
             trap: Some(note),
+            backtrace: &[],
         }
         .to_string()
     };

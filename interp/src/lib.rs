@@ -397,11 +397,39 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    fn report(&self, kind: ReportKind, site: u32, obs: Observed) -> Result<(), InterpError> {
-        match self.rt.report(kind, self.site_base + site, obs) {
+    /// Reports through the runtime; `callers` (outermost first) give the
+    /// report's backtrace beyond the reporting frame.
+    fn report(
+        &self,
+        callers: &[Frame],
+        kind: ReportKind,
+        site: u32,
+        obs: Observed,
+    ) -> Result<(), InterpError> {
+        let outer = || self.call_frames(callers);
+        let report = || self.rt.report(kind, self.site_base + site, obs);
+        match guardlift_runtime::backtrace::with_outer_frames(&outer, report) {
             Verdict::Recover => Ok(()),
             Verdict::Abort => Err(InterpError::Aborted),
         }
+    }
+
+    /// The IR calls `callers` (outermost first) are in, innermost first, as
+    /// backtrace frames: each frame's current instruction is its call.
+    fn call_frames(&self, callers: &[Frame]) -> Vec<String> {
+        callers
+            .iter()
+            .rev()
+            .take(guardlift_runtime::backtrace::MAX_FRAMES)
+            .map(|c| {
+                let f = self.m.func(c.func);
+                let inst =
+                    c.ip.checked_sub(1)
+                        .and_then(|i| f.blocks[c.block].insts.get(i));
+                let (loc, op) = inst.map_or((f.loc, "?"), |i| (i.loc, i.kind.opcode()));
+                guardlift_runtime::backtrace::ir_frame(&f.name, loc.line, loc.col, op)
+            })
+            .collect()
     }
 
     fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
@@ -445,9 +473,10 @@ impl<'m> Interpreter<'m> {
     /// entry function's result.
     fn step_frame(&self, stack: &mut Vec<Frame>) -> Result<Option<Option<u64>>, InterpError> {
         let depth = stack.len();
-        let Some(fr) = stack.last_mut() else {
+        let Some((fr, callers)) = stack.split_last_mut() else {
             return Ok(Some(None));
         };
+        let callers: &[Frame] = callers;
         let func = self.m.func(fr.func);
         loop {
             let block = &func.blocks[fr.block];
@@ -617,6 +646,7 @@ impl<'m> Interpreter<'m> {
                     if let Some(site) = inst.site {
                         if !tag_ok(word) {
                             self.report(
+                                callers,
                                 ReportKind::DictSlotTag,
                                 site.0,
                                 Observed::Dict {
@@ -634,6 +664,7 @@ impl<'m> Interpreter<'m> {
                     if let Some(site) = inst.site {
                         if !tag_ok(w) {
                             self.report(
+                                callers,
                                 ReportKind::DictSlotTag,
                                 site.0,
                                 Observed::Dict {
@@ -655,6 +686,7 @@ impl<'m> Interpreter<'m> {
                     if let Some(site) = inst.site {
                         if !tag_ok(word) {
                             self.report(
+                                callers,
                                 ReportKind::DictSlotTag,
                                 site.0,
                                 Observed::Dict {
@@ -682,6 +714,7 @@ impl<'m> Interpreter<'m> {
                     if let Some(site) = inst.site {
                         if !tag_ok(word) {
                             self.report(
+                                callers,
                                 ReportKind::DictSlotTag,
                                 site.0,
                                 Observed::Dict {
@@ -722,7 +755,7 @@ impl<'m> Interpreter<'m> {
                     if n >= cap as u64 {
                         match site {
                             Some(site) => {
-                                self.report(ReportKind::AdstackOverflow, site.0, Observed::Adstack { capacity: cap as u64, len: n })?;
+                                self.report(callers, ReportKind::AdstackOverflow, site.0, Observed::Adstack { capacity: cap as u64, len: n })?;
                                 continue;
                             }
                             None => return fault(loc, format!("adstack overflow in uninstrumented code (len {n}, capacity {cap}): undefined behaviour")),
@@ -750,7 +783,7 @@ impl<'m> Interpreter<'m> {
                     if n == 0 {
                         match inst.site {
                             Some(site) => {
-                                self.report(ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
+                                self.report(callers, ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
                                 set(fr, 0);
                                 continue;
                             }

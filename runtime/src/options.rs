@@ -4,7 +4,8 @@
 //! Keys: `mode` (abort|recover|trap), `log_path` (append reports to this
 //! file instead of stderr), `json` (0|1: reports as JSON lines),
 //! `report_limit` (per site and kind, how many occurrences reach the report
-//! handler; counts stay exact; 0 = no limit).
+//! handler; counts stay exact; 0 = no limit), `backtrace` (0|1: capture
+//! backtraces of reports; default 1).
 
 use crate::runtime::Mode;
 
@@ -18,6 +19,8 @@ pub struct Options {
     pub log_path: Option<String>,
     pub json: bool,
     pub report_limit: u64,
+    /// `backtrace=0|1`; `None`: the default (on).
+    pub backtrace: Option<bool>,
 }
 
 /// A malformed options string.
@@ -53,6 +56,7 @@ impl Options {
                 }
                 "log_path" => o.log_path = Some(v.to_string()),
                 "json" => o.json = parse_bool(k, v)?,
+                "backtrace" => o.backtrace = Some(parse_bool(k, v)?),
                 "report_limit" => {
                     o.report_limit = v
                         .parse()
@@ -89,5 +93,9 @@ mod tests {
         assert!(Options::parse("mode=fast").is_err());
         assert!(Options::parse("bogus=1").is_err());
         assert!(Options::parse("json").is_err());
+        assert_eq!(
+            Options::parse("backtrace=0").unwrap().backtrace,
+            Some(false)
+        );
     }
 }

@@ -100,6 +100,9 @@ pub struct Report {
     /// For dict kinds: the last known write to the slot, captured at check time.
     pub last_write: Option<LastWrite>,
     pub count: u64,
+    /// The first occurrence's backtrace, innermost first (see [`crate::backtrace`]);
+    /// empty when not captured.
+    pub backtrace: Vec<String>,
 }
 
 fn hex(v: u64) -> String {
@@ -145,6 +148,9 @@ impl Report {
                 json!({"by": w.by, "site": w.site, "value": hex(w.value), "changed_behind": w.value != value}),
             );
         }
+        if !self.backtrace.is_empty() {
+            m.insert("backtrace".into(), json!(self.backtrace));
+        }
         o
     }
 
@@ -166,6 +172,7 @@ impl Report {
             last_write: self.last_write.as_ref(),
             count: self.count,
             trap: None,
+            backtrace: &self.backtrace,
         }
     }
 }
@@ -194,6 +201,8 @@ pub struct HumanReport<'a> {
     pub last_write: Option<&'a LastWrite>,
     pub count: u64,
     pub trap: Option<TrapNote>,
+    /// Frames printed after the "where" line, `#0` innermost.
+    pub backtrace: &'a [String],
 }
 
 impl fmt::Display for HumanReport<'_> {
@@ -208,6 +217,9 @@ impl fmt::Display for HumanReport<'_> {
             self.op,
             self.site
         )?;
+        for (i, f) in self.backtrace.iter().enumerate() {
+            writeln!(s, "    #{i} {f}")?;
+        }
         match self.observed {
             Some(Observed::Dict { object, value }) => {
                 writeln!(
@@ -296,6 +308,7 @@ impl ReportSink {
                     observed,
                     last_write,
                     count: 1,
+                    backtrace: crate::backtrace::capture(info),
                 });
                 self.reports.len() - 1
             }

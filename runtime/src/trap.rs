@@ -609,6 +609,7 @@ pub(crate) mod imp {
                 },
                 pc: pc as u64,
             }),
+            backtrace: &[],
         };
         // Streamed to the log in small chunks: names of any length print whole.
         let fd = scratch.log_fd.load(SeqCst);
@@ -698,6 +699,7 @@ mod tests {
                 },
                 last_write: None,
                 count: 1,
+                backtrace: Vec::new(),
             };
             let mut fds = [0; 2];
             // SAFETY: a valid two-element array; we own both ends.
@@ -735,6 +737,7 @@ mod tests {
             last_write: None,
             count: 1,
             trap: Some(TrapNote {
+                backtrace: &[],
                 signal: "SIGILL",
                 pc: 0x1234,
             }),
