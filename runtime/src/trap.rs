@@ -737,10 +737,10 @@ mod tests {
             last_write: None,
             count: 1,
             trap: Some(TrapNote {
-                backtrace: &[],
                 signal: "SIGILL",
                 pc: 0x1234,
             }),
+            backtrace: &[],
         };
         let text = JsonReport(&h).to_string();
         let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
