@@ -341,6 +341,7 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                     last_write,
                     object,
                     count,
+                    backtrace: Vec::new(),
                 });
             }
             "T" => {

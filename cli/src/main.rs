@@ -5,6 +5,7 @@
 
 mod bench;
 mod run;
+mod sarif;
 mod source;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -112,6 +113,9 @@ enum Cmd {
         /// Hardware watchpoints on dict words: object:N[+M...], sample:K or recent.
         #[arg(long, value_name = "SPEC")]
         watch: Option<String>,
+        /// Also write the reports as a SARIF 2.1.0 log to this file.
+        #[arg(long, value_name = "OUT")]
+        sarif: Option<String>,
     },
     /// Parse and verify.
     Check { file: String },
@@ -218,6 +222,7 @@ fn main() -> ExitCode {
             inst,
             json,
             watch,
+            sarif,
         } => run::run(run::RunOpts {
             file,
             args: args
@@ -231,6 +236,7 @@ fn main() -> ExitCode {
             inst,
             json,
             watch,
+            sarif,
         }),
     };
     match r {

@@ -25,6 +25,8 @@ pub struct RunOpts {
     pub json: bool,
     /// `--watch SPEC` (spec §6.1).
     pub watch: Option<String>,
+    /// `--sarif OUT`: also write the reports as a SARIF 2.1.0 log.
+    pub sarif: Option<String>,
 }
 
 fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
@@ -101,7 +103,19 @@ impl InterpFault {
 }
 
 fn reports_json(reports: &[Report]) -> serde_json::Value {
-    serde_json::Value::Array(reports.iter().map(|r| r.to_json()).collect())
+    serde_json::Value::Array(report_jsons(reports))
+}
+
+fn report_jsons(reports: &[Report]) -> Vec<serde_json::Value> {
+    reports.iter().map(|r| r.to_json()).collect()
+}
+
+/// On a path that ends the process: writes the SARIF log if asked, or says
+/// on stderr why it could not.
+fn write_sarif_or_note(out: Option<&str>, file: &str, reports: &[serde_json::Value]) {
+    if let Some(Err(e)) = out.map(|out| crate::sarif::write(out, file, reports)) {
+        eprintln!("{e}");
+    }
 }
 
 pub fn run(o: RunOpts) -> Result<u8, CliError> {
@@ -170,29 +184,31 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         Engine::Interp => "interp",
     };
     let target = target_name(o.target);
-    if o.json {
-        // In abort/trap mode the process ends inside the run: still print one JSON object.
+    if o.json || o.sarif.is_some() {
+        // In abort mode the process ends inside the run: still print one JSON object.
         let (engine, target) = (engine.to_string(), target.to_string());
-        // A fatal signal ends the process in the fault handler: it prints the object.
-        guardlift_runtime::fault::set_stdout_json_tail(format!(
-            "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
-            serde_json::Value::from(engine.as_str()),
-            serde_json::Value::from(target.as_str())
-        ));
+        let (json, sarif, file) = (o.json, o.sarif.clone(), o.file.clone());
+        if json {
+            // A fatal signal ends the process in the fault handler: it prints the object.
+            guardlift_runtime::fault::set_stdout_json_tail(format!(
+                "\"engine\":{},\"target\":{},\"instrumented\":{instrumented}",
+                serde_json::Value::from(engine.as_str()),
+                serde_json::Value::from(target.as_str())
+            ));
+        }
         rt.set_abort_hook(Box::new(move |rt| {
-            let mut j = aborted_json(
-                &rt.peek_reports(),
-                &engine,
-                &target,
-                instrumented,
-                rt.take_output(),
-            );
-            if let Some(w) = rt.watch_status() {
-                j["watch"] = w.to_json();
+            let reports = rt.peek_reports();
+            write_sarif_or_note(sarif.as_deref(), &file, &report_jsons(&reports));
+            if json {
+                let mut j =
+                    aborted_json(&reports, &engine, &target, instrumented, rt.take_output());
+                if let Some(w) = rt.watch_status() {
+                    j["watch"] = w.to_json();
+                }
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{j}");
+                let _ = out.flush();
             }
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{j}");
-            let _ = out.flush();
         }));
     }
     let outcome = {
@@ -218,6 +234,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let ctx = Finish {
         file: &o.file,
         json: o.json,
+        sarif: o.sarif.as_deref(),
         engine,
         target,
         instrumented,
@@ -268,6 +285,7 @@ fn aborted_json(
 struct Finish<'a> {
     file: &'a str,
     json: bool,
+    sarif: Option<&'a str>,
     engine: &'a str,
     target: &'a str,
     instrumented: bool,
@@ -306,6 +324,14 @@ fn finish(
     } else {
         0
     };
+    let mut all = reports_json(&reports);
+    if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
+        a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
+    }
+    let sarif = match (c.sarif, &all) {
+        (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
+        _ => None,
+    };
     if c.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
@@ -313,10 +339,6 @@ fn finish(
         };
         let result_json: serde_json::Value =
             serde_json::from_str(&result_json).unwrap_or(serde_json::Value::Null);
-        let mut all = reports_json(&reports);
-        if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
-            a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
-        }
         let mut j = serde_json::json!({
             "result": result_json,
             "reports": all,
@@ -347,13 +369,19 @@ fn finish(
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
     }
+    if let Some(e) = &sarif {
+        let _ = writeln!(err, "{e}");
+    }
     if code == 134 {
         let _ = std::io::stdout().flush();
         let _ = err.flush();
         drop(err);
         std::process::exit(134);
     }
-    Ok(code)
+    match sarif {
+        Some(e) => Err(CliError::new(e)),
+        None => Ok(code),
+    }
 }
 
 /// `run --target x86_64|aarch64|riscv64`: compile the module ahead of time for the
@@ -408,6 +436,7 @@ fn target_run(
         guardlift_aot::End::Exited => Outcome::Value(run.result),
         guardlift_aot::End::Aborted => {
             // As the runtime's die(): the abort hook's JSON, the reports, abort.
+            write_sarif_or_note(o.sarif.as_deref(), &o.file, &report_jsons(&run.reports));
             if o.json {
                 let mut j =
                     aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
@@ -421,7 +450,7 @@ fn target_run(
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r),
+            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r, o),
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -438,6 +467,7 @@ fn target_run(
     let ctx = Finish {
         file: &o.file,
         json: o.json,
+        sarif: o.sarif.as_deref(),
         engine,
         target,
         instrumented,
@@ -456,6 +486,7 @@ fn write_trap_report_and_abort(
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
+    o: &RunOpts,
 ) -> ! {
     let note = guardlift_runtime::TrapNote {
         signal: if guardlift_aot::signal_name(trap.signal) == "SIGTRAP" {
@@ -465,7 +496,7 @@ fn write_trap_report_and_abort(
         },
         pc: trap.pc,
     };
-    let text = if options.json {
+    let j = {
         let mut j = match r.observed {
             Some(observed) => Report {
                 kind: r.kind,
@@ -475,6 +506,7 @@ fn write_trap_report_and_abort(
                 last_write: None,
                 object: None,
                 count: 1,
+                backtrace: Vec::new(),
             }
             .to_json(),
             None => serde_json::json!({
@@ -484,6 +516,10 @@ fn write_trap_report_and_abort(
         };
         j["trap_signal"] = note.signal.into();
         j["trap_pc"] = format!("{:#x}", note.pc).into();
+        j
+    };
+    write_sarif_or_note(o.sarif.as_deref(), &o.file, std::slice::from_ref(&j));
+    let text = if options.json {
         format!("{j}\n")
     } else {
         guardlift_runtime::HumanReport {
@@ -498,6 +534,7 @@ fn write_trap_report_and_abort(
             object: None,
             count: 1,
             trap: Some(note),
+            backtrace: &[],
         }
         .to_string()
     };

@@ -18,15 +18,25 @@ fn every_check_set_and_opt_level_is_picked() {
         Needs::default(),
         Needs {
             dict: true,
-            adstack: false,
+            ..Needs::default()
         },
         Needs {
-            dict: false,
             adstack: true,
+            ..Needs::default()
         },
         Needs {
             dict: true,
             adstack: true,
+            ..Needs::default()
+        },
+        Needs {
+            lifetime: true,
+            ..Needs::default()
+        },
+        Needs {
+            bounds: true,
+            dict: true,
+            ..Needs::default()
         },
     ] {
         g.needs = needs;

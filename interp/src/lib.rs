@@ -463,8 +463,18 @@ impl<'m> Interpreter<'m> {
         }
     }
 
-    fn report(&self, kind: ReportKind, site: u32, obs: Observed) -> Result<(), InterpError> {
-        match self.rt.report(kind, self.site_base + site, obs) {
+    /// Reports through the runtime; `callers` (outermost first) give the
+    /// report's backtrace beyond the reporting frame.
+    fn report(
+        &self,
+        callers: &[Frame],
+        kind: ReportKind,
+        site: u32,
+        obs: Observed,
+    ) -> Result<(), InterpError> {
+        let outer = || self.call_frames(callers);
+        let report = || self.rt.report(kind, self.site_base + site, obs);
+        match guardlift_runtime::backtrace::with_outer_frames(&outer, report) {
             Verdict::Recover => Ok(()),
             Verdict::Abort => Err(InterpError::Aborted),
         }
@@ -490,16 +500,23 @@ impl<'m> Interpreter<'m> {
 
     /// The lifetime check of an object op: false when `obj` is a freed
     /// object (reported; the op takes its recover effect).
-    fn live(&self, checks: Checks, site: u32, obj: u64) -> Result<bool, InterpError> {
+    fn live(
+        &self,
+        callers: &[Frame],
+        checks: Checks,
+        site: u32,
+        obj: u64,
+    ) -> Result<bool, InterpError> {
         if !checks.contains(CheckKind::Lifetime) {
             return Ok(true);
         }
-        self.go_on(self.rt.check_live(obj, site))
+        self.go_on(self.with_bt(callers, || self.rt.check_live(obj, site)))
     }
 
     /// The lifetime check of a raw access of `bytes` at `addr`.
     fn mem_live(
         &self,
+        callers: &[Frame],
         checks: Checks,
         site: u32,
         addr: u64,
@@ -508,11 +525,18 @@ impl<'m> Interpreter<'m> {
         if !checks.contains(CheckKind::Lifetime) {
             return Ok(true);
         }
-        self.go_on(self.rt.check_mem(addr, bytes, site))
+        self.go_on(self.with_bt(callers, || self.rt.check_mem(addr, bytes, site)))
     }
 
     /// The dict check of `word` (read from, or about to be stored in, `obj`'s slot).
-    fn dict_ok(&self, checks: Checks, site: u32, obj: u64, word: u64) -> Result<bool, InterpError> {
+    fn dict_ok(
+        &self,
+        callers: &[Frame],
+        checks: Checks,
+        site: u32,
+        obj: u64,
+        word: u64,
+    ) -> Result<bool, InterpError> {
         if !checks.contains(CheckKind::Dict) || tag_ok(word) {
             return Ok(true);
         }
@@ -520,7 +544,9 @@ impl<'m> Interpreter<'m> {
             object: obj,
             value: word,
         };
-        match self.rt.report(ReportKind::DictSlotTag, site, obs) {
+        match self.with_bt(callers, || {
+            self.rt.report(ReportKind::DictSlotTag, site, obs)
+        }) {
             Verdict::Recover => Ok(false),
             Verdict::Abort => Err(InterpError::Aborted),
         }
@@ -530,6 +556,7 @@ impl<'m> Interpreter<'m> {
     /// (its capacity is the u64 at `values − 8`, spec §4).
     fn bounds_ok(
         &self,
+        callers: &[Frame],
         checks: Checks,
         site: u32,
         loc: SrcLoc,
@@ -545,10 +572,37 @@ impl<'m> Interpreter<'m> {
         if (index as u64) < capacity {
             return Ok(true);
         }
-        match self.rt.report_bounds(site, obj, index as u64, capacity) {
+        match self.with_bt(callers, || {
+            self.rt.report_bounds(site, obj, index as u64, capacity)
+        }) {
             Verdict::Recover => Ok(false),
             Verdict::Abort => Err(InterpError::Aborted),
         }
+    }
+
+    /// Runs `f` (which may report) with the calling IR frames known to the
+    /// report's backtrace.
+    fn with_bt<R>(&self, callers: &[Frame], f: impl FnOnce() -> R) -> R {
+        let outer = || self.call_frames(callers);
+        guardlift_runtime::backtrace::with_outer_frames(&outer, f)
+    }
+
+    /// The IR calls `callers` (outermost first) are in, innermost first, as
+    /// backtrace frames: each frame's current instruction is its call.
+    fn call_frames(&self, callers: &[Frame]) -> Vec<String> {
+        callers
+            .iter()
+            .rev()
+            .take(guardlift_runtime::backtrace::MAX_FRAMES)
+            .map(|c| {
+                let f = self.m.func(c.func);
+                let inst =
+                    c.ip.checked_sub(1)
+                        .and_then(|i| f.blocks[c.block].insts.get(i));
+                let (loc, op) = inst.map_or((f.loc, "?"), |i| (i.loc, i.kind.opcode()));
+                guardlift_runtime::backtrace::ir_frame(&f.name, loc.line, loc.col, op)
+            })
+            .collect()
     }
 
     fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
@@ -593,10 +647,11 @@ impl<'m> Interpreter<'m> {
     fn step_frame(&self, stack: &mut Vec<Frame>) -> Result<Option<Option<u64>>, InterpError> {
         let depth = stack.len();
         // Watchpoints name the IR frames of a write (empty when off).
-        let callers = self.ir_callers(stack);
-        let Some(fr) = stack.last_mut() else {
+        let watch_callers = self.ir_callers(stack);
+        let Some((fr, callers)) = stack.split_last_mut() else {
             return Ok(Some(None));
         };
+        let callers: &[Frame] = callers;
         let func = self.m.func(fr.func);
         loop {
             let block = &func.blocks[fr.block];
@@ -675,7 +730,7 @@ impl<'m> Interpreter<'m> {
                 } => {
                     let a = v(fr, *addr).wrapping_add(*offset as i64 as u64);
                     let (checks, site) = self.guard(inst);
-                    if !self.mem_live(checks, site, a, t.bytes())? {
+                    if !self.mem_live(callers, checks, site, a, t.bytes())? {
                         set(fr, 0);
                         continue;
                     }
@@ -698,7 +753,7 @@ impl<'m> Interpreter<'m> {
                         v(fr, *value),
                     );
                     let (checks, site) = self.guard(inst);
-                    if !self.mem_live(checks, site, a, t.bytes())? {
+                    if !self.mem_live(callers, checks, site, a, t.bytes())? {
                         continue;
                     }
                     if checks.contains(CheckKind::Clobber)
@@ -709,7 +764,7 @@ impl<'m> Interpreter<'m> {
                         }
                         continue;
                     }
-                    self.with_frames(&callers, func, inst, || {
+                    self.with_frames(&watch_callers, func, inst, || {
                         self.write_mem(loc, a, t.bytes(), x)
                     })?;
                 }
@@ -742,10 +797,12 @@ impl<'m> Interpreter<'m> {
                                 }
                                 (Some(s), Some(ObjCall::Free)) => {
                                     let o = argv.first().copied().unwrap_or(0);
-                                    self.go_on(self.rt.obj_free_at(o, self.site_base + s.0))?;
+                                    self.go_on(self.with_bt(callers, || {
+                                        self.rt.obj_free_at(o, self.site_base + s.0)
+                                    }))?;
                                     0
                                 }
-                                _ => self.with_frames(&callers, func, inst, || {
+                                _ => self.with_frames(&watch_callers, func, inst, || {
                                     self.call_extern(*eid, &argv)
                                 }),
                             };
@@ -783,23 +840,25 @@ impl<'m> Interpreter<'m> {
                 InstKind::DictSlotLoad { obj } => {
                     let o = v(fr, *obj);
                     let (checks, site) = self.guard(inst);
-                    if !self.live(checks, site, o)? {
+                    if !self.live(callers, checks, site, o)? {
                         set(fr, 0);
                         continue;
                     }
                     let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
                     // A bad word is still the load's result (spec §6).
-                    self.dict_ok(checks, site, o, word)?;
+                    self.dict_ok(callers, checks, site, o, word)?;
                     set(fr, word)
                 }
                 InstKind::DictSlotStore { obj, word } => {
                     let o = v(fr, *obj);
                     let w = v(fr, *word);
                     let (checks, site) = self.guard(inst);
-                    if !self.live(checks, site, o)? || !self.dict_ok(checks, site, o, w)? {
+                    if !self.live(callers, checks, site, o)?
+                        || !self.dict_ok(callers, checks, site, o, w)?
+                    {
                         continue;
                     }
-                    self.with_frames(&callers, func, inst, || {
+                    self.with_frames(&watch_callers, func, inst, || {
                         watch::runtime_write(|| {
                             self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)
                         })
@@ -811,18 +870,18 @@ impl<'m> Interpreter<'m> {
                 InstKind::LoadAttr { obj, index } => {
                     let o = v(fr, *obj);
                     let (checks, site) = self.guard(inst);
-                    if !self.live(checks, site, o)? {
+                    if !self.live(callers, checks, site, o)? {
                         set(fr, 0);
                         continue;
                     }
                     let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
-                    if !self.dict_ok(checks, site, o, word)? {
+                    if !self.dict_ok(callers, checks, site, o, word)? {
                         set(fr, 0);
                         continue;
                     }
                     let r = if word & layout::VALUES_BIT != 0 {
                         let values = layout::values_ptr(word);
-                        if !self.bounds_ok(checks, site, loc, o, values, *index)? {
+                        if !self.bounds_ok(callers, checks, site, loc, o, values, *index)? {
                             set(fr, 0);
                             continue;
                         }
@@ -837,16 +896,16 @@ impl<'m> Interpreter<'m> {
                     let o = v(fr, *obj);
                     let x = v(fr, *value);
                     let (checks, site) = self.guard(inst);
-                    if !self.live(checks, site, o)? {
+                    if !self.live(callers, checks, site, o)? {
                         continue;
                     }
                     let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
-                    if !self.dict_ok(checks, site, o, word)? {
+                    if !self.dict_ok(callers, checks, site, o, word)? {
                         continue;
                     }
                     if word & layout::VALUES_BIT != 0 {
                         let values = layout::values_ptr(word);
-                        if !self.bounds_ok(checks, site, loc, o, values, *index)? {
+                        if !self.bounds_ok(callers, checks, site, loc, o, values, *index)? {
                             continue;
                         }
                         let a = values.wrapping_add(layout::attr_offset(*index) as u64);
@@ -877,7 +936,7 @@ impl<'m> Interpreter<'m> {
                     if n >= cap as u64 {
                         match site {
                             Some(site) => {
-                                self.report(ReportKind::AdstackOverflow, site.0, Observed::Adstack { capacity: cap as u64, len: n })?;
+                                self.report(callers, ReportKind::AdstackOverflow, site.0, Observed::Adstack { capacity: cap as u64, len: n })?;
                                 continue;
                             }
                             None => return fault(loc, format!("adstack overflow in uninstrumented code (len {n}, capacity {cap}): undefined behaviour")),
@@ -906,7 +965,7 @@ impl<'m> Interpreter<'m> {
                         match inst.site {
                             Some(site) => {
                                 self.check_elision(fr.func, at, loc)?;
-                                self.report(ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
+                                self.report(callers, ReportKind::AdstackUnderflow, site.0, Observed::Adstack { capacity: cap as u64, len: 0 })?;
                                 set(fr, 0);
                                 continue;
                             }

@@ -234,7 +234,7 @@ impl Drop for EntryGuard {
 
 /// Where the calling thread entered compiled code (0: it is not in any).
 /// Async-signal-safe (a constant-initialized thread-local).
-fn entry_sp() -> usize {
+pub(crate) fn entry_sp() -> usize {
     ENTRY_SP.with(|e| e.get())
 }
 

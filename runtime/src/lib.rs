@@ -9,6 +9,7 @@
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`sites`]: the guard-site table, sparse, per registered module;
 //! - [`abi`]: the C entry points generated code calls;
+//! - [`backtrace`]: backtraces of reports (IR frames, the host's native frame);
 //! - [`fault`]: the PC → IR-site map of compiled code and the fatal-signal handler (`host_fault`, `stack_overflow`);
 //! - [`sigtable`]: the lock-free table signal handlers read;
 //! - [`sigstack`]: alternate signal stacks for threads that run guardlift code;
@@ -17,6 +18,7 @@
 
 pub mod abi;
 pub mod adstack;
+pub mod backtrace;
 pub mod fault;
 pub mod heap;
 pub mod layout;

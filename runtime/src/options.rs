@@ -10,7 +10,8 @@
 //! `watch=recent`; the `:` inside the SPEC is not a separator).
 //!
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
-//! case; an error lists exactly these.
+//! case; an error lists exactly these. `backtrace` (a boolean: capture
+//! backtraces of reports; default on).
 
 use crate::runtime::Mode;
 use crate::watch::WatchSpec;
@@ -28,6 +29,8 @@ pub struct Options {
     pub watch: Option<WatchSpec>,
     /// Megabytes of freed objects kept in quarantine (`None`: the default, 64).
     pub quarantine_mb: Option<u64>,
+    /// `backtrace=0|1`; `None`: the default (on).
+    pub backtrace: Option<bool>,
 }
 
 /// A malformed options string.
@@ -82,6 +85,7 @@ impl Options {
                 }
                 "log_path" => o.log_path = Some(v.to_string()),
                 "json" => o.json = parse_bool(k, v)?,
+                "backtrace" => o.backtrace = Some(parse_bool(k, v)?),
                 "report_limit" => {
                     o.report_limit = v
                         .parse()
@@ -173,5 +177,9 @@ mod tests {
             assert!(!Options::parse(&format!("json={f}")).unwrap().json, "{f}");
         }
         assert_eq!(Options::parse("report_limit=0").unwrap().report_limit, 0);
+        assert_eq!(
+            Options::parse("backtrace=0").unwrap().backtrace,
+            Some(false)
+        );
     }
 }

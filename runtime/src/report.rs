@@ -198,6 +198,9 @@ pub struct Report {
     /// The object the report is about, when the runtime knows it.
     pub object: Option<ObjectNote>,
     pub count: u64,
+    /// The first occurrence's backtrace, innermost first (see [`crate::backtrace`]);
+    /// empty when not captured.
+    pub backtrace: Vec<String>,
 }
 
 fn hex(v: u64) -> String {
@@ -296,6 +299,9 @@ impl Report {
                 json!({"by": w.by, "site": w.site, "value": hex(w.value), "changed_behind": w.value != value, "object_id": w.object_id}),
             );
         }
+        if !self.backtrace.is_empty() {
+            m.insert("backtrace".into(), json!(self.backtrace));
+        }
         o
     }
 
@@ -318,6 +324,7 @@ impl Report {
             object: self.object.as_ref(),
             count: self.count,
             trap: None,
+            backtrace: &self.backtrace,
         }
     }
 }
@@ -348,6 +355,8 @@ pub struct HumanReport<'a> {
     pub object: Option<&'a ObjectNote>,
     pub count: u64,
     pub trap: Option<TrapNote>,
+    /// Frames printed after the "where" line, `#0` innermost.
+    pub backtrace: &'a [String],
 }
 
 impl fmt::Display for HumanReport<'_> {
@@ -375,6 +384,9 @@ impl fmt::Display for HumanReport<'_> {
             writeln!(s)?;
         } else {
             writeln!(s, ", site {}", self.site)?;
+        }
+        for (i, f) in self.backtrace.iter().enumerate() {
+            writeln!(s, "    #{i} {f}")?;
         }
         match self.observed {
             Some(Observed::Dict { object, value }) => {
@@ -521,6 +533,7 @@ impl ReportSink {
                     last_write,
                     object,
                     count: 1,
+                    backtrace: crate::backtrace::capture(info),
                 });
                 self.reports.len() - 1
             }

@@ -190,6 +190,7 @@ impl Runtime {
         // The trap handler cannot lock: it gets the raw fd (set before the
         // previous log file, if any, is closed below).
         self.trap.set_output(fd, options.json);
+        crate::backtrace::set_enabled(options.backtrace.unwrap_or(true));
         let mut s = self.settings.write().unwrap_or_else(|e| e.into_inner());
         s.log = log;
         s.json = options.json;

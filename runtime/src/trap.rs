@@ -648,6 +648,7 @@ pub(crate) mod imp {
                 },
                 pc: pc as u64,
             }),
+            backtrace: &[],
         };
         // Streamed to the log in small chunks: names of any length print whole.
         let fd = scratch.log_fd.load(SeqCst);
@@ -738,6 +739,7 @@ mod tests {
                 last_write: None,
                 object: None,
                 count: 1,
+                backtrace: Vec::new(),
             };
             let mut fds = [0; 2];
             // SAFETY: a valid two-element array; we own both ends.
@@ -779,6 +781,7 @@ mod tests {
                 signal: "SIGILL",
                 pc: 0x1234,
             }),
+            backtrace: &[],
         };
         let text = JsonReport(&h).to_string();
         let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();

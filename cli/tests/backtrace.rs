@@ -1,0 +1,107 @@
+//! Backtraces on reports (issue 16): the IR call chain, innermost first,
+//! on the JIT and the interpreter; `GUARDLIFT_OPTIONS=backtrace=0` turns
+//! them off.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `@leaf` overflows an adstack at 5:5; `@main` calls it at 10:5.
+const NESTED: &str = "fn @leaf(%p: i64) -> i64 {
+entry:
+    %s = adstack.alloc.i64 1
+    guard.adstack.push %s, %p
+    guard.adstack.push %s, %p
+    return %p
+}
+fn @main(%p: i64) -> i64 {
+entry:
+    %r = call @leaf(%p)
+    return %r
+}
+";
+
+fn program() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("guardlift-bt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("nested.glir");
+    std::fs::write(&p, NESTED).unwrap();
+    p
+}
+
+fn run_json(engine: &str, options: &str) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+        .arg("run")
+        .arg(program())
+        .args(["7", "--mode", "recover", "--json", "--engine", engine])
+        .env("GUARDLIFT_OPTIONS", options)
+        .output()
+        .expect("run guardlift");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{engine}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let j: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    j["reports"][0].clone()
+}
+
+#[test]
+fn both_ir_frames_in_order_on_jit_and_interp() {
+    for engine in ["jit", "interp"] {
+        let r = run_json(engine, "");
+        let bt: Vec<&str> = r["backtrace"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{engine}: no backtrace: {r}"))
+            .iter()
+            .map(|f| f.as_str().expect("frames are strings"))
+            .collect();
+        assert!(bt.len() >= 2, "{engine}: {bt:?}");
+        assert_eq!(bt[0], "@leaf 5:5 (adstack.push)", "{engine}: {bt:?}");
+        assert_eq!(bt[1], "@main 10:5 (call)", "{engine}: {bt:?}");
+        if engine == "jit" {
+            // Then the native return address outside compiled code (here
+            // the JIT's entry trampoline, which has no symbol).
+            assert_eq!(bt.len(), 3, "{engine}: {bt:?}");
+            assert!(bt[2].starts_with("0x"), "{engine}: {bt:?}");
+        } else {
+            assert_eq!(bt.len(), 2, "{engine}: {bt:?}");
+        }
+    }
+}
+
+#[test]
+fn human_form_lists_frames_after_the_where_line() {
+    for engine in ["jit", "interp"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+            .arg("run")
+            .arg(program())
+            .args(["7", "--mode", "recover", "--engine", engine])
+            .env_remove("GUARDLIFT_OPTIONS")
+            .output()
+            .expect("run guardlift");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("ERROR: adstack_overflow at @leaf 5:5"))
+            .unwrap_or_else(|| panic!("{engine}: {err}"));
+        assert_eq!(
+            lines[at + 1],
+            "    #0 @leaf 5:5 (adstack.push)",
+            "{engine}: {err}"
+        );
+        assert_eq!(lines[at + 2], "    #1 @main 10:5 (call)", "{engine}: {err}");
+    }
+}
+
+#[test]
+fn backtrace_0_turns_them_off() {
+    for engine in ["jit", "interp"] {
+        let r = run_json(engine, "backtrace=0");
+        assert_eq!(r["kind"], "adstack_overflow", "{engine}");
+        assert!(r.get("backtrace").is_none(), "{engine}: {r}");
+    }
+}
