@@ -333,15 +333,28 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                     _ => None,
                 };
                 let object = object_note(&mut it, line, sites)?;
+                let info = site_info(sites, site);
+                // The target does not walk its stack: the backtrace is the
+                // report's own frame (docs/TARGETS.md).
+                let backtrace = if guardlift_runtime::backtrace::enabled() {
+                    vec![guardlift_runtime::backtrace::ir_frame(
+                        &info.function,
+                        info.line,
+                        info.col,
+                        &info.op,
+                    )]
+                } else {
+                    Vec::new()
+                };
                 run.reports.push(Report {
                     kind,
                     site,
-                    info: site_info(sites, site),
+                    info,
                     observed,
                     last_write,
                     object,
                     count,
-                    backtrace: Vec::new(),
+                    backtrace,
                 });
             }
             "T" => {

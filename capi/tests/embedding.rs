@@ -355,6 +355,10 @@ fn c_pyish_under_valgrind_has_no_errors_and_no_definite_leaks() {
                 "--leak-check=full",
                 "--errors-for-leak-kinds=definite",
             ])
+            .arg(format!(
+                "--suppressions={}/tests/valgrind.supp",
+                env!("CARGO_MANIFEST_DIR")
+            ))
             .arg(exe)
             .args(args)
             .output()

@@ -119,7 +119,11 @@ fn jit_outer_frames(site: &SiteInfo) -> Vec<String> {
         match pc_site(ra) {
             Some(f) => frames.push(f),
             None => {
-                frames.push(native_frame(ra));
+                // The host code that entered compiled code; left out when
+                // it has no symbol (cranelift-jit's entry trampoline), so
+                // the JIT's backtrace is the IR call chain, as the
+                // interpreter's is.
+                frames.extend(native_frame(ra));
                 break;
             }
         }
@@ -134,22 +138,19 @@ fn pc_site(ra: usize) -> Option<String> {
     crate::fault::site_of_pc(pc, |s| ir_frame(s.function, s.line, s.col, s.op))
 }
 
-/// A host frame: its return address, symbolized.
-fn native_frame(ra: usize) -> String {
+/// A host frame: its return address, symbolized; `None` without a symbol.
+fn native_frame(ra: usize) -> Option<String> {
     let pc = ra.wrapping_sub(1);
-    let mut text = format!("{pc:#x}");
-    let mut named = false;
+    let mut text = None;
     backtrace::resolve(pc as *mut std::ffi::c_void, |sym| {
-        if named {
+        let (Some(name), None) = (sym.name(), &text) else {
             return;
-        }
-        named = true;
-        if let Some(name) = sym.name() {
-            text.push_str(&format!(" in {name:#}"));
-        }
+        };
+        let mut t = format!("{pc:#x} in {name:#}");
         if let (Some(file), Some(line)) = (sym.filename(), sym.lineno()) {
-            text.push_str(&format!(" {}:{line}", file.display()));
+            t.push_str(&format!(" {}:{line}", file.display()));
         }
+        text = Some(t);
     });
     text
 }
@@ -188,7 +189,7 @@ fn is_site(ra: usize, site: &SiteInfo) -> bool {
 /// `a` must be readable and 8-aligned.
 unsafe fn read(a: usize) -> usize {
     // SAFETY: per the contract.
-    unsafe { std::ptr::read_volatile(a as *const usize) }
+    unsafe { crate::fault::read_stack_word(a) }
 }
 
 #[cfg(test)]

@@ -243,6 +243,45 @@ pub fn is_code(pc: usize) -> bool {
     with_code(pc, |_, _| ()).is_some()
 }
 
+/// One word of this thread's stack, read for a conservative scan (the
+/// fault handler's call-site search, the backtrace's frame-record search).
+/// The scan reads slots no Rust object owns (padding, dead spills, a
+/// sanitizer's redzones) and only compares them with registered code
+/// ranges, so the load is a plain machine load that no sanitizer
+/// instruments: AddressSanitizer would otherwise report the redzones the
+/// scan crosses as a stack-buffer-overflow.
+///
+/// # Safety
+/// `a` must be readable and 8-aligned.
+#[inline]
+pub(crate) unsafe fn read_stack_word(a: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let w: usize;
+        // SAFETY: per the contract; a load, no other effect.
+        unsafe {
+            std::arch::asm!("mov {w}, qword ptr [{a}]", a = in(reg) a, w = lateout(reg) w,
+                options(nostack, readonly, preserves_flags));
+        }
+        w
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let w: usize;
+        // SAFETY: per the contract; a load, no other effect.
+        unsafe {
+            std::arch::asm!("ldr {w}, [{a}]", a = in(reg) a, w = lateout(reg) w,
+                options(nostack, readonly, preserves_flags));
+        }
+        w
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    // SAFETY: per the contract.
+    unsafe {
+        std::ptr::read_volatile(a as *const usize)
+    }
+}
+
 /// The innermost return address into registered code on the stack between
 /// `sp` and `top` (at most `limit` bytes scanned): the PC of the IR call
 /// that entered host code (`return address − 1`), if any.
@@ -254,7 +293,7 @@ pub unsafe fn call_site_on_stack(sp: usize, top: usize, limit: usize) -> Option<
     let end = top.min(sp.saturating_add(limit));
     while a + 8 <= end {
         // SAFETY: per the contract.
-        let w = unsafe { std::ptr::read_volatile(a as *const usize) };
+        let w = unsafe { read_stack_word(a) };
         if w > 1 && is_code(w - 1) {
             return Some(w - 1);
         }

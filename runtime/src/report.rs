@@ -533,7 +533,12 @@ impl ReportSink {
                     last_write,
                     object,
                     count: 1,
-                    backtrace: crate::backtrace::capture(info),
+                    // A watchpoint's write carries the writer's own backtrace.
+                    backtrace: if kind == ReportKind::ForeignWrite {
+                        Vec::new()
+                    } else {
+                        crate::backtrace::capture(info)
+                    },
                 });
                 self.reports.len() - 1
             }
