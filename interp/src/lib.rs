@@ -557,8 +557,7 @@ impl<'m> Interpreter<'m> {
     fn bounds_ok(
         &self,
         callers: &[Frame],
-        checks: Checks,
-        site: u32,
+        (checks, site): (Checks, u32),
         loc: SrcLoc,
         obj: u64,
         values: u64,
@@ -881,7 +880,7 @@ impl<'m> Interpreter<'m> {
                     }
                     let r = if word & layout::VALUES_BIT != 0 {
                         let values = layout::values_ptr(word);
-                        if !self.bounds_ok(callers, checks, site, loc, o, values, *index)? {
+                        if !self.bounds_ok(callers, (checks, site), loc, o, values, *index)? {
                             set(fr, 0);
                             continue;
                         }
@@ -905,7 +904,7 @@ impl<'m> Interpreter<'m> {
                     }
                     if word & layout::VALUES_BIT != 0 {
                         let values = layout::values_ptr(word);
-                        if !self.bounds_ok(callers, checks, site, loc, o, values, *index)? {
+                        if !self.bounds_ok(callers, (checks, site), loc, o, values, *index)? {
                             continue;
                         }
                         let a = values.wrapping_add(layout::attr_offset(*index) as u64);
