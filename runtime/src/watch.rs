@@ -1217,10 +1217,7 @@ mod imp {
         }
     }
 
-    fn errno() -> i32 {
-        // SAFETY: the thread's errno location is always valid.
-        unsafe { *libc::__errno_location() }
-    }
+    use crate::trap::imp::errno;
 
     fn threads() -> Vec<i32> {
         match std::fs::read_dir("/proc/self/task") {
@@ -1354,34 +1351,10 @@ mod imp {
         let prev = PREV_SET
             .load(SeqCst)
             .then(|| unsafe { (*std::ptr::addr_of!(PREV)).assume_init() });
-        let h = prev.map_or(libc::SIG_DFL, |p| p.sa_sigaction);
-        if h == libc::SIG_IGN {
-            return;
-        }
-        if h == libc::SIG_DFL {
-            // Die of SIGTRAP as without guardlift.
-            // SAFETY: sigaction and raise are async-signal-safe.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = libc::SIG_DFL;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
-                libc::raise(sig);
-            }
-            return;
-        }
-        let Some(p) = prev else { return };
-        // SAFETY: the previous action's handler, called as it asked to be.
-        unsafe {
-            if p.sa_flags & libc::SA_SIGINFO != 0 {
-                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                    std::mem::transmute(h);
-                f(sig, info, uctx);
-            } else {
-                let f: extern "C" fn(libc::c_int) = std::mem::transmute(h);
-                f(sig);
-            }
-        }
+        // The one chaining rule of guardlift's handlers (an ignored SIGTRAP
+        // stays ignored; the default action dies of the signal).
+        // SAFETY: per this function's contract.
+        unsafe { crate::trap::imp::call_previous(prev, sig, info, uctx) }
     }
 
     fn capstone() -> Option<capstone::Capstone> {
