@@ -350,7 +350,9 @@ impl<'m> Interpreter<'m> {
         for f in &m.functions {
             adstack_capacities(f).map_err(InterpError::Link)?;
         }
-        let site_base = m.register_sites(&rt).map_err(InterpError::Link)?;
+        let site_base = m
+            .register_sites(|s| rt.register_sites(s))
+            .map_err(InterpError::Link)?;
         Ok(Interpreter {
             m,
             _sites: guardlift_runtime::SiteRegistration::new(rt.clone(), site_base),

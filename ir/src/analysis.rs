@@ -119,9 +119,9 @@ pub fn reverse_postorder(f: &Function) -> Vec<u32> {
 /// wrong signature.
 pub fn resolve_builtin(
     ext: &crate::module::ExternDecl,
-) -> Result<Option<&'static guardlift_runtime::abi::Builtin>, Diagnostic> {
+) -> Result<Option<&'static guardlift_abi::Builtin>, Diagnostic> {
     use crate::types::Type;
-    use guardlift_runtime::abi::{builtin, AbiTy};
+    use guardlift_abi::{builtin, AbiTy};
     let Some(b) = builtin(&ext.name) else {
         return Ok(None);
     };
@@ -146,10 +146,15 @@ pub fn resolve_builtin(
                 None => format!("({})", ps.join(", ")),
             }
         };
+        let declared: Vec<String> = ext.params.iter().map(|t| t.to_string()).collect();
+        let declared = match ext.ret {
+            Some(r) => format!("({}) -> {r}", declared.join(", ")),
+            None => format!("({})", declared.join(", ")),
+        };
         Err(Diagnostic::new(
             ext.loc,
             format!(
-                "built-in @{} has signature {}",
+                "extern @{} is declared {declared} but the built-in is {}",
                 b.name,
                 sig(b.params, b.ret)
             ),

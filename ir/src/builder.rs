@@ -3,7 +3,7 @@
 //! ```
 //! use guardlift_ir::builder::ModuleBuilder;
 //! use guardlift_ir::{BinOp, Type};
-//! use guardlift_runtime::layout::DictLayout;
+//! use guardlift_abi::layout::DictLayout;
 //!
 //! let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
 //! let add = mb.declare_function("add", &[Type::I64, Type::I64], Some(Type::I64));
@@ -33,8 +33,8 @@ use crate::inst::{
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
 use crate::types::Type;
-use guardlift_runtime::adstack::AdElem;
-use guardlift_runtime::layout::DictLayout;
+use guardlift_abi::adstack::AdElem;
+use guardlift_abi::layout::DictLayout;
 use std::collections::HashSet;
 
 impl From<FuncId> for Callee {

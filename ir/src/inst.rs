@@ -1,7 +1,7 @@
 //! Instructions: opcodes, operands, and the entity handles they refer to.
 
 use crate::types::Type;
-use guardlift_runtime::adstack::AdElem;
+use guardlift_abi::adstack::AdElem;
 use std::fmt;
 
 /// An SSA value, local to one function.

@@ -6,7 +6,7 @@
 //! low 32 bits, `f64` is `to_bits()`.
 
 use crate::types::Type;
-use guardlift_runtime::{format_f32, format_f64};
+use guardlift_abi::{format_f32, format_f64};
 
 /// The canonical quiet NaN of f64 (spec §3): the bits of every NaN that
 /// fadd, fsub, fmul, fdiv, fmin, fmax, fsqrt and fpromote produce.

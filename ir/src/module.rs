@@ -4,7 +4,7 @@ use crate::inst::{
     Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
 };
 use crate::types::Type;
-use guardlift_runtime::layout::DictLayout;
+use guardlift_abi::layout::DictLayout;
 use std::collections::BTreeMap;
 
 /// What defines a value.
@@ -167,9 +167,9 @@ impl Module {
 
 impl Module {
     /// The site table in the runtime's terms, by local site id (sparse: one
-    /// entry per site, whatever the ids): what
-    /// [`guardlift_runtime::Runtime::register_sites`] takes.
-    pub fn site_infos(&self) -> guardlift_runtime::ModuleSites {
+    /// entry per site, whatever the ids): what the runtime's
+    /// `register_sites` takes.
+    pub fn site_infos(&self) -> guardlift_abi::ModuleSites {
         self.sites
             .iter()
             .map(|(id, s)| {
@@ -179,7 +179,7 @@ impl Module {
                     .map_or_else(|| "?".to_string(), |f| f.name.clone());
                 (
                     id.0,
-                    guardlift_runtime::SiteInfo {
+                    guardlift_abi::SiteInfo {
                         function,
                         line: s.loc.line,
                         col: s.loc.col,
@@ -190,14 +190,15 @@ impl Module {
             .collect()
     }
 
-    /// Registers the module's sites with `rt` ([`Module::site_infos`]) and
-    /// returns their base; the error (the runtime's site-id space has no
-    /// room for the module's largest id) is at that site's position.
-    pub fn register_sites(
+    /// Registers the module's sites ([`Module::site_infos`]) with `register`
+    /// (the runtime's `register_sites`) and returns their base; an error
+    /// (the runtime's site-id space has no room for the module's largest
+    /// id) becomes a diagnostic at that site's position.
+    pub fn register_sites<E: std::fmt::Display>(
         &self,
-        rt: &guardlift_runtime::Runtime,
+        register: impl FnOnce(guardlift_abi::ModuleSites) -> Result<u32, E>,
     ) -> Result<u32, crate::error::Diagnostic> {
-        rt.register_sites(self.site_infos()).map_err(|e| {
+        register(self.site_infos()).map_err(|e| {
             let loc = self
                 .sites
                 .values()

@@ -18,8 +18,8 @@ use crate::inst::{
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::types::Type;
-use guardlift_runtime::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
-use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
+use guardlift_abi::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
+use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
 use std::collections::HashMap;
 
 type PResult<T> = Result<T, ParseError>;

@@ -1,6 +1,6 @@
 //! Value types of the IR.
 
-use guardlift_runtime::adstack::AdElem;
+use guardlift_abi::adstack::AdElem;
 use std::fmt;
 
 /// A value type. `Ptr` is a 64-bit address that mixes with `I64` in integer ops.

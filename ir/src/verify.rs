@@ -30,8 +30,8 @@ use crate::inst::{
 };
 use crate::module::{Function, Module, ValueDef};
 use crate::types::Type;
-use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
-use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
+use guardlift_abi::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
+use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
 use std::collections::{HashMap, HashSet};
 
 /// Verifies a whole module, returning every error found (sorted by line, col).

@@ -1,13 +1,13 @@
 //! Parser, printer and builder: round trips, error positions, robustness.
 
+use guardlift_abi::adstack::AdElem;
+use guardlift_abi::layout::DictLayout;
 use guardlift_ir::builder::ModuleBuilder;
 use guardlift_ir::module::Module;
 use guardlift_ir::{
     parse_module, print_module, BinOp, Callee, ConvOp, FloatCC, FuncId, InstKind, IntCC, SiteId,
     SrcLoc, Type, UnOp, ValueDef,
 };
-use guardlift_runtime::adstack::AdElem;
-use guardlift_runtime::layout::DictLayout;
 use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/examples");

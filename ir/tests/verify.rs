@@ -1,13 +1,13 @@
 //! Verifier tests. The parser is not ready, so modules are built by hand.
 
+use guardlift_abi::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
+use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
 use guardlift_ir::inst::{
     BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
     SiteId, SrcLoc, UnOp, Value,
 };
 use guardlift_ir::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use guardlift_ir::{verify_module, Diagnostic, Type};
-use guardlift_runtime::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
-use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
 use std::collections::BTreeMap;
 
 // ---- a tiny hand builder ------------------------------------------------------

@@ -14,7 +14,6 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
-use guardlift_runtime::abi::BUILTINS;
 use guardlift_runtime::fault::{CodeFunction, CodeRegistration};
 use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
@@ -77,12 +76,8 @@ impl Jit {
         let isa = build_isa(Target::Host, opts.opt_level, Tier::Optimized, false)?;
         let call_conv = isa.default_call_conv();
         let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-        for b in BUILTINS {
-            jb.symbol(b.symbol, b.addr);
-        }
-        for e in Entry::ALL {
-            let (s, a) = e.symbol_and_addr();
-            jb.symbol(s, a);
+        for &e in Entry::ALL {
+            jb.symbol(e.symbol(), guardlift_runtime::abi::entry_addr(e));
         }
         for (name, addr) in &opts.symbols {
             jb.symbol(host_symbol(name), *addr);
@@ -102,10 +97,12 @@ impl Jit {
                 })?;
                 funcs.push(id);
             }
-            let site_base = module.register_sites(&rt).map_err(|d| JitError::Link {
-                loc: d.loc,
-                msg: d.msg,
-            })?;
+            let site_base = module
+                .register_sites(|s| rt.register_sites(s))
+                .map_err(|d| JitError::Link {
+                    loc: d.loc,
+                    msg: d.msg,
+                })?;
             site_reg = Some(site_base);
             let rt_addr = Arc::as_ptr(&rt) as u64;
             let mut lw = Lowerer::new(

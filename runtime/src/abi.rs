@@ -3,150 +3,62 @@
 //! runtime takes it as a hidden first argument (`*const Runtime`), which the
 //! lowering passes as a constant owned by the compiled module (it holds an
 //! `Arc<Runtime>`, so the pointer outlives the code).
+//!
+//! What the functions are (symbols, signatures) is written once, in
+//! [`guardlift_abi::foreach_entry!`]; this module supplies their bodies and
+//! [`entry_addr`], the address of every entry, built by expanding that
+//! table: an entry without a function here, or whose function's type
+//! disagrees with the table, fails to compile.
 
 use crate::report::{Observed, ReportKind};
 use crate::runtime::{Runtime, Verdict};
+pub use guardlift_abi::entry::{builtin, builtins, AbiTy, Builtin, Entry};
 
-/// Argument and return classes at the ABI level (`ptr` passes as `I64`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum AbiTy {
-    I64,
-    F64,
+/// The Rust type of an ABI class in the runtime's definitions.
+macro_rules! rust_ty {
+    (I8) => {
+        u8
+    };
+    (I32) => {
+        u32
+    };
+    (I64) => {
+        u64
+    };
+    (F64) => {
+        f64
+    };
 }
 
-/// A built-in host function.
-#[derive(Copy, Clone, Debug)]
-pub struct Builtin {
-    /// The IR name (without `@`).
-    pub name: &'static str,
-    /// The symbol the JIT binds it to.
-    pub symbol: &'static str,
-    /// IR-visible parameters (the hidden runtime pointer is not listed).
-    pub params: &'static [AbiTy],
-    pub ret: Option<AbiTy>,
-    /// Takes the runtime as a hidden first argument.
-    pub needs_rt: bool,
-    pub addr: *const u8,
+/// The function-pointer type an entry's definition must have.
+macro_rules! entry_fn_ty {
+    (rt ($($p:ident),*) $(-> $r:ident)?) => {
+        unsafe extern "C" fn(*const Runtime $(, rust_ty!($p))*) $(-> rust_ty!($r))?
+    };
+    (- ($($p:ident),*) $(-> $r:ident)?) => {
+        unsafe extern "C" fn($(rust_ty!($p)),*) $(-> rust_ty!($r))?
+    };
 }
 
-// SAFETY: `addr` is the address of a function item, immutable for the program's life.
-unsafe impl Sync for Builtin {}
-unsafe impl Send for Builtin {}
-
-use AbiTy::{F64, I64};
-
-/// Every built-in host function of spec §7.
-pub static BUILTINS: &[Builtin] = &[
-    Builtin {
-        name: "obj_new",
-        symbol: "gl_obj_new",
-        params: &[I64],
-        ret: Some(I64),
-        needs_rt: true,
-        addr: gl_obj_new as *const u8,
-    },
-    Builtin {
-        name: "obj_dictify",
-        symbol: "gl_obj_dictify",
-        params: &[I64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_obj_dictify as *const u8,
-    },
-    Builtin {
-        name: "obj_free",
-        symbol: "gl_obj_free",
-        params: &[I64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_obj_free as *const u8,
-    },
-    Builtin {
-        name: "fault_clear_lsb",
-        symbol: "gl_fault_clear_lsb",
-        params: &[I64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_fault_clear_lsb as *const u8,
-    },
-    Builtin {
-        name: "load_attr_slow",
-        symbol: "gl_load_attr_slow",
-        params: &[I64, I64],
-        ret: Some(I64),
-        needs_rt: true,
-        addr: gl_load_attr_slow as *const u8,
-    },
-    Builtin {
-        name: "store_attr_slow",
-        symbol: "gl_store_attr_slow",
-        params: &[I64, I64, I64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_store_attr_slow as *const u8,
-    },
-    Builtin {
-        name: "sin",
-        symbol: "gl_sin",
-        params: &[F64],
-        ret: Some(F64),
-        needs_rt: false,
-        addr: gl_sin as *const u8,
-    },
-    Builtin {
-        name: "cos",
-        symbol: "gl_cos",
-        params: &[F64],
-        ret: Some(F64),
-        needs_rt: false,
-        addr: gl_cos as *const u8,
-    },
-    Builtin {
-        name: "exp",
-        symbol: "gl_exp",
-        params: &[F64],
-        ret: Some(F64),
-        needs_rt: false,
-        addr: gl_exp as *const u8,
-    },
-    Builtin {
-        name: "log",
-        symbol: "gl_log",
-        params: &[F64],
-        ret: Some(F64),
-        needs_rt: false,
-        addr: gl_log as *const u8,
-    },
-    Builtin {
-        name: "print_i64",
-        symbol: "gl_print_i64",
-        params: &[I64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_print_i64 as *const u8,
-    },
-    Builtin {
-        name: "print_f64",
-        symbol: "gl_print_f64",
-        params: &[F64],
-        ret: None,
-        needs_rt: true,
-        addr: gl_print_f64 as *const u8,
-    },
-];
-
-/// Looks a built-in up by its IR name.
-pub fn builtin(name: &str) -> Option<&'static Builtin> {
-    BUILTINS.iter().find(|b| b.name == name)
+macro_rules! entry_addresses {
+    ($(
+        $(#[$attr:meta])*
+        $variant:ident $sym:ident [$($ir:literal)?] $rt:tt ($($p:ident),*) $(-> $r:ident)?;
+    )*) => {
+        /// The address of entry `e`'s definition in this runtime (what the
+        /// JIT binds its symbol to).
+        pub fn entry_addr(e: Entry) -> *const u8 {
+            match e {
+                $(Entry::$variant => {
+                    let f: entry_fn_ty!($rt ($($p),*) $(-> $r)?) = $sym;
+                    f as *const u8
+                })*
+            }
+        }
+    };
 }
 
-/// Instrumentation entry points: (symbol, address).
-pub const ENTRY_REPORT_DICT: (&str, *const u8) = ("gl_report_dict", gl_report_dict as *const u8);
-pub const ENTRY_REPORT_ADSTACK: (&str, *const u8) =
-    ("gl_report_adstack", gl_report_adstack as *const u8);
-pub const ENTRY_CLOBBER_CHECK: (&str, *const u8) =
-    ("gl_clobber_check", gl_clobber_check as *const u8);
-pub const ENTRY_WATCH: (&str, *const u8) = ("gl_watch", gl_watch as *const u8);
+guardlift_abi::foreach_entry!(entry_addresses);
 
 /// # Safety
 /// `rt` must point to a live `Runtime` (the compiled module keeps it alive).
@@ -171,13 +83,13 @@ macro_rules! abi_fns {
 }
 
 abi_fns! {
-    fn gl_obj_new(n: i64) -> u64 = |r| r.obj_new(n);
+    fn gl_obj_new(n: u64) -> u64 = |r| r.obj_new(n as i64);
     fn gl_obj_dictify(obj: u64) = |r| r.obj_dictify(obj);
     fn gl_obj_free(obj: u64) = |r| r.obj_free(obj);
     fn gl_fault_clear_lsb(obj: u64) = |r| r.fault_clear_lsb(obj);
-    fn gl_load_attr_slow(obj: u64, i: u64) -> i64 = |r| r.load_attr_slow(obj, i as u32);
-    fn gl_store_attr_slow(obj: u64, i: u64, v: i64) = |r| r.store_attr_slow(obj, i as u32, v);
-    fn gl_print_i64(v: i64) = |r| r.print_i64(v);
+    fn gl_load_attr_slow(obj: u64, i: u64) -> u64 = |r| r.load_attr_slow(obj, i as u32) as u64;
+    fn gl_store_attr_slow(obj: u64, i: u64, v: u64) = |r| r.store_attr_slow(obj, i as u32, v as i64);
+    fn gl_print_i64(v: u64) = |r| r.print_i64(v as i64);
     fn gl_print_f64(v: f64) = |r| r.print_f64(v);
     /// Dict tag violation at `site`: returns 0 to recover (abort mode does not return).
     fn gl_report_dict(site: u32, obj: u64, word: u64) -> u32 = |r| {
@@ -200,26 +112,24 @@ fn verdict(v: Verdict) -> u32 {
     }
 }
 
+/// `@sin(x)`: the sine.
 pub extern "C" fn gl_sin(x: f64) -> f64 {
     x.sin()
 }
+/// `@cos(x)`: the cosine.
 pub extern "C" fn gl_cos(x: f64) -> f64 {
     x.cos()
 }
+/// `@exp(x)`: the `e^x`.
 pub extern "C" fn gl_exp(x: f64) -> f64 {
     x.exp()
 }
+/// `@log(x)`: the natural logarithm.
 pub extern "C" fn gl_log(x: f64) -> f64 {
     x.ln()
 }
 
-// ---- added for the JIT: the last-known-write record of guarded dict_slot.store ----
-
-/// `(symbol, address)` of [`gl_note_slot_write`]: generated code calls it
-/// after a guarded `dict_slot.store` has written the slot (as the
-/// interpreter calls [`Runtime::note_slot_write`]).
-pub const ENTRY_NOTE_SLOT_WRITE: (&str, *const u8) =
-    ("gl_note_slot_write", gl_note_slot_write as *const u8);
+// ---- the last-known-write record of guarded dict_slot.store ----
 
 abi_fns! {
     /// Instrumented code wrote `word` to `obj`'s dict slot at `site` (runtime-global id).
@@ -228,11 +138,6 @@ abi_fns! {
 
 // ---- trap mode: the clobber test without a report ----
 
-/// `(symbol, address)` of [`gl_clobber_overlaps`]: trap-mode code calls it
-/// instead of [`gl_clobber_check`], then traps itself (see [`crate::trap`]).
-pub const ENTRY_CLOBBER_OVERLAPS: (&str, *const u8) =
-    ("gl_clobber_overlaps", gl_clobber_overlaps as *const u8);
-
 abi_fns! {
     /// 1 when a raw store of `width` bytes at `addr` overlaps a watched dict slot.
     fn gl_clobber_overlaps(addr: u64, width: u32) -> u32 = |r| r.clobber_overlaps(addr, width) as u32;
@@ -240,25 +145,13 @@ abi_fns! {
 
 // ---- lifetime and bounds checks (spec §6), allocation sites ----
 
-/// `(symbol, address)` of [`gl_obj_new_at`]: a guarded `call @obj_new`.
-pub const ENTRY_OBJ_NEW_AT: (&str, *const u8) = ("gl_obj_new_at", gl_obj_new_at as *const u8);
-/// `(symbol, address)` of [`gl_obj_free_at`]: a `call @obj_free` under the lifetime check.
-pub const ENTRY_OBJ_FREE_AT: (&str, *const u8) = ("gl_obj_free_at", gl_obj_free_at as *const u8);
-/// `(symbol, address)` of [`gl_check_live`]: the lifetime check of an object op.
-pub const ENTRY_CHECK_LIVE: (&str, *const u8) = ("gl_check_live", gl_check_live as *const u8);
-/// `(symbol, address)` of [`gl_check_mem`]: the lifetime check of a raw load/store.
-pub const ENTRY_CHECK_MEM: (&str, *const u8) = ("gl_check_mem", gl_check_mem as *const u8);
-/// `(symbol, address)` of [`gl_report_bounds`]: the report of a failed bounds check.
-pub const ENTRY_REPORT_BOUNDS: (&str, *const u8) =
-    ("gl_report_bounds", gl_report_bounds as *const u8);
-
 fn go_on(r: Result<(), Verdict>) -> u8 {
     r.is_ok() as u8
 }
 
 abi_fns! {
     /// `@obj_new(n)` recording `site` (runtime-global) as the allocation site.
-    fn gl_obj_new_at(n: i64, site: u32) -> u64 = |r| r.obj_new_at(n, site);
+    fn gl_obj_new_at(n: u64, site: u32) -> u64 = |r| r.obj_new_at(n as i64, site);
     /// Lifetime-checked `@obj_free`: `double_free` / `invalid_free` are
     /// reported (abort and trap mode: report and abort inside; recover:
     /// recorded, the free ignored).
@@ -276,4 +169,42 @@ abi_fns! {
     fn gl_report_bounds(site: u32, obj: u64, index: u64, capacity: u64) -> u32 = |r| {
         verdict(r.report_bounds(site, obj, index, capacity))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_entry_has_a_distinct_address() {
+        let addrs: HashSet<usize> = Entry::ALL.iter().map(|&e| entry_addr(e) as usize).collect();
+        assert_eq!(addrs.len(), Entry::ALL.len());
+        assert!(!addrs.contains(&0));
+    }
+
+    /// The offsets generated code uses (from the contract crate) are where
+    /// the runtime's `#[repr(C)]` structs put the fields.
+    #[test]
+    fn contract_offsets_match_the_runtime_structs() {
+        use crate::trap;
+        assert_eq!(
+            guardlift_abi::TRAP_SCRATCH_OFFSET,
+            crate::TRAP_SCRATCH_OFFSET
+        );
+        assert_eq!(
+            guardlift_abi::UNWATCH_EPOCH_OFFSET,
+            crate::UNWATCH_EPOCH_OFFSET
+        );
+        assert_eq!(guardlift_abi::TRAP_OWNER_OFFSET, trap::TRAP_OWNER_OFFSET);
+        assert_eq!(guardlift_abi::TRAP_VALUES_OFFSET, trap::TRAP_VALUES_OFFSET);
+        assert_eq!(guardlift_abi::TRAP_READY_OFFSET, trap::TRAP_READY_OFFSET);
+        assert_eq!(guardlift_abi::TRAP_VALUE_COUNT, trap::TRAP_VALUE_COUNT);
+        for site in [0, 1, 77, u32::MAX] {
+            assert_eq!(
+                guardlift_abi::trap_token(site),
+                crate::TrapScratch::token(site)
+            );
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! guardlift runtime: the contract between generated code and its host.
 //!
 //! It has no dependency on the IR. It owns
-//! - [`layout`]: managed-dict slot offsets and tag bits (the one definition);
-//! - [`adstack`]: the adstack buffer layout (the one definition);
+//! - [`layout`], [`adstack`]: re-exported from `guardlift-abi`, which holds
+//!   the one definition of every layout constant, report kind and entry point;
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
@@ -17,11 +17,9 @@
 //! - [`watch`]: hardware watchpoints on dict words (`--watch`, `foreign_write`).
 
 pub mod abi;
-pub mod adstack;
 pub mod backtrace;
 pub mod fault;
 pub mod heap;
-pub mod layout;
 pub mod options;
 pub mod output;
 pub mod report;
@@ -32,6 +30,9 @@ pub mod sites;
 pub mod trap;
 pub mod watch;
 
+/// The one definitions of the object and adstack layouts live in the
+/// contract crate; these paths keep working.
+pub use guardlift_abi::{adstack, layout};
 pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
 pub use options::Options;
 pub use report::{

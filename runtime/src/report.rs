@@ -9,78 +9,7 @@ use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::fmt;
 
-/// First user trap code of trap mode: one code per [`ReportKind`] follows.
-pub const TRAP_CODE_BASE: u8 = 0x60;
-
-/// What a guard found wrong.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ReportKind {
-    DictSlotTag,
-    AdstackOverflow,
-    AdstackUnderflow,
-    SlotClobber,
-    /// `lifetime`: an access to a freed object (or to its memory).
-    UseAfterFree,
-    /// `lifetime`: `@obj_free` of an object already freed.
-    DoubleFree,
-    /// `lifetime`: `@obj_free` of something that is not an object the runtime allocated.
-    InvalidFree,
-    /// `bounds`: an attribute index at or past the values array's capacity.
-    AttrOutOfBounds,
-    /// A watched dict word written by foreign code or left malformed (spec §6.1).
-    ForeignWrite,
-}
-
-impl ReportKind {
-    pub const fn name(self) -> &'static str {
-        match self {
-            ReportKind::DictSlotTag => "dict_slot_tag",
-            ReportKind::AdstackOverflow => "adstack_overflow",
-            ReportKind::AdstackUnderflow => "adstack_underflow",
-            ReportKind::SlotClobber => "slot_clobber",
-            ReportKind::UseAfterFree => "use_after_free",
-            ReportKind::DoubleFree => "double_free",
-            ReportKind::InvalidFree => "invalid_free",
-            ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
-            ReportKind::ForeignWrite => "foreign_write",
-        }
-    }
-    /// Every kind, in code order.
-    pub const ALL: [ReportKind; 9] = [
-        ReportKind::DictSlotTag,
-        ReportKind::AdstackOverflow,
-        ReportKind::AdstackUnderflow,
-        ReportKind::SlotClobber,
-        ReportKind::UseAfterFree,
-        ReportKind::DoubleFree,
-        ReportKind::InvalidFree,
-        ReportKind::AttrOutOfBounds,
-        ReportKind::ForeignWrite,
-    ];
-    /// Is this a `lifetime` kind (its reports name where the object was freed)?
-    pub const fn is_lifetime(self) -> bool {
-        matches!(
-            self,
-            ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree
-        )
-    }
-    /// The numeric code used by generated code and trap codes.
-    pub const fn code(self) -> u8 {
-        self as u8
-    }
-    /// The user trap code of this kind's trap instruction in trap mode
-    /// (`TRAP_CODE_BASE + code()`; Cranelift's `TrapCode::user`).
-    pub const fn trap_code(self) -> u8 {
-        TRAP_CODE_BASE + self.code()
-    }
-    /// The kind whose trap instruction carries user trap code `c`.
-    pub fn from_trap_code(c: u8) -> Option<Self> {
-        c.checked_sub(TRAP_CODE_BASE).and_then(Self::from_code)
-    }
-    pub fn from_code(c: u8) -> Option<Self> {
-        ReportKind::ALL.get(c as usize).copied()
-    }
-}
+pub use guardlift_abi::{ReportKind, TRAP_CODE_BASE};
 
 /// The values a check saw, captured when it ran.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -162,14 +91,7 @@ fn site_text(s: &Option<SiteInfo>) -> String {
     }
 }
 
-/// Where a guard sits: the guarded op's function, source position and opcode.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct SiteInfo {
-    pub function: String,
-    pub line: u32,
-    pub col: u32,
-    pub op: String,
-}
+pub use guardlift_abi::SiteInfo;
 
 /// The last write to a dict slot that the runtime saw: from instrumented
 /// code (`dict_slot.store` under the dict check) or from the model heap.

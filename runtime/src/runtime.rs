@@ -39,32 +39,7 @@ struct Settings {
     json: bool,
 }
 
-/// What a failed check does (spec §6).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Mode {
-    /// Report, then abort the process.
-    #[default]
-    Abort,
-    /// Record, apply the recover-mode effect, go on.
-    Recover,
-    /// A trapping instruction; the signal handler reports and aborts.
-    Trap,
-}
-
-impl Mode {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::Abort => "abort",
-            Mode::Recover => "recover",
-            Mode::Trap => "trap",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<Self> {
-        [Mode::Abort, Mode::Recover, Mode::Trap]
-            .into_iter()
-            .find(|m| m.name() == s)
-    }
-}
+pub use guardlift_abi::Mode;
 
 /// What the caller of a check must do next.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -708,27 +683,4 @@ fn lifetime_at(object: u64, address: u64, width: u32) -> Observed {
     }
 }
 
-/// Formats a float the way results and `print_f64` show it:
-/// shortest round-trip digits, `nan`, `inf`, `-inf`.
-pub fn format_f64(v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
-    } else {
-        format!("{v:?}")
-    }
-}
-
-/// As [`format_f64`] for an f32 (shortest digits of the f32).
-pub fn format_f32(v: f32) -> String {
-    if v.is_nan() || v.is_infinite() {
-        format_f64(v as f64)
-    } else {
-        format!("{v:?}")
-    }
-}
+pub use guardlift_abi::{format_f32, format_f64};

@@ -42,8 +42,7 @@ impl Drop for SiteRegistration {
     }
 }
 
-/// A module's sites by local id (sparse).
-pub type ModuleSites = BTreeMap<u32, SiteInfo>;
+pub use guardlift_abi::ModuleSites;
 
 /// The id space has no free range large enough for a module's sites.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -5,9 +5,9 @@
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, types, AbiParam, Signature};
 use cranelift_codegen::isa::CallConv;
+use guardlift_abi::adstack::AdElem;
+use guardlift_abi::{AbiTy, Builtin, Entry};
 use guardlift_ir::Type;
-use guardlift_runtime::abi::{self, AbiTy, Builtin};
-use guardlift_runtime::adstack::AdElem;
 
 /// The Cranelift type of an IR type (`ptr` and adstack handles are addresses).
 pub fn cl_type(t: Type) -> cl::Type {
@@ -26,6 +26,8 @@ pub(super) fn elem_type(e: AdElem) -> cl::Type {
 
 fn abi_cl(t: AbiTy) -> cl::Type {
     match t {
+        AbiTy::I8 => types::I8,
+        AbiTy::I32 => types::I32,
         AbiTy::I64 => types::I64,
         AbiTy::F64 => types::F64,
     }
@@ -59,109 +61,22 @@ pub fn ir_signature(cc: CallConv, params: &[Type], ret: Option<Type>) -> Signatu
     s
 }
 
-/// The native signature of a built-in (with the hidden runtime pointer when it needs it).
-pub fn builtin_signature(cc: CallConv, b: &Builtin) -> Signature {
+/// The native signature of entry point or built-in `e`, derived from its
+/// row of [`guardlift_abi::foreach_entry!`] (the runtime pointer first when
+/// it takes one). No signature of a runtime function is written anywhere
+/// else in the JIT.
+pub fn entry_signature(cc: CallConv, e: Entry) -> Signature {
     let mut s = Signature::new(cc);
-    if b.needs_rt {
+    if e.needs_rt() {
         s.params.push(AbiParam::new(types::I64));
     }
     s.params
-        .extend(b.params.iter().map(|&t| AbiParam::new(abi_cl(t))));
-    s.returns.extend(b.ret.map(|t| AbiParam::new(abi_cl(t))));
+        .extend(e.params().iter().map(|&t| AbiParam::new(abi_cl(t))));
+    s.returns.extend(e.ret().map(|t| AbiParam::new(abi_cl(t))));
     s
 }
 
-/// The instrumentation entry points of [`guardlift_runtime::abi`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Entry {
-    ReportDict,
-    ReportAdstack,
-    ClobberCheck,
-    Watch,
-    NoteSlotWrite,
-    /// Trap mode's clobber test (no report).
-    ClobberOverlaps,
-    /// The bounds report (the check itself is inline).
-    ReportBounds,
-    /// The lifetime check of an object access (reports; 1 = go on).
-    CheckLive,
-    /// The lifetime check of a raw load or store (reports; 1 = go on).
-    CheckMem,
-    /// `call @obj_new` recording its allocation site.
-    ObjNewAt,
-    /// `call @obj_free` under the lifetime check (double / invalid free).
-    ObjFreeAt,
-}
-
-impl Entry {
-    pub const ALL: [Entry; 11] = [
-        Entry::ReportDict,
-        Entry::ReportAdstack,
-        Entry::ClobberCheck,
-        Entry::Watch,
-        Entry::NoteSlotWrite,
-        Entry::ClobberOverlaps,
-        Entry::ReportBounds,
-        Entry::CheckLive,
-        Entry::CheckMem,
-        Entry::ObjNewAt,
-        Entry::ObjFreeAt,
-    ];
-
-    /// (symbol, address) in the runtime.
-    pub fn symbol_and_addr(self) -> (&'static str, *const u8) {
-        match self {
-            Entry::ReportDict => abi::ENTRY_REPORT_DICT,
-            Entry::ReportAdstack => abi::ENTRY_REPORT_ADSTACK,
-            Entry::ClobberCheck => abi::ENTRY_CLOBBER_CHECK,
-            Entry::Watch => abi::ENTRY_WATCH,
-            Entry::NoteSlotWrite => abi::ENTRY_NOTE_SLOT_WRITE,
-            Entry::ClobberOverlaps => abi::ENTRY_CLOBBER_OVERLAPS,
-            Entry::ReportBounds => abi::ENTRY_REPORT_BOUNDS,
-            Entry::CheckLive => abi::ENTRY_CHECK_LIVE,
-            Entry::CheckMem => abi::ENTRY_CHECK_MEM,
-            Entry::ObjNewAt => abi::ENTRY_OBJ_NEW_AT,
-            Entry::ObjFreeAt => abi::ENTRY_OBJ_FREE_AT,
-        }
-    }
-
-    pub fn symbol(self) -> &'static str {
-        self.symbol_and_addr().0
-    }
-
-    /// Native signature (runtime pointer first).
-    pub fn signature(self, cc: CallConv) -> Signature {
-        use types::{I32, I64, I8};
-        let (params, ret): (&[cl::Type], Option<cl::Type>) = match self {
-            // gl_report_dict(rt, site: u32, obj, word) -> u32
-            Entry::ReportDict => (&[I64, I32, I64, I64], Some(I32)),
-            // gl_report_adstack(rt, site: u32, kind: u32, capacity: u64, len: u64) -> u32
-            Entry::ReportAdstack => (&[I64, I32, I32, I64, I64], Some(I32)),
-            // gl_clobber_check(rt, site: u32, addr: u64, width: u32, value: u64) -> u32
-            Entry::ClobberCheck => (&[I64, I32, I64, I32, I64], Some(I32)),
-            // gl_watch(rt, obj)
-            Entry::Watch => (&[I64, I64], None),
-            // gl_note_slot_write(rt, site: u32, obj, word)
-            Entry::NoteSlotWrite => (&[I64, I32, I64, I64], None),
-            // gl_clobber_overlaps(rt, addr: u64, width: u32) -> u32
-            Entry::ClobberOverlaps => (&[I64, I64, I32], Some(I32)),
-            // gl_report_bounds(rt, site: u32, obj, index: u64, capacity: u64) -> u32
-            Entry::ReportBounds => (&[I64, I32, I64, I64, I64], Some(I32)),
-            // gl_check_live(rt, obj, site: u32) -> u8
-            Entry::CheckLive => (&[I64, I64, I32], Some(I8)),
-            // gl_check_mem(rt, addr: u64, width: u32, site: u32) -> u8
-            Entry::CheckMem => (&[I64, I64, I32, I32], Some(I8)),
-            // gl_obj_new_at(rt, n: i64, site: u32) -> ptr
-            Entry::ObjNewAt => (&[I64, I64, I32], Some(I64)),
-            // gl_obj_free_at(rt, obj, site: u32)
-            Entry::ObjFreeAt => (&[I64, I64, I32], None),
-        };
-        let mut s = Signature::new(cc);
-        s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-        s.returns.extend(ret.map(AbiParam::new));
-        s
-    }
-}
+// ---- extern resolution -------------------------------------------------------
 
 /// What an IR extern is bound to.
 #[derive(Clone, Debug)]
@@ -172,28 +87,9 @@ pub enum ExternBinding {
     Host { symbol: String },
 }
 
-fn sig_text(params: &[Type], ret: Option<Type>) -> String {
-    let p: Vec<String> = params.iter().map(|t| t.to_string()).collect();
-    match ret {
-        Some(r) => format!("({}) -> {r}", p.join(", ")),
-        None => format!("({})", p.join(", ")),
-    }
-}
-
-fn abi_sig_text(b: &Builtin) -> String {
-    let name = |t: &AbiTy| match t {
-        AbiTy::I64 => "i64",
-        AbiTy::F64 => "f64",
-    };
-    let p: Vec<&str> = b.params.iter().map(name).collect();
-    match &b.ret {
-        Some(r) => format!("({}) -> {}", p.join(", "), name(r)),
-        None => format!("({})", p.join(", ")),
-    }
-}
-
 /// Binds every extern of the module: a built-in name to its built-in
-/// (checking the declared signature), any other name to what `host` returns
+/// (the declared signature checked by the IR crate's
+/// [`guardlift_ir::analysis::resolve_builtin`], against the entry table), any other name to what `host` returns
 /// (the linker symbol), or a link error `LINE:COL: undefined symbol @name`.
 pub fn resolve_externs(
     m: &guardlift_ir::Module,
@@ -201,28 +97,11 @@ pub fn resolve_externs(
 ) -> Result<Vec<ExternBinding>, JitError> {
     let mut out = Vec::with_capacity(m.externs.len());
     for e in &m.externs {
-        if let Some(b) = abi::builtin(&e.name) {
-            let params_ok = e.params.len() == b.params.len()
-                && e.params
-                    .iter()
-                    .zip(b.params)
-                    .all(|(&t, &a)| abi_class(t) == Some(a));
-            let ret_ok = match (e.ret, b.ret) {
-                (None, None) => true,
-                (Some(t), Some(a)) => abi_class(t) == Some(a),
-                _ => false,
-            };
-            if !(params_ok && ret_ok) {
-                return Err(JitError::Link {
-                    loc: e.loc,
-                    msg: format!(
-                        "extern @{} is declared {} but the built-in is {}",
-                        e.name,
-                        sig_text(&e.params, e.ret),
-                        abi_sig_text(b)
-                    ),
-                });
-            }
+        let builtin = guardlift_ir::analysis::resolve_builtin(e).map_err(|d| JitError::Link {
+            loc: d.loc,
+            msg: d.msg,
+        })?;
+        if let Some(b) = builtin {
             out.push(ExternBinding::Builtin(b));
         } else if let Some(symbol) = host(&e.name) {
             out.push(ExternBinding::Host { symbol });
@@ -234,4 +113,69 @@ pub fn resolve_externs(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every runtime function's signature is written once, in the table:
+    /// the JIT's Cranelift signature of each entry is its row, and no
+    /// library source outside the table spells an entry's symbol.
+    #[test]
+    fn every_entry_signature_is_derived_from_the_table() {
+        for &e in Entry::ALL {
+            let sig = entry_signature(CallConv::SystemV, e);
+            let mut want: Vec<cl::Type> = Vec::new();
+            if e.needs_rt() {
+                want.push(types::I64);
+            }
+            want.extend(e.params().iter().map(|&t| abi_cl(t)));
+            let got: Vec<cl::Type> = sig.params.iter().map(|p| p.value_type).collect();
+            assert_eq!(got, want, "{e:?}");
+            let ret: Vec<cl::Type> = sig.returns.iter().map(|p| p.value_type).collect();
+            assert_eq!(ret, e.ret().map(abi_cl).into_iter().collect::<Vec<_>>());
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        for krate in [
+            "abi",
+            "runtime",
+            "ir",
+            "instrument",
+            "interp",
+            "jit",
+            "aot",
+            "capi",
+            "cli",
+        ] {
+            collect_rs(&root.join(krate).join("src"), &mut files);
+        }
+        assert!(files.len() > 40, "found only {} sources", files.len());
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            for &e in Entry::ALL {
+                let quoted = format!("\"{}\"", e.symbol());
+                assert!(
+                    !text.contains(&quoted) || f.ends_with("abi/src/entry.rs"),
+                    "{} spells {quoted}: take it from guardlift_abi::Entry",
+                    f.display()
+                );
+            }
+        }
+    }
+
+    fn collect_rs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for ent in rd.flatten() {
+            let p = ent.path();
+            if p.is_dir() {
+                collect_rs(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Adstack instructions (`ad.alloc`, `ad.push`, `ad.pop`, `ad.top`,
 //! `ad.top_adj`, `ad.acc_adj`, `ad.len`): a frame slot holding the count
 //! and the (primal, adjoint) entries, laid out by
-//! [`guardlift_runtime::adstack`]. The overflow and underflow checks are in
+//! [`guardlift_abi::adstack`]. The overflow and underflow checks are in
 //! `guards`.
 
 use super::abi::elem_type;
@@ -11,8 +11,8 @@ use super::FnLower;
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, types, InstBuilder, StackSlotData, StackSlotKind};
 use cranelift_module::Module as ClModule;
+use guardlift_abi::adstack::{self, AdElem};
 use guardlift_ir::{InstKind, SiteId, Value};
-use guardlift_runtime::adstack::{self, AdElem};
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// Lowers adstack op `kind`; `site` is the adstack check's, if it guards it.

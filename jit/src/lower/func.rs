@@ -3,7 +3,7 @@
 //! targets) and calls (IR functions, host externs, built-ins, runtime entry
 //! points and stubs).
 
-use super::abi::{builtin_signature, cl_type, Entry};
+use super::abi::{cl_type, entry_signature};
 use super::{FnLower, RtRef, Stub};
 use crate::error::JitError;
 use cranelift_codegen::ir::{
@@ -11,9 +11,9 @@ use cranelift_codegen::ir::{
     SourceLoc, UserExternalName,
 };
 use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
+use guardlift_abi::adstack::AdElem;
+use guardlift_abi::{self as abi, Builtin, Entry};
 use guardlift_ir::{analysis, Block, SiteId, Type, Value};
-use guardlift_runtime::abi::{self, Builtin};
-use guardlift_runtime::adstack::AdElem;
 
 /// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
 pub(super) fn mem() -> MemFlagsData {
@@ -247,7 +247,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         e: Entry,
         args: &[cl::Value],
     ) -> Result<Option<cl::Value>, JitError> {
-        let sig = e.signature(self.lw.call_conv);
+        let sig = entry_signature(self.lw.call_conv, e);
         let r = self.import(e.symbol(), &sig)?;
         let call = self.b.ins().call(r, args);
         Ok(self.b.inst_results(call).first().copied())
@@ -258,7 +258,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         b: &'static Builtin,
         args: &[cl::Value],
     ) -> Result<Option<cl::Value>, JitError> {
-        let sig = builtin_signature(self.lw.call_conv, b);
+        let sig = entry_signature(self.lw.call_conv, b.entry);
         let r = self.import(b.symbol, &sig)?;
         let mut full = Vec::with_capacity(args.len() + 1);
         if b.needs_rt {
@@ -277,7 +277,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<Option<cl::Value>, JitError> {
         let b = abi::builtin(name)
             .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
-        self.call_stub(Stub::Slow(b), args)
+        self.call_stub(Stub::Slow(b.entry), args)
     }
 
     /// Zero-extended raw bits of `v` (of IR type `t`) as an i64.

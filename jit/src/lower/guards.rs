@@ -22,9 +22,8 @@ use cranelift_codegen::ir::{
     StackSlotKind,
 };
 use cranelift_module::Module as ClModule;
+use guardlift_abi::{layout, ReportKind};
 use guardlift_ir::{CheckKind, Checks, InstKind, SiteId, Type, Value};
-use guardlift_runtime::layout;
-use guardlift_runtime::ReportKind;
 
 /// Added to the word so that both valid tags land on low bits with
 /// `DICT_CHECK_MASK` clear: `VALUES_TAG` (0b111) wraps to 0b000 and
@@ -135,7 +134,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             types::I64,
             MemFlagsData::trusted(),
             at,
-            guardlift_runtime::UNWATCH_EPOCH_OFFSET,
+            guardlift_abi::UNWATCH_EPOCH_OFFSET,
         )
     }
 
@@ -434,7 +433,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         kind: ReportKind,
         vals: &[cl::Value],
     ) -> Result<(), JitError> {
-        use guardlift_runtime::trap::TrapScratch;
         let code = cl::TrapCode::user(kind.trap_code())
             .ok_or_else(|| internal(self.fname, "trap code out of Cranelift's user range"))?;
         let idx = u32::try_from(self.lw.traps.len())
@@ -444,10 +442,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.lw.traps.push((site, kind));
         let saved = self.b.srcloc();
         self.b.set_srcloc(SourceLoc::new(TRAP_SRCLOC_BIT | idx));
-        let token = self.iconst(types::I64, TrapScratch::token(site) as i64);
+        let token = self.iconst(types::I64, guardlift_abi::trap_token(site) as i64);
         let mut args = vec![token];
         args.extend_from_slice(vals);
-        while args.len() < 1 + guardlift_runtime::trap::TRAP_VALUE_COUNT {
+        while args.len() < 1 + guardlift_abi::TRAP_VALUE_COUNT {
             args.push(self.iconst(types::I64, 0));
         }
         self.call_stub(Stub::TrapScratch, &args)?;

@@ -3,12 +3,13 @@
 //! calls. Memory and object-model ops are in `memory`, adstack ops in
 //! `adstack`, and every check they emit in `guards`.
 
-use super::abi::{cl_type, ir_signature, Entry, ExternBinding};
+use super::abi::{cl_type, ir_signature, ExternBinding};
 use super::func::{internal, mem};
 use super::FnLower;
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, condcodes, types, InstBuilder};
 use cranelift_module::Module as ClModule;
+use guardlift_abi::Entry;
 use guardlift_ir::{
     BinOp, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
     SiteId, Type, UnOp, Value,

@@ -1,7 +1,7 @@
 //! Memory and object-model instructions: raw `load`/`store`, the
 //! managed-dict slot (`dict_slot.load`/`.store`) and attribute access
 //! (`load_attr`/`store_attr`: the values fast path on the dict word's tag,
-//! the host's slow path). Offsets come from [`guardlift_runtime::layout`];
+//! the host's slow path). Offsets come from [`guardlift_abi::layout`];
 //! the checks are in `guards`.
 
 use super::func::{internal, mem};
@@ -11,8 +11,8 @@ use super::{cl_type, FnLower};
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
 use cranelift_module::Module as ClModule;
+use guardlift_abi::layout;
 use guardlift_ir::{CheckKind, SiteId, Type, Value};
-use guardlift_runtime::layout;
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// `load`: under the lifetime check, the recover path yields 0.

@@ -7,7 +7,8 @@
 //! before its uses; unreachable blocks are dropped.
 //!
 //! Object-model and adstack code reads its offsets from
-//! [`guardlift_runtime::layout`] and [`guardlift_runtime::adstack`] only.
+//! [`guardlift_abi::layout`] and [`guardlift_abi::adstack`] only; the
+//! signatures of runtime functions from [`guardlift_abi::foreach_entry!`].
 //!
 //! Guards (instructions with a site) are an inline check of a few
 //! instructions that branches to an out-of-line cold block; the cold block
@@ -35,9 +36,8 @@ mod inst;
 mod memory;
 mod stubs;
 
-pub use abi::{
-    abi_class, builtin_signature, cl_type, ir_signature, resolve_externs, Entry, ExternBinding,
-};
+pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs, ExternBinding};
+pub use guardlift_abi::Entry;
 pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
 pub use stubs::{report_stub_conv, Stub};
 
@@ -46,8 +46,8 @@ use cranelift_codegen::ir::{self as cl, Signature, SourceLoc, UserFuncName};
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
+use guardlift_abi::{Mode, ReportKind};
 use guardlift_ir::{analysis, FuncId, Value};
-use guardlift_runtime::{Mode, ReportKind};
 use std::collections::{HashMap, HashSet};
 
 /// Name of the data symbol whose address is the runtime pointer in object files.

@@ -2,7 +2,7 @@
 //! what they are ([`Stub`]), their signatures and calling conventions, and
 //! their bodies ([`Lowerer::define_stubs`]).
 
-use super::abi::{builtin_signature, Entry};
+use super::abi::entry_signature;
 use super::{Lowerer, RtRef, RUNTIME_SYMBOL};
 use crate::error::JitError;
 use cranelift_codegen::ir::{
@@ -11,14 +11,14 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
-use guardlift_runtime::abi::Builtin;
+use guardlift_abi::{Entry, TRAP_VALUE_COUNT};
 
 /// A module-local function that generated code calls instead of a runtime
 /// function, so that the call site needs neither the runtime pointer nor
 /// (for reports) any register: the hot code around a guard or an attribute
 /// access keeps its registers, and no long-lived runtime-pointer value is
 /// hoisted into loops for the sake of cold blocks.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Stub {
     /// A report entry point, called from a guard's cold block. Cranelift's
     /// `preserve_all` convention: the call clobbers no register (SysV has
@@ -37,23 +37,12 @@ pub enum Stub {
     Check(Entry),
     /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
     /// platform convention and the built-in's result.
-    Slow(&'static Builtin),
+    Slow(Entry),
     /// Trap mode's hand-off (`preserve_all`, no result): `(token, v0, v1,
     /// v2)` into the runtime's trap scratch area — owner token, fence,
     /// values, then `ready = token` (sequentially consistent). The guard's
     /// cold block calls it and then executes its own trap instruction.
     TrapScratch,
-}
-
-impl PartialEq for Stub {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Stub::Report(a), Stub::Report(b)) | (Stub::Check(a), Stub::Check(b)) => a == b,
-            (Stub::Slow(a), Stub::Slow(b)) => a.symbol == b.symbol,
-            (Stub::TrapScratch, Stub::TrapScratch) => true,
-            _ => false,
-        }
-    }
 }
 
 /// The report stubs' convention: `preserve_all`, except on riscv64, where
@@ -73,16 +62,15 @@ impl Stub {
     pub fn signature(self, cc: CallConv, report_cc: CallConv) -> Signature {
         let mut s = match self {
             Stub::Report(e) => {
-                let mut s = e.signature(report_cc);
+                let mut s = entry_signature(report_cc, e);
                 s.returns.clear();
                 s
             }
-            Stub::Check(e) => e.signature(cc),
-            Stub::Slow(b) => builtin_signature(cc, b),
+            Stub::Check(e) | Stub::Slow(e) => entry_signature(cc, e),
             Stub::TrapScratch => {
                 let mut s = Signature::new(CallConv::PreserveAll);
                 // (runtime, token, v0, v1, v2)
-                let n = 2 + guardlift_runtime::trap::TRAP_VALUE_COUNT;
+                let n = 2 + TRAP_VALUE_COUNT;
                 s.params
                     .extend(std::iter::repeat_n(AbiParam::new(types::I64), n));
                 s
@@ -101,8 +89,9 @@ fn store_trap_scratch(
     token: cl::Value,
     vals: &[cl::Value],
 ) {
-    use guardlift_runtime::trap::{TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET};
-    use guardlift_runtime::TRAP_SCRATCH_OFFSET;
+    use guardlift_abi::{
+        TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_SCRATCH_OFFSET, TRAP_VALUES_OFFSET,
+    };
     let flags = MemFlagsData::trusted();
     b.ins()
         .store(flags, token, rt, TRAP_SCRATCH_OFFSET + TRAP_OWNER_OFFSET);
@@ -135,8 +124,7 @@ impl Lowerer<'_> {
         self.stubs.push((st, id));
         let what = match st {
             Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
-            Stub::Check(e) => format!("stub -> {}", e.symbol()),
-            Stub::Slow(b) => format!("stub -> {}", b.symbol),
+            Stub::Check(e) | Stub::Slow(e) => format!("stub -> {}", e.symbol()),
             Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
         };
         self.stub_names.insert(id, what);
@@ -161,11 +149,8 @@ impl Lowerer<'_> {
         for (st, id) in std::mem::take(&mut self.stubs) {
             let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
             let target = match st {
-                Stub::Report(e) | Stub::Check(e) => {
-                    Some(self.import(m, e.symbol(), &e.signature(self.call_conv))?)
-                }
-                Stub::Slow(bi) => {
-                    Some(self.import(m, bi.symbol, &builtin_signature(self.call_conv, bi))?)
+                Stub::Report(e) | Stub::Check(e) | Stub::Slow(e) => {
+                    Some(self.import(m, e.symbol(), &entry_signature(self.call_conv, e))?)
                 }
                 Stub::TrapScratch => None,
             };

@@ -1,8 +1,8 @@
 //! Object-model layout: where the managed-dict word lives and how it is tagged.
 //!
 //! This module is the single definition of the managed-dict slot offsets and
-//! tag bits. The lowering (jit), the reference interpreter (interp) and the
-//! model heap (this crate) all read these constants; nothing else may spell
+//! tag bits. The lowering (jit), the reference interpreter (interp), the
+//! model heap (runtime) and the C support (aot) all read these constants; nothing else may spell
 //! them out.
 
 use std::fmt;
@@ -80,10 +80,13 @@ pub enum DictLayout {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
     #[error("dict_slot_offset {0} is not a multiple of 8")]
+    /// The offset is not 8-byte aligned.
     Unaligned(i64),
     #[error("dict_slot_offset {0} is out of range (at most ±{MAX_CUSTOM_DICT_SLOT_OFFSET})")]
+    /// The offset is beyond [`MAX_CUSTOM_DICT_SLOT_OFFSET`].
     OutOfRange(i64),
     #[error("unknown layout preset `{0}` (expected cpython312, phoenix or dict_slot_offset = N)")]
+    /// Not a preset name nor `dict_slot_offset = N`.
     UnknownPreset(String),
 }
 

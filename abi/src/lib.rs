@@ -1,0 +1,29 @@
+//! guardlift's contract crate, the counterpart of `wasmtime-environ`: what
+//! the IR, the compilers (JIT, object emission, the object paths' C
+//! support) and the runtime must agree on, with no dependency on any of
+//! them.
+//!
+//! - [`layout`]: managed-dict slot offsets and tag bits (the one definition);
+//! - [`adstack`]: the adstack buffer layout (the one definition);
+//! - [`report`]: report kinds, their codes and trap codes, site descriptions;
+//! - [`mode`]: [`Mode`], what a failed check does;
+//! - [`offsets`]: the runtime's head and trap scratch area as generated code sees them;
+//! - [`entry`]: the one table of every entry point and built-in ([`foreach_entry!`]);
+//! - [`format`]: the text form of floats.
+
+pub mod adstack;
+pub mod entry;
+pub mod format;
+pub mod layout;
+pub mod mode;
+pub mod offsets;
+pub mod report;
+
+pub use entry::{builtin, builtins, AbiTy, Builtin, Entry};
+pub use format::{format_f32, format_f64};
+pub use mode::Mode;
+pub use offsets::{
+    trap_token, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_SCRATCH_OFFSET, TRAP_VALUES_OFFSET,
+    TRAP_VALUE_COUNT, UNWATCH_EPOCH_OFFSET,
+};
+pub use report::{ModuleSites, ReportKind, SiteInfo, TRAP_CODE_BASE};

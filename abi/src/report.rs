@@ -1,0 +1,100 @@
+//! Report kinds, their codes and trap codes, and the site descriptions
+//! reports carry: what generated code, the runtime, the support library and
+//! the CLI agree on.
+
+use std::collections::BTreeMap;
+
+/// First user trap code of trap mode: one code per [`ReportKind`] follows.
+pub const TRAP_CODE_BASE: u8 = 0x60;
+
+/// What a guard found wrong; `as u8` is its code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReportKind {
+    /// `dict`: a managed-dict word with an invalid tag.
+    DictSlotTag,
+    /// `adstack`: a push onto a full stack.
+    AdstackOverflow,
+    /// `adstack`: a pop, top or accumulate on an empty stack.
+    AdstackUnderflow,
+    /// `clobber`: a raw store over a watched dict slot.
+    SlotClobber,
+    /// `lifetime`: an access to a freed object (or to its memory).
+    UseAfterFree,
+    /// `lifetime`: `@obj_free` of an object already freed.
+    DoubleFree,
+    /// `lifetime`: `@obj_free` of something that is not an object the runtime allocated.
+    InvalidFree,
+    /// `bounds`: an attribute index at or past the values array's capacity.
+    AttrOutOfBounds,
+    /// A watched dict word written by foreign code or left malformed (spec §6.1).
+    ForeignWrite,
+}
+
+impl ReportKind {
+    /// The name in reports (`dict_slot_tag`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReportKind::DictSlotTag => "dict_slot_tag",
+            ReportKind::AdstackOverflow => "adstack_overflow",
+            ReportKind::AdstackUnderflow => "adstack_underflow",
+            ReportKind::SlotClobber => "slot_clobber",
+            ReportKind::UseAfterFree => "use_after_free",
+            ReportKind::DoubleFree => "double_free",
+            ReportKind::InvalidFree => "invalid_free",
+            ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
+            ReportKind::ForeignWrite => "foreign_write",
+        }
+    }
+    /// Every kind, in code order.
+    pub const ALL: [ReportKind; 9] = [
+        ReportKind::DictSlotTag,
+        ReportKind::AdstackOverflow,
+        ReportKind::AdstackUnderflow,
+        ReportKind::SlotClobber,
+        ReportKind::UseAfterFree,
+        ReportKind::DoubleFree,
+        ReportKind::InvalidFree,
+        ReportKind::AttrOutOfBounds,
+        ReportKind::ForeignWrite,
+    ];
+    /// Is this a `lifetime` kind (its reports name where the object was freed)?
+    pub const fn is_lifetime(self) -> bool {
+        matches!(
+            self,
+            ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree
+        )
+    }
+    /// The numeric code used by generated code and trap codes.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+    /// The user trap code of this kind's trap instruction in trap mode
+    /// (`TRAP_CODE_BASE + code()`; Cranelift's `TrapCode::user`).
+    pub const fn trap_code(self) -> u8 {
+        TRAP_CODE_BASE + self.code()
+    }
+    /// The kind whose trap instruction carries user trap code `c`.
+    pub fn from_trap_code(c: u8) -> Option<Self> {
+        c.checked_sub(TRAP_CODE_BASE).and_then(Self::from_code)
+    }
+    /// The kind with code `c`.
+    pub fn from_code(c: u8) -> Option<Self> {
+        ReportKind::ALL.get(c as usize).copied()
+    }
+}
+
+/// Where a guard sits: the guarded op's function, source position and opcode.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SiteInfo {
+    /// The IR function the op is in.
+    pub function: String,
+    /// 1-based source line of the op.
+    pub line: u32,
+    /// 1-based source column of the op.
+    pub col: u32,
+    /// The opcode (`load_attr`, `ad.push`, ...).
+    pub op: String,
+}
+
+/// A module's sites by local id (sparse).
+pub type ModuleSites = BTreeMap<u32, SiteInfo>;
