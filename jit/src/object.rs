@@ -28,6 +28,7 @@ pub struct EmitOptions {
     /// Added to local site ids: the base the program's runtime will hand out
     /// when it registers this module's sites (0 for the first module).
     pub site_base: u32,
+    /// Cranelift's optimization level.
     pub opt_level: OptLevel,
 }
 
@@ -106,6 +107,7 @@ pub struct ObjectTrap {
     pub offset: u32,
     /// Site id (`opts.site_base` + local id).
     pub site: u32,
+    /// What the guard reports.
     pub kind: guardlift_runtime::ReportKind,
 }
 

@@ -13,9 +13,12 @@ use std::fmt;
 /// Where code runs: the host (JIT), or an explicit architecture (Linux ELF).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Target {
+    /// The machine the JIT runs on.
     #[default]
     Host,
+    /// x86-64 System V (Linux).
     X86_64,
+    /// AArch64 (Linux, AAPCS64).
     Aarch64,
     /// RV64GC (`riscv64gc-unknown-linux-gnu`, LP64D).
     Riscv64,
@@ -86,13 +89,17 @@ impl fmt::Display for Target {
 /// Cranelift's optimization level.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OptLevel {
+    /// No optimization.
     None,
+    /// Optimize for speed.
     #[default]
     Speed,
+    /// Optimize for speed and size.
     SpeedAndSize,
 }
 
 impl OptLevel {
+    /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             OptLevel::None => "none",
@@ -174,6 +181,7 @@ impl Tier {
         }
     }
 
+    /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Tier::Optimized => "optimized",

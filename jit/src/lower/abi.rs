@@ -84,7 +84,10 @@ pub enum ExternBinding {
     /// A built-in of spec §7: call `symbol` (with the runtime pointer when `needs_rt`).
     Builtin(&'static Builtin),
     /// A host function under this linker symbol, called as declared.
-    Host { symbol: String },
+    Host {
+        /// The linker symbol.
+        symbol: String,
+    },
 }
 
 /// Binds every extern of the module: a built-in name to its built-in

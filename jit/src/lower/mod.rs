@@ -112,11 +112,15 @@ pub fn trap_index(loc: SourceLoc) -> Option<usize> {
 /// Module-wide lowering state: how IR functions, externs and the runtime map
 /// to Cranelift module entities. Imports are declared on first use.
 pub struct Lowerer<'m> {
+    /// The module being lowered.
     pub ir: &'m guardlift_ir::Module,
+    /// How generated code finds the runtime.
     pub rt: RtRef,
+    /// The runtime mode (decides the guard lowering, [`guard_strategy`]).
     pub mode: Mode,
     /// Added to local site ids to get runtime-global ids.
     pub site_base: u32,
+    /// The target's calling convention for IR functions and the runtime.
     pub call_conv: CallConv,
     /// The Cranelift function of every IR function (by [`FuncId`]).
     pub funcs: Vec<ClFuncId>,
@@ -135,6 +139,8 @@ pub struct Lowerer<'m> {
 }
 
 impl<'m> Lowerer<'m> {
+    /// A lowerer for `ir` whose functions are declared as `funcs` and
+    /// whose externs are bound to `externs` ([`resolve_externs`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ir: &'m guardlift_ir::Module,
