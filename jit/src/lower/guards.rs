@@ -44,7 +44,8 @@ pub const fn dict_word_ok(word: u64) -> bool {
     word.wrapping_add(DICT_CHECK_ADD) & DICT_CHECK_MASK == 0
 }
 
-/// Arguments of a report entry call.
+/// What a failed check reports: the arguments of its report entry call.
+#[derive(Copy, Clone)]
 pub(super) enum Report {
     Dict {
         site: u32,
@@ -64,6 +65,17 @@ pub(super) enum Report {
         index: u32,
         capacity: cl::Value,
     },
+}
+
+impl Report {
+    /// The runtime-global site, the kind and the report entry point.
+    fn head(&self) -> (u32, ReportKind, Entry) {
+        match *self {
+            Report::Dict { site, .. } => (site, ReportKind::DictSlotTag, Entry::ReportDict),
+            Report::Adstack { site, kind, .. } => (site, kind, Entry::ReportAdstack),
+            Report::Bounds { site, .. } => (site, ReportKind::AttrOutOfBounds, Entry::ReportBounds),
+        }
+    }
 }
 
 /// What the recover path passes to the join block.
@@ -334,34 +346,37 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
-    pub(super) fn emit_report(&mut self, r: Report) -> Result<(), JitError> {
-        match r {
-            Report::Dict { site, obj, word } => {
-                let s = self.iconst(types::I32, site as i64);
-                self.call_stub(Stub::Report(Entry::ReportDict), &[s, obj, word])?;
-            }
-            Report::Adstack {
-                site,
-                kind,
-                capacity,
-                len,
-            } => {
-                let s = self.iconst(types::I32, site as i64);
-                let k = self.iconst(types::I32, kind.code() as i64);
-                let c = self.iconst(types::I64, capacity as i64);
-                self.call_stub(Stub::Report(Entry::ReportAdstack), &[s, k, c, len])?;
+    /// What a failed check observed, as I64 values (constants
+    /// materialized here): the values the report entry point takes after
+    /// the site (and kind), and that the trap scratch area receives.
+    fn observed(&mut self, r: &Report) -> Vec<cl::Value> {
+        match *r {
+            Report::Dict { obj, word, .. } => vec![obj, word],
+            Report::Adstack { capacity, len, .. } => {
+                vec![self.iconst(types::I64, capacity as i64), len]
             }
             Report::Bounds {
-                site,
                 obj,
                 index,
                 capacity,
+                ..
             } => {
-                let s = self.iconst(types::I32, site as i64);
                 let i = self.iconst(types::I64, index as i64);
-                self.call_stub(Stub::Report(Entry::ReportBounds), &[s, obj, i, capacity])?;
+                vec![obj, i, capacity]
             }
         }
+    }
+
+    /// The report entry point's call (through its stub) for `r`.
+    fn emit_report(&mut self, r: Report) -> Result<(), JitError> {
+        let (site, kind, entry) = r.head();
+        let mut args = vec![self.iconst(types::I32, site as i64)];
+        if entry == Entry::ReportAdstack {
+            args.push(self.iconst(types::I32, kind.code() as i64));
+        }
+        let observed = self.observed(&r);
+        args.extend(observed);
+        self.call_stub(Stub::Report(entry), &args)?;
         Ok(())
     }
 
@@ -390,29 +405,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             GuardStrategy::Trap => {
                 // Nothing rejoins: the trap ends the process.
                 let _ = (join, recover);
-                let (site, kind, vals) = match report {
-                    Report::Dict { site, obj, word } => {
-                        (site, ReportKind::DictSlotTag, vec![obj, word])
-                    }
-                    Report::Adstack {
-                        site,
-                        kind,
-                        capacity,
-                        len,
-                    } => {
-                        let c = self.iconst(types::I64, capacity as i64);
-                        (site, kind, vec![c, len])
-                    }
-                    Report::Bounds {
-                        site,
-                        obj,
-                        index,
-                        capacity,
-                    } => {
-                        let i = self.iconst(types::I64, index as i64);
-                        (site, ReportKind::AttrOutOfBounds, vec![obj, i, capacity])
-                    }
-                };
+                let (site, kind, _) = report.head();
+                let vals = self.observed(&report);
                 self.emit_trap(site, kind, &vals)?;
                 self.b.switch_to_block(ok);
             }
