@@ -402,7 +402,7 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 /// Where [`Jit::compile`] spent its time.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
 pub struct CompileTimes {
-    /// guardlift's lowering: IR to Cranelift IR (`lower.rs`).
+    /// guardlift's lowering: IR to Cranelift IR (`lower/`).
     pub lower: Duration,
     /// Cranelift: optimization, register allocation, emission, and
     /// cranelift-jit's linking and finalizing (stubs included).
