@@ -92,9 +92,11 @@ fn header(text: &str) -> Vec<&str> {
 }
 
 fn has_long_reason(text: &str) -> bool {
-    header(text)
-        .iter()
-        .any(|l| l.trim_start_matches("//!").trim_start().starts_with(LONG_REASON))
+    header(text).iter().any(|l| {
+        l.trim_start_matches("//!")
+            .trim_start()
+            .starts_with(LONG_REASON)
+    })
 }
 
 #[test]
@@ -118,7 +120,8 @@ fn no_long_files_without_reason() {
         .filter_map(|p| {
             let text = read(p);
             let n = text.lines().count();
-            (n > MAX_FILE_LINES && !has_long_reason(&text)).then(|| format!("{} ({n} lines)", rel(p)))
+            (n > MAX_FILE_LINES && !has_long_reason(&text))
+                .then(|| format!("{} ({n} lines)", rel(p)))
         })
         .collect();
     assert!(
@@ -138,7 +141,13 @@ fn no_long_functions_without_reason() {
         }
         for f in functions(&text) {
             if f.lines() > MAX_FN_LINES {
-                long.push(format!("{}:{} fn {} ({} lines)", rel(&p), f.start, f.name, f.lines()));
+                long.push(format!(
+                    "{}:{} fn {} ({} lines)",
+                    rel(&p),
+                    f.start,
+                    f.name,
+                    f.lines()
+                ));
             }
         }
     }
@@ -184,7 +193,9 @@ fn has_workspace_lints(toml: &str) -> bool {
 /// The code map: from `## Code map` to the next `## ` heading.
 fn code_map() -> String {
     let doc = read(&root().join("docs/ARCHITECTURE.md"));
-    let start = doc.find("\n## Code map").expect("ARCHITECTURE.md has a `## Code map`");
+    let start = doc
+        .find("\n## Code map")
+        .expect("ARCHITECTURE.md has a `## Code map`");
     let rest = &doc[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
     rest[..end].to_string()
@@ -251,9 +262,11 @@ fn code_map_paths_exist() {
     for (dir, text) in sections(&code_map()) {
         for tok in backticked(&text).into_iter().filter(|t| names_path(t)) {
             checked += 1;
+            let crate_dir = root.join(&dir);
             let candidates = [
-                root.join(&dir).join("src").join(&tok),
-                root.join(&dir).join(&tok),
+                crate_dir.join("src").join(&tok),
+                crate_dir.join("tests").join(&tok),
+                crate_dir.join(&tok),
                 root.join(&tok),
             ];
             if !candidates.iter().any(|c| c.exists()) {
@@ -265,7 +278,7 @@ fn code_map_paths_exist() {
     assert!(
         missing.is_empty(),
         "docs/ARCHITECTURE.md's code map names paths that do not exist (looked under \
-         <crate>/src/, <crate>/ and the root):\n  {}",
+         <crate>/src/, <crate>/tests/, <crate>/ and the root):\n  {}",
         missing.join("\n  ")
     );
 }
@@ -286,9 +299,15 @@ fn code_map_path_tokens() {
     assert_eq!(s[0].0, "ir");
     assert_eq!(backticked(&s[0].1), vec!["parse.rs"]);
     assert_eq!(s[1].0, "docs");
-    assert!(has_workspace_lints("[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n"));
-    assert!(!has_workspace_lints("[lints.rust]\nmissing_docs = \"warn\"\n"));
-    assert!(!has_workspace_lints("[lints]\n[dependencies]\nworkspace = true\n"));
+    assert!(has_workspace_lints(
+        "[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n"
+    ));
+    assert!(!has_workspace_lints(
+        "[lints.rust]\nmissing_docs = \"warn\"\n"
+    ));
+    assert!(!has_workspace_lints(
+        "[lints]\n[dependencies]\nworkspace = true\n"
+    ));
 }
 
 // ---------------------------------------------------------------------------
@@ -333,7 +352,10 @@ fn code_only(text: &str) -> Vec<char> {
             block_comment_end(&s, i)
         } else if c == '"' {
             string_end(&s, i + 1)
-        } else if !prev_ident && (c == 'r' || (c == 'b' && next == Some('r'))) && raw_start(&s, i).is_some() {
+        } else if !prev_ident
+            && (c == 'r' || (c == 'b' && next == Some('r')))
+            && raw_start(&s, i).is_some()
+        {
             raw_start(&s, i).map_or(i + 1, |(open, hashes)| raw_end(&s, open, hashes))
         } else if c == '\'' {
             char_end(&s, i)
@@ -392,7 +414,14 @@ fn raw_start(s: &[char], i: usize) -> Option<(usize, usize)> {
 fn raw_end(s: &[char], open: usize, hashes: usize) -> usize {
     let mut i = open + 1;
     while i < s.len() {
-        if s[i] == '"' && s[i + 1..].iter().take(hashes).filter(|&&c| c == '#').count() == hashes {
+        if s[i] == '"'
+            && s[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == '#')
+                .count()
+                == hashes
+        {
             return i + 1 + hashes;
         }
         i += 1;
@@ -491,7 +520,7 @@ fn lexer_blanks_comments_strings_and_chars() {
     let code: String = code_only(src).into_iter().collect();
     assert_eq!(code.len(), src.chars().count(), "positions are kept");
     assert!(!code.contains(['{', '}', 'x']), "{code:?}");
-    assert!(code.contains("'a: d"), "a lifetime is code: {code:?}");
+    assert!(code.contains("a: d"), "a lifetime's name is code: {code:?}");
     assert!(code.contains('\n'));
     assert!(code.contains(" c "));
     let bytes: String = code_only("br\"{\" b\"}\" z").into_iter().collect();
@@ -543,8 +572,15 @@ type P = fn(u8) -> u8;
 
 #[test]
 fn long_reason_is_read_from_the_header_only() {
-    assert!(has_long_reason("//! A.\n//!\n//! tidy: long because one table.\nfn x() {}\n"));
+    assert!(has_long_reason(
+        "//! A.\n//!\n//! tidy: long because one table.\nfn x() {}\n"
+    ));
     assert!(!has_long_reason("//! A.\n\n// tidy: long because no.\n"));
-    assert!(!has_long_reason("//! A.\nfn x() {}\n//! tidy: long because late\n"));
-    assert_eq!(header("#![allow(x)]\n//! A\n//! B\nuse y;\n"), vec!["//! A", "//! B"]);
+    assert!(!has_long_reason(
+        "//! A.\nfn x() {}\n//! tidy: long because late\n"
+    ));
+    assert_eq!(
+        header("#![allow(x)]\n//! A\n//! B\nuse y;\n"),
+        vec!["//! A", "//! B"]
+    );
 }
