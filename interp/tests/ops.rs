@@ -1,6 +1,7 @@
 //! The reference interpreter's semantics, pinned op by op (spec/IR.md §3–§7).
 //!
-//! Every program is written inline as IR text, parsed and verified, and run
+//! Every program is IR text (inline, or from the corpus in `tests/programs/`
+//! where the corpus has it), parsed and verified, and run
 //! through `guardlift_interp::Interpreter` against a fresh `Runtime` that
 //! captures output and never ends the process. Arguments and results are raw
 //! bits: ints sign-extended to 64 bits, f32 as `to_bits()` in the low 32 bits,

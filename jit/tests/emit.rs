@@ -1,4 +1,6 @@
-//! Object files for x86_64 and aarch64, and the clif/asm text of `emit`.
+//! Object files for x86_64, aarch64 and riscv64, and the clif/asm text of
+//! `emit`. Linking an x86_64 object needs a C compiler: without one the test
+//! fails saying what to install.
 
 mod common;
 use common::*;
