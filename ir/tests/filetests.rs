@@ -15,7 +15,14 @@
 //! ```
 //!
 //! where LINE and COL count in the file itself (header included) and
-//! `message` is a part of the diagnostic's message. The runner reads the
+//! `message` is a part of the diagnostic's message. Or, anywhere in the
+//! file, a marker line under the line of the error, its `^` in the error's
+//! column (a marker cannot point at column 1, where its `;` stands):
+//!
+//! ```text
+//!     %x = iadd %a, %b
+//! ;             ^ error: message
+//! ``` The runner reads the
 //! diagnostic's position and message, not its `Display` text, so how errors
 //! are presented (a `FILE:`, an `error:` prefix) does not matter here.
 //!
@@ -46,31 +53,61 @@ impl std::fmt::Display for Expected {
     }
 }
 
-/// The announcements of `text`'s header; `Err` for a malformed one.
+/// The announcements of `text`: its header's `; error:` lines and its
+/// `; ^ error:` markers; `Err` for a malformed one.
 fn expectations(text: &str) -> Result<Vec<Expected>, String> {
     let mut out = Vec::new();
+    let mut in_header = true;
+    // The line a marker points into: the last line that is not a marker.
+    let mut target = 0;
     for (i, line) in text.lines().enumerate() {
-        let Some(comment) = line.strip_prefix(';') else {
-            break;
-        };
-        let Some(rest) = comment.trim_start().strip_prefix("error:") else {
+        let n = i + 1;
+        let bad = |want: &str| format!("line {n}: want `{want}`");
+        let comment = line.strip_prefix(';');
+        in_header &= comment.is_some();
+        if let Some((col, rest)) = marker(line) {
+            let msg = rest.trim();
+            if msg.is_empty() || target == 0 {
+                return Err(bad("; ^ error: message` under the line it points into"));
+            }
+            out.push(Expected {
+                line: target,
+                col,
+                msg: msg.to_string(),
+            });
+            continue;
+        }
+        target = n as u32;
+        let Some(rest) = comment
+            .filter(|_| in_header)
+            .and_then(|c| c.trim_start().strip_prefix("error:"))
+        else {
             continue;
         };
-        let bad = || format!("line {}: want `; error: LINE:COL: message`", i + 1);
         let mut parts = rest.trim_start().splitn(3, ':');
         let (Some(l), Some(c), Some(msg)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(bad());
+            return Err(bad("; error: LINE:COL: message"));
         };
         let (Ok(line), Ok(col)) = (l.trim().parse(), c.trim().parse()) else {
-            return Err(bad());
+            return Err(bad("; error: LINE:COL: message"));
         };
         let msg = msg.trim().to_string();
         if msg.is_empty() {
-            return Err(bad());
+            return Err(bad("; error: LINE:COL: message"));
         }
         out.push(Expected { line, col, msg });
     }
     Ok(out)
+}
+
+/// A marker line `;   ^ error: message`: the (1-based) column of its `^`
+/// and what follows `error:`.
+fn marker(line: &str) -> Option<(u32, &str)> {
+    let body = line.strip_prefix(';')?;
+    let caret = body.trim_start().strip_prefix('^')?;
+    let rest = caret.trim_start().strip_prefix("error:")?;
+    let col = line.chars().position(|c| c == '^')? + 1;
+    Some((col as u32, rest))
 }
 
 /// What is wrong with `got` against `want`, or `None`.
@@ -178,6 +215,30 @@ fn headers_and_matching() {
             },
         ]
     );
+    let marked = "; error: 1:1: head\nfn @f() {\n    %x = iadd %a, %b\n;             ^ error: unknown value %a\n;                 ^ error: second\n}\n";
+    assert_eq!(
+        expectations(marked).unwrap(),
+        vec![
+            Expected {
+                line: 1,
+                col: 1,
+                msg: "head".into()
+            },
+            Expected {
+                line: 3,
+                col: 15,
+                msg: "unknown value %a".into()
+            },
+            Expected {
+                line: 3,
+                col: 19,
+                msg: "second".into()
+            },
+        ],
+        "markers point into the last line that is not a marker"
+    );
+    assert!(expectations("; ^ error: nothing above\n").is_err());
+    assert!(expectations("fn\n; ^ error:\n").is_err());
     assert!(expectations("; error: 3: no column\n").is_err());
     assert!(expectations("; error: x:1: m\n").is_err());
     assert!(expectations("; error: 1:1:\n").is_err());
