@@ -28,24 +28,8 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Instant;
 
-const STORE_LOOP: &str = "
-fn @stores(%o: ptr, %n: i64) -> i64 {
-entry:
-    %z = iconst.i64 0
-    jump loop(%z)
-loop(%i: i64):
-    %done = icmp.sge %i, %n
-    brif %done, exit, body(%i)
-body(%k: i64):
-    store_attr %o, 1, %k
-    %one = iconst.i64 1
-    %k2 = iadd %k, %one
-    jump loop(%k2)
-exit:
-    %r = load_attr %o, 1
-    return %r
-}
-";
+/// `@stores(obj, n)`, from the corpus every engine runs.
+const STORE_LOOP: &str = include_str!("../../tests/programs/attrs_store_loop.glir");
 
 /// Reverse-mode loop: `rounds` times, push 1024 primals, then walk back with
 /// top / acc_adj / top_adj / pop, accumulating a gradient.

@@ -119,15 +119,8 @@ fn write_tmp(name: &str, text: &str) -> PathBuf {
 
 /// Line 5 overflows an adstack (recorded in recover mode); line 6 loads
 /// from the argument, a wild address.
-const REPORT_THEN_WILD_LOAD: &str = "fn @main(%p: i64) -> i64 {
-entry:
-    %s = adstack.alloc.i64 1
-    guard.adstack.push %s, %p
-    guard.adstack.push %s, %p
-    %v = load.i64 %p, 8
-    return %v
-}
-";
+const REPORT_THEN_WILD_LOAD: &str =
+    include_str!("../../tests/programs/faults/report_then_wild_load.glir");
 
 /// Recursion as deep as the argument.
 const DEEP: &str = "fn @down(%n: i64) -> i64 {

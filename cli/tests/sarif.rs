@@ -144,15 +144,7 @@ fn a_report_then_an_interpreter_fault_are_both_in_the_log() {
     let p = tmp("wild.glir");
     std::fs::write(
         &p,
-        "fn @main(%p: i64) -> i64 {
-entry:
-    %s = adstack.alloc.i64 1
-    guard.adstack.push %s, %p
-    guard.adstack.push %s, %p
-    %v = load.i64 %p, 8
-    return %v
-}
-",
+        include_str!("../../tests/programs/faults/report_then_wild_load.glir"),
     )
     .unwrap();
     let (status, log) = run_sarif(

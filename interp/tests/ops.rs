@@ -1,6 +1,7 @@
 //! The reference interpreter's semantics, pinned op by op (spec/IR.md §3–§7).
 //!
-//! Every program is written inline as IR text, parsed and verified, and run
+//! Every program is IR text (inline, or from the corpus in `tests/programs/`
+//! where the corpus has it), parsed and verified, and run
 //! through `guardlift_interp::Interpreter` against a fresh `Runtime` that
 //! captures output and never ends the process. Arguments and results are raw
 //! bits: ints sign-extended to 64 bits, f32 as `to_bits()` in the low 32 bits,
@@ -970,27 +971,8 @@ entry:
 // ---------------------------------------------------------------------------
 // Calls and control flow
 
-const FACT: &str = "
-fn @fact(%n: i64) -> i64 {
-entry:
-    %one = iconst.i64 1
-    %le = icmp.sle %n, %one
-    brif %le, base, rec
-base:
-    return %one
-rec:
-    %m = isub %n, %one
-    %r = call @fact(%m)
-    %p = imul %n, %r
-    return %p
-}
-
-fn @main(%n: i64) -> i64 {
-entry:
-    %r = call @fact(%n)
-    return %r
-}
-";
+/// From the corpus every engine runs (`tests/programs/`).
+const FACT: &str = include_str!("../../tests/programs/call_factorial.glir");
 
 #[test]
 fn recursion_factorial() {
@@ -1001,51 +983,17 @@ fn recursion_factorial() {
     assert_eq!(run(FACT, &[10]), 3_628_800);
 }
 
-const EVEN_ODD: &str = "
-fn @is_even(%n: i64) -> i64 {
-entry:
-    %z = iconst.i64 0
-    %done = icmp.eq %n, %z
-    brif %done, yes, more
-yes:
-    %one = iconst.i64 1
-    return %one
-more:
-    %o = iconst.i64 1
-    %m = isub %n, %o
-    %r = call @is_odd(%m)
-    return %r
-}
-
-fn @is_odd(%n: i64) -> i64 {
-entry:
-    %z = iconst.i64 0
-    %done = icmp.eq %n, %z
-    brif %done, no, more
-no:
-    return %z
-more:
-    %o = iconst.i64 1
-    %m = isub %n, %o
-    %r = call @is_even(%m)
-    return %r
-}
-
-fn @main(%n: i64) -> i64 {
-entry:
-    %r = call @is_even(%n)
-    return %r
-}
-";
+/// From the corpus: `@main(n)` is `10 * is_even(n) + is_odd(n)`.
+const EVEN_ODD: &str = include_str!("../../tests/programs/call_even_odd.glir");
 
 #[test]
 fn mutual_recursion() {
-    assert_eq!(run(EVEN_ODD, &[0]), 1);
-    assert_eq!(run(EVEN_ODD, &[7]), 0);
-    assert_eq!(run(EVEN_ODD, &[10]), 1);
+    assert_eq!(run(EVEN_ODD, &[0]), 10);
+    assert_eq!(run(EVEN_ODD, &[7]), 1);
+    assert_eq!(run(EVEN_ODD, &[10]), 10);
     assert_eq!(
         run(EVEN_ODD, &[20_001]),
-        0,
+        1,
         "deep but within the default limit"
     );
 }

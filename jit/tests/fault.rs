@@ -4,8 +4,10 @@
 //! Faults elsewhere go to the handler installed before guardlift's.
 //!
 //! A fault ends the process, so each case runs in a child process: this
-//! binary re-executed with `GL_FAULT_CHILD=<case>`; every `child_*` test
-//! returns at once unless it is the selected case.
+//! binary re-executed with `GL_FAULT_CHILD=<case>` and `--ignored`. The
+//! `child_*` tests are `#[ignore]`d helpers: a plain `cargo test` runs only
+//! their parents (which assert on the child's exit and output), and a
+//! `child_*` run any other way fails saying so.
 
 mod common;
 
@@ -17,8 +19,15 @@ use std::sync::Arc;
 
 const ENV: &str = "GL_FAULT_CHILD";
 
-fn is_child(name: &str) -> bool {
-    std::env::var(ENV).as_deref() == Ok(name)
+/// The guard of an ignored `child_*` helper: it runs only in the child
+/// process its parent test starts, and fails loudly when run any other way
+/// (e.g. by `cargo test -- --ignored`), since the case ends the process.
+fn child(name: &str) {
+    assert_eq!(
+        std::env::var(ENV).as_deref(),
+        Ok(name),
+        "{name} is a helper: its parent test runs it in a child process with {ENV}={name}"
+    );
 }
 
 fn run_child(name: &str, extra_env: &[(&str, &str)]) -> Output {
@@ -27,6 +36,7 @@ fn run_child(name: &str, extra_env: &[(&str, &str)]) -> Output {
         .args([
             &format!("child_{name}"),
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -110,14 +120,14 @@ fn a_report_then_a_wild_load() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_wild_load() {
-    if is_child("child_wild_load") {
-        run_ir(
-            &report_then("%v = load.i64 %p, 8"),
-            &CompileOptions::default(),
-            16,
-        );
-    }
+    child("child_wild_load");
+    run_ir(
+        &report_then("%v = load.i64 %p, 8"),
+        &CompileOptions::default(),
+        16,
+    );
 }
 
 #[test]
@@ -127,14 +137,14 @@ fn a_wild_store() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_wild_store() {
-    if is_child("child_wild_store") {
-        run_ir(
-            &report_then("store %p, %p, 16"),
-            &CompileOptions::default(),
-            16,
-        );
-    }
+    child("child_wild_store");
+    run_ir(
+        &report_then("store %p, %p, 16"),
+        &CompileOptions::default(),
+        16,
+    );
 }
 
 extern "C" fn host_null_deref(p: i64) -> i64 {
@@ -159,16 +169,16 @@ fn a_null_dereference_in_a_host_function_is_placed_at_the_call() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_host_null() {
-    if is_child("child_host_null") {
-        // One line more at the top: the overflow is line 6, the call line 7.
-        let text = format!(
-            "extern fn @deref(i64) -> i64\n{}",
-            report_then("%v = call @deref(%p)")
-        );
-        let opts = CompileOptions::default().symbol("deref", host_null_deref as *const u8);
-        run_ir(&text, &opts, 0);
-    }
+    child("child_host_null");
+    // One line more at the top: the overflow is line 6, the call line 7.
+    let text = format!(
+        "extern fn @deref(i64) -> i64\n{}",
+        report_then("%v = call @deref(%p)")
+    );
+    let opts = CompileOptions::default().symbol("deref", host_null_deref as *const u8);
+    run_ir(&text, &opts, 0);
 }
 
 extern "C" fn host_segv_handler(_sig: libc::c_int) {
@@ -192,10 +202,9 @@ fn a_fault_outside_guardlift_code_goes_to_the_previous_handler() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_chain() {
-    if !is_child("child_chain") {
-        return;
-    }
+    child("child_chain");
     // SAFETY: installs a plain SIGSEGV handler before guardlift's.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -229,10 +238,9 @@ fn jit_recursion_past_the_stack_is_a_stack_overflow_report() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_overflow() {
-    if !is_child("child_overflow") {
-        return;
-    }
+    child("child_overflow");
     let text = "fn @down(%n: i64) -> i64 {
 entry:
     %one = iconst.i64 1

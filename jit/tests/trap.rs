@@ -3,9 +3,11 @@
 //! installed handler, and several threads trapping at once.
 //!
 //! A trap ends the process, so each trapping case runs in a child process:
-//! this test binary re-executed with `GL_TRAP_CHILD=<case>` and a filter
-//! selecting the `child_*` test of that name; every `child_*` test returns
-//! at once unless it is the selected case.
+//! this test binary re-executed with `GL_TRAP_CHILD=<case>`, `--ignored` and
+//! a filter selecting the `child_*` test of that name. The `child_*` tests
+//! are `#[ignore]`d helpers: a plain `cargo test` runs only their parents
+//! (which assert on the child's exit and output), and a `child_*` run any
+//! other way fails saying so.
 
 mod common;
 
@@ -17,8 +19,15 @@ use std::sync::Arc;
 
 const ENV: &str = "GL_TRAP_CHILD";
 
-fn is_child(name: &str) -> bool {
-    std::env::var(ENV).as_deref() == Ok(name)
+/// The guard of an ignored `child_*` helper: it runs only in the child
+/// process its parent test starts, and fails loudly when run any other way
+/// (e.g. by `cargo test -- --ignored`), since the case ends the process.
+fn child(name: &str) {
+    assert_eq!(
+        std::env::var(ENV).as_deref(),
+        Ok(name),
+        "{name} is a helper: its parent test runs it in a child process with {ENV}={name}"
+    );
 }
 
 /// Runs the `child_<name>` test of this binary in a child process.
@@ -28,6 +37,7 @@ fn run_child(name: &str) -> Output {
         .args([
             &format!("child_{name}"),
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -176,28 +186,28 @@ fn kind_child(sel: u64) {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_kind_dict() {
-    if is_child("child_kind_dict") {
-        kind_child(0)
-    }
+    child("child_kind_dict");
+    kind_child(0)
 }
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_kind_over() {
-    if is_child("child_kind_over") {
-        kind_child(1)
-    }
+    child("child_kind_over");
+    kind_child(1)
 }
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_kind_under() {
-    if is_child("child_kind_under") {
-        kind_child(2)
-    }
+    child("child_kind_under");
+    kind_child(2)
 }
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_kind_clob() {
-    if is_child("child_kind_clob") {
-        kind_child(3)
-    }
+    child("child_kind_clob");
+    kind_child(3)
 }
 
 #[test]
@@ -218,10 +228,9 @@ fn dict_report_object_and_word_are_the_observed_ones() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_dict_values() {
-    if !is_child("child_dict_values") {
-        return;
-    }
+    child("child_dict_values");
     let text = "
 layout phoenix
 extern fn @fault_clear_lsb(ptr)
@@ -257,10 +266,9 @@ fn trap_sites_are_registered_while_the_code_lives() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_registry() {
-    if !is_child("child_registry") {
-        return;
-    }
+    child("child_registry");
     use guardlift_runtime::trap::registered_pcs;
     assert!(registered_pcs().is_empty());
     let rt = trap_rt();
@@ -375,7 +383,7 @@ fn json_log_gets_a_json_line() {
     let log = dir.join("log.jsonl");
     let _ = std::fs::remove_file(&log);
     let o = Command::new(std::env::current_exe().unwrap())
-        .args(["child_json_log", "--exact", "--nocapture"])
+        .args(["child_json_log", "--exact", "--ignored", "--nocapture"])
         .env(ENV, "child_json_log")
         .env("GL_TRAP_LOG", &log)
         .output()
@@ -397,10 +405,9 @@ fn json_log_gets_a_json_line() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_json_log() {
-    if !is_child("child_json_log") {
-        return;
-    }
+    child("child_json_log");
     let rt = trap_rt();
     let opts = guardlift_runtime::Options {
         log_path: Some(std::env::var("GL_TRAP_LOG").unwrap()),
@@ -445,10 +452,9 @@ extern "C" fn previous_handler(_sig: libc::c_int) {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_chain_handler() {
-    if !is_child("child_chain_handler") {
-        return;
-    }
+    child("child_chain_handler");
     // SAFETY: installs a plain handler before guardlift's.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -478,10 +484,9 @@ fn a_foreign_trap_without_previous_handler_dies_of_sigill() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_chain_default() {
-    if !is_child("child_chain_default") {
-        return;
-    }
+    child("child_chain_default");
     let rt = trap_rt();
     let m = compile(ALL_KINDS, &rt);
     assert_eq!(call(&m, "main", &[9]), Some(0));
@@ -519,10 +524,9 @@ fn eight_threads_trapping_at_once_give_one_consistent_report() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_threads() {
-    if !is_child("child_threads") {
-        return;
-    }
+    child("child_threads");
     // Function @f<k> overflows an adstack of capacity k + 1 (site k).
     let mut text = String::from("layout phoenix\n");
     for k in 0..8 {
@@ -540,14 +544,16 @@ fn child_threads() {
             let b = barrier.clone();
             std::thread::spawn(move || {
                 b.wait();
-                f.call(());
+                let r = f.call(());
+                panic!("@f{k} returned {r} instead of trapping");
             })
         })
         .collect();
-    for h in hs {
-        let _ = h.join();
+    // The first trap ends the process: no thread may get here.
+    for (k, h) in hs.into_iter().enumerate() {
+        assert!(h.join().is_err(), "thread {k} ended without a trap");
     }
-    eprintln!("NOT REACHED");
+    panic!("NOT REACHED: every thread returned and none trapped");
 }
 
 /// Overflows a capacity-1 adstack when `%sel` ≠ 0; `@NAME` is the function.
@@ -587,10 +593,9 @@ fn a_long_function_name_is_reported_whole() {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_long_name() {
-    if !is_child("child_long_name") {
-        return;
-    }
+    child("child_long_name");
     let name = format!("f{}", "n".repeat(400));
     let rt = trap_rt();
     let m = compile(&overflow_when_nonzero(&name), &rt);
@@ -650,10 +655,9 @@ extern "C" fn low_stack_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
 }
 
 #[test]
+#[ignore = "helper: run in a child process by its parent test"]
 fn child_low_stack() {
-    if !is_child("child_low_stack") {
-        return;
-    }
+    child("child_low_stack");
     let rt = trap_rt();
     let m = compile(&overflow_when_nonzero("f"), &rt);
     let f = m.func::<(i64,), i64>("f").unwrap();

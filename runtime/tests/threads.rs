@@ -107,20 +107,42 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
         mode: Mode::Recover,
         ..Default::default()
     });
+    let log = std::env::temp_dir().join(format!("gl-drop-flush-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let opts = guardlift_runtime::Options {
+        log_path: Some(log.display().to_string()),
+        json: true,
+        ..Default::default()
+    };
+    rt.configure(&opts).unwrap();
     let base = rt.register_sites([site(0)].into()).unwrap();
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
-    rt.report(
-        ReportKind::DictSlotTag,
-        base,
-        Observed::Dict {
-            object: o,
-            value: 6,
-        },
+    for _ in 0..3 {
+        rt.report(
+            ReportKind::DictSlotTag,
+            base,
+            Observed::Dict {
+                object: o,
+                value: 6,
+            },
+        );
+    }
+    // A handler that panics must not turn teardown into an abort: it is
+    // only called at report time, never from Drop.
+    rt.set_report_handler(Some(Arc::new(|_r| panic!("handler called from Drop"))));
+    assert!(
+        !log.exists() || std::fs::read_to_string(&log).unwrap().is_empty(),
+        "nothing is written before the drop"
     );
-    // A handler that panics must not turn teardown into an abort either: it
-    // is only called at report time, never from Drop.
     drop(rt);
+    let text = std::fs::read_to_string(&log).expect("the drop flushed the pending report");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "one report, deduplicated: {text}");
+    let j: serde_json::Value = serde_json::from_str(lines[0]).expect("a JSON line");
+    assert_eq!(j["kind"], "dict_slot_tag", "{text}");
+    assert_eq!(j["count"], 3, "{text}");
+    let _ = std::fs::remove_file(&log);
 }
 
 #[test]

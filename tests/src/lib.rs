@@ -25,19 +25,29 @@ pub fn corpus() -> Vec<Program> {
         .filter(|p| p.extension().is_some_and(|x| x == "glir"))
         .collect();
     paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let args = text
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("; args:"))
-                .map(|a| a.split_whitespace().map(String::from).collect())
-                .unwrap_or_default();
-            Program { path, text, args }
-        })
-        .collect()
+    paths.into_iter().map(read_program).collect()
+}
+
+/// The corpus program `tests/programs/NAME.glir`.
+pub fn program(name: &str) -> Program {
+    read_program(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("programs")
+            .join(format!("{name}.glir")),
+    )
+}
+
+/// The program at `path`, its entry arguments from its `; args:` header
+/// (the first line).
+fn read_program(path: PathBuf) -> Program {
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let args = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("; args:"))
+        .map(|a| a.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    Program { path, text, args }
 }
 
 /// Which engine runs a module.
@@ -163,17 +173,11 @@ pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
 /// A scenario program from `tests/programs/scenarios/NAME.glir` (entry
 /// arguments from its `; args:` header, which callers may override).
 pub fn scenario(name: &str) -> Program {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("programs/scenarios")
-        .join(format!("{name}.glir"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let args = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("; args:"))
-        .map(|a| a.split_whitespace().map(String::from).collect())
-        .unwrap_or_default();
-    Program { path, text, args }
+    read_program(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("programs/scenarios")
+            .join(format!("{name}.glir")),
+    )
 }
 
 /// As [`run`], on a thread with a `stack_bytes` stack (large adstack

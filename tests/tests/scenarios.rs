@@ -5,7 +5,9 @@
 
 use guardlift_instrument::CheckSet;
 use guardlift_runtime::{Mode, Observed, Report, ReportKind};
-use guardlift_tests::{load, run_with_reports, scenario, with_checks, Engine, Outcome};
+use guardlift_tests::{
+    load, program, run_with_reports, scenario, with_checks, Engine, Outcome, Program,
+};
 
 const STACK: usize = 64 << 20;
 
@@ -34,7 +36,12 @@ fn clobber_only() -> CheckSet {
 /// `checks` in recover mode on both engines; asserts they agree and
 /// returns the JIT's outcome and full reports.
 fn both(name: &str, args: Option<&[&str]>, checks: CheckSet) -> (Outcome, Vec<Report>) {
-    let p = scenario(name);
+    both_of(scenario(name), args, checks)
+}
+
+/// As [`both`], for program `p`.
+fn both_of(p: Program, args: Option<&[&str]>, checks: CheckSet) -> (Outcome, Vec<Report>) {
+    let name = p.path.display().to_string();
     let args: Vec<String> = match args {
         Some(a) => a.iter().map(|s| s.to_string()).collect(),
         None => p.args.clone(),
@@ -228,7 +235,7 @@ fn decay_gradient_is_095_to_the_n_in_f64_and_f32() {
     for n in [10u32, 100] {
         let a = n.to_string();
         for checks in [CheckSet::default(), adstack_only(), CheckSet::ALL] {
-            let (o, reports) = both("grad_decay_f64", Some(&[&a]), checks);
+            let (o, reports) = both_of(program("grad_decay_f64"), Some(&[&a]), checks);
             assert!(reports.is_empty());
             let g = f64_result(&o);
             assert_eq!(g.to_bits(), decay_grad_f64(n).to_bits(), "n={n} [{checks}]");
@@ -237,7 +244,7 @@ fn decay_gradient_is_095_to_the_n_in_f64_and_f32() {
                 "n={n}: {g}"
             );
 
-            let (o, reports) = both("grad_decay_f32", Some(&[&a]), checks);
+            let (o, reports) = both_of(program("grad_decay_f32"), Some(&[&a]), checks);
             assert!(reports.is_empty());
             let g = f32_result(&o);
             assert_eq!(g.to_bits(), decay_grad_f32(n).to_bits(), "n={n} [{checks}]");

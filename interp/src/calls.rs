@@ -1,0 +1,86 @@
+//! Calls: entering an IR function (with the depth limit that stands for
+//! native stack overflow), extern calls to the built-ins of the runtime or
+//! the embedder's host functions, and the lifetime-checked object
+//! built-ins (`obj_new`/`obj_free` with a guard).
+
+use crate::frame::{Cx, Frame, Step};
+use crate::values::{canon, f64v};
+use crate::{ExternImpl, InterpError, Interpreter};
+use guardlift_ir::{Callee, ExternId, InstKind, ObjCall};
+use guardlift_runtime::abi;
+
+impl<'m> Interpreter<'m> {
+    /// Runs a `call` of the top frame `fr`.
+    pub(crate) fn exec_call(&self, fr: &Frame, cx: &Cx<'_, 'm>) -> Result<Step, InterpError> {
+        let inst = cx.inst;
+        let InstKind::Call { callee, args } = &inst.kind else {
+            return Err(InterpError::Internal {
+                loc: inst.loc,
+                msg: format!("{} is not a call", inst.kind.opcode()),
+            });
+        };
+        let argv: Vec<u64> = args.iter().map(|a| fr.val(*a)).collect();
+        let eid = match callee {
+            Callee::Func(fid) => {
+                if cx.callers.len() + 1 >= self.max_depth {
+                    return Err(InterpError::StackOverflow {
+                        loc: inst.loc,
+                        limit: self.max_depth,
+                    });
+                }
+                let callee_f = self.m.func(*fid);
+                let argv: Vec<u64> = callee_f
+                    .params
+                    .iter()
+                    .zip(&argv)
+                    .map(|(p, a)| canon(callee_f.ty(*p), *a))
+                    .collect();
+                return Ok(Step::Call(self.new_frame(*fid, &argv, inst.result)));
+            }
+            Callee::Extern(eid) => *eid,
+        };
+        let arg0 = argv.first().copied().unwrap_or(0);
+        let r = match (inst.site, self.m.obj_call(&inst.kind)) {
+            (Some(s), Some(ObjCall::New)) => self.rt.obj_new_at(arg0 as i64, self.site_base + s.0),
+            (Some(s), Some(ObjCall::Free)) => {
+                self.go_on(self.with_bt(cx.callers, || {
+                    self.rt.obj_free_at(arg0, self.site_base + s.0)
+                }))?;
+                0
+            }
+            _ => self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv)),
+        };
+        Ok(match self.m.ext(eid).ret {
+            Some(rt) => Step::Set(canon(rt, r)),
+            None => Step::Next,
+        })
+    }
+
+    /// Calls extern `eid` with raw-bit arguments `a`; its raw-bit result
+    /// (0 for void).
+    fn call_extern(&self, eid: ExternId, a: &[u64]) -> u64 {
+        let g = |i: usize| a.get(i).copied().unwrap_or(0);
+        let b = match &self.externs[eid.0 as usize] {
+            ExternImpl::Host(h) => return h(a),
+            ExternImpl::Builtin(b) => b,
+        };
+        let rt = &self.rt;
+        match b.name {
+            "obj_new" => return rt.obj_new(g(0) as i64),
+            "load_attr_slow" => return rt.load_attr_slow(g(0), g(1) as u32) as u64,
+            // The same functions the JIT calls, so results agree bit for bit.
+            "sin" => return abi::gl_sin(f64v(g(0))).to_bits(),
+            "cos" => return abi::gl_cos(f64v(g(0))).to_bits(),
+            "exp" => return abi::gl_exp(f64v(g(0))).to_bits(),
+            "log" => return abi::gl_log(f64v(g(0))).to_bits(),
+            "obj_dictify" => rt.obj_dictify(g(0)),
+            "obj_free" => rt.obj_free(g(0)),
+            "fault_clear_lsb" => rt.fault_clear_lsb(g(0)),
+            "store_attr_slow" => rt.store_attr_slow(g(0), g(1) as u32, g(2) as i64),
+            "print_i64" => rt.print_i64(g(0) as i64),
+            "print_f64" => rt.print_f64(f64v(g(0))),
+            _ => {}
+        }
+        0
+    }
+}

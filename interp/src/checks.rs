@@ -1,0 +1,199 @@
+//! Guards: the checks of a guarded instruction's site (lifetime, dict,
+//! bounds; adstack checks live with the adstacks) and how a failed one
+//! reports — through the runtime, with the IR frames of the call stack as
+//! the report's backtrace and, while watchpoints are on, published for
+//! writes the watchpoints see.
+
+use crate::frame::Frame;
+use crate::{InterpError, Interpreter};
+use guardlift_ir::{CheckKind, Checks, Function, Inst, Module, SrcLoc};
+use guardlift_runtime::backtrace;
+use guardlift_runtime::layout::{self, tag_ok};
+use guardlift_runtime::watch::{self, IrFrame};
+use guardlift_runtime::{Observed, ReportKind, Verdict};
+
+/// What a verdict means for the run: recover goes on, abort ends it.
+fn verdict_ok(v: Verdict) -> Result<bool, InterpError> {
+    match v {
+        Verdict::Recover => Ok(false),
+        Verdict::Abort => Err(InterpError::Aborted),
+    }
+}
+
+impl<'m> Interpreter<'m> {
+    /// Reports through the runtime; `callers` (outermost first) give the
+    /// report's backtrace beyond the reporting frame.
+    pub(crate) fn report(
+        &self,
+        callers: &[Frame],
+        kind: ReportKind,
+        site: u32,
+        obs: Observed,
+    ) -> Result<(), InterpError> {
+        let v = self.with_bt(callers, || self.rt.report(kind, self.site_base + site, obs));
+        verdict_ok(v).map(|_| ())
+    }
+
+    /// What a check's outcome means here: `Ok(true)` go on, `Ok(false)`
+    /// apply the recover effect, `Err` the run aborted.
+    pub(crate) fn go_on(&self, r: Result<(), Verdict>) -> Result<bool, InterpError> {
+        match r {
+            Ok(()) => Ok(true),
+            Err(v) => verdict_ok(v),
+        }
+    }
+
+    /// The checks guarding `inst` and its runtime-global site id.
+    pub(crate) fn guard(&self, inst: &Inst) -> (Checks, u32) {
+        match inst.site {
+            Some(s) => (self.m.inst_checks(inst), self.site_base + s.0),
+            None => (Checks::EMPTY, 0),
+        }
+    }
+
+    /// The lifetime check of an object op: false when `obj` is a freed
+    /// object (reported; the op takes its recover effect).
+    pub(crate) fn live(
+        &self,
+        callers: &[Frame],
+        (checks, site): (Checks, u32),
+        obj: u64,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Lifetime) {
+            return Ok(true);
+        }
+        self.go_on(self.with_bt(callers, || self.rt.check_live(obj, site)))
+    }
+
+    /// The lifetime check of a raw access of `bytes` at `addr`.
+    pub(crate) fn mem_live(
+        &self,
+        callers: &[Frame],
+        (checks, site): (Checks, u32),
+        addr: u64,
+        bytes: u32,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Lifetime) {
+            return Ok(true);
+        }
+        self.go_on(self.with_bt(callers, || self.rt.check_mem(addr, bytes, site)))
+    }
+
+    /// The dict check of `word` (read from, or about to be stored in, `obj`'s slot).
+    pub(crate) fn dict_ok(
+        &self,
+        callers: &[Frame],
+        (checks, site): (Checks, u32),
+        obj: u64,
+        word: u64,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Dict) || tag_ok(word) {
+            return Ok(true);
+        }
+        let obs = Observed::Dict {
+            object: obj,
+            value: word,
+        };
+        verdict_ok(self.with_bt(callers, || {
+            self.rt.report(ReportKind::DictSlotTag, site, obs)
+        }))
+    }
+
+    /// The bounds check of attribute `index` of the values array at `values`
+    /// (its capacity is the u64 at `values − 8`, spec §4).
+    pub(crate) fn bounds_ok(
+        &self,
+        callers: &[Frame],
+        (checks, site): (Checks, u32),
+        loc: SrcLoc,
+        (obj, values): (u64, u64),
+        index: u32,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Bounds) {
+            return Ok(true);
+        }
+        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        let capacity = self.read_mem(loc, cap_addr, 8)?;
+        if (index as u64) < capacity {
+            return Ok(true);
+        }
+        verdict_ok(self.with_bt(callers, || {
+            self.rt.report_bounds(site, obj, index as u64, capacity)
+        }))
+    }
+
+    /// Runs `f` (which may report) with the calling IR frames known to the
+    /// report's backtrace.
+    pub(crate) fn with_bt<R>(&self, callers: &[Frame], f: impl FnOnce() -> R) -> R {
+        let outer = || self.call_frames(callers);
+        backtrace::with_outer_frames(&outer, f)
+    }
+
+    /// The IR calls `callers` (outermost first) are in, innermost first, as
+    /// backtrace frames: each frame's current instruction is its call.
+    fn call_frames(&self, callers: &[Frame]) -> Vec<String> {
+        callers
+            .iter()
+            .rev()
+            .take(backtrace::MAX_FRAMES)
+            .map(|c| {
+                let f = self.m.func(c.func);
+                let inst =
+                    c.ip.checked_sub(1)
+                        .and_then(|i| f.blocks[c.block].insts.get(i));
+                let (loc, op) = inst.map_or((f.loc, "?"), |i| (i.loc, i.kind.opcode()));
+                backtrace::ir_frame(&f.name, loc.line, loc.col, op)
+            })
+            .collect()
+    }
+
+    /// The IR calls below the top frame, innermost first, while
+    /// watchpoints are on (see [`watch::with_ir_frames`]).
+    pub(crate) fn ir_callers(&self, stack: &[Frame]) -> Vec<IrFrame<'m>> {
+        if !watch::active() {
+            return Vec::new();
+        }
+        let m: &'m Module = self.m;
+        let n = stack.len().saturating_sub(1);
+        stack[..n]
+            .iter()
+            .rev()
+            .map(|fr| {
+                let f = m.func(fr.func);
+                let loc = f.blocks[fr.block]
+                    .insts
+                    .get(fr.ip.wrapping_sub(1))
+                    .map_or(f.loc, |i| i.loc);
+                IrFrame {
+                    function: &f.name,
+                    line: loc.line,
+                    col: loc.col,
+                    op: "call",
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `f` (the execution of `inst`) with the IR frames published for
+    /// watchpoints; just `f()` when they are off.
+    pub(crate) fn with_frames<R>(
+        &self,
+        callers: &[IrFrame<'m>],
+        func: &'m Function,
+        inst: &'m Inst,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        if !watch::active() {
+            return f();
+        }
+        let mut frames = Vec::with_capacity(callers.len() + 1);
+        frames.push(IrFrame {
+            function: &func.name,
+            line: inst.loc.line,
+            col: inst.loc.col,
+            op: inst.kind.opcode(),
+        });
+        frames.extend_from_slice(callers);
+        watch::with_ir_frames(&frames, f)
+    }
+}

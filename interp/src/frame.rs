@@ -1,0 +1,95 @@
+//! Call frames: what one activation of an IR function holds (its values,
+//! adstacks and position), how a frame is entered and how a branch moves
+//! it, and what an instruction asks of the frame loop ([`Step`]).
+
+use crate::adstack::AdBuf;
+use crate::values::canon;
+use crate::{InterpError, Interpreter};
+use guardlift_ir::{Block, BlockCall, FuncId, Function, Inst, SrcLoc, Value};
+use guardlift_runtime::watch::IrFrame;
+use std::collections::HashMap;
+
+/// One activation of an IR function.
+pub(crate) struct Frame {
+    pub(crate) func: FuncId,
+    pub(crate) block: usize,
+    pub(crate) ip: usize,
+    pub(crate) vals: Vec<u64>,
+    pub(crate) stacks: Vec<AdBuf>,
+    /// (block, inst index) of an alloc → index in `stacks`.
+    pub(crate) alloc_slot: HashMap<(usize, usize), usize>,
+    /// Where the caller wants the result.
+    pub(crate) ret_dst: Option<Value>,
+}
+
+impl Frame {
+    /// The bits of `x` in this frame.
+    pub(crate) fn val(&self, x: Value) -> u64 {
+        self.vals[x.0 as usize]
+    }
+}
+
+/// What the frame loop does after an instruction.
+pub(crate) enum Step {
+    /// Set the instruction's result (if it has one) and go on.
+    Set(u64),
+    /// Go on with the next instruction (a branch has already moved the frame).
+    Next,
+    /// Push this frame and run it (a call).
+    Call(Frame),
+    /// The frame returns this value.
+    Return(Option<u64>),
+}
+
+/// Where an instruction runs: the frames below the top one, the
+/// function and the instruction itself.
+pub(crate) struct Cx<'a, 'm> {
+    /// The frames below the running one, outermost first.
+    pub(crate) callers: &'a [Frame],
+    /// The same, as IR frames for watchpoints (empty while they are off).
+    pub(crate) watch: &'a [IrFrame<'m>],
+    pub(crate) func: &'m Function,
+    pub(crate) inst: &'m Inst,
+    /// (block, inst index) of `inst`.
+    pub(crate) at: (usize, usize),
+}
+
+/// What would have been a crash in native code, at `loc`.
+pub(crate) fn fault<T>(loc: SrcLoc, msg: impl Into<String>) -> Result<T, InterpError> {
+    Err(InterpError::Fault {
+        loc,
+        msg: msg.into(),
+    })
+}
+
+impl<'m> Interpreter<'m> {
+    /// A frame entering `func` with `args` (already canonical).
+    pub(crate) fn new_frame(&self, func: FuncId, args: &[u64], ret_dst: Option<Value>) -> Frame {
+        let f = self.m.func(func);
+        let mut vals = vec![0u64; f.values.len()];
+        for (p, a) in f.params.iter().zip(args) {
+            vals[p.0 as usize] = *a;
+        }
+        Frame {
+            func,
+            block: 0,
+            ip: 0,
+            vals,
+            stacks: Vec::new(),
+            alloc_slot: HashMap::new(),
+            ret_dst,
+        }
+    }
+
+    /// Moves `fr` to `dest`, passing the block arguments.
+    pub(crate) fn branch(&self, fr: &mut Frame, func: &Function, dest: &BlockCall) {
+        let Block(b) = dest.block;
+        let target = &func.blocks[b as usize];
+        let args: Vec<u64> = dest.args.iter().map(|a| fr.vals[a.0 as usize]).collect();
+        for (p, a) in target.params.iter().zip(args) {
+            fr.vals[p.0 as usize] = canon(func.ty(*p), a);
+        }
+        fr.block = b as usize;
+        fr.ip = 0;
+    }
+}

@@ -1,0 +1,204 @@
+//! Memory and the object model: raw `load`/`store` and the managed-dict
+//! ops (`dict_slot.*`, `load_attr`/`store_attr` with their values-array
+//! fast path and the runtime's slow path), each with the checks of its
+//! guard in spec order. Every access goes through [`Interpreter::read_mem`]
+//! / [`Interpreter::write_mem`], which refuse anything outside a live block
+//! of the runtime's heap: a wild access is a fault here, not a crash.
+
+use crate::frame::{fault, Cx, Frame, Step};
+use crate::values::{canon, store_bits};
+use crate::{InterpError, Interpreter};
+use guardlift_ir::{CheckKind, Checks, InstKind, SrcLoc};
+use guardlift_runtime::layout;
+use guardlift_runtime::watch;
+use guardlift_runtime::Mode;
+
+/// Where attribute `index` of an object lives.
+enum AttrPlace {
+    /// In its values array, at this address.
+    Values(u64),
+    /// In its dict: the runtime's slow path.
+    Slow,
+}
+
+impl<'m> Interpreter<'m> {
+    /// Reads `bytes` (1, 4 or 8) at `addr`, which must lie in a live heap block.
+    pub(crate) fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
+        let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
+        if !ok {
+            return fault(
+                loc,
+                format!("load of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
+            );
+        }
+        // SAFETY: the heap just said [addr, addr+bytes) lies inside one of its
+        // live blocks, which stay allocated while the runtime (held by `self`)
+        // lives; the reads are unaligned-tolerant.
+        Ok(unsafe {
+            match bytes {
+                1 => (addr as *const u8).read_unaligned() as u64,
+                4 => (addr as *const u32).read_unaligned() as u64,
+                _ => (addr as *const u64).read_unaligned(),
+            }
+        })
+    }
+
+    /// Writes the low `bytes` (1, 4 or 8) of `v` at `addr`, which must lie
+    /// in a live heap block.
+    pub(crate) fn write_mem(
+        &self,
+        loc: SrcLoc,
+        addr: u64,
+        bytes: u32,
+        v: u64,
+    ) -> Result<(), InterpError> {
+        let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
+        if !ok {
+            return fault(
+                loc,
+                format!("store of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
+            );
+        }
+        // SAFETY: the heap just said [addr, addr+bytes) lies inside one of its
+        // live blocks (program data, no Rust object aliases it), which stay
+        // allocated while the runtime lives; the writes are unaligned-tolerant.
+        unsafe {
+            match bytes {
+                1 => (addr as *mut u8).write_unaligned(v as u8),
+                4 => (addr as *mut u32).write_unaligned(v as u32),
+                _ => (addr as *mut u64).write_unaligned(v),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a `load` or `store` of the top frame `fr`.
+    pub(crate) fn exec_mem(&self, fr: &mut Frame, cx: &Cx<'_, 'm>) -> Result<Step, InterpError> {
+        let inst = cx.inst;
+        let loc = inst.loc;
+        let g = self.guard(inst);
+        match &inst.kind {
+            InstKind::Load { ty, addr, offset } => {
+                let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
+                if !self.mem_live(cx.callers, g, a, ty.bytes())? {
+                    return Ok(Step::Set(0));
+                }
+                Ok(Step::Set(canon(*ty, self.read_mem(loc, a, ty.bytes())?)))
+            }
+            InstKind::Store {
+                value,
+                addr,
+                offset,
+            } => {
+                let t = cx.func.ty(*value);
+                let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
+                let x = store_bits(t, fr.val(*value));
+                if !self.mem_live(cx.callers, g, a, t.bytes())? {
+                    return Ok(Step::Next);
+                }
+                let (checks, site) = g;
+                if checks.contains(CheckKind::Clobber)
+                    && self.rt.clobber_check(site, a, t.bytes(), x)
+                {
+                    if self.rt.mode() != Mode::Recover {
+                        return Err(InterpError::Aborted);
+                    }
+                    return Ok(Step::Next);
+                }
+                self.with_frames(cx.watch, cx.func, inst, || {
+                    self.write_mem(loc, a, t.bytes(), x)
+                })?;
+                Ok(Step::Next)
+            }
+            _ => self.exec_object(fr, cx, g),
+        }
+    }
+
+    /// Runs an object-model op (`dict_slot.*`, `load_attr`, `store_attr`)
+    /// guarded by `g`.
+    fn exec_object(
+        &self,
+        fr: &mut Frame,
+        cx: &Cx<'_, 'm>,
+        g: (Checks, u32),
+    ) -> Result<Step, InterpError> {
+        let (inst, callers) = (cx.inst, cx.callers);
+        let loc = inst.loc;
+        match &inst.kind {
+            InstKind::DictSlotLoad { obj } => {
+                let o = fr.val(*obj);
+                if !self.live(callers, g, o)? {
+                    return Ok(Step::Set(0));
+                }
+                let word = self.read_mem(loc, self.rt.layout().slot_addr(o), 8)?;
+                // A bad word is still the load's result (spec §6).
+                self.dict_ok(callers, g, o, word)?;
+                Ok(Step::Set(word))
+            }
+            InstKind::DictSlotStore { obj, word } => {
+                let (o, w) = (fr.val(*obj), fr.val(*word));
+                if !self.live(callers, g, o)? || !self.dict_ok(callers, g, o, w)? {
+                    return Ok(Step::Next);
+                }
+                self.with_frames(cx.watch, cx.func, inst, || {
+                    watch::runtime_write(|| {
+                        self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)
+                    })
+                })?;
+                if g.0.contains(CheckKind::Dict) {
+                    self.rt.note_slot_write(g.1, o, w);
+                }
+                Ok(Step::Next)
+            }
+            InstKind::LoadAttr { obj, index } => {
+                let o = fr.val(*obj);
+                Ok(Step::Set(match self.attr_place(cx, g, o, *index)? {
+                    None => 0,
+                    Some(AttrPlace::Values(a)) => self.read_mem(loc, a, 8)?,
+                    Some(AttrPlace::Slow) => self.rt.load_attr_slow(o, *index) as u64,
+                }))
+            }
+            InstKind::StoreAttr { obj, index, value } => {
+                let (o, x) = (fr.val(*obj), fr.val(*value));
+                match self.attr_place(cx, g, o, *index)? {
+                    None => {}
+                    Some(AttrPlace::Values(a)) => self.write_mem(loc, a, 8, x)?,
+                    Some(AttrPlace::Slow) => self.rt.store_attr_slow(o, *index, x as i64),
+                }
+                Ok(Step::Next)
+            }
+            _ => Err(InterpError::Internal {
+                loc,
+                msg: format!("{} is not a memory op", inst.kind.opcode()),
+            }),
+        }
+    }
+
+    /// Where attribute `index` of `obj` lives, after the lifetime, dict and
+    /// bounds checks of `g`; `None` when one failed in recover mode.
+    fn attr_place(
+        &self,
+        cx: &Cx,
+        g: (Checks, u32),
+        obj: u64,
+        index: u32,
+    ) -> Result<Option<AttrPlace>, InterpError> {
+        let (callers, loc) = (cx.callers, cx.inst.loc);
+        if !self.live(callers, g, obj)? {
+            return Ok(None);
+        }
+        let word = self.read_mem(loc, self.rt.layout().slot_addr(obj), 8)?;
+        if !self.dict_ok(callers, g, obj, word)? {
+            return Ok(None);
+        }
+        if word & layout::VALUES_BIT == 0 {
+            return Ok(Some(AttrPlace::Slow));
+        }
+        let values = layout::values_ptr(word);
+        if !self.bounds_ok(callers, g, loc, (obj, values), index)? {
+            return Ok(None);
+        }
+        let a = values.wrapping_add(layout::attr_offset(index) as u64);
+        Ok(Some(AttrPlace::Values(a)))
+    }
+}
