@@ -29,11 +29,12 @@ pub mod support;
 pub mod toolchain;
 pub mod wrap;
 
-pub use protocol::{End, Print, TargetRun, Trap, TrapReport};
+pub use protocol::{End, IrPc, Print, TargetFault, TargetRun, Trap, TrapReport};
 pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64};
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
+use guardlift_runtime::fault::CodeFunction;
 use guardlift_runtime::heap::DEFAULT_QUARANTINE_MB;
 use guardlift_runtime::{Mode, ModuleSites};
 use std::path::{Path, PathBuf};
@@ -78,6 +79,8 @@ pub struct Build {
     toolchain: Toolchain,
     mode: Mode,
     sites: ModuleSites,
+    /// The IR functions' code (`gl_code`): PCs the target names are mapped with it.
+    code: Vec<CodeFunction>,
     params: Vec<Type>,
     ret: Option<Type>,
     exe: PathBuf,
@@ -98,7 +101,7 @@ pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Buil
     let f = m.func(fid);
     let (params, ret) = (f.param_types(), f.ret);
     let wrapped = wrap::wrap_entry(m, entry)?;
-    let (object, traps) = guardlift_jit::emit_object_with_traps(
+    let object = guardlift_jit::emit_object_with_code(
         &wrapped,
         target,
         &EmitOptions {
@@ -107,13 +110,28 @@ pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Buil
             ..Default::default()
         },
     )?;
+    // The entry wrapper is not an IR frame of the program (a backtrace
+    // ends where it called the entry, as the host JIT's ends at its caller).
+    let code: Vec<CodeFunction> = object
+        .functions
+        .into_iter()
+        .filter(|f| f.function != wrap::START_SYMBOL)
+        .collect();
     let toolchain = Toolchain::find(target)?;
     let work = WorkDir::new()?;
-    let exe = toolchain::link(&toolchain, &object, &traps, m.layout, work.path())?;
+    let exe = toolchain::link(
+        &toolchain,
+        &object.bytes,
+        &object.traps,
+        &code,
+        m.layout,
+        work.path(),
+    )?;
     Ok(Build {
         toolchain,
         mode,
         sites: m.site_infos(),
+        code,
         params,
         ret,
         exe,
@@ -156,7 +174,7 @@ impl Build {
         argv.extend(args.iter().map(|a| format!("{a:x}")));
         let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let (mut run, complete) = protocol::parse(&stdout, &self.sites).map_err(|e| {
+        let (mut run, complete) = protocol::parse(&stdout, &self.sites, &self.code).map_err(|e| {
             AotError::Run(format!(
                 "the {} program's output is not the protocol: {e}; stderr: {}",
                 self.target(),

@@ -261,6 +261,7 @@ pub fn link(
     tc: &Toolchain,
     object: &[u8],
     traps: &[guardlift_jit::ObjectTrap],
+    code: &[guardlift_runtime::fault::CodeFunction],
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,
 ) -> Result<PathBuf, AotError> {
@@ -268,7 +269,7 @@ pub fn link(
     let support = support_object(tc, &header, work)?;
     write(&work.join(HEADER_NAME), header.as_bytes())?;
     let traps_c = work.join("gl_traps.c");
-    write(&traps_c, support::trap_table(traps).as_bytes())?;
+    write(&traps_c, support::program_tables(traps, code).as_bytes())?;
     let prog_o = work.join("program.o");
     write(&prog_o, object)?;
     let exe = work.join("program");
