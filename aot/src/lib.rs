@@ -92,9 +92,33 @@ pub struct Build {
 /// Compiles `m` (already instrumented as wanted) for `target` with the
 /// guard lowering of `mode`, and links it with the target-side support.
 pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Build, AotError> {
-    // Only built-ins exist on the target: any other extern is the same link
-    // error (LINE:COL: undefined symbol @name) as in the JIT.
-    guardlift_jit::lower::resolve_externs(m, |_| None)?;
+    build_with_host(m, entry, target, mode, &[])
+}
+
+/// [`build`], also compiling and linking the C files `host_c`, which
+/// define host functions: every extern of `m` that is not a built-in is
+/// the C function of its name (`extern fn @deref(i64) -> i64` is
+/// `int64_t deref(int64_t)`, no hidden runtime argument), as
+/// `CompileOptions::symbol` gives the JIT one. A fault in them is placed
+/// at the IR call, as on the host.
+pub fn build_with_host(
+    m: &Module,
+    entry: &str,
+    target: Target,
+    mode: Mode,
+    host_c: &[PathBuf],
+) -> Result<Build, AotError> {
+    // The link runs in its own directory.
+    let host_c: Vec<PathBuf> = host_c
+        .iter()
+        .map(|p| std::env::current_dir().map(|d| d.join(p)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| AotError::Build(format!("the current directory: {e}")))?;
+    if host_c.is_empty() {
+        // Only built-ins exist on the target: any other extern is the same
+        // link error (LINE:COL: undefined symbol @name) as in the JIT.
+        guardlift_jit::lower::resolve_externs(m, |_| None)?;
+    }
     let fid = m
         .func_by_name(entry)
         .ok_or_else(|| AotError::Usage(format!("no function @{entry}")))?;
@@ -124,6 +148,7 @@ pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Buil
         &object.bytes,
         &object.traps,
         &code,
+        &host_c,
         m.layout,
         work.path(),
     )?;

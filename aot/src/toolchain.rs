@@ -262,6 +262,7 @@ pub fn link(
     object: &[u8],
     traps: &[guardlift_jit::ObjectTrap],
     code: &[guardlift_runtime::fault::CodeFunction],
+    host_c: &[PathBuf],
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,
 ) -> Result<PathBuf, AotError> {
@@ -284,6 +285,7 @@ pub fn link(
             .arg(&prog_o)
             .arg(&traps_c)
             .arg(&support)
+            .args(host_c)
             .args(["-lm", "-pthread"]);
         run_tool(&mut c, &tc.cc.display().to_string())
     };
