@@ -58,6 +58,7 @@ pub enum AotError {
     /// The program could not be run, or said something unexpected.
     #[error("{0}")]
     Run(String),
+    /// A bug in guardlift-aot.
     #[error("internal error: {0}")]
     Internal(String),
 }

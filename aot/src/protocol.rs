@@ -80,6 +80,7 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Every fault, in code order.
     pub const ALL: [Fault; 6] = [
         Fault::NotLive,
         Fault::DoubleFree,
@@ -126,20 +127,25 @@ impl Fault {
 /// Who last wrote a dict slot, as the target records it (`GL_LW_*` in C).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LastWriteCode {
+    /// No write recorded.
     None = 0,
+    /// `obj_new` stored the values word.
     ObjNew = 1,
+    /// The model heap's dict code stored a dict.
     DictCode = 2,
     /// Instrumented code (`gl_note_slot_write`) at a site.
     Site = 3,
 }
 
 impl LastWriteCode {
+    /// Every code, in code order.
     pub const ALL: [LastWriteCode; 4] = [
         LastWriteCode::None,
         LastWriteCode::ObjNew,
         LastWriteCode::DictCode,
         LastWriteCode::Site,
     ];
+    /// The C macro name suffix (`GL_LW_*`).
     pub fn c_name(self) -> &'static str {
         match self {
             LastWriteCode::None => "NONE",
@@ -197,15 +203,20 @@ pub fn site_info(sites: &ModuleSites, site: u32) -> SiteInfo {
 /// One `print_*` call of the program.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Print {
+    /// `print_i64`.
     I64(i64),
+    /// `print_f64`.
     F64(f64),
 }
 
 /// A guard's trap, mapped back to its site (trap mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TrapReport {
+    /// The guard's check.
     pub kind: ReportKind,
+    /// Its site id.
     pub site: u32,
+    /// Where the site is in the IR.
     pub info: SiteInfo,
     /// What the guard left in the scratch area, if it was this site's.
     pub observed: Option<Observed>,
@@ -234,7 +245,10 @@ pub enum End {
     /// It died of a signal (what the JIT would have crashed of); placed at
     /// an IR site in [`TargetRun::fault`] when it was in IR code or a host
     /// function IR code called.
-    Crashed { signal: u32 },
+    Crashed {
+        /// The signal number (0: unknown).
+        signal: u32,
+    },
 }
 
 /// A fatal signal in IR code or in a host function it called, placed at
@@ -281,8 +295,11 @@ impl TargetFault {
 pub struct IrPc {
     /// The IR function (without the object's symbol prefix).
     pub function: String,
+    /// Line of the IR instruction (0: no source location).
     pub line: u32,
+    /// Its column.
     pub col: u32,
+    /// Its opcode.
     pub op: &'static str,
 }
 
@@ -300,13 +317,17 @@ impl IrPc {
 /// Everything a target run told the host.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetRun {
+    /// The `print_*` calls, in order.
     pub prints: Vec<Print>,
     /// The raw result bits (`V`), when the entry returned.
     pub result: Option<u64>,
+    /// The deduplicated reports, in first-occurrence order.
     pub reports: Vec<Report>,
+    /// The first host fault of the model heap.
     pub host_fault: Option<HostFault>,
     /// The fatal signal that ended the run, placed at its IR site (`C`).
     pub fault: Option<TargetFault>,
+    /// How it ended.
     pub end: End,
 }
 

@@ -42,7 +42,9 @@ const CFLAGS: &[&str] = &[
 /// its code, the user-mode emulator that can.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Toolchain {
+    /// The architecture it builds for.
     pub target: Target,
+    /// The C compiler (and linker driver).
     pub cc: PathBuf,
     /// `None`: run natively.
     pub runner: Option<PathBuf>,
@@ -135,6 +137,7 @@ impl Toolchain {
 pub struct WorkDir(PathBuf);
 
 impl WorkDir {
+    /// A fresh directory under the system's temporary directory.
     pub fn new() -> Result<WorkDir, AotError> {
         static N: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();
@@ -157,6 +160,7 @@ impl WorkDir {
         }
         Err(AotError::Build("cannot create a scratch directory".into()))
     }
+    /// Where it is.
     pub fn path(&self) -> &Path {
         &self.0
     }
