@@ -197,3 +197,40 @@ fn reports_carry_the_ir_call_chain() {
         );
     }
 }
+
+/// A host function in C that executes an illegal instruction (not a
+/// guard's trap: it is not in the program's trap table).
+fn illegal_c() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("guardlift-aot-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("illegal.c");
+    std::fs::write(
+        &p,
+        "#include <stdint.h>\n\
+         int64_t illegal(int64_t p) {\n\
+         #if defined(__x86_64__)\n  __asm__ volatile(\"ud2\");\n\
+         #elif defined(__aarch64__)\n  __asm__ volatile(\".inst 0x00000000\");\n\
+         #else\n  __asm__ volatile(\".4byte 0x00000000\");\n#endif\n  return p;\n}\n",
+    )
+    .unwrap();
+    p
+}
+
+/// A SIGILL that is not a guard's trap is a host_fault like a segfault
+/// (before: a bare fatal "trap instruction that is not a guard's").
+#[test]
+fn an_illegal_instruction_in_a_host_function_is_a_host_fault() {
+    let c = illegal_c();
+    let text = "extern fn @illegal(i64) -> i64\nfn @main(%p: i64) -> i64 {\nentry:\n    %v = call @illegal(%p)\n    return %v\n}\n";
+    for t in TARGETS {
+        let r = run_on(t, text, 3, std::slice::from_ref(&c));
+        assert_eq!(r.end, End::Crashed { signal: 4 }, "{t}: {r:?}");
+        let f = r.fault.unwrap_or_else(|| panic!("{t}: no fault"));
+        let text = f.report().to_string();
+        assert!(
+            text.starts_with("==guardlift== ERROR: host_fault at @main 4:5 (call)\n    SIGILL at address 0x"),
+            "{t}: {text}"
+        );
+        assert!(f.in_host, "{t}");
+    }
+}
