@@ -1,7 +1,9 @@
 //! The line protocol from the target program to the host.
 //!
 //! The target (the object linked with `support/gl_support.c`) writes these
-//! lines to its stdout, fully buffered, flushed at exit and before it aborts.
+//! lines to its stdout, fully buffered (its own buffer and `write(2)`, so
+//! that its fault handler can flush it), flushed at exit, before it aborts
+//! and when it faults.
 //! Numbers are lowercase hex without `0x`; fields are separated by one
 //! space. Formatting of everything a user sees stays on the host.
 //!
