@@ -200,13 +200,14 @@ impl Build {
         argv.extend(args.iter().map(|a| format!("{a:x}")));
         let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let (mut run, complete) = protocol::parse(&stdout, &self.sites, &self.code).map_err(|e| {
-            AotError::Run(format!(
-                "the {} program's output is not the protocol: {e}; stderr: {}",
-                self.target(),
-                toolchain::output_tail(&out.stderr, 1000)
-            ))
-        })?;
+        let (mut run, complete) =
+            protocol::parse(&stdout, &self.sites, &self.code).map_err(|e| {
+                AotError::Run(format!(
+                    "the {} program's output is not the protocol: {e}; stderr: {}",
+                    self.target(),
+                    toolchain::output_tail(&out.stderr, 1000)
+                ))
+            })?;
         if !complete {
             use std::os::unix::process::ExitStatusExt;
             match out.status.signal() {

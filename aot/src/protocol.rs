@@ -430,7 +430,10 @@ fn report_backtrace<'a>(
         info.col,
         &info.op,
     )];
-    if pcs.first().is_some_and(|p| p.as_ref().is_some_and(|p| p.is(info))) {
+    if pcs
+        .first()
+        .is_some_and(|p| p.as_ref().is_some_and(|p| p.is(info)))
+    {
         bt.extend(pcs.iter().skip(1).flatten().map(IrPc::frame));
     }
     Ok(bt)

@@ -44,7 +44,10 @@ fn assert_report_then_fault(t: Target, r: &TargetRun, report_line: u32, head: &s
     assert_eq!(r.end, End::Crashed { signal: 11 }, "{t}: {r:?}");
     let kinds: Vec<(ReportKind, u32)> = r.reports.iter().map(|r| (r.kind, r.info.line)).collect();
     assert_eq!(kinds, [(ReportKind::AdstackOverflow, report_line)], "{t}");
-    let f = r.fault.as_ref().unwrap_or_else(|| panic!("{t}: no fault: {r:?}"));
+    let f = r
+        .fault
+        .as_ref()
+        .unwrap_or_else(|| panic!("{t}: no fault: {r:?}"));
     let text = f.report().to_string();
     assert!(text.starts_with(head), "{t}: {text}");
     for m in more {
@@ -228,7 +231,9 @@ fn an_illegal_instruction_in_a_host_function_is_a_host_fault() {
         let f = r.fault.unwrap_or_else(|| panic!("{t}: no fault"));
         let text = f.report().to_string();
         assert!(
-            text.starts_with("==guardlift== ERROR: host_fault at @main 4:5 (call)\n    SIGILL at address 0x"),
+            text.starts_with(
+                "==guardlift== ERROR: host_fault at @main 4:5 (call)\n    SIGILL at address 0x"
+            ),
             "{t}: {text}"
         );
         assert!(f.in_host, "{t}");

@@ -503,6 +503,10 @@ fn c_pyish_watched_clean_run_reports_nothing() {
         r.stderr
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("pyish: 0 guardlift report(s)"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("pyish: 0 guardlift report(s)"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains(CLEAN), "{}", r.stdout);
 }

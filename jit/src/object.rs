@@ -153,7 +153,13 @@ pub fn emit_object_verified(
     opts: &EmitOptions,
 ) -> Result<Vec<u8>, JitError> {
     let isa = build_isa_verified(target, opts.opt_level, Tier::Optimized, true, true)?;
-    emit_with(setup_with_isa(module, isa, opts)?, module, target, opts.site_base).map(|o| o.bytes)
+    emit_with(
+        setup_with_isa(module, isa, opts)?,
+        module,
+        target,
+        opts.site_base,
+    )
+    .map(|o| o.bytes)
 }
 
 fn emit_with(
