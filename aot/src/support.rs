@@ -1,4 +1,5 @@
-//! The target-side support: `support/gl_support.c` (embedded, so an
+//! The target-side support: `support/gl_support.c` and `gl_signals.c`
+//! with their shared `gl_support.h` (embedded, so an
 //! installed CLI works from any directory) and the header `gl_layout.h`
 //! generated for each module from the runtime's own constants, so that no
 //! layout constant, report code, protocol code or ABI signature is written
@@ -16,8 +17,18 @@ use guardlift_runtime::trap::{TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_
 use guardlift_runtime::{Mode, ReportKind, TrapScratch, TRAP_SCRATCH_OFFSET};
 use std::fmt::Write as _;
 
-/// The C source of the target-side support.
+/// The C source of the target-side support: the model heap, reports, `main`.
 pub const SUPPORT_C: &str = include_str!("../support/gl_support.c");
+/// Its protocol output, code table, backtraces and signal handlers.
+pub const SIGNALS_C: &str = include_str!("../support/gl_signals.c");
+/// What the two share.
+pub const SUPPORT_H: &str = include_str!("../support/gl_support.h");
+/// The support's files: (name, text); the `.c` files are compiled.
+pub const SOURCES: [(&str, &str); 3] = [
+    ("gl_support.c", SUPPORT_C),
+    ("gl_signals.c", SIGNALS_C),
+    ("gl_support.h", SUPPORT_H),
+];
 /// The name the support includes its generated header by.
 pub const HEADER_NAME: &str = "gl_layout.h";
 
@@ -285,12 +296,11 @@ mod tests {
             TRAP_SCRATCH_OFFSET as u64 + std::mem::size_of::<TrapScratch>() as u64
                 <= RUNTIME_SYMBOL_BYTES
         );
-        // The C file uses no number the header should have given it.
-        for forbidden in ["-24", "0x18", "0b111", "1048576"] {
-            assert!(
-                !SUPPORT_C.contains(forbidden),
-                "gl_support.c spells {forbidden}"
-            );
+        // The C files use no number the header should have given them.
+        for (name, text) in SOURCES {
+            for forbidden in ["-24", "0x18", "0b111", "1048576", "65536"] {
+                assert!(!text.contains(forbidden), "{name} spells {forbidden}");
+            }
         }
     }
 }

@@ -18,102 +18,42 @@
  * codes, protocol codes, ABI signatures) comes from the generated header
  * gl_layout.h; nothing is formatted for a user here: the host does that.
  *
+ * The protocol output, backtraces and the signal handlers are in
+ * gl_signals.c (gl_support.h is what the two share).
+ *
  * usage: PROGRAM MODE QUARANTINE_BYTES_HEX [ARG_BITS_HEX...]
  *        (MODE: recover | abort | trap; freed memory held before the oldest
  *        freed object is really released)
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <ucontext.h>
-#include <unistd.h>
 
-#include "gl_layout.h"
-
-typedef uint64_t u64;
-typedef int64_t i64;
-typedef uint32_t u32;
+#include "gl_support.h"
 
 /* The lowering passes this symbol's address as the runtime pointer. */
 _Alignas(64) unsigned char guardlift_runtime[GL_RUNTIME_SYMBOL_BYTES];
 
 static int g_recover; /* recover mode: report and go on */
 
-/* ---- output ------------------------------------------------------------- */
-
-/* The protocol goes to stdout through this buffer and write(2) only (no
- * stdio): the fault handler flushes what the run wrote before it and adds
- * its own lines with the same functions, async-signal-safely. Bytes past
- * g_outlen are never read, so a line half-appended when a signal arrives is
- * simply not written. */
-static char g_out[1 << 16];
-static volatile size_t g_outlen;
-
-static void emit_reports(void);
-
-static void write_all(const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(STDOUT_FILENO, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void flush_out(void) {
-    write_all(g_out, g_outlen);
-    g_outlen = 0;
-}
-
-static void out_bytes(const char *p, size_t n) {
-    if (g_outlen + n > sizeof g_out) flush_out();
-    memcpy(g_out + g_outlen, p, n);
-    g_outlen += n;
-}
-
-static void out_char(char c) { out_bytes(&c, 1); }
-
-/* ` HEX`: one numeric field (lowercase hex, no 0x). */
-static void out_field(u64 v) {
-    char b[17];
-    int i = 17;
-    do {
-        b[--i] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v);
-    out_char(' ');
-    out_bytes(b + i, (size_t)(17 - i));
-}
-
-static void out_nl(void) { out_char('\n'); }
-
-/* A line with no fields (`E`, `A`). */
-static void out_line(char ev) {
-    out_char(ev);
-    out_nl();
-}
-
 /* Abort or trap mode after a violation: everything recorded, then `A`. */
-static void die(void) {
+void gl_die(void) {
     struct rlimit no_core = {0, 0};
-    emit_reports();
-    out_line(GL_EV_ABORT);
-    flush_out();
+    gl_emit_reports();
+    gl_out_line(GL_EV_ABORT);
+    gl_flush_out();
     setrlimit(RLIMIT_CORE, &no_core);
     abort();
 }
 
 static void oom(void) {
     /* The host sees no end marker and reports the signal. */
-    flush_out();
+    gl_flush_out();
     abort();
 }
 
@@ -247,12 +187,12 @@ static void free_block(u64 p) { free((void *)(uintptr_t)p); }
 static void fault(u32 fn, u32 kind, u64 a, u64 b) {
     if (g_faulted) return;
     g_faulted = 1;
-    out_char(GL_EV_FAULT);
-    out_field(fn);
-    out_field(kind);
-    out_field(a);
-    out_field(b);
-    out_nl();
+    gl_out_char(GL_EV_FAULT);
+    gl_out_field(fn);
+    gl_out_field(kind);
+    gl_out_field(a);
+    gl_out_field(b);
+    gl_out_nl();
 }
 
 static obj_meta *live_meta(u64 obj) {
@@ -607,20 +547,20 @@ void gl_store_attr_slow(void *rt, uint64_t obj, uint64_t index, uint64_t x) {
 
 void gl_print_i64(void *rt, uint64_t v) {
     (void)rt;
-    out_char(GL_EV_PRINT);
-    out_bytes(" i", 2);
-    out_field(v);
-    out_nl();
+    gl_out_char(GL_EV_PRINT);
+    gl_out_bytes(" i", 2);
+    gl_out_field(v);
+    gl_out_nl();
 }
 
 void gl_print_f64(void *rt, double v) {
     (void)rt;
     u64 bits;
     memcpy(&bits, &v, 8);
-    out_char(GL_EV_PRINT);
-    out_bytes(" f", 2);
-    out_field(bits);
-    out_nl();
+    gl_out_char(GL_EV_PRINT);
+    gl_out_bytes(" f", 2);
+    gl_out_field(bits);
+    gl_out_nl();
 }
 
 double gl_sin(double x) { return sin(x); }
@@ -644,8 +584,6 @@ typedef struct {
     u64 frames[GL_MAX_FRAMES];
 } report_t;
 
-static unsigned capture_frames(u64 *out);
-static void out_code_pc(u64 pc);
 
 static report_t *g_reports;
 static size_t g_nreports, g_capreports;
@@ -654,24 +592,24 @@ static map_t g_report_index; /* site << 8 | kind -> index */
 /* A site field of the protocol: hex, or `-` for none. */
 static void put_site(u32 site) {
     if (site == NO_SITE)
-        out_bytes(" -", 2);
+        gl_out_bytes(" -", 2);
     else
-        out_field(site);
+        gl_out_field(site);
 }
 
-static void emit_reports(void) {
+void gl_emit_reports(void) {
     for (size_t i = 0; i < g_nreports; i++) {
         report_t *r = &g_reports[i];
         u64 f[12] = {r->kind,     r->site,         r->a,         r->b,     r->c,
                      r->lw.code,  r->lw.site,      r->lw.value,  r->lw.object_id,
                      r->count,    r->object_id,    r->freed};
-        out_char(GL_EV_REPORT);
-        for (int k = 0; k < 12; k++) out_field(f[k]);
+        gl_out_char(GL_EV_REPORT);
+        for (int k = 0; k < 12; k++) gl_out_field(f[k]);
         put_site(r->alloc_site);
         put_site(r->free_site);
-        out_field(r->nframes);
-        for (unsigned k = 0; k < r->nframes; k++) out_code_pc(r->frames[k]);
-        out_nl();
+        gl_out_field(r->nframes);
+        for (unsigned k = 0; k < r->nframes; k++) gl_out_code_pc(r->frames[k]);
+        gl_out_nl();
     }
     g_nreports = 0;
 }
@@ -709,11 +647,11 @@ static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write
         r->freed = o ? o->freed : 0;
         r->alloc_site = o ? o->alloc_site : NO_SITE;
         r->free_site = o ? o->free_site : NO_SITE;
-        r->nframes = capture_frames(r->frames);
+        r->nframes = gl_capture_frames(r->frames);
         map_put(&g_report_index, key, g_nreports);
         g_nreports++;
     }
-    if (!g_recover) die();
+    if (!g_recover) gl_die();
     return 0;
 }
 
@@ -830,212 +768,6 @@ void gl_note_slot_write(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
     note_write(slot(obj), GL_LW_SITE, site, word, obj);
 }
 
-/* ---- where a PC is: the IR functions' code (gl_code in gl_traps.c) ------------ */
-
-/* The IR function containing `pc` (an index into gl_code) and the offset
- * in it, or -1. The host maps (index, offset) to the IR site. */
-static long code_index(u64 pc, u64 *off) {
-    for (unsigned long i = 0; i < gl_ncode; i++) {
-        u64 start = (u64)(uintptr_t)gl_code[i].start;
-        if (pc >= start && pc - start < gl_code[i].size) {
-            *off = pc - start;
-            return (long)i;
-        }
-    }
-    return -1;
-}
-
-static int in_code(u64 pc) {
-    u64 off;
-    return code_index(pc, &off) >= 0;
-}
-
-/* ` FN OFF` of a PC in IR code, else ` - -`. */
-static void out_code_pc(u64 pc) {
-    u64 off = 0;
-    long i = pc ? code_index(pc, &off) : -1;
-    if (i < 0) {
-        out_bytes(" - -", 4);
-        return;
-    }
-    out_field((u64)i);
-    out_field(off);
-}
-
-/* The run thread's stack: where it called the entry (IR frames lie below)
- * and its low end (a fault just around it is a stack overflow). */
-static volatile u64 g_entry_sp, g_stack_lo;
-
-/* A word of the run thread's stack (a conservative scan reads any slot). */
-static u64 stack_word(u64 a) { return *(volatile const u64 *)(uintptr_t)a; }
-
-/* `[from, top)` capped at GL_SCAN_BYTES, 8-aligned start; 0 when empty. */
-static u64 scan_end(u64 from, u64 top) {
-    if (!top || from >= top) return 0;
-    return top - from > GL_SCAN_BYTES ? from + GL_SCAN_BYTES : top;
-}
-
-/* The IR call chain of the report being recorded, innermost first, as PCs
- * (return address - 1) in IR code: the frame record `[fp, return address]`
- * the report stub pushed is the first one up the stack whose return address
- * is in IR code; then the chain of frame records (Cranelift sets one up in
- * every function that calls) until a return address leaves IR code (the
- * entry wrapper). The host checks that the first PC is the report's site. */
-static unsigned capture_frames(u64 *out) {
-    u64 here = (u64)(uintptr_t)__builtin_frame_address(0), top = g_entry_sp;
-    u64 end = scan_end(here, top), rec = 0;
-    for (u64 a = (here + 7) & ~(u64)7; a + 16 <= end; a += 8) {
-        u64 fp = stack_word(a), ra = stack_word(a + 8);
-        if (fp > a && fp < top && ra > 1 && in_code(ra - 1)) {
-            rec = a;
-            break;
-        }
-    }
-    if (!rec) return 0;
-    unsigned n = 0;
-    out[n++] = stack_word(rec + 8) - 1;
-    while (n < GL_MAX_FRAMES) {
-        u64 next = stack_word(rec);
-        if (next <= rec || next + 16 > top) break;
-        rec = next;
-        u64 ra = stack_word(rec + 8);
-        if (ra <= 1 || !in_code(ra - 1)) break;
-        out[n++] = ra - 1;
-    }
-    return n;
-}
-
-/* ---- signals ------------------------------------------------------------------ */
-
-/* What a fault handler needs of the interrupted context: PC, stack pointer
- * and link register (the return address of a leaf; 0 on x86_64). */
-typedef struct {
-    u64 pc, sp, lr;
-} regs_t;
-
-static regs_t signal_regs(void *uctx) {
-    ucontext_t *uc = uctx;
-    regs_t r = {0, 0, 0};
-#if defined(__aarch64__)
-    r.pc = uc->uc_mcontext.pc;
-    r.sp = uc->uc_mcontext.sp;
-    r.lr = uc->uc_mcontext.regs[30];
-#elif defined(__x86_64__)
-    r.pc = (u64)uc->uc_mcontext.gregs[REG_RIP];
-    r.sp = (u64)uc->uc_mcontext.gregs[REG_RSP];
-#elif defined(__riscv)
-    r.pc = (u64)uc->uc_mcontext.__gregs[REG_PC];
-    r.sp = (u64)uc->uc_mcontext.__gregs[REG_SP];
-    r.lr = (u64)uc->uc_mcontext.__gregs[REG_RA];
-#else
-    (void)uc;
-#endif
-    return r;
-}
-
-static u64 scratch_load(int offset) {
-    return __atomic_load_n((u64 *)(void *)(guardlift_runtime + GL_TRAP_SCRATCH_OFFSET + offset),
-                           __ATOMIC_SEQ_CST);
-}
-
-/* Dies of `sig` (no core) once the handler returns and the faulting
- * instruction runs again. */
-static void die_of(int sig) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* The innermost return address into IR code on the stack in [sp, top): the
- * IR call through which the thread entered host code (minus 1), or 0. */
-static u64 call_on_stack(u64 sp, u64 top) {
-    u64 end = scan_end(sp, top);
-    for (u64 a = (sp + 7) & ~(u64)7; a + 8 <= end; a += 8) {
-        u64 w = stack_word(a);
-        if (w > 1 && in_code(w - 1)) return w - 1;
-    }
-    return 0;
-}
-
-/* A fatal signal. In IR code, or in a host function IR code called (the
- * link register, else the innermost return address into IR code on the
- * stack, is the call): everything written so far, the reports recorded,
- * and a `C` line for the host's host_fault / stack_overflow report. Else
- * (the support itself, outside any IR call): `S`. Then die of the signal.
- * Async-signal-safe: write(2) of lines formatted here, from static memory. */
-static void on_crash(int sig, siginfo_t *si, void *uctx) {
-    regs_t r = signal_regs(uctx);
-    u64 addr = (u64)(uintptr_t)si->si_addr;
-    int in_host = !in_code(r.pc);
-    u64 site = r.pc;
-    if (in_host) {
-        site = 0;
-        if (r.lr > 1 && in_code(r.lr - 1))
-            site = r.lr - 1;
-        else if (r.sp >= g_stack_lo && r.sp < g_entry_sp)
-            site = call_on_stack(r.sp, g_entry_sp);
-    }
-    if (!site) {
-        out_char(GL_EV_SIGNAL);
-        out_field((u64)sig);
-        out_nl();
-        flush_out();
-        die_of(sig);
-        return;
-    }
-    u64 lo = g_stack_lo;
-    int overflow = sig == SIGSEGV && lo && addr + GL_OVERFLOW_SLACK >= lo &&
-                   addr < lo + GL_OVERFLOW_SLACK;
-    emit_reports();
-    u64 f[5] = {(u64)sig, addr, r.pc, (u64)in_host, (u64)overflow};
-    out_char(GL_EV_CRASH);
-    for (int k = 0; k < 5; k++) out_field(f[k]);
-    out_code_pc(site);
-    /* A fault in a prologue has no IR site: the call that entered it does. */
-    out_code_pc(!in_host && r.lr > 1 ? r.lr - 1 : 0);
-    out_nl();
-    flush_out();
-    die_of(sig);
-}
-
-/* A trap instruction. A guard's (trap mode; gl_traps.c says which site):
- * its observed values are in the scratch area at the runtime pointer if the
- * guard could claim it (runtime/src/trap.rs). The host prints the report.
- * Any other trap instruction is a fatal signal like a segfault. */
-static void on_trap(int sig, siginfo_t *si, void *uctx) {
-    u64 pc = signal_regs(uctx).pc;
-    const gl_trap_t *t = NULL;
-    for (unsigned long i = 0; i < gl_ntraps; i++)
-        if ((u64)(uintptr_t)gl_traps[i].pc == pc) t = &gl_traps[i];
-    if (!t) {
-        on_crash(sig, si, uctx);
-        return;
-    }
-    u64 v[3] = {0, 0, 0};
-    int have = 0;
-    u64 token = GL_TRAP_TOKEN(t->site);
-    if (scratch_load(GL_TRAP_OWNER_OFFSET) == token &&
-        scratch_load(GL_TRAP_READY_OFFSET) == token) {
-        for (int k = 0; k < 3; k++) v[k] = scratch_load(GL_TRAP_VALUES_OFFSET + 8 * k);
-        have = 1;
-    }
-    u64 f[9] = {(u64)sig, pc, 1, t->kind, t->site, (u64)have, v[0], v[1], v[2]};
-    out_char(GL_EV_TRAP);
-    for (int k = 0; k < 9; k++) out_field(f[k]);
-    out_nl();
-    die();
-}
-
-static void install(int sig, void (*h)(int, siginfo_t *, void *)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = h;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 /* ---- main --------------------------------------------------------------------- */
 
 typedef struct {
@@ -1043,27 +775,11 @@ typedef struct {
     u64 ret;
 } run_t;
 
-/* Where this thread's stack ends below (0 when unknown). */
-static u64 stack_low_end(void) {
-    pthread_attr_t a;
-    void *addr = NULL;
-    size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &a) != 0) return 0;
-    if (pthread_attr_getstack(&a, &addr, &size) != 0) addr = NULL;
-    pthread_attr_destroy(&a);
-    return (u64)(uintptr_t)addr;
-}
-
 static void *run_entry(void *p) {
     run_t *r = p;
-    /* Stack overflow lands on the guard page: handle it on its own stack. */
-    static char altstack[1 << 16];
-    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
-    sigaltstack(&ss, NULL);
-    g_stack_lo = stack_low_end();
-    g_entry_sp = (u64)(uintptr_t)__builtin_frame_address(0);
+    gl_run_thread_begin((u64)(uintptr_t)__builtin_frame_address(0));
     __gl_start(r->args, &r->ret);
-    g_entry_sp = 0;
+    gl_run_thread_end();
     return NULL;
 }
 
@@ -1083,11 +799,7 @@ int main(int argc, char **argv) {
     if (!args) oom();
     for (int i = 0; i < n; i++) args[i] = strtoull(argv[i + 3], NULL, 16);
 
-    install(SIGILL, on_trap);
-    install(SIGTRAP, on_trap);
-    install(SIGSEGV, on_crash);
-    install(SIGBUS, on_crash);
-    install(SIGFPE, on_crash);
+    gl_install_handlers();
 
     run_t r = {args, 0};
     pthread_attr_t attr;
@@ -1100,11 +812,11 @@ int main(int argc, char **argv) {
     } else {
         pthread_join(th, NULL);
     }
-    emit_reports();
-    out_char(GL_EV_RESULT);
-    out_field(r.ret);
-    out_nl();
-    out_line(GL_EV_END);
-    flush_out();
+    gl_emit_reports();
+    gl_out_char(GL_EV_RESULT);
+    gl_out_field(r.ret);
+    gl_out_nl();
+    gl_out_line(GL_EV_END);
+    gl_flush_out();
     return 0;
 }
