@@ -663,6 +663,73 @@ mod tests {
         assert_eq!(last_write(0, 0, 0, 0, &sites), None);
     }
 
+    /// `@__glir_f`: offsets 0..8 are line 3 (a load), 8..16 line 4 (a call).
+    fn code() -> Vec<CodeFunction> {
+        use guardlift_runtime::fault::PcLoc;
+        let loc = |start, line, op| PcLoc {
+            start,
+            end: start + 8,
+            line,
+            col: 5,
+            op,
+        };
+        vec![CodeFunction {
+            start: 0,
+            len: 0x20,
+            function: format!("{FUNC_PREFIX}f"),
+            locs: vec![loc(0, 3, "load"), loc(8, 4, "call")],
+        }]
+    }
+
+    #[test]
+    fn parses_faults_and_report_frames() {
+        let sites: ModuleSites = [(
+            0,
+            SiteInfo {
+                function: "f".into(),
+                line: 3,
+                col: 5,
+                op: "load".into(),
+            },
+        )]
+        .into();
+        let (r, complete) = parse("C b 18 4008e8 0 0 0 2 - -\n", &sites, &code()).unwrap();
+        assert!(complete);
+        assert_eq!(r.end, End::Crashed { signal: 11 });
+        let f = r.fault.unwrap();
+        assert_eq!(
+            (f.at.function.as_str(), f.at.line, f.at.op),
+            ("f", 3, "load")
+        );
+        assert_eq!(
+            (f.address, f.pc, f.in_host, f.stack_overflow),
+            (0x18, 0x4008e8, false, false)
+        );
+        assert!(f
+            .report()
+            .to_string()
+            .starts_with("==guardlift== ERROR: host_fault at @f 3:5 (load)\n    SIGSEGV at address 0x18, pc 0x4008e8\n"));
+        // No source location at the PC (a prologue): the link register's call.
+        let (r, _) = parse("C b 10 9 0 1 0 1a 0 a\n", &sites, &code()).unwrap();
+        let f = r.fault.unwrap();
+        assert!(f.stack_overflow);
+        assert_eq!((f.at.line, f.at.op), (4, "call"));
+        assert!(parse("C b 10 9 0 1 - - - -\n", &sites, &code()).is_err());
+        assert!(
+            parse("C b 10 9 0 1 5 0 - -\n", &sites, &code()).is_err(),
+            "bad function"
+        );
+        // A report's frames: its own call first, then the callers.
+        let line = "R 1 0 1 2 0 0 0 0 0 1 0 0 - - 2 0 2 0 a\nE\n";
+        let (r, _) = parse(line, &sites, &code()).unwrap();
+        assert_eq!(r.reports[0].backtrace, ["@f 3:5 (load)", "@f 4:5 (call)"]);
+        // A first frame that is not the report's site: the site alone.
+        let line = "R 1 0 1 2 0 0 0 0 0 1 0 0 - - 1 0 a\nE\n";
+        let (r, _) = parse(line, &sites, &code()).unwrap();
+        assert_eq!(r.reports[0].backtrace, ["@f 3:5 (load)"]);
+        assert!(parse("R 1 0 1 2 0 0 0 0 0 1 0 0 - - 41\nE\n", &sites, &code()).is_err());
+    }
+
     #[test]
     fn parses_a_run() {
         let sites: ModuleSites = [(
