@@ -3,239 +3,154 @@
 //! at its IR site, after the reports recorded before it, formatted as the
 //! host JIT's fault handler formats it (its texts are pinned by
 //! jit/tests/fault.rs); reports carry the IR call chain as on the host.
+//! The programs and C host functions are in `tests/data/`.
 
-use guardlift_aot::{build, build_with_host, End, TargetRun};
+use guardlift_aot::{build_with_host, End, TargetRun};
 use guardlift_jit::Target;
 use guardlift_runtime::{Mode, ReportKind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// x86_64 natively, aarch64 and riscv64 under qemu-user.
 const TARGETS: [Target; 3] = [Target::X86_64, Target::Aarch64, Target::Riscv64];
 
-fn parse(text: &str) -> guardlift_ir::Module {
-    guardlift_ir::parse_and_verify(text).unwrap_or_else(|e| panic!("{}", e.with_file("test")))
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
-/// Line 5 overflows an adstack (recorded in recover mode), line 6 is `line6`.
-fn report_then(line6: &str) -> String {
-    format!(
-        "fn @main(%p: i64) -> i64 {{
-entry:
-    %s = adstack.alloc.i64 1
-    guard.adstack.push %s, %p
-    guard.adstack.push %s, %p
-    {line6}
-    %n = adstack.len %s
-    return %n
-}}
-"
-    )
-}
-
-fn run_on(t: Target, text: &str, arg: u64, host_c: &[PathBuf]) -> TargetRun {
-    let b = build_with_host(&parse(text), "main", t, Mode::Recover, host_c)
+/// Runs `@main(arg)` of `program` in recover mode, linked with `host_c`.
+fn run_on(t: Target, program: &str, arg: u64, host_c: &[&str]) -> TargetRun {
+    let text = std::fs::read_to_string(data(program)).unwrap();
+    let m = guardlift_ir::parse_and_verify(&text)
+        .unwrap_or_else(|e| panic!("{}", e.with_file(program)));
+    let host_c: Vec<PathBuf> = host_c.iter().map(|c| data(c)).collect();
+    let b = build_with_host(&m, "main", t, Mode::Recover, &host_c)
         .unwrap_or_else(|e| panic!("{t}: {e}"));
     b.run(&[arg]).unwrap_or_else(|e| panic!("{t}: {e}"))
 }
 
-/// The adstack report at `@main report_line:5`, then the fault whose human
-/// form starts with `head` and contains each of `more`.
-fn assert_report_then_fault(t: Target, r: &TargetRun, report_line: u32, head: &str, more: &[&str]) {
-    assert_eq!(r.end, End::Crashed { signal: 11 }, "{t}: {r:?}");
-    let kinds: Vec<(ReportKind, u32)> = r.reports.iter().map(|r| (r.kind, r.info.line)).collect();
-    assert_eq!(kinds, [(ReportKind::AdstackOverflow, report_line)], "{t}");
-    let f = r
-        .fault
-        .as_ref()
-        .unwrap_or_else(|| panic!("{t}: no fault: {r:?}"));
-    let text = f.report().to_string();
-    assert!(text.starts_with(head), "{t}: {text}");
-    for m in more {
-        assert!(text.contains(m), "{t}: {m:?} not in {text}");
-    }
-    // The JSON line is valid JSON with the same fields.
-    let j: serde_json::Value = serde_json::from_str(&f.report().json().to_string()).unwrap();
-    assert_eq!(j["kind"], "host_fault", "{t}");
-    assert_eq!(j["signal"], "SIGSEGV", "{t}");
+/// One fault case: the program, its argument, its C host functions, the
+/// adstack report's line before the fault (if any), the signal, whether
+/// the fault is in the host function, and how the report starts.
+struct Case {
+    program: &'static str,
+    arg: u64,
+    host_c: &'static [&'static str],
+    report_line: Option<u32>,
+    signal: (u32, &'static str),
+    in_host: bool,
+    head: &'static str,
 }
+
+const CASES: [Case; 4] = [
+    Case {
+        program: "report_wild_load.glir",
+        arg: 16,
+        host_c: &[],
+        report_line: Some(6),
+        signal: (11, "SIGSEGV"),
+        in_host: false,
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
+    },
+    Case {
+        program: "report_wild_store.glir",
+        arg: 16,
+        host_c: &[],
+        report_line: Some(6),
+        signal: (11, "SIGSEGV"),
+        in_host: false,
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (store)\n    SIGSEGV at address 0x20, pc 0x",
+    },
+    // A null dereference in a host function is placed at the IR call.
+    Case {
+        program: "report_host_null.glir",
+        arg: 0,
+        host_c: &["deref.c"],
+        report_line: Some(7),
+        signal: (11, "SIGSEGV"),
+        in_host: true,
+        head: "==guardlift== ERROR: host_fault at @main 8:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
+    },
+    // A SIGILL that is not a guard's trap is a host_fault like a segfault.
+    Case {
+        program: "host_illegal.glir",
+        arg: 3,
+        host_c: &["illegal.c"],
+        report_line: None,
+        signal: (4, "SIGILL"),
+        in_host: true,
+        head: "==guardlift== ERROR: host_fault at @main 5:5 (call)\n    SIGILL at address 0x",
+    },
+];
 
 #[test]
-fn a_report_then_a_wild_load() {
-    for t in TARGETS {
-        let r = run_on(t, &report_then("%v = load.i64 %p, 8"), 16, &[]);
-        assert_report_then_fault(
-            t,
-            &r,
-            5,
-            "==guardlift== ERROR: host_fault at @main 6:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
-            &["seen 1 time(s)"],
-        );
-        assert!(!r.fault.unwrap().in_host, "{t}");
+fn faults_are_reports_at_their_ir_site_after_the_earlier_reports() {
+    for c in &CASES {
+        for t in TARGETS {
+            let what = format!("{t} {}", c.program);
+            let r = run_on(t, c.program, c.arg, c.host_c);
+            assert_eq!(r.end, End::Crashed { signal: c.signal.0 }, "{what}: {r:?}");
+            let kinds: Vec<(ReportKind, u32)> =
+                r.reports.iter().map(|r| (r.kind, r.info.line)).collect();
+            let want: Vec<(ReportKind, u32)> = c
+                .report_line
+                .map(|l| (ReportKind::AdstackOverflow, l))
+                .into_iter()
+                .collect();
+            assert_eq!(kinds, want, "{what}");
+            let f = r.fault.unwrap_or_else(|| panic!("{what}: no fault"));
+            assert_eq!(f.in_host, c.in_host, "{what}");
+            let text = f.report().to_string();
+            assert!(text.starts_with(c.head), "{what}: {text}");
+            assert_eq!(
+                text.contains("    in a host function called by this IR call\n"),
+                c.in_host,
+                "{what}: {text}"
+            );
+            // The JSON line is valid JSON with the same fields.
+            let j: serde_json::Value =
+                serde_json::from_str(&f.report().json().to_string()).unwrap();
+            assert_eq!(j["kind"], "host_fault", "{what}");
+            assert_eq!(j["signal"], c.signal.1, "{what}");
+            assert_eq!(j["in_host"], c.in_host, "{what}");
+        }
     }
 }
-
-#[test]
-fn a_wild_store() {
-    for t in TARGETS {
-        let r = run_on(t, &report_then("store %p, %p, 16"), 16, &[]);
-        assert_report_then_fault(
-            t,
-            &r,
-            5,
-            "==guardlift== ERROR: host_fault at @main 6:5 (store)\n    SIGSEGV at address 0x20",
-            &[],
-        );
-    }
-}
-
-/// A host function in C that dereferences its argument.
-fn deref_c() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("guardlift-aot-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("deref.c");
-    std::fs::write(
-        &p,
-        "#include <stdint.h>\nint64_t deref(int64_t p) { return *(volatile int64_t *)(intptr_t)p; }\n",
-    )
-    .unwrap();
-    p
-}
-
-#[test]
-fn a_null_dereference_in_a_host_function_is_placed_at_the_call() {
-    let c = deref_c();
-    // One line more at the top: the overflow is line 6, the call line 7.
-    let text = format!(
-        "extern fn @deref(i64) -> i64\n{}",
-        report_then("%v = call @deref(%p)")
-    );
-    for t in TARGETS {
-        let r = run_on(t, &text, 0, std::slice::from_ref(&c));
-        assert_report_then_fault(
-            t,
-            &r,
-            6,
-            "==guardlift== ERROR: host_fault at @main 7:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
-            &["    in a host function called by this IR call\n"],
-        );
-        assert!(r.fault.unwrap().in_host, "{t}");
-    }
-}
-
-/// Recursion as deep as the argument.
-const DEEP: &str = "fn @down(%n: i64) -> i64 {
-entry:
-    %z = iconst.i64 0
-    %done = icmp.eq %n, %z
-    brif %done, base, rec
-base:
-    return %z
-rec:
-    %one = iconst.i64 1
-    %m = isub %n, %one
-    %r = call @down(%m)
-    %s = iadd %r, %one
-    return %s
-}
-fn @main(%n: i64) -> i64 {
-entry:
-    %r = call @down(%n)
-    return %r
-}
-";
 
 #[test]
 fn recursion_1e8_deep_is_a_stack_overflow_at_the_call() {
     for t in TARGETS {
-        let r = run_on(t, DEEP, 100_000_000, &[]);
+        let r = run_on(t, "deep.glir", 100_000_000, &[]);
         let f = r.fault.unwrap_or_else(|| panic!("{t}: {:?}", r.end));
         assert!(f.stack_overflow, "{t}: {f:?}");
         let text = f.report().to_string();
         assert!(
-            text.starts_with("==guardlift== ERROR: stack_overflow at @down 11:5 (call)\n    the stack is exhausted (SIGSEGV at address 0x"),
+            text.starts_with(
+                "==guardlift== ERROR: stack_overflow at @down 12:5 (call)\n    \
+                 the stack is exhausted (SIGSEGV at address 0x"
+            ),
             "{t}: {text}"
         );
-        // Legal depth runs.
-        let r = run_on(t, DEEP, 99_998, &[]);
+        // The documented legal depth runs.
+        let r = run_on(t, "deep.glir", 99_998, &[]);
         assert_eq!((r.end, r.result), (End::Exited, Some(99_998)), "{t}");
     }
 }
 
-/// `@leaf` overflows an adstack at 5:5; `@mid` calls it at 10:5, `@main` `@mid` at 15:5.
-const NESTED: &str = "fn @leaf(%p: i64) -> i64 {
-entry:
-    %s = adstack.alloc.i64 1
-    guard.adstack.push %s, %p
-    guard.adstack.push %s, %p
-    return %p
-}
-fn @mid(%p: i64) -> i64 {
-entry:
-    %r = call @leaf(%p)
-    return %r
-}
-fn @main(%p: i64) -> i64 {
-entry:
-    %r = call @mid(%p)
-    return %r
-}
-";
-
 #[test]
 fn reports_carry_the_ir_call_chain() {
     for t in TARGETS {
-        let r = build(&parse(NESTED), "main", t, Mode::Recover)
-            .unwrap()
-            .run(&[7])
-            .unwrap();
+        let r = run_on(t, "nested.glir", 7, &[]);
         assert_eq!(r.end, End::Exited, "{t}");
         assert_eq!(
             r.reports[0].backtrace,
             [
-                "@leaf 5:5 (adstack.push)",
-                "@mid 10:5 (call)",
-                "@main 15:5 (call)"
+                "@leaf 6:5 (adstack.push)",
+                "@mid 11:5 (call)",
+                "@main 16:5 (call)"
             ],
             "{t}"
         );
-    }
-}
-
-/// A host function in C that executes an illegal instruction (not a
-/// guard's trap: it is not in the program's trap table).
-fn illegal_c() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("guardlift-aot-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("illegal.c");
-    std::fs::write(
-        &p,
-        "#include <stdint.h>\n\
-         int64_t illegal(int64_t p) {\n\
-         #if defined(__x86_64__)\n  __asm__ volatile(\"ud2\");\n\
-         #elif defined(__aarch64__)\n  __asm__ volatile(\".inst 0x00000000\");\n\
-         #else\n  __asm__ volatile(\".4byte 0x00000000\");\n#endif\n  return p;\n}\n",
-    )
-    .unwrap();
-    p
-}
-
-/// A SIGILL that is not a guard's trap is a host_fault like a segfault
-/// (before: a bare fatal "trap instruction that is not a guard's").
-#[test]
-fn an_illegal_instruction_in_a_host_function_is_a_host_fault() {
-    let c = illegal_c();
-    let text = "extern fn @illegal(i64) -> i64\nfn @main(%p: i64) -> i64 {\nentry:\n    %v = call @illegal(%p)\n    return %v\n}\n";
-    for t in TARGETS {
-        let r = run_on(t, text, 3, std::slice::from_ref(&c));
-        assert_eq!(r.end, End::Crashed { signal: 4 }, "{t}: {r:?}");
-        let f = r.fault.unwrap_or_else(|| panic!("{t}: no fault"));
-        let text = f.report().to_string();
-        assert!(
-            text.starts_with(
-                "==guardlift== ERROR: host_fault at @main 4:5 (call)\n    SIGILL at address 0x"
-            ),
-            "{t}: {text}"
-        );
-        assert!(f.in_host, "{t}");
     }
 }
