@@ -29,11 +29,12 @@ pub mod support;
 pub mod toolchain;
 pub mod wrap;
 
-pub use protocol::{End, Print, TargetRun, Trap, TrapReport};
+pub use protocol::{End, IrPc, Print, TargetFault, TargetRun, Trap, TrapReport};
 pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64};
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
+use guardlift_runtime::fault::CodeFunction;
 use guardlift_runtime::heap::DEFAULT_QUARANTINE_MB;
 use guardlift_runtime::{Mode, ModuleSites};
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ pub enum AotError {
     /// The program could not be run, or said something unexpected.
     #[error("{0}")]
     Run(String),
+    /// A bug in guardlift-aot.
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -78,6 +80,8 @@ pub struct Build {
     toolchain: Toolchain,
     mode: Mode,
     sites: ModuleSites,
+    /// The IR functions' code (`gl_code`): PCs the target names are mapped with it.
+    code: Vec<CodeFunction>,
     params: Vec<Type>,
     ret: Option<Type>,
     exe: PathBuf,
@@ -89,16 +93,40 @@ pub struct Build {
 /// Compiles `m` (already instrumented as wanted) for `target` with the
 /// guard lowering of `mode`, and links it with the target-side support.
 pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Build, AotError> {
-    // Only built-ins exist on the target: any other extern is the same link
-    // error (LINE:COL: undefined symbol @name) as in the JIT.
-    guardlift_jit::lower::resolve_externs(m, |_| None)?;
+    build_with_host(m, entry, target, mode, &[])
+}
+
+/// [`build`], also compiling and linking the C files `host_c`, which
+/// define host functions: every extern of `m` that is not a built-in is
+/// the C function of its name (`extern fn @deref(i64) -> i64` is
+/// `int64_t deref(int64_t)`, no hidden runtime argument), as
+/// `CompileOptions::symbol` gives the JIT one. A fault in them is placed
+/// at the IR call, as on the host.
+pub fn build_with_host(
+    m: &Module,
+    entry: &str,
+    target: Target,
+    mode: Mode,
+    host_c: &[PathBuf],
+) -> Result<Build, AotError> {
+    // The link runs in its own directory.
+    let host_c: Vec<PathBuf> = host_c
+        .iter()
+        .map(|p| std::env::current_dir().map(|d| d.join(p)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| AotError::Build(format!("the current directory: {e}")))?;
+    if host_c.is_empty() {
+        // Only built-ins exist on the target: any other extern is the same
+        // link error (LINE:COL: undefined symbol @name) as in the JIT.
+        guardlift_jit::lower::resolve_externs(m, |_| None)?;
+    }
     let fid = m
         .func_by_name(entry)
         .ok_or_else(|| AotError::Usage(format!("no function @{entry}")))?;
     let f = m.func(fid);
     let (params, ret) = (f.param_types(), f.ret);
     let wrapped = wrap::wrap_entry(m, entry)?;
-    let (object, traps) = guardlift_jit::emit_object_with_traps(
+    let object = guardlift_jit::emit_object_with_code(
         &wrapped,
         target,
         &EmitOptions {
@@ -107,13 +135,29 @@ pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Buil
             ..Default::default()
         },
     )?;
+    // The entry wrapper is not an IR frame of the program (a backtrace
+    // ends where it called the entry, as the host JIT's ends at its caller).
+    let code: Vec<CodeFunction> = object
+        .functions
+        .into_iter()
+        .filter(|f| f.function != wrap::START_SYMBOL)
+        .collect();
     let toolchain = Toolchain::find(target)?;
     let work = WorkDir::new()?;
-    let exe = toolchain::link(&toolchain, &object, &traps, m.layout, work.path())?;
+    let exe = toolchain::link(
+        &toolchain,
+        &object.bytes,
+        &object.traps,
+        &code,
+        &host_c,
+        m.layout,
+        work.path(),
+    )?;
     Ok(Build {
         toolchain,
         mode,
         sites: m.site_infos(),
+        code,
         params,
         ret,
         exe,
@@ -156,13 +200,14 @@ impl Build {
         argv.extend(args.iter().map(|a| format!("{a:x}")));
         let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let (mut run, complete) = protocol::parse(&stdout, &self.sites).map_err(|e| {
-            AotError::Run(format!(
-                "the {} program's output is not the protocol: {e}; stderr: {}",
-                self.target(),
-                toolchain::output_tail(&out.stderr, 1000)
-            ))
-        })?;
+        let (mut run, complete) =
+            protocol::parse(&stdout, &self.sites, &self.code).map_err(|e| {
+                AotError::Run(format!(
+                    "the {} program's output is not the protocol: {e}; stderr: {}",
+                    self.target(),
+                    toolchain::output_tail(&out.stderr, 1000)
+                ))
+            })?;
         if !complete {
             use std::os::unix::process::ExitStatusExt;
             match out.status.signal() {

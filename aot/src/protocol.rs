@@ -1,7 +1,9 @@
 //! The line protocol from the target program to the host.
 //!
 //! The target (the object linked with `support/gl_support.c`) writes these
-//! lines to its stdout, fully buffered, flushed at exit and before it aborts.
+//! lines to its stdout, fully buffered (its own buffer and `write(2)`, so
+//! that its fault handler can flush it), flushed at exit, before it aborts
+//! and when it faults.
 //! Numbers are lowercase hex without `0x`; fields are separated by one
 //! space. Formatting of everything a user sees stays on the host.
 //!
@@ -15,11 +17,21 @@
 //! `OBJ` is four fields `ID FREED ALLOC FREE`: the allocation id (0: no
 //! object known), 1 if it was freed, and the runtime-global site ids of the
 //! IR calls that allocated and freed it, each `-` when unknown.
-//! | `S SIGNAL` | the program is dying of a signal (segfault, ...) |
+//! | `S SIGNAL` | the program is dying of a signal outside any IR call (in the support itself) |
+//! | `C SIGNAL ADDR PC HOST OVERFLOW SITE ALT` | a fatal signal (SIGSEGV, SIGBUS, SIGFPE, a SIGILL that is not a guard's) in IR code (HOST 0) or in a host function IR code called (HOST 1), at data address ADDR; OVERFLOW 1 when it hit the end of the stack; SITE the faulting instruction or the IR call into the host function, ALT the call in the link register (used when SITE has no IR site: a fault in a prologue); the reports recorded before it precede it |
+//!
+//! A PC in IR code (`SITE`, `ALT`, a report's frames) is two fields `FN OFF`:
+//! the function's index in the program's code table (`gl_code`, the order
+//! of [`guardlift_jit::ObjectCode::functions`]) and the offset in it, or
+//! `- -`. A report line ends with its IR call chain: `N` then `N` PCs, the
+//! report stub's call first (see [`parse`]).
 //! | `V BITS` | the entry returned these raw result bits |
 //! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
 //! | `E` | the run ended normally (reports and faults precede it) |
 
+use crate::wrap::FUNC_PREFIX;
+use guardlift_runtime::backtrace::{self, MAX_FRAMES};
+use guardlift_runtime::fault::{CodeFunction, FaultCause, FaultReport};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
@@ -34,6 +46,7 @@ pub const EVENTS: &[(&str, char)] = &[
     ("REPORT", 'R'),
     ("TRAP", 'T'),
     ("SIGNAL", 'S'),
+    ("CRASH", 'C'),
     ("RESULT", 'V'),
     ("ABORT", 'A'),
     ("END", 'E'),
@@ -69,6 +82,7 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Every fault, in code order.
     pub const ALL: [Fault; 6] = [
         Fault::NotLive,
         Fault::DoubleFree,
@@ -115,20 +129,25 @@ impl Fault {
 /// Who last wrote a dict slot, as the target records it (`GL_LW_*` in C).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LastWriteCode {
+    /// No write recorded.
     None = 0,
+    /// `obj_new` stored the values word.
     ObjNew = 1,
+    /// The model heap's dict code stored a dict.
     DictCode = 2,
     /// Instrumented code (`gl_note_slot_write`) at a site.
     Site = 3,
 }
 
 impl LastWriteCode {
+    /// Every code, in code order.
     pub const ALL: [LastWriteCode; 4] = [
         LastWriteCode::None,
         LastWriteCode::ObjNew,
         LastWriteCode::DictCode,
         LastWriteCode::Site,
     ];
+    /// The C macro name suffix (`GL_LW_*`).
     pub fn c_name(self) -> &'static str {
         match self {
             LastWriteCode::None => "NONE",
@@ -186,15 +205,20 @@ pub fn site_info(sites: &ModuleSites, site: u32) -> SiteInfo {
 /// One `print_*` call of the program.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Print {
+    /// `print_i64`.
     I64(i64),
+    /// `print_f64`.
     F64(f64),
 }
 
 /// A guard's trap, mapped back to its site (trap mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TrapReport {
+    /// The guard's check.
     pub kind: ReportKind,
+    /// Its site id.
     pub site: u32,
+    /// Where the site is in the IR.
     pub info: SiteInfo,
     /// What the guard left in the scratch area, if it was this site's.
     pub observed: Option<Observed>,
@@ -220,18 +244,92 @@ pub enum End {
     Aborted,
     /// A trap instruction ended it (`T`, then `A`).
     Trapped(Trap),
-    /// It died of a signal (what the JIT would have crashed of).
-    Crashed { signal: u32 },
+    /// It died of a signal (what the JIT would have crashed of); placed at
+    /// an IR site in [`TargetRun::fault`] when it was in IR code or a host
+    /// function IR code called.
+    Crashed {
+        /// The signal number (0: unknown).
+        signal: u32,
+    },
+}
+
+/// A fatal signal in IR code or in a host function it called, placed at
+/// its IR site: the `host_fault` / `stack_overflow` report the host JIT's
+/// fault handler prints ([`TargetFault::report`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetFault {
+    /// The end of the stack was hit (`stack_overflow`).
+    pub stack_overflow: bool,
+    /// The signal number (Linux's, the same on every target).
+    pub signal: u32,
+    /// The faulting data address (a target address).
+    pub address: u64,
+    /// The faulting PC (a target address).
+    pub pc: u64,
+    /// In a host function called at the site, not in IR code itself.
+    pub in_host: bool,
+    /// The IR site: the instruction executing or the call into host code.
+    pub at: IrPc,
+}
+
+impl TargetFault {
+    /// The report, formatted (human or JSON) as the host's fault handler does.
+    pub fn report(&self) -> FaultReport<'_> {
+        FaultReport {
+            stack_overflow: self.stack_overflow,
+            function: &self.at.function,
+            line: self.at.line,
+            col: self.at.col,
+            op: self.at.op,
+            cause: FaultCause::Signal {
+                signal: crate::signal_name(self.signal),
+                address: self.address as usize,
+                pc: self.pc as usize,
+                in_host: self.in_host,
+            },
+        }
+    }
+}
+
+/// The IR instruction at a PC of the target's IR code (`"?"`, line 0 where
+/// Cranelift kept no source location, as on the host).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IrPc {
+    /// The IR function (without the object's symbol prefix).
+    pub function: String,
+    /// Line of the IR instruction (0: no source location).
+    pub line: u32,
+    /// Its column.
+    pub col: u32,
+    /// Its opcode.
+    pub op: &'static str,
+}
+
+impl IrPc {
+    /// The frame as backtraces print it.
+    fn frame(&self) -> String {
+        backtrace::ir_frame(&self.function, self.line, self.col, self.op)
+    }
+
+    fn is(&self, site: &SiteInfo) -> bool {
+        self.function == site.function && self.line == site.line && self.col == site.col
+    }
 }
 
 /// Everything a target run told the host.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetRun {
+    /// The `print_*` calls, in order.
     pub prints: Vec<Print>,
     /// The raw result bits (`V`), when the entry returned.
     pub result: Option<u64>,
+    /// The deduplicated reports, in first-occurrence order.
     pub reports: Vec<Report>,
+    /// The first host fault of the model heap.
     pub host_fault: Option<HostFault>,
+    /// The fatal signal that ended the run, placed at its IR site (`C`).
+    pub fault: Option<TargetFault>,
+    /// How it ended.
     pub end: End,
 }
 
@@ -274,16 +372,117 @@ fn object_note<'a>(
     }))
 }
 
+/// A PC in IR code: `FN OFF` or `- -` (see the module docs).
+fn code_pc<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    code: &[CodeFunction],
+) -> Result<Option<IrPc>, String> {
+    let f = it.next();
+    if f == Some("-") {
+        return match it.next() {
+            Some("-") => Ok(None),
+            _ => Err(format!("bad code address in `{line}`")),
+        };
+    }
+    let (fi, off) = (hex(f, line)?, hex(it.next(), line)?);
+    let func = usize::try_from(fi)
+        .ok()
+        .and_then(|i| code.get(i))
+        .ok_or_else(|| format!("bad function index in `{line}`"))?;
+    let site = usize::try_from(off).ok().and_then(|o| func.site(o));
+    let (line, col, op) = site.map_or((0, 0, "?"), |s| (s.line, s.col, s.op));
+    let name = &func.function;
+    Ok(Some(IrPc {
+        function: name.strip_prefix(FUNC_PREFIX).unwrap_or(name).to_string(),
+        line,
+        col,
+        op,
+    }))
+}
+
+/// The backtrace of a report at `info`: its own frame, then the IR callers
+/// the target found (`N` PCs ending the line; the first must be the
+/// report's own call, else only the site is given), as the host JIT lists them.
+fn report_backtrace<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    code: &[CodeFunction],
+    info: &SiteInfo,
+) -> Result<Vec<String>, String> {
+    let n = match it.next() {
+        None => 0,
+        f => hex(f, line)?,
+    };
+    if n > MAX_FRAMES as u64 {
+        return Err(format!("too many frames in `{line}`"));
+    }
+    let mut pcs = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        pcs.push(code_pc(it, line, code)?);
+    }
+    if !backtrace::enabled() {
+        return Ok(Vec::new());
+    }
+    let mut bt = vec![backtrace::ir_frame(
+        &info.function,
+        info.line,
+        info.col,
+        &info.op,
+    )];
+    if pcs
+        .first()
+        .is_some_and(|p| p.as_ref().is_some_and(|p| p.is(info)))
+    {
+        bt.extend(pcs.iter().skip(1).flatten().map(IrPc::frame));
+    }
+    Ok(bt)
+}
+
+/// A `C` line (see the module docs).
+fn crash<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    code: &[CodeFunction],
+) -> Result<TargetFault, String> {
+    let mut n = [0u64; 5];
+    for x in &mut n {
+        *x = hex(it.next(), line)?;
+    }
+    let [signal, address, pc, in_host, overflow] = n;
+    let site = code_pc(it, line, code)?;
+    let alt = code_pc(it, line, code)?;
+    let at = match (site, alt) {
+        (Some(s), Some(a)) if s.line == 0 => a,
+        (Some(s), _) => s,
+        (None, _) => return Err(format!("a fault without a site in `{line}`")),
+    };
+    Ok(TargetFault {
+        stack_overflow: overflow != 0,
+        signal: u32::try_from(signal).map_err(|_| format!("bad signal in `{line}`"))?,
+        address,
+        pc,
+        in_host: in_host != 0,
+        at,
+    })
+}
+
 /// Parses the target's stdout. `sites` is the module's site table
-/// ([`guardlift_ir::Module::site_infos`]) so reports name their sites.
-/// The flag is false when neither `E`, `A` nor `S` was seen (the run is
+/// ([`guardlift_ir::Module::site_infos`]) so reports name their sites;
+/// `code` the program's code table (PCs in IR code are mapped through it).
+/// The flag is false when neither `E`, `A`, `S` nor `C` was seen (the run is
 /// then `End::Crashed { signal: 0 }`; the caller decides from the exit status).
-pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), String> {
+pub fn parse(
+    stdout: &str,
+    sites: &ModuleSites,
+    code: &[CodeFunction],
+) -> Result<(TargetRun, bool), String> {
     let mut run = TargetRun {
         prints: Vec::new(),
         result: None,
         reports: Vec::new(),
         host_fault: None,
+        fault: None,
         end: End::Crashed { signal: 0 },
     };
     let mut trap = None;
@@ -334,18 +533,7 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                 };
                 let object = object_note(&mut it, line, sites)?;
                 let info = site_info(sites, site);
-                // The target does not walk its stack: the backtrace is the
-                // report's own frame (docs/TARGETS.md).
-                let backtrace = if guardlift_runtime::backtrace::enabled() {
-                    vec![guardlift_runtime::backtrace::ir_frame(
-                        &info.function,
-                        info.line,
-                        info.col,
-                        &info.op,
-                    )]
-                } else {
-                    Vec::new()
-                };
+                let backtrace = report_backtrace(&mut it, line, code, &info)?;
                 run.reports.push(Report {
                     kind,
                     site,
@@ -383,6 +571,12 @@ pub fn parse(stdout: &str, sites: &ModuleSites) -> Result<(TargetRun, bool), Str
                     pc,
                     report,
                 });
+            }
+            "C" => {
+                let f = crash(&mut it, line, code)?;
+                run.end = End::Crashed { signal: f.signal };
+                run.fault = Some(f);
+                complete = true;
             }
             "S" => {
                 run.end = End::Crashed {
@@ -469,6 +663,73 @@ mod tests {
         assert_eq!(last_write(0, 0, 0, 0, &sites), None);
     }
 
+    /// `@__glir_f`: offsets 0..8 are line 3 (a load), 8..16 line 4 (a call).
+    fn code() -> Vec<CodeFunction> {
+        use guardlift_runtime::fault::PcLoc;
+        let loc = |start, line, op| PcLoc {
+            start,
+            end: start + 8,
+            line,
+            col: 5,
+            op,
+        };
+        vec![CodeFunction {
+            start: 0,
+            len: 0x20,
+            function: format!("{FUNC_PREFIX}f"),
+            locs: vec![loc(0, 3, "load"), loc(8, 4, "call")],
+        }]
+    }
+
+    #[test]
+    fn parses_faults_and_report_frames() {
+        let sites: ModuleSites = [(
+            0,
+            SiteInfo {
+                function: "f".into(),
+                line: 3,
+                col: 5,
+                op: "load".into(),
+            },
+        )]
+        .into();
+        let (r, complete) = parse("C b 18 4008e8 0 0 0 2 - -\n", &sites, &code()).unwrap();
+        assert!(complete);
+        assert_eq!(r.end, End::Crashed { signal: 11 });
+        let f = r.fault.unwrap();
+        assert_eq!(
+            (f.at.function.as_str(), f.at.line, f.at.op),
+            ("f", 3, "load")
+        );
+        assert_eq!(
+            (f.address, f.pc, f.in_host, f.stack_overflow),
+            (0x18, 0x4008e8, false, false)
+        );
+        assert!(f
+            .report()
+            .to_string()
+            .starts_with("==guardlift== ERROR: host_fault at @f 3:5 (load)\n    SIGSEGV at address 0x18, pc 0x4008e8\n"));
+        // No source location at the PC (a prologue): the link register's call.
+        let (r, _) = parse("C b 10 9 0 1 0 1a 0 a\n", &sites, &code()).unwrap();
+        let f = r.fault.unwrap();
+        assert!(f.stack_overflow);
+        assert_eq!((f.at.line, f.at.op), (4, "call"));
+        assert!(parse("C b 10 9 0 1 - - - -\n", &sites, &code()).is_err());
+        assert!(
+            parse("C b 10 9 0 1 5 0 - -\n", &sites, &code()).is_err(),
+            "bad function"
+        );
+        // A report's frames: its own call first, then the callers.
+        let line = "R 1 0 1 2 0 0 0 0 0 1 0 0 - - 2 0 2 0 a\nE\n";
+        let (r, _) = parse(line, &sites, &code()).unwrap();
+        assert_eq!(r.reports[0].backtrace, ["@f 3:5 (load)", "@f 4:5 (call)"]);
+        // A first frame that is not the report's site: the site alone.
+        let line = "R 1 0 1 2 0 0 0 0 0 1 0 0 - - 1 0 a\nE\n";
+        let (r, _) = parse(line, &sites, &code()).unwrap();
+        assert_eq!(r.reports[0].backtrace, ["@f 3:5 (load)"]);
+        assert!(parse("R 1 0 1 2 0 0 0 0 0 1 0 0 - - 41\nE\n", &sites, &code()).is_err());
+    }
+
     #[test]
     fn parses_a_run() {
         let sites: ModuleSites = [(
@@ -482,7 +743,7 @@ mod tests {
         )]
         .into();
         let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 2 7 3 0 0 -\nF 4 2 10 96\nV 2a\nE\n";
-        let (r, complete) = parse(out, &sites).unwrap();
+        let (r, complete) = parse(out, &sites, &[]).unwrap();
         assert!(complete);
         assert_eq!(r.prints, vec![Print::I64(-1), Print::F64(1.0)]);
         assert_eq!(r.result, Some(42));
@@ -497,7 +758,7 @@ mod tests {
         assert_eq!(obj.alloc_site.as_ref().unwrap().line, 27);
         assert_eq!(obj.free_site, None);
         assert_eq!(r.host_fault.as_ref().unwrap().func, "load_attr_slow");
-        let (r, complete) = parse("T 4 1234 1 0 0 1 10 96 0\nA\n", &sites).unwrap();
+        let (r, complete) = parse("T 4 1234 1 0 0 1 10 96 0\nA\n", &sites, &[]).unwrap();
         assert!(complete);
         let End::Trapped(t) = r.end else {
             panic!("{:?}", r.end)
@@ -513,7 +774,7 @@ mod tests {
             })
         );
         // A lifetime report: observed (object, address, width), the freed object.
-        let (r, _) = parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0 0\nE\n", &sites).unwrap();
+        let (r, _) = parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0 0\nE\n", &sites, &[]).unwrap();
         let rep = &r.reports[0];
         assert_eq!(rep.kind, ReportKind::UseAfterFree);
         assert_eq!(
@@ -527,11 +788,11 @@ mod tests {
         let obj = rep.object.as_ref().unwrap();
         assert!(obj.freed);
         assert_eq!(obj.free_site.as_ref().unwrap().line, 27);
-        assert!(parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0\nE\n", &sites).is_err());
-        let (r, _) = parse("T 4 1234 0 0 0 0 0 0 0\nA\n", &sites).unwrap();
+        assert!(parse("R 4 0 10 18 8 0 0 0 0 1 1 1 0\nE\n", &sites, &[]).is_err());
+        let (r, _) = parse("T 4 1234 0 0 0 0 0 0 0\nA\n", &sites, &[]).unwrap();
         assert!(matches!(r.end, End::Trapped(Trap { report: None, .. })));
-        assert_eq!(parse("A\n", &sites).unwrap().0.end, End::Aborted);
-        assert!(!parse("P i 1\n", &sites).unwrap().1);
-        assert!(parse("Q\n", &sites).is_err());
+        assert_eq!(parse("A\n", &sites, &[]).unwrap().0.end, End::Aborted);
+        assert!(!parse("P i 1\n", &sites, &[]).unwrap().1);
+        assert!(parse("Q\n", &sites, &[]).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Finding the target's C compiler and runner, compiling the support
 //! (cached), linking, and running the program.
 
-use crate::support::{self, HEADER_NAME, SUPPORT_C};
+use crate::support::{self, HEADER_NAME, SOURCES};
 use crate::AotError;
 use guardlift_jit::Target;
 use std::collections::hash_map::DefaultHasher;
@@ -42,7 +42,9 @@ const CFLAGS: &[&str] = &[
 /// its code, the user-mode emulator that can.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Toolchain {
+    /// The architecture it builds for.
     pub target: Target,
+    /// The C compiler (and linker driver).
     pub cc: PathBuf,
     /// `None`: run natively.
     pub runner: Option<PathBuf>,
@@ -135,6 +137,7 @@ impl Toolchain {
 pub struct WorkDir(PathBuf);
 
 impl WorkDir {
+    /// A fresh directory under the system's temporary directory.
     pub fn new() -> Result<WorkDir, AotError> {
         static N: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();
@@ -157,6 +160,7 @@ impl WorkDir {
         }
         Err(AotError::Build("cannot create a scratch directory".into()))
     }
+    /// Where it is.
     pub fn path(&self) -> &Path {
         &self.0
     }
@@ -203,11 +207,12 @@ fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("guardlift"))
 }
 
-/// Compiles the support for a module's header into `work`, or takes it
-/// from the cache (keyed by source, header, compiler and flags).
-fn support_object(tc: &Toolchain, header: &str, work: &Path) -> Result<PathBuf, AotError> {
+/// Compiles the support's C files for a module's header into `work`, or
+/// takes them from the cache (keyed by the sources, header, compiler and
+/// flags); the objects to link.
+fn support_objects(tc: &Toolchain, header: &str, work: &Path) -> Result<Vec<PathBuf>, AotError> {
     let mut h = DefaultHasher::new();
-    SUPPORT_C.hash(&mut h);
+    SOURCES.hash(&mut h);
     header.hash(&mut h);
     CFLAGS.hash(&mut h);
     tc.cc.hash(&mut h);
@@ -215,44 +220,64 @@ fn support_object(tc: &Toolchain, header: &str, work: &Path) -> Result<PathBuf, 
         md.len().hash(&mut h);
         md.modified().ok().hash(&mut h);
     }
-    let name = format!("gl_support-{}-{:016x}.o", tc.target.name(), h.finish());
-    let cached = cache_dir().map(|d| d.join(&name));
-    if let Some(c) = &cached {
-        if c.is_file() {
-            return Ok(c.clone());
+    let key = format!("{}-{:016x}", tc.target.name(), h.finish());
+    let mut written = false;
+    let mut objects = Vec::new();
+    for (c_file, _) in SOURCES.iter().filter(|(n, _)| n.ends_with(".c")) {
+        let stem = c_file.trim_end_matches(".c");
+        let cached = cache_dir().map(|d| d.join(format!("{stem}-{key}.o")));
+        if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+            objects.push(c.clone());
+            continue;
         }
+        if !written {
+            write(&work.join(HEADER_NAME), header.as_bytes())?;
+            for (name, text) in SOURCES {
+                write(&work.join(name), text.as_bytes())?;
+            }
+            written = true;
+        }
+        let obj = compile_support_file(tc, work, c_file)?;
+        if let Some(c) = cached {
+            publish(&obj, &c);
+        }
+        objects.push(obj);
     }
-    write(&work.join(HEADER_NAME), header.as_bytes())?;
-    write(&work.join("gl_support.c"), SUPPORT_C.as_bytes())?;
-    let obj = work.join("gl_support.o");
+    Ok(objects)
+}
+
+/// `CC -c FILE` in `work`: the object's path.
+fn compile_support_file(tc: &Toolchain, work: &Path, c_file: &str) -> Result<PathBuf, AotError> {
+    let o_file = c_file.replace(".c", ".o");
     let out = run_tool(
-        Command::new(&tc.cc).current_dir(work).args(CFLAGS).args([
-            "-c",
-            "gl_support.c",
-            "-o",
-            "gl_support.o",
-        ]),
+        Command::new(&tc.cc)
+            .current_dir(work)
+            .args(CFLAGS)
+            .args(["-c", c_file, "-o", &o_file]),
         &tc.cc.display().to_string(),
     )?;
     if !out.status.success() {
         return Err(AotError::Build(format!(
-            "compiling the target support with {} failed: {}",
+            "compiling the target support ({c_file}) with {} failed: {}",
             tc.cc.display(),
             tail(&out.stderr, 2000)
         )));
     }
-    if let Some(c) = cached {
-        // Best effort: publish atomically (write a private name, rename).
-        if let Some(dir) = c.parent() {
-            if std::fs::create_dir_all(dir).is_ok() {
-                let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-                if std::fs::copy(&obj, &tmp).is_ok() && std::fs::rename(&tmp, &c).is_err() {
-                    let _ = std::fs::remove_file(&tmp);
-                }
-            }
-        }
+    Ok(work.join(o_file))
+}
+
+/// Best effort: copies `obj` into the cache as `to`, atomically (a private
+/// name, then a rename).
+fn publish(obj: &Path, to: &Path) {
+    let Some(dir) = to.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
     }
-    Ok(obj)
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    if std::fs::copy(obj, &tmp).is_ok() && std::fs::rename(&tmp, to).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
 }
 
 /// Writes the program object and links it with the support into a static
@@ -261,14 +286,16 @@ pub fn link(
     tc: &Toolchain,
     object: &[u8],
     traps: &[guardlift_jit::ObjectTrap],
+    code: &[guardlift_runtime::fault::CodeFunction],
+    host_c: &[PathBuf],
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,
 ) -> Result<PathBuf, AotError> {
     let header = support::header(layout);
-    let support = support_object(tc, &header, work)?;
+    let support = support_objects(tc, &header, work)?;
     write(&work.join(HEADER_NAME), header.as_bytes())?;
     let traps_c = work.join("gl_traps.c");
-    write(&traps_c, support::trap_table(traps).as_bytes())?;
+    write(&traps_c, support::program_tables(traps, code).as_bytes())?;
     let prog_o = work.join("program.o");
     write(&prog_o, object)?;
     let exe = work.join("program");
@@ -282,7 +309,8 @@ pub fn link(
             .arg(&exe)
             .arg(&prog_o)
             .arg(&traps_c)
-            .arg(&support)
+            .args(&support)
+            .args(host_c)
             .args(["-lm", "-pthread"]);
         run_tool(&mut c, &tc.cc.display().to_string())
     };

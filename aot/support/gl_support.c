@@ -18,6 +18,9 @@
  * codes, protocol codes, ABI signatures) comes from the generated header
  * gl_layout.h; nothing is formatted for a user here: the host does that.
  *
+ * The protocol output, backtraces and the signal handlers are in
+ * gl_signals.c (gl_support.h is what the two share).
+ *
  * usage: PROGRAM MODE QUARANTINE_BYTES_HEX [ARG_BITS_HEX...]
  *        (MODE: recover | abort | trap; freed memory held before the oldest
  *        freed object is really released)
@@ -25,47 +28,32 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <ucontext.h>
-#include <unistd.h>
 
-#include "gl_layout.h"
-
-typedef uint64_t u64;
-typedef int64_t i64;
-typedef uint32_t u32;
+#include "gl_support.h"
 
 /* The lowering passes this symbol's address as the runtime pointer. */
 _Alignas(64) unsigned char guardlift_runtime[GL_RUNTIME_SYMBOL_BYTES];
 
 static int g_recover; /* recover mode: report and go on */
 
-/* ---- output ------------------------------------------------------------- */
-
-static char g_outbuf[1 << 16];
-
-static void emit_reports(void);
-
-static void flush_out(void) { fflush(stdout); }
-
 /* Abort or trap mode after a violation: everything recorded, then `A`. */
-static void die(void) {
+void gl_die(void) {
     struct rlimit no_core = {0, 0};
-    emit_reports();
-    printf("%c\n", GL_EV_ABORT);
-    flush_out();
+    gl_emit_reports();
+    gl_out_line(GL_EV_ABORT);
+    gl_flush_out();
     setrlimit(RLIMIT_CORE, &no_core);
     abort();
 }
 
 static void oom(void) {
     /* The host sees no end marker and reports the signal. */
-    flush_out();
+    gl_flush_out();
     abort();
 }
 
@@ -199,8 +187,12 @@ static void free_block(u64 p) { free((void *)(uintptr_t)p); }
 static void fault(u32 fn, u32 kind, u64 a, u64 b) {
     if (g_faulted) return;
     g_faulted = 1;
-    printf("%c %x %x %llx %llx\n", GL_EV_FAULT, fn, kind, (unsigned long long)a,
-           (unsigned long long)b);
+    gl_out_char(GL_EV_FAULT);
+    gl_out_field(fn);
+    gl_out_field(kind);
+    gl_out_field(a);
+    gl_out_field(b);
+    gl_out_nl();
 }
 
 static obj_meta *live_meta(u64 obj) {
@@ -555,14 +547,20 @@ void gl_store_attr_slow(void *rt, uint64_t obj, uint64_t index, uint64_t x) {
 
 void gl_print_i64(void *rt, uint64_t v) {
     (void)rt;
-    printf("%c i %llx\n", GL_EV_PRINT, (unsigned long long)v);
+    gl_out_char(GL_EV_PRINT);
+    gl_out_bytes(" i", 2);
+    gl_out_field(v);
+    gl_out_nl();
 }
 
 void gl_print_f64(void *rt, double v) {
     (void)rt;
     u64 bits;
     memcpy(&bits, &v, 8);
-    printf("%c f %llx\n", GL_EV_PRINT, (unsigned long long)bits);
+    gl_out_char(GL_EV_PRINT);
+    gl_out_bytes(" f", 2);
+    gl_out_field(bits);
+    gl_out_nl();
 }
 
 double gl_sin(double x) { return sin(x); }
@@ -581,7 +579,11 @@ typedef struct {
     u64 object_id;
     u32 freed;
     u32 alloc_site, free_site;
+    /* The IR call chain of the first occurrence (capture_frames). */
+    unsigned nframes;
+    u64 frames[GL_MAX_FRAMES];
 } report_t;
+
 
 static report_t *g_reports;
 static size_t g_nreports, g_capreports;
@@ -590,22 +592,24 @@ static map_t g_report_index; /* site << 8 | kind -> index */
 /* A site field of the protocol: hex, or `-` for none. */
 static void put_site(u32 site) {
     if (site == NO_SITE)
-        printf(" -");
+        gl_out_bytes(" -", 2);
     else
-        printf(" %x", site);
+        gl_out_field(site);
 }
 
-static void emit_reports(void) {
+void gl_emit_reports(void) {
     for (size_t i = 0; i < g_nreports; i++) {
         report_t *r = &g_reports[i];
-        printf("%c %x %x %llx %llx %llx %x %x %llx %llx %llx %llx %x", GL_EV_REPORT, r->kind,
-               r->site, (unsigned long long)r->a, (unsigned long long)r->b,
-               (unsigned long long)r->c, r->lw.code, r->lw.site, (unsigned long long)r->lw.value,
-               (unsigned long long)r->lw.object_id, (unsigned long long)r->count,
-               (unsigned long long)r->object_id, r->freed);
+        u64 f[12] = {r->kind,     r->site,         r->a,         r->b,     r->c,
+                     r->lw.code,  r->lw.site,      r->lw.value,  r->lw.object_id,
+                     r->count,    r->object_id,    r->freed};
+        gl_out_char(GL_EV_REPORT);
+        for (int k = 0; k < 12; k++) gl_out_field(f[k]);
         put_site(r->alloc_site);
         put_site(r->free_site);
-        printf("\n");
+        gl_out_field(r->nframes);
+        for (unsigned k = 0; k < r->nframes; k++) gl_out_code_pc(r->frames[k]);
+        gl_out_nl();
     }
     g_nreports = 0;
 }
@@ -643,10 +647,11 @@ static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write
         r->freed = o ? o->freed : 0;
         r->alloc_site = o ? o->alloc_site : NO_SITE;
         r->free_site = o ? o->free_site : NO_SITE;
+        r->nframes = gl_capture_frames(r->frames);
         map_put(&g_report_index, key, g_nreports);
         g_nreports++;
     }
-    if (!g_recover) die();
+    if (!g_recover) gl_die();
     return 0;
 }
 
@@ -763,73 +768,6 @@ void gl_note_slot_write(void *rt, uint32_t site, uint64_t obj, uint64_t word) {
     note_write(slot(obj), GL_LW_SITE, site, word, obj);
 }
 
-/* ---- signals ------------------------------------------------------------------ */
-
-static u64 signal_pc(void *uctx) {
-    ucontext_t *uc = uctx;
-#if defined(__aarch64__)
-    return uc->uc_mcontext.pc;
-#elif defined(__x86_64__)
-    return (u64)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__riscv)
-    return (u64)uc->uc_mcontext.__gregs[REG_PC];
-#else
-    (void)uc;
-    return 0;
-#endif
-}
-
-static u64 scratch_load(int offset) {
-    return __atomic_load_n((u64 *)(void *)(guardlift_runtime + GL_TRAP_SCRATCH_OFFSET + offset),
-                           __ATOMIC_SEQ_CST);
-}
-
-/* A trap instruction. A guard's (trap mode; gl_traps.c says which site):
- * its observed values are in the scratch area at the runtime pointer if the
- * guard could claim it (runtime/src/trap.rs). The host prints the report. */
-static void on_trap(int sig, siginfo_t *si, void *uctx) {
-    (void)si;
-    u64 pc = signal_pc(uctx);
-    const gl_trap_t *t = NULL;
-    for (unsigned long i = 0; i < gl_ntraps; i++)
-        if ((u64)(uintptr_t)gl_traps[i].pc == pc) t = &gl_traps[i];
-    u64 v[3] = {0, 0, 0};
-    int have = 0;
-    if (t) {
-        u64 token = GL_TRAP_TOKEN(t->site);
-        if (scratch_load(GL_TRAP_OWNER_OFFSET) == token &&
-            scratch_load(GL_TRAP_READY_OFFSET) == token) {
-            for (int k = 0; k < 3; k++) v[k] = scratch_load(GL_TRAP_VALUES_OFFSET + 8 * k);
-            have = 1;
-        }
-    }
-    printf("%c %x %llx %x %x %x %x %llx %llx %llx\n", GL_EV_TRAP, (unsigned)sig,
-           (unsigned long long)pc, t ? 1u : 0u, t ? t->kind : 0u, t ? t->site : 0u, (unsigned)have,
-           (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2]);
-    die();
-}
-
-/* A crash: tell the host which signal, then die of it. */
-static void on_crash(int sig, siginfo_t *si, void *uctx) {
-    (void)si;
-    (void)uctx;
-    struct rlimit no_core = {0, 0};
-    printf("%c %x\n", GL_EV_SIGNAL, (unsigned)sig);
-    flush_out();
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install(int sig, void (*h)(int, siginfo_t *, void *)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = h;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 /* ---- main --------------------------------------------------------------------- */
 
 typedef struct {
@@ -839,16 +777,13 @@ typedef struct {
 
 static void *run_entry(void *p) {
     run_t *r = p;
-    /* Stack overflow lands on the guard page: handle it on its own stack. */
-    static char altstack[1 << 16];
-    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
-    sigaltstack(&ss, NULL);
+    gl_run_thread_begin((u64)(uintptr_t)__builtin_frame_address(0));
     __gl_start(r->args, &r->ret);
+    gl_run_thread_end();
     return NULL;
 }
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, g_outbuf, _IOFBF, sizeof g_outbuf);
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODE QUARANTINE_BYTES_HEX [ARG_BITS_HEX...]\n", argv[0]);
         return 2;
@@ -864,11 +799,7 @@ int main(int argc, char **argv) {
     if (!args) oom();
     for (int i = 0; i < n; i++) args[i] = strtoull(argv[i + 3], NULL, 16);
 
-    install(SIGILL, on_trap);
-    install(SIGTRAP, on_trap);
-    install(SIGSEGV, on_crash);
-    install(SIGBUS, on_crash);
-    install(SIGFPE, on_crash);
+    gl_install_handlers();
 
     run_t r = {args, 0};
     pthread_attr_t attr;
@@ -881,9 +812,11 @@ int main(int argc, char **argv) {
     } else {
         pthread_join(th, NULL);
     }
-    emit_reports();
-    printf("%c %llx\n", GL_EV_RESULT, (unsigned long long)r.ret);
-    printf("%c\n", GL_EV_END);
-    flush_out();
+    gl_emit_reports();
+    gl_out_char(GL_EV_RESULT);
+    gl_out_field(r.ret);
+    gl_out_nl();
+    gl_out_line(GL_EV_END);
+    gl_flush_out();
     return 0;
 }

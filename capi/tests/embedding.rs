@@ -423,3 +423,87 @@ fn rust_pyish_reports_the_buggy_helper_at_the_generated_site() {
     };
     assert_eq!(first(&r.stderr), first(&c.stderr));
 }
+
+/// Runs the C pyish with `GUARDLIFT_OPTIONS=watch=object:1` (p is the
+/// first object registered) and the given flags; fails where hardware
+/// watchpoints are unavailable.
+fn run_watched(args: &[&str]) -> Run {
+    let r = run_output(
+        Command::new(c_pyish())
+            .args(args)
+            .env("GUARDLIFT_OPTIONS", "watch=object:1")
+            .output()
+            .expect("run pyish"),
+    );
+    assert!(
+        !r.stderr.contains("watchpoints unavailable"),
+        "hardware watchpoints are needed (Linux x86_64, perf_event_paranoid <= 2): {}",
+        r.stderr
+    );
+    r
+}
+
+/// Issue 17: a host function written in C (`--rogue byte|word`, called
+/// from the compiled `step` as its incref) clears the tag bit of p's
+/// managed-dict word; the hardware watchpoint set through
+/// `gl_runtime_configure(rt, "watch=object:1")` reports `foreign_write`
+/// naming the C symbol, the width of its store, and the IR caller in the
+/// backtrace. Needs `perf_event_open` hardware breakpoints (Linux x86_64,
+/// `kernel.perf_event_paranoid` <= 2): FAILS where they are unavailable.
+#[test]
+fn c_pyish_rogue_c_writer_is_named_by_the_watchpoint() {
+    for (rogue, symbol, width) in [
+        ("byte", "interp_incref_clear_tag_byte", 1),
+        ("word", "interp_incref_clear_tag_word", 8),
+    ] {
+        let r = run_watched(&["--rogue", rogue]);
+        assert_eq!(r.code, Some(1), "{rogue}: {}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout.contains("pyish: 1 guardlift report(s)"),
+            "{rogue}: only the rogue write: {}",
+            r.stdout
+        );
+        let line = r
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("pyish:     {"))
+            .unwrap_or_else(|| panic!("{rogue}: no report JSON: {}", r.stdout));
+        let j: serde_json::Value = serde_json::from_str(&format!("{{{line}"))
+            .unwrap_or_else(|e| panic!("{rogue}: {e}: {line}"));
+        assert_eq!(j["kind"], "foreign_write", "{rogue}: {j}");
+        assert_eq!(j["object_id"], 1, "{rogue}: {j}");
+        assert_eq!(j["width"], width, "{rogue}: {j}");
+        assert_eq!(j["new_low_bits"], "0b110", "{rogue}: {j}");
+        let writer = j["writer"]["symbol"].as_str().unwrap_or("");
+        assert!(writer.starts_with(&format!("{symbol}+0x")), "{rogue}: {j}");
+        let bt: Vec<&str> = j["backtrace"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{rogue}: no backtrace: {j}"))
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        assert!(
+            bt.first().is_some_and(|f| f.contains(symbol)),
+            "{rogue}: the writer first: {bt:?}"
+        );
+        assert!(
+            bt.get(1).is_some_and(|f| f.contains("@step")),
+            "{rogue}: then the compiled IR function that called it: {bt:?}"
+        );
+    }
+}
+
+/// With the watchpoint on and no rogue writer, nothing is reported: the
+/// host's own writes (its dict code, its dealloc after telling guardlift)
+/// and the compiled code's are legitimate.
+#[test]
+fn c_pyish_watched_clean_run_reports_nothing() {
+    let r = run_watched(&[]);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("pyish: 0 guardlift report(s)"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains(CLEAN), "{}", r.stdout);
+}

@@ -457,7 +457,11 @@ fn target_run(
                 trap.pc
             )),
         },
-        // Where the JIT would have crashed: a fatal error, as the interpreter reports it.
+        // In IR code or a host function it called: the JIT fault handler's report.
+        guardlift_aot::End::Crashed { .. } if run.fault.is_some() => {
+            write_fault_report_and_abort(&rt, o, &run, (engine, target, instrumented), &watch)
+        }
+        // Elsewhere (the support itself): a fatal error, as the interpreter reports it.
         guardlift_aot::End::Crashed { signal } => Outcome::Fatal(format!(
             "the {target} program died of signal {signal} ({})",
             guardlift_aot::signal_name(signal)
@@ -476,6 +480,42 @@ fn target_run(
         watch,
     };
     finish(&ctx, &rt, run.reports, fault, outcome)
+}
+
+/// A fatal signal in a target's IR code or a host function it called: what
+/// the host JIT's fault handler writes (the reports recorded before it and
+/// the `host_fault` / `stack_overflow` report, human or JSON lines, to the
+/// log or stderr; with `--json` one object on stdout), the SARIF log if
+/// asked, then abort (134).
+fn write_fault_report_and_abort(
+    rt: &Runtime,
+    o: &RunOpts,
+    run: &guardlift_aot::TargetRun,
+    (engine, target, instrumented): (&str, &str, bool),
+    watch: &Option<WatchStatus>,
+) -> ! {
+    let fault = run.fault.as_ref().map(|f| f.report());
+    let fault_json: Vec<serde_json::Value> = fault
+        .iter()
+        .filter_map(|f| serde_json::from_str(&f.json().to_string()).ok())
+        .collect();
+    let mut all = report_jsons(&run.reports);
+    all.extend(fault_json);
+    write_sarif_or_note(o.sarif.as_deref(), &o.file, &all);
+    if o.json {
+        let mut j = aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
+        j["reports"] = serde_json::Value::Array(all);
+        if let Some(w) = watch {
+            j["watch"] = w.to_json();
+        }
+        println!("{j}");
+    }
+    rt.write_reports(&run.reports);
+    if let Some(f) = &fault {
+        rt.write_fault_report(f);
+    }
+    let _ = std::io::stdout().flush();
+    std::process::abort()
 }
 
 /// Trap mode on a target: what the runtime's trap handler writes (the

@@ -74,6 +74,27 @@ fn both_ir_frames_in_order_on_jit_and_interp() {
     }
 }
 
+/// The object paths walk the target's frame records (gl_support.c): the
+/// same IR call chain as the host JIT.
+#[test]
+fn object_paths_give_the_jit_s_ir_frames() {
+    let jit = run_json("jit", "")["backtrace"].clone();
+    for target in ["x86_64", "aarch64", "riscv64"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+            .arg("run")
+            .arg(program())
+            .args(["7", "--mode", "recover", "--json", "--target", target])
+            .env_remove("GUARDLIFT_OPTIONS")
+            .output()
+            .expect("run guardlift");
+        let out = String::from_utf8_lossy(&o.stdout);
+        let j: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{target}: {e}: {out}"));
+        assert_eq!(j["reports"][0]["backtrace"], jit, "{target}: {j}");
+    }
+    assert_eq!(jit.as_array().map(Vec::len), Some(2), "{jit}");
+}
+
 #[test]
 fn human_form_lists_frames_after_the_where_line() {
     for engine in ["jit", "interp"] {

@@ -34,5 +34,6 @@ pub use object::{
     emit_asm, emit_clif, emit_object, emit_object_verified, emit_object_with_traps, EmitOptions,
     ObjectTrap,
 };
+pub use object::{emit_object_with_code, ObjectCode};
 pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
 pub use typed::{NativeType, Params, Ptr, Results};

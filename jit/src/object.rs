@@ -118,7 +118,32 @@ pub fn emit_object_with_traps(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<(Vec<u8>, Vec<ObjectTrap>), JitError> {
-    emit_with(setup(module, target, opts)?, module, target)
+    emit_object_with_code(module, target, opts).map(|o| (o.bytes, o.traps))
+}
+
+/// An object file with what its host needs to place a PC in it.
+#[derive(Clone, Debug)]
+pub struct ObjectCode {
+    /// The relocatable object.
+    pub bytes: Vec<u8>,
+    /// The guards' trap instructions (trap mode; empty otherwise).
+    pub traps: Vec<ObjectTrap>,
+    /// Per IR function, in module order: its code size and PC → IR-site map,
+    /// as offsets from the function's symbol (`start` is 0; `function` is
+    /// the symbol name).
+    pub functions: Vec<guardlift_runtime::fault::CodeFunction>,
+}
+
+/// [`emit_object_with_traps`], plus each function's PC → IR-site map (the
+/// source locations Cranelift kept per instruction), which the object
+/// format does not carry either: a fault on the object's target is placed
+/// at its IR site with it.
+pub fn emit_object_with_code(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<ObjectCode, JitError> {
+    emit_with(setup(module, target, opts)?, module, target, opts.site_base)
 }
 
 /// [`emit_object`] with Cranelift's verifier on whatever the build profile
@@ -130,15 +155,24 @@ pub fn emit_object_verified(
     opts: &EmitOptions,
 ) -> Result<Vec<u8>, JitError> {
     let isa = build_isa_verified(target, opts.opt_level, Tier::Optimized, true, true)?;
-    emit_with(setup_with_isa(module, isa, opts)?, module, target).map(|(bytes, _)| bytes)
+    emit_with(
+        setup_with_isa(module, isa, opts)?,
+        module,
+        target,
+        opts.site_base,
+    )
+    .map(|o| o.bytes)
 }
 
 fn emit_with(
     setup: Setup<'_>,
     module: &guardlift_ir::Module,
     target: Target,
-) -> Result<(Vec<u8>, Vec<ObjectTrap>), JitError> {
+    site_base: u32,
+) -> Result<ObjectCode, JitError> {
     let mut traps = Vec::new();
+    let mut functions = Vec::with_capacity(module.functions.len());
+    let all_sites = module.site_infos();
     let Setup {
         mut om,
         mut lw,
@@ -159,10 +193,16 @@ fn emit_with(
         tiers
             .define(&mut om, id, &mut ctx, Tier::of(f))
             .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
+        let code = ctx
+            .compiled_code()
+            .ok_or_else(|| JitError::Codegen(format!("@{}: no compiled code", f.name)))?;
+        functions.push(guardlift_runtime::fault::CodeFunction {
+            start: 0,
+            len: code.code_info().total_size as usize,
+            function: f.name.clone(),
+            locs: crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base),
+        });
         if !lw.trap_sites().is_empty() {
-            let code = ctx
-                .compiled_code()
-                .ok_or_else(|| JitError::Codegen(format!("@{}: no compiled code", f.name)))?;
             for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites())
                 .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?
             {
@@ -182,7 +222,11 @@ fn emit_with(
         .finish()
         .emit()
         .map_err(|e| JitError::Object(e.to_string()))?;
-    Ok((bytes, traps))
+    Ok(ObjectCode {
+        bytes,
+        traps,
+        functions,
+    })
 }
 
 /// What the external names of a lowered function stand for, as CLIF

@@ -1,7 +1,8 @@
 /* pyish: a Python-like interpreter whose hot functions run as guardlift code.
  *
- *   pyish [--instrument] [--buggy] [--recycle] [--no-jit] [--mode recover|abort|trap]
- *         [--hot N] [--rounds N] [--iters N] [--bug-at N] [--dump-ir FILE]
+ *   pyish [--instrument] [--buggy] [--rogue byte|word] [--recycle] [--no-jit]
+ *         [--mode recover|abort|trap] [--hot N] [--rounds N] [--iters N] [--bug-at N]
+ *         [--dump-ir FILE]
  *   pyish --selftest
  *
  * The program (bytecode below) is
@@ -19,6 +20,13 @@
  *     p = Point(x=1, y=2)                # inline values
  *     q = Point(x=3, y=5); q.__dict__    # a real dict
  *     for _ in range(rounds): step(p, iters); step(q, iters)
+ *
+ * With --rogue byte|word, incref is a rogue host writer in C that clears
+ * the tag bit of p's managed-dict word once (a 1-byte or an 8-byte store);
+ * run with GUARDLIFT_OPTIONS=watch=object:1 (p is the first object
+ * registered), guardlift's hardware watchpoint reports it as foreign_write
+ * naming the C symbol, the store's width and the IR call in its backtrace
+ * (printed as JSON after the report list).
  *
  * With --recycle, a temporary `t = Point(x=7, y=1)` is stepped and freed,
  * a stale reference to it (the launch-context bug) steps it once more, and
@@ -122,6 +130,7 @@ static unsigned long arg_num(const char *s) {
 int main(int argc, char **argv) {
     VM vm = {.use_jit = 1, .hot_threshold = 4};
     int buggy = 0, recycle = 0;
+    const char *rogue = NULL;
     gl_mode mode = GL_MODE_RECOVER;
     unsigned long rounds = 20, iters = 50;
     for (int i = 1; i < argc; i++) {
@@ -138,13 +147,15 @@ int main(int argc, char **argv) {
             else if (!strcmp(next, "abort")) mode = GL_MODE_ABORT;
             else if (!strcmp(next, "trap")) mode = GL_MODE_TRAP;
             else { fprintf(stderr, "pyish: unknown mode %s\n", next); return 2; }
-        } else if (next && !strcmp(a, "--hot")) vm.hot_threshold = (unsigned)arg_num(argv[++i]);
+        } else if (next && !strcmp(a, "--rogue")) rogue = argv[++i];
+        else if (next && !strcmp(a, "--hot")) vm.hot_threshold = (unsigned)arg_num(argv[++i]);
         else if (next && !strcmp(a, "--rounds")) rounds = arg_num(argv[++i]);
         else if (next && !strcmp(a, "--iters")) iters = arg_num(argv[++i]);
         else if (next && !strcmp(a, "--bug-at")) bug_at_call = arg_num(argv[++i]);
         else if (next && !strcmp(a, "--dump-ir")) vm.dump_ir_path = argv[++i];
         else {
-            fprintf(stderr, "usage: pyish [--instrument] [--buggy] [--recycle] [--no-jit] [--mode recover|abort|trap] [--hot N]\n"
+            fprintf(stderr, "usage: pyish [--instrument] [--buggy] [--rogue byte|word] [--recycle] [--no-jit]\n"
+                            "             [--mode recover|abort|trap] [--hot N]\n"
                             "             [--rounds N] [--iters N] [--bug-at N] [--dump-ir FILE] | --selftest\n");
             return 2;
         }
@@ -154,6 +165,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (buggy) helpers[0] = interp_incref_buggy;
+    if (rogue && !strcmp(rogue, "byte")) helpers[0] = interp_incref_clear_tag_byte;
+    else if (rogue && !strcmp(rogue, "word")) helpers[0] = interp_incref_clear_tag_word;
+    else if (rogue) {
+        fprintf(stderr, "pyish: --rogue takes byte or word, not %s\n", rogue);
+        return 2;
+    }
 
     /* The JIT backend: objects are CPython 3.12's, so the layout is cpython312. */
     if (gl_runtime_new("cpython312", mode, &vm.rt) != GL_OK ||
@@ -223,9 +240,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("pyish: %zu guardlift report(s)\n", n);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         printf("pyish:   %s in @%s at IR line %u:%u (%s), %llu time(s)\n", items[i].kind_name, items[i].function,
                items[i].line, items[i].col, items[i].op, (unsigned long long)items[i].count);
+        /* The writer a watchpoint caught: symbol, width and backtrace are in the JSON. */
+        if (items[i].kind == GL_REPORT_FOREIGN_WRITE) printf("pyish:     %s\n", items[i].json);
+    }
     gl_reports_free(list);
 
     object_free(p);

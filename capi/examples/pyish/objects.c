@@ -170,6 +170,10 @@ static int word_ok(uint64_t w) {
 }
 
 void object_free(Object *o) {
+    /* tp_dealloc: tell guardlift first, before the memory can be reused or
+     * the word rewritten (a watched word written by the host is a foreign
+     * write until the object is freed). */
+    if (objects_rt) guardlift_call(gl_runtime_object_freed(objects_rt, o), "object_freed");
     uint64_t w = *dict_or_values(o);
     if (!word_ok(w)) {
         fprintf(stderr,
@@ -178,8 +182,6 @@ void object_free(Object *o) {
                 (void *)o, (unsigned long long)w);
         *dict_or_values(o) = 0;
     }
-    /* tp_dealloc: tell guardlift first, before the memory can be reused. */
-    if (objects_rt) guardlift_call(gl_runtime_object_freed(objects_rt, o), "object_freed");
     object_clear(o);
     char *mem = (char *)o - PRE_HEADER_SIZE;
     if (freelist_len < FREELIST_MAX) freelist[freelist_len++] = mem;
@@ -252,6 +254,36 @@ void interp_dict_set(Object *o, int64_t key_index, int64_t v) {
 void interp_incref(Object *o) { o->ob_refcnt++; }
 
 void interp_decref(Object *o) { o->ob_refcnt--; }
+
+/* The rogue writers of the watchpoint demo (`--rogue byte|word`): incref,
+ * and once, after `bug_at_call` calls, on an object with inline values,
+ * clear the managed-dict word's tag bit with a store of one byte or of the
+ * whole 8-byte word. guardlift's watchpoint names them, with the width. */
+static int rogue_due(Object *o) {
+    static unsigned long calls = 0;
+    static int fired = 0;
+    if (++calls >= bug_at_call && !fired && object_has_values(o)) {
+        fired = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void interp_incref_clear_tag_byte(Object *o) {
+    o->ob_refcnt++;
+    if (rogue_due(o)) {
+        volatile uint8_t *low = (volatile uint8_t *)dict_or_values(o); /* little-endian: bit 0 */
+        *low = (uint8_t)(*low & ~1u);
+    }
+}
+
+void interp_incref_clear_tag_word(Object *o) {
+    o->ob_refcnt++;
+    if (rogue_due(o)) {
+        volatile uint64_t *w = dict_or_values(o);
+        *w = *w & ~(uint64_t)1;
+    }
+}
 
 /* A helper with a bug: once, after `bug_at_call` calls, it writes to the
  * word three slots before the object (meaning to touch a field at a

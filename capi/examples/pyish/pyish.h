@@ -86,6 +86,10 @@ int64_t interp_dict_get(Object *o, int64_t key_index);
 void interp_dict_set(Object *o, int64_t key_index, int64_t v);
 void interp_incref(Object *o);
 void interp_incref_buggy(Object *o);
+/* Rogue increfs that clear the tag bit once (--rogue byte|word): a 1-byte
+ * and an 8-byte store, for hardware watchpoints to tell apart. */
+void interp_incref_clear_tag_byte(Object *o);
+void interp_incref_clear_tag_word(Object *o);
 void interp_decref(Object *o);
 /* The buggy incref fires on its first call at or after this many calls,
  * on an object with inline values. */
