@@ -165,10 +165,26 @@ fn site_text(s: &Option<SiteInfo>) -> String {
 /// Where a guard sits: the guarded op's function, source position and opcode.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SiteInfo {
+    /// The IR function.
     pub function: String,
+    /// Line of the IR instruction.
     pub line: u32,
+    /// Column of the IR instruction.
     pub col: u32,
+    /// Its opcode.
     pub op: String,
+}
+
+impl SiteInfo {
+    /// The site as a backtrace frame.
+    pub fn frame(&self) -> crate::backtrace::IrFrame<'_> {
+        crate::backtrace::IrFrame {
+            function: &self.function,
+            line: self.line,
+            col: self.col,
+            op: &self.op,
+        }
+    }
 }
 
 /// The last write to a dict slot that the runtime saw: from instrumented
@@ -313,18 +329,12 @@ impl Report {
     /// The human form as a [`fmt::Display`] that borrows this report.
     pub fn human(&self) -> HumanReport<'_> {
         HumanReport {
-            kind: self.kind,
-            site: self.site,
-            function: &self.info.function,
-            line: self.info.line,
-            col: self.info.col,
-            op: &self.info.op,
             observed: Some(self.observed),
             last_write: self.last_write.as_ref(),
             object: self.object.as_ref(),
             count: self.count,
-            trap: None,
             backtrace: &self.backtrace,
+            ..HumanReport::at(self.kind, self.site, &self.info)
         }
     }
 }
@@ -357,6 +367,33 @@ pub struct HumanReport<'a> {
     pub trap: Option<TrapNote>,
     /// Frames printed after the "where" line, `#0` innermost.
     pub backtrace: &'a [String],
+}
+
+impl<'a> HumanReport<'a> {
+    /// A report of `kind` at `site` seen once, nothing else known yet (the
+    /// other fields are filled in with struct update syntax).
+    pub fn at(kind: ReportKind, site: u32, info: &'a SiteInfo) -> Self {
+        HumanReport {
+            kind,
+            site,
+            function: &info.function,
+            line: info.line,
+            col: info.col,
+            op: &info.op,
+            observed: None,
+            last_write: None,
+            object: None,
+            count: 1,
+            trap: None,
+            backtrace: &[],
+        }
+    }
+
+    /// The JSON line of this report, formatted without allocating (the
+    /// keys of [`Report::to_json`], plus `trap_signal` and `trap_pc`).
+    pub fn json(&self) -> JsonReport<'_> {
+        JsonReport(self)
+    }
 }
 
 impl fmt::Display for HumanReport<'_> {
@@ -493,6 +530,150 @@ impl fmt::Display for HumanReport<'_> {
     }
 }
 
+/// The foreign writes the watchpoints caught since the last call, as
+/// (site, observation) pairs for the report sink: the site is the writer's
+/// IR site, else the IR call below it, else the writer's symbol. Cheap when
+/// nothing was caught.
+pub(crate) fn foreign_writes() -> Vec<(SiteInfo, Observed)> {
+    if !crate::watch::active() && !crate::watch::pending() {
+        return Vec::new();
+    }
+    crate::watch::drain()
+        .into_iter()
+        .map(|fw| {
+            let w = &fw.writer;
+            let info = match w.site.as_ref().or(w.ir_caller.as_ref()) {
+                Some(s) => SiteInfo {
+                    function: s.function.clone(),
+                    line: s.line,
+                    col: s.col,
+                    op: s.op.clone(),
+                },
+                None => SiteInfo {
+                    function: w.symbol.clone(),
+                    line: 0,
+                    col: 0,
+                    op: "?".into(),
+                },
+            };
+            let observed = Observed::Write {
+                object: fw.object,
+                old: fw.old,
+                new: fw.new,
+                width: w.width,
+                writer: crate::watch::WriterId::intern(fw.writer),
+            };
+            (info, observed)
+        })
+        .collect()
+}
+
+/// A JSON string literal of `T`'s text, escaped, written without
+/// allocating.
+pub(crate) struct JsonStr<T>(pub(crate) T);
+
+impl<T: fmt::Display> fmt::Display for JsonStr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        /// Escapes what is written through it.
+        struct Escape<'a, 'b>(&'a mut fmt::Formatter<'b>);
+        impl fmt::Write for Escape<'_, '_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                for c in s.chars() {
+                    match c {
+                        '"' => self.0.write_str("\\\"")?,
+                        '\\' => self.0.write_str("\\\\")?,
+                        c if (c as u32) < 0x20 => write!(self.0, "\\u{:04x}", c as u32)?,
+                        c => self.0.write_char(c)?,
+                    }
+                }
+                Ok(())
+            }
+        }
+        f.write_char('"')?;
+        write!(Escape(f), "{}", self.0)?;
+        f.write_char('"')
+    }
+}
+
+/// The JSON line of a [`HumanReport`] ([`HumanReport::json`]).
+pub struct JsonReport<'a>(&'a HumanReport<'a>);
+
+impl fmt::Display for JsonReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        write!(
+            f,
+            "{{\"kind\":\"{}\",\"site\":{},\"function\":{},\"line\":{},\"col\":{},\"op\":{},\"count\":{}",
+            r.kind.name(),
+            r.site,
+            JsonStr(r.function),
+            r.line,
+            r.col,
+            JsonStr(r.op),
+            r.count
+        )?;
+        match r.observed {
+            Some(Observed::Dict { object, value }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"value\":\"{value:#x}\",\"value_low_bits\":\"0b{:03b}\"",
+                value & TAG_MASK
+            )?,
+            Some(Observed::Adstack { capacity, len }) => {
+                write!(f, ",\"capacity\":{capacity},\"len\":{len}")?
+            }
+            Some(Observed::Clobber {
+                address,
+                width,
+                value,
+            }) => write!(
+                f,
+                ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
+            )?,
+            Some(Observed::Lifetime {
+                object,
+                address,
+                width,
+            }) => {
+                write!(f, ",\"object\":\"{object:#x}\"")?;
+                if width > 0 {
+                    write!(f, ",\"address\":\"{address:#x}\",\"width\":{width}")?;
+                }
+            }
+            Some(Observed::Bounds {
+                object,
+                index,
+                capacity,
+            }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"index\":{index},\"capacity\":{capacity}"
+            )?,
+            Some(Observed::Write { .. }) | None => {}
+        }
+        if let Some(t) = r.trap {
+            write!(
+                f,
+                ",\"trap_signal\":\"{}\",\"trap_pc\":\"{:#x}\"",
+                t.signal, t.pc
+            )?;
+        }
+        f.write_str("}\n")
+    }
+}
+
+/// Writes `report` to `fd` (stderr when `fd < 0`, with the fallback of
+/// [`crate::output::write_fd_or_stderr`]), as a JSON line when `json`, else
+/// in human form. Async-signal-safe when the report is (no object note:
+/// the signal handlers never have one).
+#[cfg(unix)]
+pub fn write_signal_safe(fd: i32, json: bool, report: &HumanReport<'_>) {
+    if json {
+        crate::output::write_display_fd_or_stderr(fd, &report.json());
+    } else {
+        crate::output::write_display_fd_or_stderr(fd, report);
+    }
+}
+
 /// Deduplicating, order-preserving report store. Not itself synchronized:
 /// the runtime keeps it behind a mutex.
 #[derive(Debug, Default)]
@@ -537,7 +718,7 @@ impl ReportSink {
                     backtrace: if kind == ReportKind::ForeignWrite {
                         Vec::new()
                     } else {
-                        crate::backtrace::capture(info)
+                        crate::backtrace::capture(info.frame())
                     },
                 });
                 self.reports.len() - 1
@@ -707,5 +888,33 @@ mod tests {
             assert_eq!(ReportKind::from_code(k.code()), Some(k));
             assert_eq!(ReportKind::from_trap_code(k.trap_code()), Some(k));
         }
+    }
+
+    #[test]
+    fn json_line_parses() {
+        let info = SiteInfo {
+            function: "we\"ird".into(),
+            line: 2,
+            col: 3,
+            op: "store".into(),
+        };
+        let h = HumanReport {
+            observed: Some(Observed::Clobber {
+                address: 0x10,
+                width: 1,
+                value: 0xfe,
+            }),
+            trap: Some(TrapNote {
+                signal: "SIGILL",
+                pc: 0x1234,
+            }),
+            ..HumanReport::at(ReportKind::SlotClobber, 1, &info)
+        };
+        let text = h.json().to_string();
+        let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(j["function"], "we\"ird");
+        assert_eq!(j["width"], 1);
+        assert_eq!(j["value"], "0xfe");
+        assert_eq!(j["trap_pc"], "0x1234");
     }
 }

@@ -5,10 +5,11 @@
 use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
 use crate::options::Options;
+pub use crate::mode::Mode;
 use crate::output::LogFile;
 use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
-use crate::trap::TrapScratch;
+use crate::trap::scratch::TrapScratch;
 use crate::watch::{self, WatchSpec, WatchStatus};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,33 +38,6 @@ struct Settings {
     log: Option<Arc<LogFile>>,
     /// Write reports as JSON lines instead of human text.
     json: bool,
-}
-
-/// What a failed check does (spec §6).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Mode {
-    /// Report, then abort the process.
-    #[default]
-    Abort,
-    /// Record, apply the recover-mode effect, go on.
-    Recover,
-    /// A trapping instruction; the signal handler reports and aborts.
-    Trap,
-}
-
-impl Mode {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::Abort => "abort",
-            Mode::Recover => "recover",
-            Mode::Trap => "trap",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<Self> {
-        [Mode::Abort, Mode::Recover, Mode::Trap]
-            .into_iter()
-            .find(|m| m.name() == s)
-    }
 }
 
 /// What the caller of a check must do next.
@@ -616,7 +590,7 @@ impl Runtime {
     /// also call it before freeing code (its PCs resolve to IR sites only
     /// while it is registered).
     pub fn drain_watch(&self) {
-        let writes = watch::drain_reports();
+        let writes = crate::report::foreign_writes();
         if writes.is_empty() {
             return;
         }
@@ -697,6 +671,30 @@ impl Drop for Runtime {
         if pending {
             self.flush_reports();
         }
+    }
+}
+
+/// Unregisters a module's sites from its runtime when dropped (for an
+/// owner that has nothing else to do on drop).
+pub struct SiteRegistration {
+    rt: Arc<Runtime>,
+    base: u32,
+}
+
+impl SiteRegistration {
+    /// Takes over the registration at `base` (from [`Runtime::register_sites`]).
+    pub fn new(rt: Arc<Runtime>, base: u32) -> Self {
+        SiteRegistration { rt, base }
+    }
+    /// The module's base site id.
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+}
+
+impl Drop for SiteRegistration {
+    fn drop(&mut self) {
+        self.rt.unregister_sites(self.base);
     }
 }
 
