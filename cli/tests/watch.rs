@@ -298,12 +298,28 @@ fn trap_mode_and_watchpoints_do_not_crash() {
             err.contains("ERROR: dict_slot_tag at @main 32:5"),
             "{engine}: {err}"
         );
-        if engine == "interp" {
-            assert!(
-                err.contains("ERROR: foreign_write at @main 31:5 (store)"),
-                "{err}"
-            );
-            assert!(err.contains("a 1-byte store"), "{err}");
-        }
+        // The writer, caught before the guard trapped, is printed with the
+        // trap report, first, on both engines.
+        let fw = err
+            .find("ERROR: foreign_write at @main 31:5 (store)")
+            .unwrap_or_else(|| panic!("{engine}: no writer: {err}"));
+        let trap = err.find("ERROR: dict_slot_tag at @main 32:5").unwrap();
+        assert!(fw < trap, "{engine}: the writer first: {err}");
+        assert!(err.contains("a 1-byte store"), "{engine}: {err}");
+        assert_eq!(err.matches("ERROR: foreign_write").count(), 1, "{engine}: {err}");
     }
+    // The same as JSON lines in the log.
+    let o = gl(
+        &[
+            "run", &byte, "--mode", "trap", "--checks", "dict", "--watch", "object:1",
+        ],
+        &[("GUARDLIFT_OPTIONS", "json=1")],
+    );
+    assert!(exit_134(&o), "{:?}\n{}", o.status, stderr(&o));
+    let kinds: Vec<String> = stderr(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|j| j["kind"].as_str().unwrap_or("?").to_string())
+        .collect();
+    assert_eq!(kinds, ["foreign_write", "dict_slot_tag"], "{}", stderr(&o));
 }

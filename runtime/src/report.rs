@@ -155,10 +155,16 @@ fn site_json(s: &Option<SiteInfo>) -> Json {
     }
 }
 
-fn site_text(s: &Option<SiteInfo>) -> String {
-    match s {
-        Some(s) => format!("@{} {}:{}", s.function, s.line, s.col),
-        None => "an unknown site".into(),
+/// `@fn L:C` or "an unknown site", formatted without allocating (the
+/// signal handlers print object notes of pending reports).
+struct SiteText<'a>(&'a Option<SiteInfo>);
+
+impl fmt::Display for SiteText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => write!(f, "@{} {}:{}", s.function, s.line, s.col),
+            None => f.write_str("an unknown site"),
+        }
     }
 }
 
@@ -493,10 +499,10 @@ impl fmt::Display for HumanReport<'_> {
                 s,
                 "    object id {}, allocated at {}",
                 n.id,
-                site_text(&n.alloc_site)
+                SiteText(&n.alloc_site)
             )?;
             if n.freed {
-                writeln!(s, "    freed at {}", site_text(&n.free_site))?;
+                writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
             }
         }
         if let (Some(w), Some(Observed::Dict { value, .. })) = (self.last_write, self.observed) {

@@ -64,11 +64,11 @@ pub fn write_human(
         new & layout::TAG_MASK
     )?;
     let Some(w) = w else { return Ok(()) };
-    let width = match width {
-        0 => "a store of unknown width".to_string(),
-        n => format!("a {n}-byte store"),
-    };
-    write!(s, "    writer: {} (pc {:#x}), {width}", w.symbol, w.pc)?;
+    write!(s, "    writer: {} (pc {:#x}), ", w.symbol, w.pc)?;
+    match width {
+        0 => write!(s, "a store of unknown width")?,
+        n => write!(s, "a {n}-byte store")?,
+    }
     match &w.site {
         Some(site) => writeln!(s, ", IR code {site} ({})", site.op)?,
         None => writeln!(s)?,
