@@ -111,7 +111,10 @@ fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
             // resolved through the code registry's PC → IR-site map).
             let ir = "@main 72:5 (call)";
             assert!(has_line(bt, ir), "{what}: no IR frame {ir:?}: {bt}");
-            assert!(!has_line(bt, "@main +0x"), "{what}: an unresolved IR frame: {bt}");
+            assert!(
+                !has_line(bt, "@main +0x"),
+                "{what}: an unresolved IR frame: {bt}"
+            );
             assert_eq!(fw["function"], "main", "{what}");
             if checks.is_some() {
                 assert_eq!(r[1]["kind"], "dict_slot_tag", "{what}: {r}");
@@ -163,7 +166,10 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
         let bt = &fw["backtrace"];
         assert!(has_line(bt, "@main 31:5 (store)"), "{engine}: {bt}");
         let err = stderr(&o);
-        assert!(err.contains("IR code @main 31:5 (store)"), "{engine}: {err}");
+        assert!(
+            err.contains("IR code @main 31:5 (store)"),
+            "{engine}: {err}"
+        );
     }
     // The heap's rogue writer stores the whole word.
     let o = gl(
@@ -306,7 +312,11 @@ fn trap_mode_and_watchpoints_do_not_crash() {
         let trap = err.find("ERROR: dict_slot_tag at @main 32:5").unwrap();
         assert!(fw < trap, "{engine}: the writer first: {err}");
         assert!(err.contains("a 1-byte store"), "{engine}: {err}");
-        assert_eq!(err.matches("ERROR: foreign_write").count(), 1, "{engine}: {err}");
+        assert_eq!(
+            err.matches("ERROR: foreign_write").count(),
+            1,
+            "{engine}: {err}"
+        );
     }
     // The same as JSON lines in the log.
     let o = gl(

@@ -90,7 +90,11 @@ pub struct IrFrame<'a> {
 
 impl fmt::Display for IrFrame<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "@{} {}:{} ({})", self.function, self.line, self.col, self.op)
+        write!(
+            f,
+            "@{} {}:{} ({})",
+            self.function, self.line, self.col, self.op
+        )
     }
 }
 

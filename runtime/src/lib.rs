@@ -74,8 +74,8 @@ pub use report::{
     HumanReport, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo, TrapNote,
 };
 pub use runtime::{
-    format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, SiteRegistration,
-    Verdict, TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,
+    format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, SiteRegistration, Verdict,
+    TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET,
 };
 pub use sites::{ModuleSites, SiteSpaceFull};
 pub use trap::{TrapRegistration, TrapScratch, TrapSite};

@@ -4,8 +4,8 @@
 
 use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
-use crate::options::Options;
 pub use crate::mode::Mode;
+use crate::options::Options;
 use crate::output::LogFile;
 use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};

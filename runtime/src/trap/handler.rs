@@ -67,8 +67,8 @@ fn observed_values(scratch: &TrapScratch, token: u64) -> Option<[u64; 3]> {
 
 fn report_and_abort(sig: libc::c_int, pc: usize, f: &Found) -> ! {
     let scratch = f.rt.trap_scratch();
-    let observed = observed_values(scratch, TrapScratch::token(f.site))
-        .map(|v| decode_observed(f.kind, v));
+    let observed =
+        observed_values(scratch, TrapScratch::token(f.site)).map(|v| decode_observed(f.kind, v));
     if !crate::output::claim_final_report() {
         crate::output::wait_for_exit()
     }

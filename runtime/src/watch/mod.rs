@@ -71,8 +71,8 @@ use perf as imp;
 
 pub use crate::backtrace::IrFrame;
 pub use ring::pending;
-pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
 use ring::{ARMED, DROPPED, HITS, LEGIT};
+pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
 
 /// Most words watched at once (x86_64 has four debug address registers).
 pub const MAX_SLOTS: usize = 4;

@@ -62,12 +62,7 @@ fn open(addr: u64, tid: i32, hw: usize) -> Result<i32, i32> {
         type_: PERF_TYPE_BREAKPOINT,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         sample_period: 1,
-        flags: EXCLUDE_KERNEL
-            | EXCLUDE_HV
-            | INHERIT
-            | INHERIT_THREAD
-            | REMOVE_ON_EXEC
-            | SIGTRAP,
+        flags: EXCLUDE_KERNEL | EXCLUDE_HV | INHERIT | INHERIT_THREAD | REMOVE_ON_EXEC | SIGTRAP,
         bp_type: HW_BREAKPOINT_W,
         bp_addr: addr,
         bp_len: HW_BREAKPOINT_LEN_8,
@@ -91,7 +86,6 @@ fn open(addr: u64, tid: i32, hw: usize) -> Result<i32, i32> {
         Ok(fd as i32)
     }
 }
-
 
 fn threads() -> Vec<i32> {
     match std::fs::read_dir("/proc/self/task") {
