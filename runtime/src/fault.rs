@@ -330,7 +330,7 @@ mod imp {
                 record,
             });
         }
-        if top == 0 || sp >= top || !on_stack(sp) || !bounds.is_some_and(|(_, h)| top <= h) {
+        if top == 0 || sp >= top || !on_stack(sp) || bounds.is_none_or(|(_, h)| top > h) {
             return None;
         }
         // SAFETY: [sp, top) is live stack of this thread (checked above).

@@ -6,8 +6,8 @@
 //! - [`mode`]: the check mode;
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types, their human and JSON forms, the deduplicating sink;
-//! - [`runtime`]: the [`Runtime`] that ties them together per mode;
-//! - [`options`]: `GUARDLIFT_OPTIONS`;
+//! - [`runtime`]: the `Runtime` that ties them together per mode;
+//! - [`options`]: the `GUARDLIFT_OPTIONS` environment variable;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`sites`]: the guard-site table, sparse, per registered module;
 //! - [`abi`]: the C entry points generated code calls;
@@ -33,7 +33,7 @@
 //! 3. `backtrace`: codemap;
 //! 4. `watch`: layout, codemap, backtrace, sigchain;
 //! 5. `report`: layout, backtrace, watch, output;
-//! 6. `options`: mode, watch (not `runtime`: [`Mode`] has its own module);
+//! 6. `options`: mode, watch (not `runtime`: `Mode` has its own module);
 //!    `sites`: report; `heap`: layout, report, watch;
 //!    `trap::scratch`: report, watch;
 //! 7. `runtime`: everything above (it embeds `trap::scratch` only);

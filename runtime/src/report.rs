@@ -15,9 +15,13 @@ pub const TRAP_CODE_BASE: u8 = 0x60;
 /// What a guard found wrong.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ReportKind {
+    /// `dict`: a managed-dict word with invalid low tag bits.
     DictSlotTag,
+    /// `adstack`: a push into a full adstack.
     AdstackOverflow,
+    /// `adstack`: a pop or peek of an empty adstack.
     AdstackUnderflow,
+    /// `clobber`: a raw store overlapping a watched managed-dict slot.
     SlotClobber,
     /// `lifetime`: an access to a freed object (or to its memory).
     UseAfterFree,
@@ -32,6 +36,7 @@ pub enum ReportKind {
 }
 
 impl ReportKind {
+    /// The kind's name in reports (`dict_slot_tag`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             ReportKind::DictSlotTag => "dict_slot_tag",
@@ -77,6 +82,7 @@ impl ReportKind {
     pub fn from_trap_code(c: u8) -> Option<Self> {
         c.checked_sub(TRAP_CODE_BASE).and_then(Self::from_code)
     }
+    /// The kind with code `c` (its index in [`ReportKind::ALL`]).
     pub fn from_code(c: u8) -> Option<Self> {
         ReportKind::ALL.get(c as usize).copied()
     }
@@ -86,36 +92,60 @@ impl ReportKind {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Observed {
     /// The object and the managed-dict word that was read or about to be stored.
-    Dict { object: u64, value: u64 },
+    Dict {
+        /// The object.
+        object: u64,
+        /// Its managed-dict word.
+        value: u64,
+    },
     /// The stack's capacity and its length at the failing op.
-    Adstack { capacity: u64, len: u64 },
+    Adstack {
+        /// The stack's capacity.
+        capacity: u64,
+        /// Its length.
+        len: u64,
+    },
     /// The raw store's address, width in bytes and value (zero-extended).
     Clobber {
+        /// The store's address.
         address: u64,
+        /// Its width in bytes.
         width: u32,
+        /// The value stored (zero-extended).
         value: u64,
     },
     /// A watchpoint's trapped write: the word before and after, the bytes
     /// the writing instruction stored, and who wrote it.
     Write {
+        /// The watched object.
         object: u64,
+        /// Its dict word before the write.
         old: u64,
+        /// Its dict word after the write.
         new: u64,
+        /// Bytes the writing instruction stored (0: unknown).
         width: u32,
+        /// Who wrote it.
         writer: crate::watch::WriterId,
     },
     /// A lifetime violation: the object pointer the op used (or freed) and,
     /// for a raw load/store, the accessed address and width (else the
     /// object pointer and 0).
     Lifetime {
+        /// The object pointer the op used or freed.
         object: u64,
+        /// The accessed address (else the object pointer).
         address: u64,
+        /// The access width in bytes (0: not a raw access).
         width: u32,
     },
     /// The object, the attribute index and the values array's capacity.
     Bounds {
+        /// The object.
         object: u64,
+        /// The attribute index.
         index: u64,
+        /// The values array's capacity.
         capacity: u64,
     },
 }
@@ -201,6 +231,7 @@ pub struct LastWrite {
     pub by: String,
     /// Runtime-global site id of an instrumented writer.
     pub site: Option<u32>,
+    /// The word written.
     pub value: u64,
     /// Allocation id of the object whose slot was written (a slot address
     /// recycled for another object shows a different id than the report's).
@@ -210,15 +241,19 @@ pub struct LastWrite {
 /// One deduplicated report: the first observation and how often the (site, kind) fired.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
+    /// What was found wrong.
     pub kind: ReportKind,
     /// Runtime-global site id.
     pub site: u32,
+    /// The site's function, position and opcode.
     pub info: SiteInfo,
+    /// What the first occurrence observed.
     pub observed: Observed,
     /// For dict kinds: the last known write to the slot, captured at check time.
     pub last_write: Option<LastWrite>,
     /// The object the report is about, when the runtime knows it.
     pub object: Option<ObjectNote>,
+    /// How many times the (site, kind) fired.
     pub count: u64,
     /// The first occurrence's backtrace, innermost first (see [`crate::backtrace`]);
     /// empty when not captured.
@@ -350,6 +385,7 @@ impl Report {
 pub struct TrapNote {
     /// `SIGILL` or `SIGTRAP`.
     pub signal: &'static str,
+    /// The trap instruction's address.
     pub pc: u64,
 }
 
@@ -358,18 +394,27 @@ pub struct TrapNote {
 /// what [`Report::to_human`] prints, from a stack buffer.
 #[derive(Copy, Clone, Debug)]
 pub struct HumanReport<'a> {
+    /// What was found wrong.
     pub kind: ReportKind,
+    /// Runtime-global site id ([`NO_SITE`] for a writer's report).
     pub site: u32,
+    /// The site's function.
     pub function: &'a str,
+    /// The site's line.
     pub line: u32,
+    /// The site's column.
     pub col: u32,
+    /// The site's opcode.
     pub op: &'a str,
     /// `None`: the values were not captured (trap mode, see `trap.rs`).
     pub observed: Option<Observed>,
+    /// The last known write to the slot (dict kinds).
     pub last_write: Option<&'a LastWrite>,
     /// The object the report is about (not known to the trap handler).
     pub object: Option<&'a ObjectNote>,
+    /// How many times the (site, kind) fired.
     pub count: u64,
+    /// Set by trap mode's handler: the signal and the trap's PC.
     pub trap: Option<TrapNote>,
     /// Frames printed after the "where" line, `#0` innermost.
     pub backtrace: &'a [String],
@@ -737,9 +782,11 @@ impl ReportSink {
         self.index.clear();
         std::mem::take(&mut self.reports)
     }
+    /// Has nothing been recorded?
     pub fn is_empty(&self) -> bool {
         self.reports.is_empty()
     }
+    /// The reports recorded, in order of first occurrence.
     pub fn reports(&self) -> &[Report] {
         &self.reports
     }

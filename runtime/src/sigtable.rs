@@ -19,6 +19,7 @@ pub struct SigTable<T> {
 }
 
 impl<T: Clone> SigTable<T> {
+    /// An empty table.
     pub const fn new() -> Self {
         SigTable {
             table: AtomicPtr::new(std::ptr::null_mut()),
@@ -32,10 +33,11 @@ impl<T: Clone> SigTable<T> {
     pub fn update(&self, f: impl FnOnce(&mut Vec<T>)) {
         let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.table.load(SeqCst);
-        // SAFETY: only writers (serialized above) free snapshots.
         let mut v = if old.is_null() {
             Vec::new()
         } else {
+            // SAFETY: `old` is the published snapshot, and only writers
+            // (serialized above) free snapshots: it is alive.
             unsafe { (*old).clone() }
         };
         f(&mut v);

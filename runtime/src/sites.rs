@@ -116,6 +116,7 @@ impl SiteTable {
         self.count
     }
 
+    /// Are no sites stored?
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

@@ -211,8 +211,9 @@ static SYMTABS: Mutex<BTreeMap<String, std::sync::Arc<SymTab>>> = Mutex::new(BTr
 /// the file's symbol table (Rust executables export almost nothing to
 /// `dladdr` itself).
 fn elf_symbol(pc: u64) -> Option<(String, u64)> {
-    // SAFETY: dladdr only reads the loader's tables; `info` is plain data.
+    // SAFETY: `Dl_info` is plain data (pointers and integers): all-zero is valid.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
     if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0
         || info.dli_fname.is_null()
     {
