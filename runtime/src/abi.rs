@@ -10,7 +10,9 @@ use crate::runtime::{Runtime, Verdict};
 /// Argument and return classes at the ABI level (`ptr` passes as `I64`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum AbiTy {
+    /// A 64-bit integer (or pointer).
     I64,
+    /// A 64-bit float.
     F64,
 }
 
@@ -23,14 +25,17 @@ pub struct Builtin {
     pub symbol: &'static str,
     /// IR-visible parameters (the hidden runtime pointer is not listed).
     pub params: &'static [AbiTy],
+    /// The result, if any.
     pub ret: Option<AbiTy>,
     /// Takes the runtime as a hidden first argument.
     pub needs_rt: bool,
+    /// The function's address.
     pub addr: *const u8,
 }
 
 // SAFETY: `addr` is the address of a function item, immutable for the program's life.
 unsafe impl Sync for Builtin {}
+// SAFETY: as for `Sync`: nothing in a `Builtin` is tied to a thread.
 unsafe impl Send for Builtin {}
 
 use AbiTy::{F64, I64};
@@ -142,10 +147,13 @@ pub fn builtin(name: &str) -> Option<&'static Builtin> {
 
 /// Instrumentation entry points: (symbol, address).
 pub const ENTRY_REPORT_DICT: (&str, *const u8) = ("gl_report_dict", gl_report_dict as *const u8);
+/// Instrumentation entry point: the adstack report.
 pub const ENTRY_REPORT_ADSTACK: (&str, *const u8) =
     ("gl_report_adstack", gl_report_adstack as *const u8);
+/// Instrumentation entry point: the clobber check of a raw store.
 pub const ENTRY_CLOBBER_CHECK: (&str, *const u8) =
     ("gl_clobber_check", gl_clobber_check as *const u8);
+/// Instrumentation entry point: adds a slot to the clobber watch list.
 pub const ENTRY_WATCH: (&str, *const u8) = ("gl_watch", gl_watch as *const u8);
 
 /// # Safety
@@ -200,15 +208,19 @@ fn verdict(v: Verdict) -> u32 {
     }
 }
 
+/// `@sin`.
 pub extern "C" fn gl_sin(x: f64) -> f64 {
     x.sin()
 }
+/// `@cos`.
 pub extern "C" fn gl_cos(x: f64) -> f64 {
     x.cos()
 }
+/// `@exp`.
 pub extern "C" fn gl_exp(x: f64) -> f64 {
     x.exp()
 }
+/// `@log` (natural logarithm).
 pub extern "C" fn gl_log(x: f64) -> f64 {
     x.ln()
 }

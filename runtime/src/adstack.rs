@@ -19,8 +19,11 @@ pub const ADSTACK_ALIGN: u32 = 8;
 /// Element types an adstack may hold.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AdElem {
+    /// `f32` elements.
     F32,
+    /// `f64` elements.
     F64,
+    /// `i64` elements.
     I64,
 }
 
