@@ -74,29 +74,7 @@ pub fn with_outer_frames<R>(frames: &dyn Fn() -> Vec<String>, body: impl FnOnce(
     body()
 }
 
-/// One IR frame: function, source position, opcode. Printed as backtraces
-/// print it, `@fn L:C (op)`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct IrFrame<'a> {
-    /// The IR function.
-    pub function: &'a str,
-    /// Line of the IR instruction.
-    pub line: u32,
-    /// Column of the IR instruction.
-    pub col: u32,
-    /// Its opcode.
-    pub op: &'a str,
-}
-
-impl fmt::Display for IrFrame<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "@{} {}:{} ({})",
-            self.function, self.line, self.col, self.op
-        )
-    }
-}
+pub use crate::codemap::IrFrame;
 
 /// A return address into compiled code, printed as the IR call it returns
 /// to (`ra − 1` through [`crate::codemap::site_of_pc`]), without
@@ -107,16 +85,7 @@ pub struct ReturnFrame(pub usize);
 impl fmt::Display for ReturnFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pc = self.0.wrapping_sub(1);
-        crate::codemap::site_of_pc(pc, |s| {
-            IrFrame {
-                function: s.function,
-                line: s.line,
-                col: s.col,
-                op: s.op,
-            }
-            .fmt(f)
-        })
-        .unwrap_or_else(|| write!(f, "{pc:#x} ?"))
+        crate::codemap::site_of_pc(pc, |s| s.frame.fmt(f)).unwrap_or_else(|| write!(f, "{pc:#x} ?"))
     }
 }
 
@@ -219,7 +188,7 @@ fn jit_outer_frames(site: IrFrame<'_>) -> Vec<String> {
 /// code without source locations (stubs) have line 0 and are kept as such.
 fn pc_site(ra: usize) -> Option<String> {
     let pc = ra.checked_sub(1)?;
-    crate::codemap::site_of_pc(pc, |s| ir_frame(s.function, s.line, s.col, s.op))
+    crate::codemap::site_of_pc(pc, |s| s.frame.to_string())
 }
 
 /// A host frame: its return address, symbolized; `None` without a symbol.
@@ -264,6 +233,7 @@ fn is_site(ra: usize, site: IrFrame<'_>) -> bool {
         return false;
     };
     crate::codemap::site_of_pc(pc, |s| {
+        let s = s.frame;
         s.function == site.function && s.line == site.line && s.col == site.col
     })
     .unwrap_or(false)

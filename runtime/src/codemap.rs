@@ -56,17 +56,35 @@ pub struct CodeFunction {
     pub locs: Vec<PcLoc>,
 }
 
-/// An IR site found for a PC.
+/// One IR position: function, source position, opcode; printed as
+/// backtraces print an IR frame, `@fn L:C (op)`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct PcSite<'a> {
+pub struct IrFrame<'a> {
     /// The IR function.
     pub function: &'a str,
-    /// Line of the IR instruction (0 where Cranelift kept no location).
+    /// Line of the IR instruction (0 where it is not known).
     pub line: u32,
     /// Column of the IR instruction.
     pub col: u32,
     /// Opcode of the IR instruction (`?` when unknown).
-    pub op: &'static str,
+    pub op: &'a str,
+}
+
+impl std::fmt::Display for IrFrame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "@{} {}:{} ({})",
+            self.function, self.line, self.col, self.op
+        )
+    }
+}
+
+/// The IR site found for a PC.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PcSite<'a> {
+    /// The IR instruction (line 0, op `?` where Cranelift kept no location).
+    pub frame: IrFrame<'a>,
     /// Offset of the PC from the function's start.
     pub offset: usize,
 }
@@ -79,21 +97,26 @@ impl CodeFunction {
         let i = self.locs.partition_point(|l| l.end <= off32);
         let l = self.locs.get(i).filter(|l| l.start <= off32)?;
         Some(PcSite {
-            function: &self.function,
-            line: l.line,
-            col: l.col,
-            op: l.op,
+            frame: IrFrame {
+                function: &self.function,
+                line: l.line,
+                col: l.col,
+                op: l.op,
+            },
             offset: off,
         })
     }
 
-    /// [`CodeFunction::site`], or the function alone (line 0, op `?`).
-    fn site_or_function(&self, pc: usize) -> PcSite<'_> {
+    /// [`CodeFunction::site`], or the function alone (line 0, op `?`);
+    /// `pc` must be in this function.
+    pub fn site_or_function(&self, pc: usize) -> PcSite<'_> {
         self.site(pc).unwrap_or(PcSite {
-            function: &self.function,
-            line: 0,
-            col: 0,
-            op: "?",
+            frame: IrFrame {
+                function: &self.function,
+                line: 0,
+                col: 0,
+                op: "?",
+            },
             offset: pc - self.start,
         })
     }
@@ -117,38 +140,11 @@ static CODE: SigTable<Entry> = SigTable::new();
 static NEXT_REG: AtomicU64 = AtomicU64::new(1);
 
 /// Keeps compiled code registered; dropping it removes it (do that before
-/// the code is unmapped).
-pub struct CodeRegistration {
-    id: u64,
-    functions: usize,
-}
+/// the code is unmapped). Its length is the number of functions.
+pub type CodeRegistration = crate::sigtable::Registration;
 
-impl std::fmt::Debug for CodeRegistration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CodeRegistration")
-            .field("id", &self.id)
-            .field("functions", &self.functions)
-            .finish()
-    }
-}
-
-impl CodeRegistration {
-    /// How many functions this registration holds.
-    pub fn len(&self) -> usize {
-        self.functions
-    }
-
-    /// Does it hold no function?
-    pub fn is_empty(&self) -> bool {
-        self.functions == 0
-    }
-}
-
-impl Drop for CodeRegistration {
-    fn drop(&mut self) {
-        let id = self.id;
-        CODE.update(|v| v.retain(|e| e.reg != id));
-    }
+fn unregister(id: u64) {
+    CODE.update(|v| v.retain(|e| e.reg != id));
 }
 
 /// Registers compiled functions on behalf of `owner` (kept alive until the
@@ -169,7 +165,7 @@ pub fn register(funcs: Vec<CodeFunction>, owner: Owner) -> CodeRegistration {
         v.extend(entries);
         v.sort_by_key(|e| e.func.start);
     });
-    CodeRegistration { id, functions }
+    CodeRegistration::new(id, functions, unregister)
 }
 
 /// Runs `f` on the registered entry containing `pc`. Async-signal-safe
@@ -339,8 +335,11 @@ mod tests {
     #[test]
     fn pc_maps_to_its_ir_instruction() {
         let f = function();
-        assert_eq!(f.site(0x1009).map(|s| (s.line, s.op)), Some((4, "load")));
-        assert_eq!(f.site(0x1000).map(|s| s.line), Some(3));
+        assert_eq!(
+            f.site(0x1009).map(|s| (s.frame.line, s.frame.op)),
+            Some((4, "load"))
+        );
+        assert_eq!(f.site(0x1000).map(|s| s.frame.line), Some(3));
         assert_eq!(f.site(0x1030), None, "a gap maps to nothing");
     }
 
@@ -351,10 +350,14 @@ mod tests {
         f.start = 0x10_0000;
         let reg = register(vec![f], Arc::new(7u32));
         assert!(is_code(0x10_0009) && !is_code(0x10_0040));
-        let got = site_of_pc(0x10_0009, |s| (s.function.to_string(), s.line, s.offset));
+        let got = site_of_pc(0x10_0009, |s| {
+            (s.frame.function.to_string(), s.frame.line, s.offset)
+        });
         assert_eq!(got, Some(("f".to_string(), 4, 9)));
-        let gap = site_of_pc(0x10_0030, |s| (s.line, s.op, s.offset));
-        assert_eq!(gap, Some((0, "?", 0x30)), "the function alone");
+        let gap = site_of_pc(0x10_0030, |s| {
+            (s.frame.line, s.frame.op.to_string(), s.offset)
+        });
+        assert_eq!(gap, Some((0, "?".to_string(), 0x30)), "the function alone");
         let (_, owner) = owner_of(0x10_0000).unwrap();
         assert_eq!(owner.downcast_ref::<u32>(), Some(&7));
         drop(reg);

@@ -409,13 +409,13 @@ mod imp {
         write_pending_reports(rt);
         let mut frames = [0usize; MAX_FRAMES];
         let n = outer_frames(placed.record, &mut frames);
-        let site = f.site(placed.site_pc);
+        let site = f.site_or_function(placed.site_pc).frame;
         let report = FaultReport {
             stack_overflow: overflow,
-            function: &f.function,
-            line: site.map_or(0, |s| s.line),
-            col: site.map_or(0, |s| s.col),
-            op: site.map_or("?", |s| s.op),
+            function: site.function,
+            line: site.line,
+            col: site.col,
+            op: site.op,
             cause: FaultCause::Signal {
                 signal: signal_name(s.sig),
                 address: s.fault_addr(),

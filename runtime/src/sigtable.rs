@@ -69,6 +69,49 @@ impl<T: Clone> SigTable<T> {
     }
 }
 
+/// Keeps entries registered in a [`SigTable`]; dropping it removes them
+/// (the code registry's [`crate::codemap::CodeRegistration`], trap mode's
+/// [`crate::trap::TrapRegistration`]). Do that before the code they
+/// describe is unmapped.
+pub struct Registration {
+    id: u64,
+    len: usize,
+    /// Removes the entries registered under an id from their table.
+    remove: fn(u64),
+}
+
+impl Registration {
+    /// A registration of `len` entries tagged `id`, removed by `remove(id)`.
+    pub(crate) fn new(id: u64, len: usize, remove: fn(u64)) -> Self {
+        Registration { id, len, remove }
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Does it hold none?
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("id", &self.id)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        (self.remove)(self.id)
+    }
+}
+
 impl<T: Clone> Default for SigTable<T> {
     fn default() -> Self {
         Self::new()

@@ -23,39 +23,12 @@ pub struct TrapSite {
 }
 
 /// Keeps trap sites registered; dropping it removes them (do that before
-/// the code is unmapped). The entries hold the runtime whose scratch area
-/// the trap writes.
-pub struct TrapRegistration {
-    id: u64,
-    sites: usize,
-}
+/// the code is unmapped). Its length is the number of trap sites; the
+/// entries hold the runtime whose scratch area the trap writes.
+pub type TrapRegistration = crate::sigtable::Registration;
 
-impl std::fmt::Debug for TrapRegistration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrapRegistration")
-            .field("id", &self.id)
-            .field("sites", &self.sites)
-            .finish()
-    }
-}
-
-impl TrapRegistration {
-    /// How many trap sites this registration holds.
-    pub fn len(&self) -> usize {
-        self.sites
-    }
-
-    /// Does it hold no trap site?
-    pub fn is_empty(&self) -> bool {
-        self.sites == 0
-    }
-}
-
-impl Drop for TrapRegistration {
-    fn drop(&mut self) {
-        let id = self.id;
-        TRAPS.update(|v| v.retain(|e| e.reg != id));
-    }
+fn unregister(id: u64) {
+    TRAPS.update(|v| v.retain(|e| e.reg != id));
 }
 
 /// One registered trap instruction.
@@ -92,7 +65,7 @@ pub(crate) fn register(rt: &Arc<Runtime>, sites: Vec<TrapSite>) -> TrapRegistrat
         v.extend(entries);
         v.sort_by_key(|e| e.pc);
     });
-    TrapRegistration { id, sites: n }
+    TrapRegistration::new(id, n, unregister)
 }
 
 /// The PCs registered right now (for tests and diagnostics).

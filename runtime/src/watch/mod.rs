@@ -242,10 +242,10 @@ impl IrSite {
     /// [`crate::codemap`]).
     pub fn of_pc(pc: u64) -> Option<IrSite> {
         crate::codemap::site_of_pc(pc as usize, |s| IrSite {
-            function: s.function.to_string(),
-            line: s.line,
-            col: s.col,
-            op: s.op.to_string(),
+            function: s.frame.function.to_string(),
+            line: s.frame.line,
+            col: s.frame.col,
+            op: s.frame.op.to_string(),
             offset: s.offset as u64,
         })
     }
