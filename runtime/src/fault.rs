@@ -67,6 +67,10 @@ impl Runtime {
     }
 }
 
+/// How long a signal handler waits for the caught foreign writes to be
+/// symbolized ([`write_pending_reports`]).
+pub const DRAIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Writes the reports `rt` recorded so far to its log, before a signal
 /// handler's own report (the fault handler's, the trap handler's), or a
 /// note when its sink is locked at that moment.
@@ -75,14 +79,20 @@ impl Runtime {
 /// that are still raw in the watch ring ([`crate::watch::pending`]; only
 /// with `--watch`) are symbolized and recorded first, on a helper thread
 /// with an ordinary stack (symbolizing allocates and needs more stack than
-/// the alternate signal stack has). The callers run on a thread stopped in
-/// guardlift code or in a host function it called, which takes no lock of
-/// the runtime's, so this cannot deadlock on the thread itself.
-pub fn write_pending_reports(rt: &Runtime) {
+/// the alternate signal stack has). The interrupted thread may hold one of
+/// the runtime's locks (a fault inside a host function), so the handler
+/// waits for the helper at most [`DRAIN_WAIT`] and then goes on without it.
+pub fn write_pending_reports(rt: &Arc<Runtime>) {
     if crate::watch::pending() {
-        std::thread::scope(|s| {
-            let _ = s.spawn(|| rt.drain_watch()).join();
+        let (done, wait) = std::sync::mpsc::channel();
+        let helper = rt.clone();
+        let spawned = std::thread::Builder::new().spawn(move || {
+            helper.drain_watch();
+            let _ = done.send(());
         });
+        if spawned.is_ok() {
+            let _ = wait.recv_timeout(DRAIN_WAIT);
+        }
     }
     let (fd, json) = rt.trap_scratch().output();
     let pending = rt.try_with_reports(|rs| {
@@ -401,12 +411,12 @@ mod imp {
             unsafe { libc::abort() }
         };
         let f = std::mem::ManuallyDrop::new(f);
-        let owner = std::mem::ManuallyDrop::new(owner);
-        let Some(rt) = owner.downcast_ref::<Runtime>() else {
+        let Ok(rt) = owner.downcast::<Runtime>() else {
             // SAFETY: abort is async-signal-safe.
             unsafe { libc::abort() }
         };
-        write_pending_reports(rt);
+        let rt = std::mem::ManuallyDrop::new(rt);
+        write_pending_reports(&rt);
         let mut frames = [0usize; MAX_FRAMES];
         let n = outer_frames(placed.record, &mut frames);
         let site = f.site_or_function(placed.site_pc).frame;
@@ -431,7 +441,7 @@ mod imp {
             crate::output::write_display_fd_or_stderr(fd, &report);
         }
         if let Some(tail) = STDOUT_JSON_TAIL.get() {
-            stdout_json(rt, &report, tail);
+            stdout_json(&rt, &report, tail);
         }
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
