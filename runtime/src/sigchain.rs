@@ -11,10 +11,10 @@
 //! (`SA_SIGINFO | SA_ONSTACK`: it runs on the thread's alternate stack,
 //! [`crate::sigstack`]).
 //!
-//! The dispatcher asks the registered handlers in [`Order`] (guard traps
-//! first: their PCs are also inside registered code, which the fault
-//! handler would otherwise claim) and returns as soon as one claims the
-//! signal. When none does, the **one chaining rule**: the previous action's
+//! The dispatcher asks the registered handlers in [`Order`] — watchpoints
+//! (only their own perf-event traps), then guard traps (their PCs are also
+//! inside registered code, which the fault handler would otherwise claim),
+//! then faults — and returns as soon as one claims the signal. When none does, the **one chaining rule**: the previous action's
 //! handler is called as it asked to be (`sa_sigaction` or `sa_handler`);
 //! for `SIG_DFL` (or an ignored fatal signal) the default action is
 //! restored and the signal re-raised, so the process dies of it as it would
@@ -39,10 +39,11 @@ pub struct Signal {
 /// this order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Order {
+    /// Watchpoints: a perf-event SIGTRAP carrying guardlift's tag (first:
+    /// the PC after a watched store may be a guard's trap instruction).
+    Watchpoint = 0,
     /// Trap mode's guard traps: the PC is a registered trap instruction.
-    GuardTrap = 0,
-    /// Watchpoints: a perf-event SIGTRAP carrying guardlift's tag.
-    Watchpoint = 1,
+    GuardTrap = 1,
     /// Faults in registered code or in a host function it called.
     Fault = 2,
 }

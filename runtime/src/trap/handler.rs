@@ -1,8 +1,8 @@
 //! The Unix handler of trap mode: SIGILL/SIGTRAP at a registered trap
 //! instruction becomes the guard's report (see [`crate::trap`] for the
 //! protocol with generated code). Registered with [`crate::sigchain`]
-//! first in line ([`Order::GuardTrap`]); a signal at any other PC is left
-//! to the next handler (faults, watchpoints) or the previous action.
+//! before the fault handler ([`Order::GuardTrap`]); a signal at any other
+//! PC is left to the next handler (faults) or the previous action.
 
 use super::registry::{lookup, Found};
 use super::scratch::decode_observed;

@@ -42,7 +42,7 @@
 //!
 //! # The handler
 //!
-//! Registered (for SIGILL and SIGTRAP, first in line) with
+//! Registered (for SIGILL and SIGTRAP, before the fault handler) with
 //! [`crate::sigchain`] the first time trap sites are registered; it reads
 //! the PC from the `ucontext`. Not a registered trap instruction: the
 //! signal goes on to the next guardlift handler (a SIGILL elsewhere in
