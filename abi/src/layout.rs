@@ -79,12 +79,15 @@ pub enum DictLayout {
 /// Why a custom layout was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LayoutError {
+    /// The offset is not 8-aligned.
     #[error("dict_slot_offset {0} is not a multiple of 8")]
     /// The offset is not 8-byte aligned.
     Unaligned(i64),
+    /// The offset is too far from the object.
     #[error("dict_slot_offset {0} is out of range (at most ±{MAX_CUSTOM_DICT_SLOT_OFFSET})")]
     /// The offset is beyond [`MAX_CUSTOM_DICT_SLOT_OFFSET`].
     OutOfRange(i64),
+    /// No preset of that name.
     #[error("unknown layout preset `{0}` (expected cpython312, phoenix or dict_slot_offset = N)")]
     /// Not a preset name nor `dict_slot_offset = N`.
     UnknownPreset(String),

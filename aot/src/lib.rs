@@ -34,7 +34,7 @@ pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64}
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
-use guardlift_runtime::fault::CodeFunction;
+use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::heap::DEFAULT_QUARANTINE_MB;
 use guardlift_runtime::{Mode, ModuleSites};
 use std::path::{Path, PathBuf};

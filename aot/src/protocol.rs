@@ -31,7 +31,8 @@
 
 use crate::wrap::FUNC_PREFIX;
 use guardlift_runtime::backtrace::{self, MAX_FRAMES};
-use guardlift_runtime::fault::{CodeFunction, FaultCause, FaultReport};
+use guardlift_runtime::codemap::CodeFunction;
+use guardlift_runtime::fault::{FaultCause, FaultReport};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
@@ -287,6 +288,9 @@ impl TargetFault {
                 pc: self.pc as usize,
                 in_host: self.in_host,
             },
+            // Target return addresses are not host code: the site only
+            // (docs/TARGETS.md).
+            backtrace: None,
         }
     }
 }
@@ -390,8 +394,8 @@ fn code_pc<'a>(
         .ok()
         .and_then(|i| code.get(i))
         .ok_or_else(|| format!("bad function index in `{line}`"))?;
-    let site = usize::try_from(off).ok().and_then(|o| func.site(o));
-    let (line, col, op) = site.map_or((0, 0, "?"), |s| (s.line, s.col, s.op));
+    let loc = usize::try_from(off).ok().and_then(|o| func.loc(o));
+    let (line, col, op) = loc.map_or((0, 0, "?"), |l| (l.line, l.col, l.op));
     let name = &func.function;
     Ok(Some(IrPc {
         function: name.strip_prefix(FUNC_PREFIX).unwrap_or(name).to_string(),
@@ -665,7 +669,7 @@ mod tests {
 
     /// `@__glir_f`: offsets 0..8 are line 3 (a load), 8..16 line 4 (a call).
     fn code() -> Vec<CodeFunction> {
-        use guardlift_runtime::fault::PcLoc;
+        use guardlift_runtime::codemap::PcLoc;
         let loc = |start, line, op| PcLoc {
             start,
             end: start + 8,

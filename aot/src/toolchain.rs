@@ -286,7 +286,7 @@ pub fn link(
     tc: &Toolchain,
     object: &[u8],
     traps: &[guardlift_jit::ObjectTrap],
-    code: &[guardlift_runtime::fault::CodeFunction],
+    code: &[guardlift_runtime::codemap::CodeFunction],
     host_c: &[PathBuf],
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,

@@ -98,6 +98,7 @@ impl InterpFault {
             col: self.col,
             op: self.op,
             cause: guardlift_runtime::fault::FaultCause::Interp(&self.msg),
+            backtrace: None,
         }
     }
 }

@@ -122,6 +122,20 @@ fn write_tmp(name: &str, text: &str) -> PathBuf {
 const REPORT_THEN_WILD_LOAD: &str =
     include_str!("../../tests/programs/faults/report_then_wild_load.glir");
 
+/// `@leaf` loads from its argument (a wild address) at 3:5; `@main`
+/// calls it at 8:5.
+const WILD_IN_CALLEE: &str = "fn @leaf(%p: i64) -> i64 {
+entry:
+    %v = load.i64 %p, 8
+    return %v
+}
+fn @main(%p: i64) -> i64 {
+entry:
+    %r = call @leaf(%p)
+    return %r
+}
+";
+
 /// Recursion as deep as the argument.
 const DEEP: &str = "fn @down(%n: i64) -> i64 {
 entry:
@@ -300,4 +314,44 @@ fn deep_but_legal_recursion_runs_the_same_everywhere() {
             "{engine:?}"
         );
     }
+}
+
+/// A fault report's backtrace is the IR call chain, as other reports' are
+/// (the JIT walks the frame records from the faulting frame);
+/// `backtrace=0` turns it off.
+#[test]
+fn a_fault_in_a_callee_has_the_ir_call_chain_as_backtrace() {
+    let p = write_tmp("wild_callee.glir", WILD_IN_CALLEE);
+    let o = run(&p, &["16"]);
+    let err = stderr(&o);
+    assert_eq!(exit_code(&o), 134, "{err}");
+    assert!(
+        err.contains(
+            "ERROR: host_fault at @leaf 3:5 (load)\n    #0 @leaf 3:5 (load)\n    #1 @main 8:5 (call)\n    SIGSEGV"
+        ),
+        "{err}"
+    );
+    let o = run(&p, &["16", "--json"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let j: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        j["reports"][0]["backtrace"],
+        serde_json::json!(["@leaf 3:5 (load)", "@main 8:5 (call)"]),
+        "{j}"
+    );
+    let o = Command::new(bin())
+        .arg("run")
+        .arg(&p)
+        .arg("16")
+        .env("GUARDLIFT_OPTIONS", "backtrace=0")
+        .output()
+        .expect("run guardlift");
+    let err = stderr(&o);
+    assert_eq!(exit_code(&o), 134, "{err}");
+    assert!(
+        err.contains("ERROR: host_fault at @leaf 3:5 (load)"),
+        "{err}"
+    );
+    assert!(!err.contains("    #0 "), "{err}");
 }

@@ -106,13 +106,15 @@ fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
             assert!(symbol.contains("fault_clear_lsb+0x"), "{what}: {symbol}");
             let bt = &fw["backtrace"];
             assert!(has_line(bt, "fault_clear_lsb"), "{what}: {bt}");
-            // The IR caller: `call @fault_clear_lsb(%inner)` in @main.
-            let ir = if engine == "jit" {
-                "@main +0x"
-            } else {
-                "@main 72:5 (call)"
-            };
+            // The IR caller: `call @fault_clear_lsb(%inner)` in @main, the
+            // same IR frame on both engines (the JIT's return address is
+            // resolved through the code registry's PC → IR-site map).
+            let ir = "@main 72:5 (call)";
             assert!(has_line(bt, ir), "{what}: no IR frame {ir:?}: {bt}");
+            assert!(
+                !has_line(bt, "@main +0x"),
+                "{what}: an unresolved IR frame: {bt}"
+            );
             assert_eq!(fw["function"], "main", "{what}");
             if checks.is_some() {
                 assert_eq!(r[1]["kind"], "dict_slot_tag", "{what}: {r}");
@@ -147,16 +149,27 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
         let fw = &j["reports"][0];
         assert_eq!(fw["kind"], "foreign_write", "{engine}: {j}");
         assert_eq!(fw["width"], 1, "{engine}: {fw}");
-        // The writer is IR code: the raw store at @main 31:5 (the JIT names
-        // the function and offset until lines are mapped by PC).
+        // The writer is IR code: the raw store at @main 31:5, on both
+        // engines (the JIT's writer PC goes through the code registry).
         let site = &fw["writer"]["site"];
         assert_eq!(site["function"], "main", "{engine}: {fw}");
-        if engine == "interp" {
-            assert_eq!(
-                (site["line"].clone(), site["op"].clone()),
-                (31.into(), "store".into())
-            );
-        }
+        assert_eq!(
+            (site["line"].clone(), site["op"].clone()),
+            (31.into(), "store".into()),
+            "{engine}: {fw}"
+        );
+        assert_eq!(
+            (fw["line"].clone(), fw["col"].clone()),
+            (31.into(), 5.into()),
+            "{engine}: the report's site is the writer's: {fw}"
+        );
+        let bt = &fw["backtrace"];
+        assert!(has_line(bt, "@main 31:5 (store)"), "{engine}: {bt}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("IR code @main 31:5 (store)"),
+            "{engine}: {err}"
+        );
     }
     // The heap's rogue writer stores the whole word.
     let o = gl(
@@ -291,12 +304,32 @@ fn trap_mode_and_watchpoints_do_not_crash() {
             err.contains("ERROR: dict_slot_tag at @main 32:5"),
             "{engine}: {err}"
         );
-        if engine == "interp" {
-            assert!(
-                err.contains("ERROR: foreign_write at @main 31:5 (store)"),
-                "{err}"
-            );
-            assert!(err.contains("a 1-byte store"), "{err}");
-        }
+        // The writer, caught before the guard trapped, is printed with the
+        // trap report, first, on both engines.
+        let fw = err
+            .find("ERROR: foreign_write at @main 31:5 (store)")
+            .unwrap_or_else(|| panic!("{engine}: no writer: {err}"));
+        let trap = err.find("ERROR: dict_slot_tag at @main 32:5").unwrap();
+        assert!(fw < trap, "{engine}: the writer first: {err}");
+        assert!(err.contains("a 1-byte store"), "{engine}: {err}");
+        assert_eq!(
+            err.matches("ERROR: foreign_write").count(),
+            1,
+            "{engine}: {err}"
+        );
     }
+    // The same as JSON lines in the log.
+    let o = gl(
+        &[
+            "run", &byte, "--mode", "trap", "--checks", "dict", "--watch", "object:1",
+        ],
+        &[("GUARDLIFT_OPTIONS", "json=1")],
+    );
+    assert!(exit_134(&o), "{:?}\n{}", o.status, stderr(&o));
+    let kinds: Vec<String> = stderr(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|j| j["kind"].as_str().unwrap_or("?").to_string())
+        .collect();
+    assert_eq!(kinds, ["foreign_write", "dict_slot_tag"], "{}", stderr(&o));
 }

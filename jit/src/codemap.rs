@@ -1,8 +1,10 @@
 //! The PC → IR-site map of a compiled function, read from the source
 //! locations Cranelift keeps per machine instruction
 //! (`compiled_code().buffer.get_srclocs_sorted()`) before the compilation
-//! context is cleared, and handed to the runtime's fault handler
-//! ([`guardlift_runtime::fault`]).
+//! context is cleared, and registered once per compiled module in the
+//! runtime's one code registry ([`guardlift_runtime::codemap`], through
+//! `Runtime::register_code`), which serves the fault handler, backtraces
+//! and watchpoints alike.
 //!
 //! The lowering gives every Cranelift instruction of an IR instruction
 //! that instruction's line (one instruction per line), and the
@@ -12,7 +14,7 @@
 
 use crate::lower;
 use cranelift_codegen::CompiledCode;
-use guardlift_runtime::fault::PcLoc;
+use guardlift_runtime::codemap::PcLoc;
 use std::collections::HashMap;
 
 /// Line → (column, opcode) of every instruction of `f`.

@@ -14,7 +14,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
-use guardlift_runtime::fault::{CodeFunction, CodeRegistration};
+use guardlift_runtime::codemap::{CodeFunction, CodeRegistration};
 use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -206,17 +206,6 @@ impl Jit {
                     JitError::Codegen(format!("trap mode: installing the signal handler: {e}"))
                 })?)
             };
-            let watch_code = guardlift_runtime::watch::register_code(
-                infos
-                    .iter()
-                    .zip(&pcmaps)
-                    .map(|(f, (_, len))| guardlift_runtime::watch::CodeRange {
-                        start: f.addr as u64,
-                        len: *len as u64,
-                        function: f.name.clone(),
-                    })
-                    .collect(),
-            );
             let code_reg = rt
                 .register_code(
                     infos
@@ -231,9 +220,9 @@ impl Jit {
                         .collect(),
                 )
                 .map_err(|e| JitError::Codegen(format!("installing the fault handler: {e}")))?;
-            Ok((infos, site_base, registration, code_reg, watch_code))
+            Ok((infos, site_base, registration, code_reg))
         })();
-        let (funcs, site_base, traps, code_reg, watch_code) = match result {
+        let (funcs, site_base, traps, code_reg) = match result {
             Ok(x) => x,
             Err(e) => {
                 if let Some(base) = site_reg {
@@ -254,7 +243,6 @@ impl Jit {
                 times,
                 traps,
                 code: Some(code_reg),
-                watch_code: Some(watch_code),
                 rt,
                 funcs,
                 by_name,
@@ -336,10 +324,9 @@ struct Inner {
     times: CompileTimes,
     /// Trap-mode sites of this module's code; unregistered before the code is freed.
     traps: Option<TrapRegistration>,
-    /// The code's PC → IR-site map for the fault handler; unregistered before the code is freed.
+    /// The code's entry in the code registry (PC → IR site, for faults,
+    /// backtraces and watchpoints); unregistered before the code is freed.
     code: Option<CodeRegistration>,
-    /// This module's code ranges for watchpoints; unregistered before the code is freed.
-    watch_code: Option<guardlift_runtime::watch::CodeRegistration>,
     rt: Arc<Runtime>,
     funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -363,7 +350,6 @@ impl Drop for Inner {
         drop(self.traps.take());
         // Watched writes from this code resolve to IR while it is registered.
         self.rt.drain_watch();
-        drop(self.watch_code.take());
         drop(self.code.take());
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -488,7 +474,7 @@ impl CompiledModule {
         }
         let tramp = self.trampoline(i)?;
         // Faults inside are placed at their IR site (see `fault`).
-        let _entry = guardlift_runtime::fault::enter_compiled_code();
+        let _entry = guardlift_runtime::codemap::enter_compiled_code();
         let mut ret = 0u64;
         // SAFETY: the trampoline was generated for exactly this function; it
         // reads `params.len()` words from `args` and writes one to `ret`.
@@ -620,7 +606,7 @@ impl<A: Params, R: Results> TypedFunc<A, R> {
     /// [`Runtime::take_reports`]); in abort mode a violation ends the process.
     pub fn call(&self, args: A) -> R {
         // Faults inside are placed at their IR site (see `fault`).
-        let _entry = guardlift_runtime::fault::enter_compiled_code();
+        let _entry = guardlift_runtime::codemap::enter_compiled_code();
         // SAFETY: `func` checked that the IR signature is exactly (A) -> R,
         // and `inner` keeps the code mapped.
         unsafe { A::invoke::<R>(self.addr, args) }

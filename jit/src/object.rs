@@ -131,7 +131,7 @@ pub struct ObjectCode {
     /// Per IR function, in module order: its code size and PC → IR-site map,
     /// as offsets from the function's symbol (`start` is 0; `function` is
     /// the symbol name).
-    pub functions: Vec<guardlift_runtime::fault::CodeFunction>,
+    pub functions: Vec<guardlift_runtime::codemap::CodeFunction>,
 }
 
 /// [`emit_object_with_traps`], plus each function's PC → IR-site map (the
@@ -196,7 +196,7 @@ fn emit_with(
         let code = ctx
             .compiled_code()
             .ok_or_else(|| JitError::Codegen(format!("@{}: no compiled code", f.name)))?;
-        functions.push(guardlift_runtime::fault::CodeFunction {
+        functions.push(guardlift_runtime::codemap::CodeFunction {
             start: 0,
             len: code.code_info().total_size as usize,
             function: f.name.clone(),

@@ -17,14 +17,16 @@
 //!   of the report stub), found by scanning up from the current stack
 //!   pointer, and stops at the first return address outside compiled code
 //!   (the host's caller), at the thread's entry into compiled code
-//!   ([`crate::fault::enter_compiled_code`]), or after [`MAX_FRAMES`].
+//!   ([`crate::codemap::enter_compiled_code`]), or after [`MAX_FRAMES`].
 //!   Each return address is mapped through the PC → IR-site map
-//!   ([`crate::fault::site_of_pc`]).
+//!   ([`crate::codemap::site_of_pc`]). The fault handler walks the same
+//!   chain from the interrupted frame pointer ([`walk_records`], no
+//!   allocation) and prints each return address as a [`ReturnFrame`].
 //!
 //! `GUARDLIFT_OPTIONS=backtrace=0` turns capture off ([`set_enabled`]).
 
-use crate::report::SiteInfo;
 use std::cell::Cell;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// At most this many frames per backtrace (deep recursion is cut here).
@@ -41,6 +43,7 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Relaxed);
 }
 
+/// Is capture on?
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
@@ -71,18 +74,39 @@ pub fn with_outer_frames<R>(frames: &dyn Fn() -> Vec<String>, body: impl FnOnce(
     body()
 }
 
+pub use crate::codemap::IrFrame;
+
+/// A return address into compiled code, printed as the IR call it returns
+/// to (`ra − 1` through [`crate::codemap::site_of_pc`]), without
+/// allocating: the fault handler's outer frames.
+#[derive(Copy, Clone, Debug)]
+pub struct ReturnFrame(pub usize);
+
+impl fmt::Display for ReturnFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pc = self.0.wrapping_sub(1);
+        crate::codemap::site_of_pc(pc, |s| s.frame.fmt(f)).unwrap_or_else(|| write!(f, "{pc:#x} ?"))
+    }
+}
+
 /// One IR frame as backtraces print it.
 pub fn ir_frame(function: &str, line: u32, col: u32, op: &str) -> String {
-    format!("@{function} {line}:{col} ({op})")
+    IrFrame {
+        function,
+        line,
+        col,
+        op,
+    }
+    .to_string()
 }
 
 /// The backtrace of a report at `site` being recorded now (empty when
 /// capture is off).
-pub fn capture(site: &SiteInfo) -> Vec<String> {
+pub fn capture(site: IrFrame<'_>) -> Vec<String> {
     if !enabled() {
         return Vec::new();
     }
-    let mut frames = vec![ir_frame(&site.function, site.line, site.col, &site.op)];
+    let mut frames = vec![site.to_string()];
     if let Some(outer) = OUTER.with(|o| o.get()) {
         // SAFETY: set by `with_outer_frames`, whose borrow is live.
         frames.extend(unsafe { &*outer }());
@@ -93,9 +117,38 @@ pub fn capture(site: &SiteInfo) -> Vec<String> {
     frames
 }
 
+/// Walks the frame-record chain `[fp, return address]` from the record at
+/// `rec` outward, calling `f` with each return address (innermost first)
+/// until `f` returns `false`, the chain leaves `[rec, top)` or goes down,
+/// or `max` addresses were given. No allocation: the fault handler uses it.
+///
+/// # Safety
+/// `[rec, top)` must be readable (the thread's own stack).
+pub(crate) unsafe fn walk_records(
+    mut rec: usize,
+    top: usize,
+    max: usize,
+    mut f: impl FnMut(usize) -> bool,
+) {
+    let mut n = 0;
+    while n < max && rec.is_multiple_of(8) && rec.saturating_add(16) <= top {
+        // SAFETY: `rec` and `rec + 8` lie in `[rec0, top)` (checked above;
+        // records only move up the stack, checked below).
+        let (next, ra) = unsafe { (read(rec), read(rec + 8)) };
+        if !f(ra) {
+            return;
+        }
+        n += 1;
+        if next <= rec {
+            return;
+        }
+        rec = next;
+    }
+}
+
 /// The frames outside the reporting JIT function, innermost first.
-fn jit_outer_frames(site: &SiteInfo) -> Vec<String> {
-    let top = crate::fault::entry_sp();
+fn jit_outer_frames(site: IrFrame<'_>) -> Vec<String> {
+    let top = crate::codemap::entry_sp();
     let marker = 0u8;
     let here = std::hint::black_box(&marker) as *const u8 as usize;
     if top <= here {
@@ -105,29 +158,29 @@ fn jit_outer_frames(site: &SiteInfo) -> Vec<String> {
     let Some(first) = (unsafe { find_site_record(here, top, site) }) else {
         return Vec::new();
     };
+    // SAFETY: `find_site_record` returned a record inside [here, top).
+    let caller = unsafe { read(first) };
+    if caller <= first {
+        return Vec::new();
+    }
     let mut frames = Vec::new();
-    let mut rec = first;
-    while frames.len() < MAX_FRAMES {
-        // SAFETY: `rec` lies in [here, top) (checked below and by `find_site_record`).
-        let next = unsafe { read(rec) };
-        if next <= rec || next + 16 > top {
-            break;
-        }
-        rec = next;
-        // SAFETY: as above.
-        let ra = unsafe { read(rec + 8) };
-        match pc_site(ra) {
-            Some(f) => frames.push(f),
+    // SAFETY: [caller, top) is part of [here, top).
+    unsafe {
+        walk_records(caller, top, MAX_FRAMES, |ra| match pc_site(ra) {
+            Some(f) => {
+                frames.push(f);
+                true
+            }
             None => {
                 // The host code that entered compiled code; left out when
                 // it has no symbol (cranelift-jit's entry trampoline), so
                 // the JIT's backtrace is the IR call chain, as the
                 // interpreter's is.
                 frames.extend(native_frame(ra));
-                break;
+                false
             }
-        }
-    }
+        })
+    };
     frames
 }
 
@@ -135,7 +188,7 @@ fn jit_outer_frames(site: &SiteInfo) -> Vec<String> {
 /// code without source locations (stubs) have line 0 and are kept as such.
 fn pc_site(ra: usize) -> Option<String> {
     let pc = ra.checked_sub(1)?;
-    crate::fault::site_of_pc(pc, |s| ir_frame(s.function, s.line, s.col, s.op))
+    crate::codemap::site_of_pc(pc, |s| s.frame.to_string())
 }
 
 /// A host frame: its return address, symbolized; `None` without a symbol.
@@ -161,7 +214,7 @@ fn native_frame(ra: usize) -> Option<String> {
 ///
 /// # Safety
 /// `[sp, top)` must be readable (the thread's own stack).
-unsafe fn find_site_record(sp: usize, top: usize, site: &SiteInfo) -> Option<usize> {
+unsafe fn find_site_record(sp: usize, top: usize, site: IrFrame<'_>) -> Option<usize> {
     let mut a = (sp + 7) & !7;
     let end = top.min(sp.saturating_add(SCAN_BYTES));
     while a + 16 <= end {
@@ -175,42 +228,45 @@ unsafe fn find_site_record(sp: usize, top: usize, site: &SiteInfo) -> Option<usi
     None
 }
 
-fn is_site(ra: usize, site: &SiteInfo) -> bool {
+fn is_site(ra: usize, site: IrFrame<'_>) -> bool {
     let Some(pc) = ra.checked_sub(1) else {
         return false;
     };
-    crate::fault::site_of_pc(pc, |s| {
+    crate::codemap::site_of_pc(pc, |s| {
+        let s = s.frame;
         s.function == site.function && s.line == site.line && s.col == site.col
     })
     .unwrap_or(false)
 }
 
+/// One stack word ([`crate::codemap::read_stack_word`]).
+///
 /// # Safety
 /// `a` must be readable and 8-aligned.
 unsafe fn read(a: usize) -> usize {
     // SAFETY: per the contract.
-    unsafe { crate::fault::read_stack_word(a) }
+    unsafe { crate::codemap::read_stack_word(a) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn site() -> SiteInfo {
-        SiteInfo {
-            function: "leaf".into(),
+    fn site() -> IrFrame<'static> {
+        IrFrame {
+            function: "leaf",
             line: 4,
             col: 5,
-            op: "adstack.push".into(),
+            op: "adstack.push",
         }
     }
 
     #[test]
     fn outer_frames_follow_the_site_and_are_scoped() {
         let outer = || vec![ir_frame("main", 9, 5, "call")];
-        let bt = with_outer_frames(&outer, || capture(&site()));
+        let bt = with_outer_frames(&outer, || capture(site()));
         assert_eq!(bt, ["@leaf 4:5 (adstack.push)", "@main 9:5 (call)"]);
         // Outside the scope, and outside compiled code: the site alone.
-        assert_eq!(capture(&site()), ["@leaf 4:5 (adstack.push)"]);
+        assert_eq!(capture(site()), ["@leaf 4:5 (adstack.push)"]);
     }
 }

@@ -38,8 +38,11 @@ pub const HOST_RECORD_BYTES: usize = 64;
 /// What a heap block is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BlockKind {
+    /// An object header.
     Object,
+    /// An object's values array.
     Values,
+    /// A materialized dict.
     Dict,
 }
 
@@ -87,9 +90,13 @@ struct FreedObj {
 /// runtime-global site ids.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRecord {
+    /// Allocation id (1, 2, 3, … per runtime).
     pub id: u64,
+    /// Site of the IR call that allocated it, if known.
     pub alloc_site: Option<u32>,
+    /// Site of the IR call that freed it, if known.
     pub free_site: Option<u32>,
+    /// Has it been freed (it is in quarantine)?
     pub freed: bool,
 }
 
@@ -108,10 +115,13 @@ pub enum FreeOutcome {
 /// Misuse of the host-object API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HostObjectError {
+    /// The address is 0 or not 8-aligned.
     #[error("object address must be non-zero and 8-aligned, got {0:#x}")]
     BadAddress(u64),
+    /// An object is already live at the address (address, its id).
     #[error("{0:#x} is already a live object (id {1})")]
     AlreadyLive(u64, u64),
+    /// No live registered object at the address.
     #[error("{0:#x} is not a live registered object (never registered, or already freed)")]
     NotLive(u64),
 }
@@ -122,7 +132,9 @@ pub enum HostObjectError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{func}: {msg}")]
 pub struct HostFault {
+    /// The host function that failed.
     pub func: &'static str,
+    /// What went wrong.
     pub msg: String,
 }
 
@@ -156,6 +168,7 @@ pub struct Heap {
 }
 
 impl Heap {
+    /// An empty heap of objects with `layout`.
     pub fn new(layout: DictLayout) -> Self {
         Heap {
             layout,
@@ -189,6 +202,7 @@ impl Heap {
         self.last_id
     }
 
+    /// The managed-dict layout of its objects.
     pub fn layout(&self) -> DictLayout {
         self.layout
     }

@@ -13,7 +13,7 @@
 //! case; an error lists exactly these. `backtrace` (a boolean: capture
 //! backtraces of reports; default on).
 
-use crate::runtime::Mode;
+use crate::mode::Mode;
 use crate::watch::WatchSpec;
 
 /// The environment variable read by [`Options::from_env`].
@@ -22,10 +22,15 @@ pub const ENV_VAR: &str = "GUARDLIFT_OPTIONS";
 /// Parsed options; `None`/defaults where a key is absent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
+    /// `mode=abort|recover|trap`.
     pub mode: Option<Mode>,
+    /// `log_path=FILE`: append reports here instead of stderr.
     pub log_path: Option<String>,
+    /// `json=BOOL`: reports as JSON lines.
     pub json: bool,
+    /// `report_limit=N`: handler calls per site and kind (0: no limit).
     pub report_limit: u64,
+    /// `watch=SPEC`: hardware watchpoints (spec §6.1).
     pub watch: Option<WatchSpec>,
     /// Megabytes of freed objects kept in quarantine (`None`: the default, 64).
     pub quarantine_mb: Option<u64>,

@@ -154,6 +154,7 @@ pub struct FdWriter {
 
 #[cfg(unix)]
 impl FdWriter {
+    /// A writer to `fd` with an empty buffer.
     pub fn new(fd: i32) -> Self {
         FdWriter {
             fd,

@@ -15,36 +15,60 @@ pub use guardlift_abi::{ReportKind, TRAP_CODE_BASE};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Observed {
     /// The object and the managed-dict word that was read or about to be stored.
-    Dict { object: u64, value: u64 },
+    Dict {
+        /// The object.
+        object: u64,
+        /// Its managed-dict word.
+        value: u64,
+    },
     /// The stack's capacity and its length at the failing op.
-    Adstack { capacity: u64, len: u64 },
+    Adstack {
+        /// The stack's capacity.
+        capacity: u64,
+        /// Its length.
+        len: u64,
+    },
     /// The raw store's address, width in bytes and value (zero-extended).
     Clobber {
+        /// The store's address.
         address: u64,
+        /// Its width in bytes.
         width: u32,
+        /// The value stored (zero-extended).
         value: u64,
     },
     /// A watchpoint's trapped write: the word before and after, the bytes
     /// the writing instruction stored, and who wrote it.
     Write {
+        /// The watched object.
         object: u64,
+        /// Its dict word before the write.
         old: u64,
+        /// Its dict word after the write.
         new: u64,
+        /// Bytes the writing instruction stored (0: unknown).
         width: u32,
+        /// Who wrote it.
         writer: crate::watch::WriterId,
     },
     /// A lifetime violation: the object pointer the op used (or freed) and,
     /// for a raw load/store, the accessed address and width (else the
     /// object pointer and 0).
     Lifetime {
+        /// The object pointer the op used or freed.
         object: u64,
+        /// The accessed address (else the object pointer).
         address: u64,
+        /// The access width in bytes (0: not a raw access).
         width: u32,
     },
     /// The object, the attribute index and the values array's capacity.
     Bounds {
+        /// The object.
         object: u64,
+        /// The attribute index.
         index: u64,
+        /// The values array's capacity.
         capacity: u64,
     },
 }
@@ -84,14 +108,30 @@ fn site_json(s: &Option<SiteInfo>) -> Json {
     }
 }
 
-fn site_text(s: &Option<SiteInfo>) -> String {
-    match s {
-        Some(s) => format!("@{} {}:{}", s.function, s.line, s.col),
-        None => "an unknown site".into(),
+/// `@fn L:C` or "an unknown site", formatted without allocating (the
+/// signal handlers print object notes of pending reports).
+struct SiteText<'a>(&'a Option<SiteInfo>);
+
+impl fmt::Display for SiteText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => write!(f, "@{} {}:{}", s.function, s.line, s.col),
+            None => f.write_str("an unknown site"),
+        }
     }
 }
 
 pub use guardlift_abi::SiteInfo;
+
+/// Site `s` as a backtrace frame.
+pub fn site_frame(s: &SiteInfo) -> crate::backtrace::IrFrame<'_> {
+    crate::backtrace::IrFrame {
+        function: &s.function,
+        line: s.line,
+        col: s.col,
+        op: &s.op,
+    }
+}
 
 /// The last write to a dict slot that the runtime saw: from instrumented
 /// code (`dict_slot.store` under the dict check) or from the model heap.
@@ -101,6 +141,7 @@ pub struct LastWrite {
     pub by: String,
     /// Runtime-global site id of an instrumented writer.
     pub site: Option<u32>,
+    /// The word written.
     pub value: u64,
     /// Allocation id of the object whose slot was written (a slot address
     /// recycled for another object shows a different id than the report's).
@@ -110,15 +151,19 @@ pub struct LastWrite {
 /// One deduplicated report: the first observation and how often the (site, kind) fired.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
+    /// What was found wrong.
     pub kind: ReportKind,
     /// Runtime-global site id.
     pub site: u32,
+    /// The site's function, position and opcode.
     pub info: SiteInfo,
+    /// What the first occurrence observed.
     pub observed: Observed,
     /// For dict kinds: the last known write to the slot, captured at check time.
     pub last_write: Option<LastWrite>,
     /// The object the report is about, when the runtime knows it.
     pub object: Option<ObjectNote>,
+    /// How many times the (site, kind) fired.
     pub count: u64,
     /// The first occurrence's backtrace, innermost first (see [`crate::backtrace`]);
     /// empty when not captured.
@@ -235,18 +280,12 @@ impl Report {
     /// The human form as a [`fmt::Display`] that borrows this report.
     pub fn human(&self) -> HumanReport<'_> {
         HumanReport {
-            kind: self.kind,
-            site: self.site,
-            function: &self.info.function,
-            line: self.info.line,
-            col: self.info.col,
-            op: &self.info.op,
             observed: Some(self.observed),
             last_write: self.last_write.as_ref(),
             object: self.object.as_ref(),
             count: self.count,
-            trap: None,
             backtrace: &self.backtrace,
+            ..HumanReport::at(self.kind, self.site, &self.info)
         }
     }
 }
@@ -256,6 +295,7 @@ impl Report {
 pub struct TrapNote {
     /// `SIGILL` or `SIGTRAP`.
     pub signal: &'static str,
+    /// The trap instruction's address.
     pub pc: u64,
 }
 
@@ -264,21 +304,57 @@ pub struct TrapNote {
 /// what [`Report::to_human`] prints, from a stack buffer.
 #[derive(Copy, Clone, Debug)]
 pub struct HumanReport<'a> {
+    /// What was found wrong.
     pub kind: ReportKind,
+    /// Runtime-global site id ([`NO_SITE`] for a writer's report).
     pub site: u32,
+    /// The site's function.
     pub function: &'a str,
+    /// The site's line.
     pub line: u32,
+    /// The site's column.
     pub col: u32,
+    /// The site's opcode.
     pub op: &'a str,
     /// `None`: the values were not captured (trap mode, see `trap.rs`).
     pub observed: Option<Observed>,
+    /// The last known write to the slot (dict kinds).
     pub last_write: Option<&'a LastWrite>,
     /// The object the report is about (not known to the trap handler).
     pub object: Option<&'a ObjectNote>,
+    /// How many times the (site, kind) fired.
     pub count: u64,
+    /// Set by trap mode's handler: the signal and the trap's PC.
     pub trap: Option<TrapNote>,
     /// Frames printed after the "where" line, `#0` innermost.
     pub backtrace: &'a [String],
+}
+
+impl<'a> HumanReport<'a> {
+    /// A report of `kind` at `site` seen once, nothing else known yet (the
+    /// other fields are filled in with struct update syntax).
+    pub fn at(kind: ReportKind, site: u32, info: &'a SiteInfo) -> Self {
+        HumanReport {
+            kind,
+            site,
+            function: &info.function,
+            line: info.line,
+            col: info.col,
+            op: &info.op,
+            observed: None,
+            last_write: None,
+            object: None,
+            count: 1,
+            trap: None,
+            backtrace: &[],
+        }
+    }
+
+    /// The JSON line of this report, formatted without allocating (the
+    /// keys of [`Report::to_json`], plus `trap_signal` and `trap_pc`).
+    pub fn json(&self) -> JsonReport<'_> {
+        JsonReport(self)
+    }
 }
 
 impl fmt::Display for HumanReport<'_> {
@@ -378,10 +454,10 @@ impl fmt::Display for HumanReport<'_> {
                 s,
                 "    object id {}, allocated at {}",
                 n.id,
-                site_text(&n.alloc_site)
+                SiteText(&n.alloc_site)
             )?;
             if n.freed {
-                writeln!(s, "    freed at {}", site_text(&n.free_site))?;
+                writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
             }
         }
         if let (Some(w), Some(Observed::Dict { value, .. })) = (self.last_write, self.observed) {
@@ -412,6 +488,150 @@ impl fmt::Display for HumanReport<'_> {
             )?;
         }
         writeln!(s, "    seen {} time(s)", self.count)
+    }
+}
+
+/// The foreign writes the watchpoints caught since the last call, as
+/// (site, observation) pairs for the report sink: the site is the writer's
+/// IR site, else the IR call below it, else the writer's symbol. Cheap when
+/// nothing was caught.
+pub(crate) fn foreign_writes() -> Vec<(SiteInfo, Observed)> {
+    if !crate::watch::active() && !crate::watch::pending() {
+        return Vec::new();
+    }
+    crate::watch::drain()
+        .into_iter()
+        .map(|fw| {
+            let w = &fw.writer;
+            let info = match w.site.as_ref().or(w.ir_caller.as_ref()) {
+                Some(s) => SiteInfo {
+                    function: s.function.clone(),
+                    line: s.line,
+                    col: s.col,
+                    op: s.op.clone(),
+                },
+                None => SiteInfo {
+                    function: w.symbol.clone(),
+                    line: 0,
+                    col: 0,
+                    op: "?".into(),
+                },
+            };
+            let observed = Observed::Write {
+                object: fw.object,
+                old: fw.old,
+                new: fw.new,
+                width: w.width,
+                writer: crate::watch::WriterId::intern(fw.writer),
+            };
+            (info, observed)
+        })
+        .collect()
+}
+
+/// A JSON string literal of `T`'s text, escaped, written without
+/// allocating.
+pub(crate) struct JsonStr<T>(pub(crate) T);
+
+impl<T: fmt::Display> fmt::Display for JsonStr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        /// Escapes what is written through it.
+        struct Escape<'a, 'b>(&'a mut fmt::Formatter<'b>);
+        impl fmt::Write for Escape<'_, '_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                for c in s.chars() {
+                    match c {
+                        '"' => self.0.write_str("\\\"")?,
+                        '\\' => self.0.write_str("\\\\")?,
+                        c if (c as u32) < 0x20 => write!(self.0, "\\u{:04x}", c as u32)?,
+                        c => self.0.write_char(c)?,
+                    }
+                }
+                Ok(())
+            }
+        }
+        f.write_char('"')?;
+        write!(Escape(f), "{}", self.0)?;
+        f.write_char('"')
+    }
+}
+
+/// The JSON line of a [`HumanReport`] ([`HumanReport::json`]).
+pub struct JsonReport<'a>(&'a HumanReport<'a>);
+
+impl fmt::Display for JsonReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        write!(
+            f,
+            "{{\"kind\":\"{}\",\"site\":{},\"function\":{},\"line\":{},\"col\":{},\"op\":{},\"count\":{}",
+            r.kind.name(),
+            r.site,
+            JsonStr(r.function),
+            r.line,
+            r.col,
+            JsonStr(r.op),
+            r.count
+        )?;
+        match r.observed {
+            Some(Observed::Dict { object, value }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"value\":\"{value:#x}\",\"value_low_bits\":\"0b{:03b}\"",
+                value & TAG_MASK
+            )?,
+            Some(Observed::Adstack { capacity, len }) => {
+                write!(f, ",\"capacity\":{capacity},\"len\":{len}")?
+            }
+            Some(Observed::Clobber {
+                address,
+                width,
+                value,
+            }) => write!(
+                f,
+                ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
+            )?,
+            Some(Observed::Lifetime {
+                object,
+                address,
+                width,
+            }) => {
+                write!(f, ",\"object\":\"{object:#x}\"")?;
+                if width > 0 {
+                    write!(f, ",\"address\":\"{address:#x}\",\"width\":{width}")?;
+                }
+            }
+            Some(Observed::Bounds {
+                object,
+                index,
+                capacity,
+            }) => write!(
+                f,
+                ",\"object\":\"{object:#x}\",\"index\":{index},\"capacity\":{capacity}"
+            )?,
+            Some(Observed::Write { .. }) | None => {}
+        }
+        if let Some(t) = r.trap {
+            write!(
+                f,
+                ",\"trap_signal\":\"{}\",\"trap_pc\":\"{:#x}\"",
+                t.signal, t.pc
+            )?;
+        }
+        f.write_str("}\n")
+    }
+}
+
+/// Writes `report` to `fd` (stderr when `fd < 0`, with the fallback of
+/// [`crate::output::write_fd_or_stderr`]), as a JSON line when `json`, else
+/// in human form. Async-signal-safe when the report is (no object note:
+/// the signal handlers never have one).
+#[cfg(unix)]
+pub fn write_signal_safe(fd: i32, json: bool, report: &HumanReport<'_>) {
+    if json {
+        crate::output::write_display_fd_or_stderr(fd, &report.json());
+    } else {
+        crate::output::write_display_fd_or_stderr(fd, report);
     }
 }
 
@@ -459,7 +679,7 @@ impl ReportSink {
                     backtrace: if kind == ReportKind::ForeignWrite {
                         Vec::new()
                     } else {
-                        crate::backtrace::capture(info)
+                        crate::backtrace::capture(site_frame(info))
                     },
                 });
                 self.reports.len() - 1
@@ -472,9 +692,11 @@ impl ReportSink {
         self.index.clear();
         std::mem::take(&mut self.reports)
     }
+    /// Has nothing been recorded?
     pub fn is_empty(&self) -> bool {
         self.reports.is_empty()
     }
+    /// The reports recorded, in order of first occurrence.
     pub fn reports(&self) -> &[Report] {
         &self.reports
     }
@@ -629,5 +851,33 @@ mod tests {
             assert_eq!(ReportKind::from_code(k.code()), Some(k));
             assert_eq!(ReportKind::from_trap_code(k.trap_code()), Some(k));
         }
+    }
+
+    #[test]
+    fn json_line_parses() {
+        let info = SiteInfo {
+            function: "we\"ird".into(),
+            line: 2,
+            col: 3,
+            op: "store".into(),
+        };
+        let h = HumanReport {
+            observed: Some(Observed::Clobber {
+                address: 0x10,
+                width: 1,
+                value: 0xfe,
+            }),
+            trap: Some(TrapNote {
+                signal: "SIGILL",
+                pc: 0x1234,
+            }),
+            ..HumanReport::at(ReportKind::SlotClobber, 1, &info)
+        };
+        let text = h.json().to_string();
+        let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(j["function"], "we\"ird");
+        assert_eq!(j["width"], 1);
+        assert_eq!(j["value"], "0xfe");
+        assert_eq!(j["trap_pc"], "0x1234");
     }
 }

@@ -4,11 +4,12 @@
 
 use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
+pub use crate::mode::Mode;
 use crate::options::Options;
 use crate::output::LogFile;
 use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
-use crate::trap::TrapScratch;
+use crate::trap::scratch::TrapScratch;
 use crate::watch::{self, WatchSpec, WatchStatus};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,8 +40,6 @@ struct Settings {
     json: bool,
 }
 
-pub use guardlift_abi::Mode;
-
 /// What the caller of a check must do next.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -55,7 +54,9 @@ pub type AbortHook = Box<dyn Fn(&Runtime) + Send + Sync>;
 
 /// Runtime settings.
 pub struct RuntimeConfig {
+    /// The managed-dict layout of the objects.
     pub layout: DictLayout,
+    /// What a failed check does.
     pub mode: Mode,
     /// In abort/trap mode, end the process on a violation (default). When
     /// false, checks return [`Verdict::Abort`] instead (the interpreter stops;
@@ -109,6 +110,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Runtime {
+    /// A runtime with `config`; share it (`Arc`) with every engine using it.
     pub fn new(config: RuntimeConfig) -> Arc<Runtime> {
         Arc::new(Runtime {
             trap: TrapScratch::new(),
@@ -127,9 +129,11 @@ impl Runtime {
         })
     }
 
+    /// The managed-dict layout.
     pub fn layout(&self) -> DictLayout {
         self.layout
     }
+    /// The check mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
@@ -395,6 +399,7 @@ impl Runtime {
 
     // ---- built-in host functions (spec §7) ----
 
+    /// `@obj_new(n)`: a new object with `n` attribute values.
     pub fn obj_new(&self, n: i64) -> u64 {
         let obj = self.host(lock(&self.heap).obj_new(n));
         self.object_created(obj);
@@ -417,9 +422,11 @@ impl Runtime {
             watch::on_object_freed(self.watch_owner(), obj);
         }
     }
+    /// `@obj_dictify(obj)`: gives `obj` a real dict.
     pub fn obj_dictify(&self, obj: u64) {
         self.host(lock(&self.heap).obj_dictify(obj))
     }
+    /// `@obj_free(obj)`: frees `obj` (reports a double or invalid free).
     pub fn obj_free(&self, obj: u64) {
         self.object_going(obj);
         let mut heap = lock(&self.heap);
@@ -537,15 +544,20 @@ impl Runtime {
     pub fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
     }
+    /// `@fault_clear_lsb(obj)`: the rogue writer of the tag-flip scenario
+    /// (clears the low bit of `obj`'s dict word, behind the JIT's back).
     pub fn fault_clear_lsb(&self, obj: u64) {
         self.host(lock(&self.heap).fault_clear_lsb(obj))
     }
+    /// The slow path of `load_attr`: attribute `i` of `obj`.
     pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
         self.host(lock(&self.heap).load_attr_slow(obj, i))
     }
+    /// The slow path of `store_attr`: sets attribute `i` of `obj`.
     pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
         self.host(lock(&self.heap).store_attr_slow(obj, i, v))
     }
+    /// Prints `line` (or captures it, [`RuntimeConfig::capture_output`]).
     pub fn print_line(&self, line: &str) {
         if self.capture_output {
             let mut o = lock(&self.output);
@@ -556,9 +568,11 @@ impl Runtime {
             let _ = writeln!(out, "{line}");
         }
     }
+    /// `@print_i64(v)`.
     pub fn print_i64(&self, v: i64) {
         self.print_line(&v.to_string())
     }
+    /// `@print_f64(v)`, in the shortest round-trip form ([`format_f64`]).
     pub fn print_f64(&self, v: f64) {
         self.print_line(&format_f64(v))
     }
@@ -591,7 +605,7 @@ impl Runtime {
     /// also call it before freeing code (its PCs resolve to IR sites only
     /// while it is registered).
     pub fn drain_watch(&self) {
-        let writes = watch::drain_reports();
+        let writes = crate::report::foreign_writes();
         if writes.is_empty() {
             return;
         }
@@ -672,6 +686,30 @@ impl Drop for Runtime {
         if pending {
             self.flush_reports();
         }
+    }
+}
+
+/// Unregisters a module's sites from its runtime when dropped (for an
+/// owner that has nothing else to do on drop).
+pub struct SiteRegistration {
+    rt: Arc<Runtime>,
+    base: u32,
+}
+
+impl SiteRegistration {
+    /// Takes over the registration at `base` (from [`Runtime::register_sites`]).
+    pub fn new(rt: Arc<Runtime>, base: u32) -> Self {
+        SiteRegistration { rt, base }
+    }
+    /// The module's base site id.
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+}
+
+impl Drop for SiteRegistration {
+    fn drop(&mut self) {
+        self.rt.unregister_sites(self.base);
     }
 }
 

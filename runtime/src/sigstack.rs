@@ -8,7 +8,7 @@
 //! it) unless it already has an enabled one of at least
 //! [`ALT_STACK_MIN_BYTES`]; the stack is unmapped when the thread exits.
 //! The trap-site registration calls it on the compiling thread, and
-//! [`crate::fault::enter_compiled_code`] on each call into compiled code
+//! [`crate::codemap::enter_compiled_code`] on each call into compiled code
 //! (`call_dynamic`, `TypedFunc::call`, hence every C API call), the only
 //! ways in.
 

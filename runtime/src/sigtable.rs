@@ -19,6 +19,7 @@ pub struct SigTable<T> {
 }
 
 impl<T: Clone> SigTable<T> {
+    /// An empty table.
     pub const fn new() -> Self {
         SigTable {
             table: AtomicPtr::new(std::ptr::null_mut()),
@@ -32,10 +33,11 @@ impl<T: Clone> SigTable<T> {
     pub fn update(&self, f: impl FnOnce(&mut Vec<T>)) {
         let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.table.load(SeqCst);
-        // SAFETY: only writers (serialized above) free snapshots.
         let mut v = if old.is_null() {
             Vec::new()
         } else {
+            // SAFETY: `old` is the published snapshot, and only writers
+            // (serialized above) free snapshots: it is alive.
             unsafe { (*old).clone() }
         };
         f(&mut v);
@@ -64,6 +66,49 @@ impl<T: Clone> SigTable<T> {
         let r = f(if t.is_null() { &[] } else { unsafe { &*t } });
         self.readers.fetch_sub(1, SeqCst);
         r
+    }
+}
+
+/// Keeps entries registered in a [`SigTable`]; dropping it removes them
+/// (the code registry's [`crate::codemap::CodeRegistration`], trap mode's
+/// [`crate::trap::TrapRegistration`]). Do that before the code they
+/// describe is unmapped.
+pub struct Registration {
+    id: u64,
+    len: usize,
+    /// Removes the entries registered under an id from their table.
+    remove: fn(u64),
+}
+
+impl Registration {
+    /// A registration of `len` entries tagged `id`, removed by `remove(id)`.
+    pub(crate) fn new(id: u64, len: usize, remove: fn(u64)) -> Self {
+        Registration { id, len, remove }
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Does it hold none?
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("id", &self.id)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        (self.remove)(self.id)
     }
 }
 

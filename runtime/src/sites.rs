@@ -15,32 +15,7 @@
 //! (reports already recorded keep their own copy of the site's info).
 
 use crate::report::SiteInfo;
-use crate::runtime::Runtime;
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-/// Unregisters a module's sites from its runtime when dropped (for an
-/// owner that has nothing else to do on drop).
-pub struct SiteRegistration {
-    rt: Arc<Runtime>,
-    base: u32,
-}
-
-impl SiteRegistration {
-    /// Takes over the registration at `base` (from [`Runtime::register_sites`]).
-    pub fn new(rt: Arc<Runtime>, base: u32) -> Self {
-        SiteRegistration { rt, base }
-    }
-    pub fn base(&self) -> u32 {
-        self.base
-    }
-}
-
-impl Drop for SiteRegistration {
-    fn drop(&mut self) {
-        self.rt.unregister_sites(self.base);
-    }
-}
 
 pub use guardlift_abi::ModuleSites;
 
@@ -52,7 +27,9 @@ pub use guardlift_abi::ModuleSites;
     span - 1
 )]
 pub struct SiteSpaceFull {
+    /// The ids the module needed (largest local id + 1).
     pub span: u64,
+    /// Modules registered at the time.
     pub registered: usize,
 }
 
@@ -138,6 +115,7 @@ impl SiteTable {
         self.count
     }
 
+    /// Are no sites stored?
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }

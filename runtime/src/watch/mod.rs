@@ -1,0 +1,567 @@
+//! Watchpoints (spec §6.1, `--watch SPEC`): hardware write-breakpoints on
+//! managed-dict words, so that a write from *any* code — host C, the
+//! runtime, another thread — is caught at the writing instruction.
+//!
+//! This module owns the whole feature: the SPEC ([`WatchSpec`]), choosing
+//! which objects to watch as the heap reports them ([`on_object_created`],
+//! [`on_object_freed`]), the `perf_event_open` breakpoints, the `SIGTRAP`
+//! handler, and turning a trapped write into a [`Writer`] (symbol, width,
+//! backtrace) that the runtime records as a `foreign_write` report.
+//!
+//! # How a write is caught
+//!
+//! Each watched word gets one `PERF_TYPE_BREAKPOINT` / `HW_BREAKPOINT_W`
+//! event of 8 bytes per thread of the process (every task in
+//! `/proc/self/task`, opened with `inherit` + `inherit_thread`, so threads
+//! created later inherit it), with `sigtrap` (a synchronous `SIGTRAP` on the
+//! writing thread, `si_code == TRAP_PERF`, `si_perf_data` = our tag and the
+//! hardware slot). At most [`MAX_SLOTS`] words are watched at once (x86's
+//! DR0–DR3); freeing a watched object disarms its slot (and `recent` /
+//! `sample:K` re-arm it on the next allocation they pick).
+//!
+//! # The handler
+//!
+//! Registered with [`crate::sigchain`] for `SIGTRAP` when the first session
+//! starts (never when `--watch` is off: zero cost). A `SIGTRAP` that is not
+//! a perf trap with our tag is left to the next handler or the action
+//! installed before guardlift's. Ours: it reads
+//! the new word, swaps it with the slot's last known word (the old one),
+//! and counts the hit. A well-formed word written by guardlift's runtime
+//! (announced with [`runtime_write`]) or by JIT code (a PC in the code
+//! registry, [`crate::codemap::is_code`]) is
+//! a legitimate write: counted, nothing else. Anything else is recorded raw
+//! in a fixed ring (PC, old/new word, the code bytes before the PC, the
+//! return addresses, the interpreter's IR frames): only loads, stores and
+//! `backtrace::trace_unsynchronized` (libgcc's unwinder walks the stack of
+//! the writing thread, interrupted at a store, never inside the loader).
+//! Symbolizing (the `backtrace` crate: gimli/addr2line) and decoding the
+//! width (capstone) happen later, in [`drain`], which the runtime calls
+//! before it records or hands out any report — so the writer is reported
+//! before whatever the corrupted word does next.
+//!
+//! # IR sites
+//!
+//! The writer's IR site and IR frames come from two sources: the
+//! interpreter publishes its IR frames around host calls and stores
+//! ([`with_ir_frames`]), and JIT code is resolved by PC through the code
+//! registry's PC → IR-site map ([`crate::codemap::site_of_pc`]): `@fn L:C`
+//! (`@fn +0xOFF` for the few instructions Cranelift kept no location for).
+//!
+//! # Modules
+//!
+//! - `ring`: what the handler records, lock-free, and the handler itself;
+//! - `writer`: turning a recorded write into a [`Writer`] (symbols, width,
+//!   backtrace) after the handler;
+//! - `perf` (Linux x86_64): the `perf_event_open` breakpoints and the
+//!   instruction decoder.
+
+use crate::layout::DictLayout;
+use std::cell::Cell;
+use std::fmt;
+use std::sync::atomic::{compiler_fence, AtomicBool, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard};
+
+mod ring;
+mod writer;
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod perf;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+use perf as imp;
+
+pub use crate::backtrace::IrFrame;
+pub use ring::pending;
+use ring::{ARMED, DROPPED, HITS, LEGIT};
+pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
+
+/// Most words watched at once (x86_64 has four debug address registers).
+pub const MAX_SLOTS: usize = 4;
+
+/// What to watch (spec §6.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchSpec {
+    /// `object:N[+M…]`: these allocation ids.
+    Objects(Vec<u64>),
+    /// `sample:K`: one allocation in K (ids 1, K+1, 2K+1, …).
+    Sample(u64),
+    /// `recent`: the most recently allocated objects.
+    Recent,
+}
+
+/// A malformed `--watch` SPEC.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("watch spec `{spec}`: {msg} (expected object:N[+M...], sample:K or recent)")]
+pub struct WatchSpecError {
+    /// The SPEC as given.
+    pub spec: String,
+    /// What is wrong with it.
+    pub msg: String,
+}
+
+impl WatchSpec {
+    /// Parses `object:N[+M…]`, `sample:K` or `recent`.
+    pub fn parse(text: &str) -> Result<WatchSpec, WatchSpecError> {
+        let err = |msg: &str| WatchSpecError {
+            spec: text.to_string(),
+            msg: msg.to_string(),
+        };
+        let count = |s: &str| -> Result<u64, WatchSpecError> {
+            match s.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(err(&format!("`{s}` is not a positive number"))),
+            }
+        };
+        match text.trim().split_once(':') {
+            None if text.trim() == "recent" => Ok(WatchSpec::Recent),
+            Some(("object", ids)) => {
+                let ids = ids.split('+').map(count).collect::<Result<Vec<_>, _>>()?;
+                Ok(WatchSpec::Objects(ids))
+            }
+            Some(("sample", k)) => Ok(WatchSpec::Sample(count(k)?)),
+            _ => Err(err("unknown form")),
+        }
+    }
+
+    /// Does this spec pick allocation `id` when it is created?
+    fn picks(&self, id: u64) -> bool {
+        match self {
+            WatchSpec::Objects(ids) => ids.contains(&id),
+            WatchSpec::Sample(k) => (id - 1).is_multiple_of(*k),
+            WatchSpec::Recent => true,
+        }
+    }
+}
+
+impl fmt::Display for WatchSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchSpec::Objects(ids) => {
+                f.write_str("object:")?;
+                for (i, id) in ids.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("+")?;
+                    }
+                    write!(f, "{id}")?;
+                }
+                Ok(())
+            }
+            WatchSpec::Sample(k) => write!(f, "sample:{k}"),
+            WatchSpec::Recent => f.write_str("recent"),
+        }
+    }
+}
+
+/// Whether watchpoints are on, and what they saw (the `"watch"` JSON object).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchStatus {
+    /// Watching.
+    Active {
+        /// The SPEC, as given.
+        spec: String,
+        /// What the session saw so far.
+        counts: WatchCounts,
+    },
+    /// Watchpoints cannot be had here.
+    Unavailable {
+        /// Why not (one line).
+        reason: String,
+    },
+}
+
+impl WatchStatus {
+    /// `{"active": true, "spec", "armed", "hits", "legitimate", "foreign",
+    /// "dropped"}` or `{"active": false, "reason"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            WatchStatus::Active { spec, counts } => serde_json::json!({
+                "active": true,
+                "spec": spec,
+                "armed": counts.armed,
+                "not_armed": counts.not_armed,
+                "hits": counts.hits,
+                "legitimate": counts.legitimate,
+                "foreign": counts.foreign,
+                "dropped": counts.dropped,
+            }),
+            WatchStatus::Unavailable { reason } => {
+                serde_json::json!({"active": false, "reason": reason})
+            }
+        }
+    }
+
+    /// The stderr line of an unavailable session.
+    pub fn unavailable_line(reason: &str) -> String {
+        format!("guardlift: watchpoints unavailable: {reason}")
+    }
+}
+
+/// Counters of a session.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Objects that were armed (over the whole run).
+    pub armed: u64,
+    /// Objects the spec picked that could not be armed (all slots busy).
+    pub not_armed: u64,
+    /// Trapped writes.
+    pub hits: u64,
+    /// Well-formed writes by guardlift's runtime or JIT code (counted only).
+    pub legitimate: u64,
+    /// Writes recorded for a `foreign_write` report.
+    pub foreign: u64,
+    /// Foreign writes lost because the ring was full.
+    pub dropped: u64,
+}
+
+/// An IR position: the writer's site, or one IR frame of a backtrace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IrSite {
+    /// The IR function.
+    pub function: String,
+    /// 0 when only the function is known (no source location at the PC).
+    pub line: u32,
+    /// Column of the IR instruction.
+    pub col: u32,
+    /// Its opcode.
+    pub op: String,
+    /// Offset of the PC in the function's code when `line` is 0.
+    pub offset: u64,
+}
+
+impl fmt::Display for IrSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "@{} +{:#x}", self.function, self.offset)
+        } else {
+            write!(f, "@{} {}:{}", self.function, self.line, self.col)
+        }
+    }
+}
+
+impl IrSite {
+    /// The IR site of `pc` if it is in registered code (the code registry,
+    /// [`crate::codemap`]).
+    pub fn of_pc(pc: u64) -> Option<IrSite> {
+        crate::codemap::site_of_pc(pc as usize, |s| IrSite {
+            function: s.frame.function.to_string(),
+            line: s.frame.line,
+            col: s.frame.col,
+            op: s.frame.op.to_string(),
+            offset: s.offset as u64,
+        })
+    }
+}
+
+/// Who wrote a watched word, as the `foreign_write` report shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Writer {
+    /// Allocation id of the watched object.
+    pub object_id: u64,
+    /// `symbol+0xOFF` of the writing instruction (`?` if unknown).
+    pub symbol: String,
+    /// Address of the writing instruction's end (where the trap stopped).
+    pub pc: u64,
+    /// The IR site when the writer is IR code (JIT code, or the interpreter
+    /// executing a store).
+    pub site: Option<IrSite>,
+    /// The innermost IR frame below the writer (the IR call that entered
+    /// the host code that wrote), if any.
+    pub ir_caller: Option<IrSite>,
+    /// Bytes the writing instruction stored (0: could not decode).
+    pub width: u32,
+    /// Innermost first; IR frames as `@fn L:C`.
+    pub backtrace: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------
+// What the rest of guardlift tells this module.
+
+/// Is a session running? One relaxed load: the only cost when `--watch` is off.
+#[inline]
+pub fn active() -> bool {
+    ACTIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while guardlift's runtime writes a dict word on this thread.
+    static RUNTIME_WRITE: AtomicBool = const { AtomicBool::new(false) };
+    /// The interpreter's IR frames on this thread, innermost first.
+    static IR_FRAMES: Cell<(*const IrFrame<'static>, usize)> =
+        const { Cell::new((std::ptr::null(), 0)) };
+}
+
+/// Runs `f` (a write of a dict word by guardlift's runtime: the heap, the
+/// interpreter's `dict_slot.store`) marked as legitimate for the handler.
+#[inline]
+pub fn runtime_write<R>(f: impl FnOnce() -> R) -> R {
+    if !active() {
+        return f();
+    }
+    // The handler reads the flag on this thread: the fences keep the
+    // compiler from moving (or dropping) the flag's stores around the write.
+    let prev = RUNTIME_WRITE.with(|c| c.swap(true, SeqCst));
+    compiler_fence(SeqCst);
+    let r = f();
+    compiler_fence(SeqCst);
+    RUNTIME_WRITE.with(|c| c.store(prev, SeqCst));
+    r
+}
+
+/// Runs `f` with `frames` (innermost first: the executing op, then its
+/// callers' calls) published for the handler on this thread.
+pub fn with_ir_frames<R>(frames: &[IrFrame<'_>], f: impl FnOnce() -> R) -> R {
+    let p = (frames.as_ptr().cast::<IrFrame<'static>>(), frames.len());
+    let prev = IR_FRAMES.with(|c| c.replace(p));
+    compiler_fence(SeqCst);
+    let r = f();
+    compiler_fence(SeqCst);
+    IR_FRAMES.with(|c| c.set(prev));
+    r
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------
+// Sessions.
+
+/// A running session: which objects are armed, for which runtime.
+struct Session {
+    owner: usize,
+    spec: WatchSpec,
+    layout: DictLayout,
+    /// Per hardware slot: the fds of its events (one per thread), the
+    /// object and the arming order (for `recent`).
+    slots: [Option<ArmedSlot>; MAX_SLOTS],
+    arm_seq: u64,
+    counts: WatchCounts,
+}
+
+struct ArmedSlot {
+    fds: Vec<i32>,
+    object: u64,
+    seq: u64,
+}
+
+static SESSION: Mutex<Option<Session>> = Mutex::new(None);
+/// The runtime whose last [`start`] failed, and why.
+static UNAVAILABLE: Mutex<Option<(usize, String)>> = Mutex::new(None);
+
+/// Starts watching for the runtime `owner` (its address), or says why not.
+/// One session per process at a time.
+pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
+    let mut s = lock(&SESSION);
+    if let Some(cur) = s.as_ref() {
+        if cur.owner != owner {
+            return WatchStatus::Unavailable {
+                reason: "another runtime in this process is already watching".into(),
+            };
+        }
+    }
+    if let Err(reason) = imp::probe().and_then(|()| imp::install()) {
+        *lock(&UNAVAILABLE) = Some((owner, reason.clone()));
+        return WatchStatus::Unavailable { reason };
+    }
+    // Walk the stack once now: the unwinder's first use binds symbols
+    // lazily (`_dl_find_object` through the dynamic linker's resolver,
+    // which needs kilobytes of stack) — not something to do first inside a
+    // signal handler on a small alternate stack.
+    backtrace::trace(|_| true);
+    if s.is_none() {
+        // A new session counts from zero.
+        for c in [&HITS, &LEGIT, &DROPPED] {
+            c.store(0, SeqCst);
+        }
+    }
+    let status = WatchStatus::Active {
+        spec: spec.to_string(),
+        counts: WatchCounts::default(),
+    };
+    *s = Some(Session {
+        owner,
+        spec,
+        layout,
+        slots: Default::default(),
+        arm_seq: 0,
+        counts: WatchCounts::default(),
+    });
+    ACTIVE.store(true, SeqCst);
+    status
+}
+
+/// Ends `owner`'s session: every breakpoint is closed. Pending writes
+/// stay in the ring until [`drain`]ed (or the next session starts).
+pub fn stop(owner: usize) {
+    {
+        let mut u = lock(&UNAVAILABLE);
+        if u.as_ref().is_some_and(|(o, _)| *o == owner) {
+            *u = None;
+        }
+    }
+    let mut s = lock(&SESSION);
+    if s.as_ref().is_some_and(|c| c.owner == owner) {
+        if let Some(mut cur) = s.take() {
+            for i in 0..MAX_SLOTS {
+                disarm(&mut cur, i);
+            }
+        }
+        ACTIVE.store(false, SeqCst);
+    }
+}
+
+/// The status of `owner`'s session (`None`: it never asked for one).
+pub fn status(owner: usize) -> Option<WatchStatus> {
+    let s = lock(&SESSION);
+    let Some(cur) = s.as_ref().filter(|c| c.owner == owner) else {
+        let u = lock(&UNAVAILABLE);
+        return u.as_ref().filter(|(o, _)| *o == owner).map(|(_, reason)| {
+            WatchStatus::Unavailable {
+                reason: reason.clone(),
+            }
+        });
+    };
+    let mut counts = cur.counts;
+    counts.hits = HITS.load(SeqCst);
+    counts.legitimate = LEGIT.load(SeqCst);
+    counts.dropped = DROPPED.load(SeqCst);
+    counts.foreign = counts.hits - counts.legitimate;
+    Some(WatchStatus::Active {
+        spec: cur.spec.to_string(),
+        counts,
+    })
+}
+
+/// The heap created object `id` at `obj` (its dict word is in place).
+pub fn on_object_created(owner: usize, id: u64, obj: u64) {
+    let mut s = lock(&SESSION);
+    let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
+        return;
+    };
+    if !cur.spec.picks(id) {
+        return;
+    }
+    let free = (0..MAX_SLOTS).find(|&i| cur.slots[i].is_none());
+    let i = match (free, &cur.spec) {
+        (Some(i), _) => i,
+        // `recent`: the oldest armed object makes room.
+        (None, WatchSpec::Recent) => {
+            let oldest = (0..MAX_SLOTS)
+                .min_by_key(|&i| cur.slots[i].as_ref().map_or(0, |a| a.seq))
+                .unwrap_or(0);
+            disarm(cur, oldest);
+            oldest
+        }
+        (None, _) => {
+            cur.counts.not_armed += 1;
+            return;
+        }
+    };
+    let slot = cur.layout.slot_addr(obj);
+    // SAFETY: the heap just wrote the word of this live object.
+    let word = unsafe { (slot as *const u64).read_volatile() };
+    let a = &ARMED[i];
+    a.last.store(word, SeqCst);
+    a.object.store(obj, SeqCst);
+    a.id.store(id, SeqCst);
+    a.slot.store(slot, SeqCst);
+    match imp::arm(slot, i) {
+        Ok(fds) if !fds.is_empty() => {
+            cur.arm_seq += 1;
+            cur.slots[i] = Some(ArmedSlot {
+                fds,
+                object: obj,
+                seq: cur.arm_seq,
+            });
+            cur.counts.armed += 1;
+        }
+        _ => {
+            a.slot.store(0, SeqCst);
+            cur.counts.not_armed += 1;
+        }
+    }
+}
+
+/// The heap is about to free `obj`: its breakpoint (if any) goes.
+pub fn on_object_freed(owner: usize, obj: u64) {
+    let mut s = lock(&SESSION);
+    let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
+        return;
+    };
+    if let Some(i) =
+        (0..MAX_SLOTS).find(|&i| cur.slots[i].as_ref().is_some_and(|a| a.object == obj))
+    {
+        disarm(cur, i);
+    }
+}
+
+fn disarm(cur: &mut Session, i: usize) {
+    if let Some(a) = cur.slots[i].take() {
+        imp::close_all(&a.fds);
+        ARMED[i].slot.store(0, SeqCst);
+    }
+}
+
+/// The object ids currently armed (for tests and diagnostics).
+pub fn armed_ids() -> Vec<u64> {
+    let s = lock(&SESSION);
+    let Some(cur) = s.as_ref() else {
+        return Vec::new();
+    };
+    (0..MAX_SLOTS)
+        .filter(|&i| cur.slots[i].is_some())
+        .map(|i| ARMED[i].id.load(SeqCst))
+        .collect()
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+mod imp {
+    pub fn probe() -> Result<(), String> {
+        Err(format!(
+            "hardware watchpoints need Linux on x86_64 (this is {} on {})",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ))
+    }
+    pub fn install() -> Result<(), String> {
+        probe()
+    }
+    pub fn arm(_addr: u64, _hw: usize) -> Result<Vec<i32>, i32> {
+        Err(0)
+    }
+    pub fn close_all(_fds: &[i32]) {}
+    pub fn decode_width(_code: &[u8]) -> Option<u32> {
+        None
+    }
+    pub fn width_of_last(_code: &[u8]) -> Option<u32> {
+        None
+    }
+    #[allow(dead_code)]
+    fn unused() {
+        super::ring::on_hit(0, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print() {
+        assert_eq!(
+            WatchSpec::parse("object:3+5").unwrap(),
+            WatchSpec::Objects(vec![3, 5])
+        );
+        assert_eq!(WatchSpec::parse("sample:4").unwrap(), WatchSpec::Sample(4));
+        assert_eq!(WatchSpec::parse("recent").unwrap(), WatchSpec::Recent);
+        for bad in [
+            "", "object:", "object:0", "object:x", "sample:0", "all", "recent:1",
+        ] {
+            assert!(WatchSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(WatchSpec::Objects(vec![2, 7]).to_string(), "object:2+7");
+        assert!(WatchSpec::Sample(3).picks(1) && WatchSpec::Sample(3).picks(4));
+        assert!(!WatchSpec::Sample(3).picks(2));
+    }
+}

@@ -1,0 +1,173 @@
+//! Faults in registered code (issue 16): an illegal instruction that is not
+//! a guard's trap is a `host_fault` report, placed at its IR site, with the
+//! IR call chain as its backtrace; a guard's trap instruction stays trap
+//! mode's report. Each case runs in a child process (this test binary
+//! re-executed with `GUARDLIFT_FAULTS_CHILD=<case>`), since the handler
+//! ends the process.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+use guardlift_runtime::codemap::{enter_compiled_code, CodeFunction, PcLoc};
+use guardlift_runtime::{ReportKind, Runtime, RuntimeConfig, SiteInfo, TrapSite};
+use std::process::{Command, Output};
+
+const CHILD: &str = "GUARDLIFT_FAULTS_CHILD";
+
+/// `@outer` (offset 0) calls `@inner` (offset 16), which executes `ud2`
+/// inside a frame record, as Cranelift's code does:
+///
+/// ```text
+///  0: push rbp; mov rbp, rsp       @outer line 2
+///  4: call inner                   @outer line 3 (call)
+///  9: pop rbp; ret
+/// 16: push rbp; mov rbp, rsp       @inner line 7
+/// 20: ud2                          @inner line 8 (load)
+/// 22: ud2                          (a guard's trap in case `guard`)
+/// ```
+const CODE: [u8; 24] = [
+    0x55, 0x48, 0x89, 0xe5, 0xe8, 0x07, 0x00, 0x00, 0x00, 0x5d, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90,
+    0x55, 0x48, 0x89, 0xe5, 0x0f, 0x0b, 0x0f, 0x0b,
+];
+const UD2: usize = 20;
+
+fn loc(start: u32, end: u32, line: u32, op: &'static str) -> PcLoc {
+    PcLoc {
+        start,
+        end,
+        line,
+        col: 5,
+        op,
+    }
+}
+
+/// Maps [`CODE`] executable and returns its address.
+fn map_code() -> usize {
+    // SAFETY: a fresh anonymous mapping, filled, then made read+execute.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        std::ptr::copy_nonoverlapping(CODE.as_ptr(), p.cast::<u8>(), CODE.len());
+        assert_eq!(
+            libc::mprotect(p, 4096, libc::PROT_READ | libc::PROT_EXEC),
+            0
+        );
+        p as usize
+    }
+}
+
+fn child(case: &str) -> ! {
+    let rt = Runtime::new(RuntimeConfig::default());
+    let options = guardlift_runtime::Options {
+        json: case == "json",
+        ..Default::default()
+    };
+    rt.configure(&options).unwrap();
+    let base = map_code();
+    let funcs = vec![
+        CodeFunction {
+            start: base,
+            len: 16,
+            function: "outer".into(),
+            locs: vec![loc(0, 4, 2, "iconst"), loc(4, 9, 3, "call")],
+        },
+        CodeFunction {
+            start: base + 16,
+            len: 8,
+            function: "inner".into(),
+            locs: vec![loc(0, 4, 7, "iconst"), loc(4, 8, 8, "load")],
+        },
+    ];
+    let _code = rt.register_code(funcs).unwrap();
+    // `guard`: the faulting ud2 is a registered guard trap; `other_guard`:
+    // trap mode's handler is installed, for another instruction.
+    let trap_pc = match case {
+        "guard" => Some(base + UD2),
+        "other_guard" => Some(base + UD2 + 2),
+        _ => None,
+    };
+    let _traps = trap_pc.map(|pc| {
+        let info = SiteInfo {
+            function: "inner".into(),
+            line: 8,
+            col: 5,
+            op: "adstack.push".into(),
+        };
+        let site = TrapSite {
+            pc,
+            site: 0,
+            kind: ReportKind::AdstackOverflow,
+            info,
+        };
+        rt.register_trap_sites(vec![site]).unwrap()
+    });
+    let _entry = enter_compiled_code();
+    // SAFETY: `base` is the mapped `@outer`, a plain System V function.
+    let outer: extern "C" fn() = unsafe { std::mem::transmute(base) };
+    outer();
+    unreachable!("the ud2 ends the process")
+}
+
+fn run(case: &str) -> Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "illegal_instructions", "--nocapture"])
+        .env(CHILD, case)
+        .output()
+        .unwrap()
+}
+
+fn aborted(o: &Output) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    o.status.signal() == Some(libc::SIGABRT)
+}
+
+#[test]
+fn illegal_instructions() {
+    if let Ok(case) = std::env::var(CHILD) {
+        child(&case);
+    }
+    for case in ["plain", "other_guard"] {
+        let o = run(case);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(aborted(&o), "{case}: {:?}\n{err}", o.status);
+        assert!(
+            err.contains("==guardlift== ERROR: host_fault at @inner 8:5 (load)"),
+            "{case}: {err}"
+        );
+        assert!(err.contains("    SIGILL at address 0x"), "{case}: {err}");
+        // The backtrace: the site, then the IR call chain from the frame records.
+        assert!(
+            err.contains("    #0 @inner 8:5 (load)\n    #1 @outer 3:5 (call)\n    SIGILL"),
+            "{case}: {err}"
+        );
+        assert!(!err.contains("adstack_overflow"), "{case}: {err}");
+    }
+    // As a JSON line: the backtrace field holds the same frames.
+    let o = run("json");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(aborted(&o), "json: {:?}\n{err}", o.status);
+    let j: serde_json::Value = err
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON line: {err}"));
+    assert_eq!(j["kind"], "host_fault", "{j}");
+    assert_eq!(j["signal"], "SIGILL", "{j}");
+    assert_eq!(
+        j["backtrace"],
+        serde_json::json!(["@inner 8:5 (load)", "@outer 3:5 (call)"]),
+        "{j}"
+    );
+    let o = run("guard");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(aborted(&o), "guard: {:?}\n{err}", o.status);
+    assert!(
+        err.contains("ERROR: adstack_overflow at @inner 8:5 (adstack.push)"),
+        "a guard's trap is trap mode's report: {err}"
+    );
+    assert!(!err.contains("host_fault"), "{err}");
+}
