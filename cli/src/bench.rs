@@ -705,23 +705,46 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(a? / b?)
 }
 
-pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
+/// The row groups of `guardlift bench --only`.
+pub const GROUPS: [&str; 5] = ["store_attr", "adstack", "ctxmgr", "watch", "compile"];
+
+pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliError> {
+    if let Some(bad) = only.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+        return Err(CliError::new(format!(
+            "error: unknown bench group `{bad}` (expected one of: {})",
+            GROUPS.join(", ")
+        )));
+    }
+    let on = |g: &str| only.is_empty() || only.iter().any(|o| o == g);
     let (reps, n, rounds) = if quick {
         (3, 1_000_000, 20)
     } else {
         (21, 20_000_000, 400)
     };
-    let mut rows = store_attr_rows(reps, n);
-    rows.extend(adstack_rows(reps, rounds));
-    rows.extend(ctxmgr_rows(reps, n / 10));
+    let mut rows = Vec::new();
+    if on("store_attr") {
+        rows.extend(store_attr_rows(reps, n));
+    }
+    if on("adstack") {
+        rows.extend(adstack_rows(reps, rounds));
+    }
+    if on("ctxmgr") {
+        rows.extend(ctxmgr_rows(reps, n / 10));
+    }
+    if on("watch") {
+        rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
+    }
     // 250 000 instructions: the one function of 100 000 blocks.
-    rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
     let sizes: &[usize] = if quick {
         &[1_000, 20_000]
     } else {
         &[1_000, 10_000, 100_000, 250_000, 1_000_000]
     };
-    let compile = compile_rows(sizes);
+    let compile = if on("compile") {
+        compile_rows(sizes)
+    } else {
+        Vec::new()
+    };
     let jit = find(&rows, "store_attr jit");
     let ctx = |checks: &str| {
         ratio(

@@ -6,6 +6,7 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types and the deduplicating sink;
 //! - [`runtime`]: the [`Runtime`] that ties them together per mode;
+//! - [`shadow`]: one shadow byte per 8-byte granule (freed memory, freed objects, watched slots) for the checks' inline hot paths;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`sites`]: the guard-site table, sparse, per registered module;
 //! - [`abi`]: the C entry points generated code calls;
@@ -26,6 +27,7 @@ pub mod options;
 pub mod output;
 pub mod report;
 pub mod runtime;
+pub mod shadow;
 pub mod sigstack;
 pub mod sigtable;
 pub mod sites;

@@ -562,6 +562,14 @@ impl Runtime {
     pub fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
     }
+
+    /// This runtime's id in the watch field of the shadow bytes
+    /// ([`crate::shadow`]): generated code skips `guard.watch` of a slot
+    /// whose shadow byte carries it (the slot is on this runtime's watch
+    /// list). [`crate::shadow::WATCH_SHARED`]: no id, always call.
+    pub fn shadow_watch_id(&self) -> u8 {
+        lock(&self.heap).watch_id()
+    }
     pub fn fault_clear_lsb(&self, obj: u64) {
         self.host(lock(&self.heap).fault_clear_lsb(obj))
     }
