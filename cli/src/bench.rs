@@ -2,8 +2,10 @@
 //! users would pick instead, and prints ratios (issue "Performance").
 //!
 //! 1. store_attr loop (values mode): JIT plain, JIT instrumented (dict
-//!    check) per mode, the reference interpreter, and CPython's `o.x = i`.
-//! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs instrumented.
+//!    check; every check) per mode, lifetime+bounds, the reference
+//!    interpreter, and CPython's `o.x = i`.
+//! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs
+//!    instrumented (adstack check per mode; every check).
 //! 3. the same store loop in C, `gcc -O2` and `gcc -O2 -fsanitize=address`.
 //! 4. the call-heavy nested-context-manager loop (three objects, `enter` and
 //!    `exit` called on each per iteration): plain, `--checks dict`,
@@ -13,6 +15,8 @@
 //!    passing a block parameter), and many functions of ~200 instructions.
 //! 6. watchpoints: a legitimate dict-word store from JIT code with `--watch`
 //!    off (zero cost: no trace of it in code or runtime) and on that word.
+//!
+//! `--only` picks row groups ([`GROUPS`]).
 //!
 //! Every number is the median of several repeats, measured in this process;
 //! the variants a ratio compares run in interleaved rounds.
@@ -250,7 +254,7 @@ fn row(name: &str, ns: Option<f64>, note: impl Into<String>) -> Row {
 type Variant<'m> = (String, &'m Module, Mode, &'static str);
 
 /// The uninstrumented module `m` (as `plain`: name and note), then the
-/// instrumented `mi` in each mode, named `"{instrumented} {mode}"`.
+/// instrumented `mi` in each mode ([`each_mode`]).
 fn mode_variants<'m>(
     plain: (&str, &'static str),
     instrumented: &str,
@@ -258,15 +262,22 @@ fn mode_variants<'m>(
     mi: &'m Module,
 ) -> Vec<Variant<'m>> {
     std::iter::once((plain.0.to_string(), m, Mode::Abort, plain.1))
-        .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
+        .chain(each_mode(instrumented, mi))
+        .collect()
+}
+
+/// The instrumented `mi` in each mode, named `"{instrumented} {mode}"`.
+fn each_mode<'m>(instrumented: &str, mi: &'m Module) -> Vec<Variant<'m>> {
+    [Mode::Abort, Mode::Recover, Mode::Trap]
+        .map(|mode| {
             (
                 format!("{instrumented} {}", mode.name()),
                 mi,
                 mode,
                 "instrumented",
             )
-        }))
-        .collect()
+        })
+        .into()
 }
 
 /// Compiles every variant with `make` (a closure that runs it once;
@@ -305,18 +316,24 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         &m,
         &mi,
     );
-    // Every check (lifetime, dict, bounds, clobber) on the same loop.
+    // Every check (lifetime, dict, bounds, clobber: `--instrument`) on
+    // the same loop, in each mode; and the two object-memory checks alone.
     let mall = instrument(&m, CheckSet::ALL);
+    variants.extend(each_mode("store_attr jit+all", &mall));
+    let mlb = instrument(
+        &m,
+        CheckSet::parse("lifetime,bounds").expect("bench check lists are valid"),
+    );
     variants.push((
-        "store_attr jit+all recover".into(),
-        &mall,
+        "store_attr jit+lifetime,bounds recover".into(),
+        &mlb,
         Mode::Recover,
-        "lifetime+dict+bounds+clobber, after a free",
+        "instrumented",
     ));
     let mut rows = time_variants(&variants, reps, n, |mm, mode| {
         let rt = runtime(mode);
-        // Something was freed: the lifetime check cannot take its
-        // nothing-freed fast path (it uses its per-frame cache).
+        // Something was freed (every variant): no check may count on
+        // "nothing was ever freed".
         let junk = rt.obj_new(1);
         rt.obj_free(junk);
         let o = rt.obj_new(2);
@@ -488,12 +505,19 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
             ..Default::default()
         },
     );
-    let variants = mode_variants(
+    let mall = instrument(&m, CheckSet::ALL);
+    let mut variants = mode_variants(
         ("adstack jit", "uninstrumented, ns per op"),
         "adstack jit+adstack",
         &m,
         &mi,
     );
+    variants.push((
+        "adstack jit+all abort".into(),
+        &mall,
+        Mode::Abort,
+        "every check (`--instrument`)",
+    ));
     time_variants(&variants, reps, ops, |mm, mode| {
         let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
         let f = code.func::<(i64,), f64>("grad").expect("signature");
@@ -772,7 +796,13 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             "recover": ratio(find(&rows, "adstack jit+adstack recover"), find(&rows, "adstack jit")),
             "trap": ratio(find(&rows, "adstack jit+adstack trap"), find(&rows, "adstack jit")),
         },
-        "store_attr_all_checks_over_plain": ratio(find(&rows, "store_attr jit+all recover"), jit),
+        "store_attr_all_checks_over_plain": {
+            "abort": ratio(find(&rows, "store_attr jit+all abort"), jit),
+            "recover": ratio(find(&rows, "store_attr jit+all recover"), jit),
+            "trap": ratio(find(&rows, "store_attr jit+all trap"), jit),
+        },
+        "store_attr_lifetime_bounds_over_plain": ratio(find(&rows, "store_attr jit+lifetime,bounds recover"), jit),
+        "adstack_all_checks_over_plain": ratio(find(&rows, "adstack jit+all abort"), find(&rows, "adstack jit")),
         "interp_over_jit": ratio(find(&rows, "store_attr interp"), jit),
         "cpython_over_jit": ratio(find(&rows, "store_attr cpython"), jit),
         "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),

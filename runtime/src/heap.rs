@@ -39,8 +39,11 @@ pub const HOST_RECORD_BYTES: usize = 64;
 /// What a heap block is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BlockKind {
+    /// An object's body (with its dict slot).
     Object,
+    /// A values array, with its capacity word before it.
     Values,
+    /// A model dict object.
     Dict,
 }
 
@@ -88,9 +91,13 @@ struct FreedObj {
 /// runtime-global site ids.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRecord {
+    /// Allocation id (1, 2, 3, … per heap).
     pub id: u64,
+    /// Where an IR `call @obj_new` made it.
     pub alloc_site: Option<u32>,
+    /// Where an IR `call @obj_free` freed it.
     pub free_site: Option<u32>,
+    /// The object was freed (it is in quarantine).
     pub freed: bool,
 }
 
@@ -109,10 +116,13 @@ pub enum FreeOutcome {
 /// Misuse of the host-object API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HostObjectError {
+    /// Zero or not 8-aligned.
     #[error("object address must be non-zero and 8-aligned, got {0:#x}")]
     BadAddress(u64),
+    /// Registered twice: the address and the live object's id.
     #[error("{0:#x} is already a live object (id {1})")]
     AlreadyLive(u64, u64),
+    /// Freed but not live.
     #[error("{0:#x} is not a live registered object (never registered, or already freed)")]
     NotLive(u64),
 }
@@ -123,7 +133,9 @@ pub enum HostObjectError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{func}: {msg}")]
 pub struct HostFault {
+    /// The host function that failed.
     pub func: &'static str,
+    /// What was wrong.
     pub msg: String,
 }
 
@@ -159,6 +171,7 @@ pub struct Heap {
 }
 
 impl Heap {
+    /// An empty heap laying objects out as `layout` says.
     pub fn new(layout: DictLayout) -> Self {
         Heap {
             layout,
@@ -233,6 +246,7 @@ impl Heap {
         self.last_id
     }
 
+    /// The dict-slot layout of this heap's objects.
     pub fn layout(&self) -> DictLayout {
         self.layout
     }
@@ -884,7 +898,10 @@ mod tests {
     #[test]
     fn shadow_follows_watch_list_and_quarantine() {
         use shadow::{read, FREED_MEM, FREED_OBJ, WATCH_MASK};
-        assert!(shadow::base().is_some(), "no shadow mapping (see crate::shadow)");
+        assert!(
+            shadow::base().is_some(),
+            "no shadow mapping (see crate::shadow)"
+        );
         let mut h = Heap::new(DictLayout::Cpython312);
         let id = h.watch_id();
         assert!((1..=62).contains(&id), "watch id {id}");
