@@ -1,0 +1,332 @@
+//! The per-function lowerer's frame: block order and the IR-value map
+//! ([`FnLower::run`]), small builders (constants, join blocks, branch
+//! targets) and calls (IR functions, host externs, built-ins, runtime entry
+//! points and stubs).
+
+use super::abi::{builtin_signature, cl_type, Entry};
+use super::{FnLower, RtRef, Stub};
+use crate::error::JitError;
+use cranelift_codegen::ir::{
+    self as cl, types, BlockArg, ExtFuncData, ExternalName, InstBuilder, MemFlagsData, Signature,
+    SourceLoc, UserExternalName,
+};
+use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
+use guardlift_ir::{analysis, Block, SiteId, Type, Value};
+use guardlift_runtime::abi::{self, Builtin};
+use guardlift_runtime::adstack::AdElem;
+
+/// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
+pub(super) fn mem() -> MemFlagsData {
+    MemFlagsData::new()
+}
+
+/// Flags of adstack accesses: our own aligned stack slot.
+pub(super) fn stack_mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+/// An internal invariant failure while lowering function `fname`.
+pub(super) fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
+    JitError::Codegen(format!("@{fname}: {what}"))
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    pub(super) fn run(&mut self) -> Result<(), JitError> {
+        let f = self.f;
+        if f.blocks.is_empty() {
+            return Err(internal(self.fname, "function has no blocks"));
+        }
+        let rpo = analysis::reverse_postorder(f);
+        self.elided = guardlift_ir::elide::redundant_underflow_checks(f, &self.caps);
+        // Does any branch target the IR entry block? Then the Cranelift entry
+        // (which holds the function parameters) must be a separate block.
+        let entry_targeted = rpo.iter().any(|&bi| {
+            f.blocks[bi as usize]
+                .insts
+                .last()
+                .is_some_and(|t| t.kind.successors().iter().any(|bc| bc.block.0 == 0))
+        });
+        for &bi in &rpo {
+            let blk = self.b.create_block();
+            for &p in &f.blocks[bi as usize].params {
+                let t = cl_type(f.ty(p));
+                let v = self.b.append_block_param(blk, t);
+                self.vals[p.0 as usize] = Some(v);
+            }
+            self.blocks[bi as usize] = Some(blk);
+        }
+        let ir_entry = self.blocks[0].expect("entry is reachable");
+        let cl_entry = if entry_targeted {
+            self.b.create_block()
+        } else {
+            ir_entry
+        };
+        self.b.append_block_params_for_function_params(cl_entry);
+        let params: Vec<cl::Value> = self.b.block_params(cl_entry).to_vec();
+        for (&p, v) in f.params.iter().zip(params) {
+            self.vals[p.0 as usize] = Some(v);
+        }
+        self.b.switch_to_block(cl_entry);
+        self.init_watch_caches(&rpo);
+        if entry_targeted {
+            self.b.ins().jump(ir_entry, &[]);
+        }
+        for &bi in &rpo {
+            let blk = self.blocks[bi as usize].expect("reachable block");
+            if blk != cl_entry {
+                self.b.switch_to_block(blk);
+            }
+            let bd = &f.blocks[bi as usize];
+            for (ii, inst) in bd.insts.iter().enumerate() {
+                self.b.set_srcloc(SourceLoc::new(inst.loc.line));
+                self.elide_check = self.elided.contains(&(bi, ii as u32));
+                self.at = (bi, ii as u32);
+                self.inst(inst)?;
+            }
+            if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
+                return Err(internal(
+                    self.fname,
+                    format!("block `{}` does not end in a terminator", bd.name),
+                ));
+            }
+        }
+        self.b.seal_all_blocks();
+        Ok(())
+    }
+    /// `addr + offset` (the bytes a raw access touches start there).
+    pub(super) fn effective_addr(&mut self, addr: cl::Value, offset: i32) -> cl::Value {
+        if offset == 0 {
+            addr
+        } else {
+            self.b.ins().iadd_imm_s(addr, offset as i64)
+        }
+    }
+
+    /// Calls entry `e` with the runtime pointer, `args` and `id`'s
+    /// runtime-global site (a guarded `obj_new` / `obj_free`).
+    pub(super) fn call_at_site(
+        &mut self,
+        e: Entry,
+        id: SiteId,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let site = self.site(id)?;
+        let mut full = vec![self.rt()?];
+        full.extend_from_slice(args);
+        full.push(self.iconst(types::I32, site as i64));
+        self.call_entry(e, &full)
+    }
+
+    // ---- small helpers ----
+
+    pub(super) fn val(&self, v: Value) -> Result<cl::Value, JitError> {
+        self.vals
+            .get(v.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| internal(self.fname, format!("value %{} used before definition", v.0)))
+    }
+
+    pub(super) fn ty(&self, v: Value) -> Type {
+        self.f.ty(v)
+    }
+
+    pub(super) fn def(&mut self, r: Option<Value>, v: cl::Value) {
+        if let Some(r) = r {
+            self.vals[r.0 as usize] = Some(v);
+        }
+    }
+
+    pub(super) fn iconst(&mut self, ty: cl::Type, imm: i64) -> cl::Value {
+        // Narrow constants are stored zero-extended.
+        let bits = ty.bits();
+        let imm = if bits < 64 {
+            (imm as u64 & ((1u64 << bits) - 1)) as i64
+        } else {
+            imm
+        };
+        self.b.ins().iconst(ty, imm)
+    }
+
+    pub(super) fn zero(&mut self, ty: cl::Type) -> cl::Value {
+        match ty {
+            types::F32 => self.b.ins().f32const(0.0f32),
+            types::F64 => self.b.ins().f64const(0.0f64),
+            _ => self.iconst(ty, 0),
+        }
+    }
+
+    pub(super) fn site(&self, id: SiteId) -> Result<u32, JitError> {
+        self.lw
+            .site_base
+            .checked_add(id.0)
+            .ok_or_else(|| internal(self.fname, "site id overflows u32"))
+    }
+
+    pub(super) fn cap(&self, stack: Value) -> Result<u32, JitError> {
+        self.caps
+            .get(&stack)
+            .copied()
+            .ok_or_else(|| internal(self.fname, format!("no adstack capacity for %{}", stack.0)))
+    }
+
+    pub(super) fn stack_elem(&self, stack: Value) -> Result<AdElem, JitError> {
+        self.ty(stack)
+            .adstack_elem()
+            .ok_or_else(|| internal(self.fname, format!("%{} is not an adstack handle", stack.0)))
+    }
+
+    /// A FuncRef for a declared Cranelift function.
+    pub(super) fn fref(&mut self, id: ClFuncId) -> cl::FuncRef {
+        if let Some(&r) = self.frefs.get(&id) {
+            return r;
+        }
+        let decl = self.m.declarations().get_function_decl(id);
+        let colocated = self.lw.colocated_calls && decl.linkage.is_final();
+        let sig = decl.signature.clone();
+        let sig = self.b.import_signature(sig);
+        let name = self
+            .b
+            .func
+            .declare_imported_user_function(UserExternalName {
+                namespace: 0,
+                index: id.as_u32(),
+            });
+        let r = self.b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature: sig,
+            colocated,
+            patchable: false,
+        });
+        self.frefs.insert(id, r);
+        r
+    }
+
+    pub(super) fn import(
+        &mut self,
+        symbol: &str,
+        sig: &Signature,
+    ) -> Result<cl::FuncRef, JitError> {
+        let id = self.lw.import(self.m, symbol, sig)?;
+        Ok(self.fref(id))
+    }
+
+    /// The runtime pointer, materialized at the point of use (cold or slow paths).
+    pub(super) fn rt(&mut self) -> Result<cl::Value, JitError> {
+        match self.lw.rt {
+            RtRef::Const(p) => Ok(self.b.ins().iconst(types::I64, p as i64)),
+            RtRef::Symbol => {
+                let gv = match self.rt_gv {
+                    Some(g) => g,
+                    None => {
+                        let d = self.lw.runtime_data(self.m)?;
+                        let g = self.m.declare_data_in_func(d, self.b.func);
+                        self.rt_gv = Some(g);
+                        g
+                    }
+                };
+                Ok(self.b.ins().symbol_value(types::I64, gv))
+            }
+        }
+    }
+
+    /// Calls `st`'s stub with `args` (no runtime pointer); its result, if any.
+    pub(super) fn call_stub(
+        &mut self,
+        st: Stub,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let id = self.lw.stub(self.m, st)?;
+        let r = self.fref(id);
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    pub(super) fn call_entry(
+        &mut self,
+        e: Entry,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let sig = e.signature(self.lw.call_conv);
+        let r = self.import(e.symbol(), &sig)?;
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    pub(super) fn call_builtin(
+        &mut self,
+        b: &'static Builtin,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let sig = builtin_signature(self.lw.call_conv, b);
+        let r = self.import(b.symbol, &sig)?;
+        let mut full = Vec::with_capacity(args.len() + 1);
+        if b.needs_rt {
+            full.push(self.rt()?);
+        }
+        full.extend_from_slice(args);
+        let call = self.b.ins().call(r, &full);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    /// Calls a built-in slow path through its stub (no runtime pointer here).
+    pub(super) fn slow_path(
+        &mut self,
+        name: &str,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let b = abi::builtin(name)
+            .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
+        self.call_stub(Stub::Slow(b), args)
+    }
+
+    /// Zero-extended raw bits of `v` (of IR type `t`) as an i64.
+    pub(super) fn bits_u64(&mut self, v: cl::Value, t: Type) -> cl::Value {
+        match cl_type(t) {
+            types::I8 | types::I32 => self.b.ins().uextend(types::I64, v),
+            types::F32 => {
+                let i = self.b.ins().bitcast(types::I32, mem(), v);
+                self.b.ins().uextend(types::I64, i)
+            }
+            types::F64 => self.b.ins().bitcast(types::I64, mem(), v),
+            _ => v,
+        }
+    }
+
+    /// Creates the join block of a guarded op (with a param of `ty` if the op yields one).
+    pub(super) fn join_block(
+        &mut self,
+        guarded: bool,
+        ty: Option<cl::Type>,
+    ) -> (Option<cl::Block>, Option<cl::Value>) {
+        if !guarded {
+            return (None, None);
+        }
+        let j = self.b.create_block();
+        let p = ty.map(|t| self.b.append_block_param(j, t));
+        (Some(j), p)
+    }
+
+    /// Ends the passing path of a guarded op: jump to the join with `result`, continue there.
+    pub(super) fn rejoin(&mut self, join: Option<cl::Block>, result: Option<cl::Value>) {
+        if let Some(j) = join {
+            let args: Vec<BlockArg> = result.into_iter().map(BlockArg::Value).collect();
+            self.b.ins().jump(j, &args);
+            self.b.switch_to_block(j);
+        }
+    }
+
+    pub(super) fn block_args(&self, args: &[Value]) -> Result<Vec<BlockArg>, JitError> {
+        args.iter()
+            .map(|&a| self.val(a).map(BlockArg::Value))
+            .collect()
+    }
+
+    pub(super) fn target(&self, b: Block) -> Result<cl::Block, JitError> {
+        self.blocks
+            .get(b.0 as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| internal(self.fname, format!("branch to unknown block #{}", b.0)))
+    }
+}

@@ -1,0 +1,319 @@
+//! The instruction lowering: [`FnLower::inst`] dispatches on the opcode
+//! family; this file holds the scalar ops, conversions, control flow and
+//! calls. Memory and object-model ops are in `memory`, adstack ops in
+//! `adstack`, and every check they emit in `guards`.
+
+use super::abi::{cl_type, ir_signature, Entry, ExternBinding};
+use super::func::{internal, mem};
+use super::FnLower;
+use crate::error::JitError;
+use cranelift_codegen::ir::{self as cl, condcodes, types, InstBuilder};
+use cranelift_module::Module as ClModule;
+use guardlift_ir::{
+    BinOp, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
+    SiteId, Type, UnOp, Value,
+};
+
+/// The checks that guard one instruction and can fail, with its site.
+#[derive(Copy, Clone)]
+pub(super) struct Guarded {
+    site: Option<SiteId>,
+    checks: Checks,
+}
+
+impl Guarded {
+    /// The site of check `k`, if it guards the instruction.
+    pub(super) fn on(self, k: CheckKind) -> Option<SiteId> {
+        self.site.filter(|_| self.checks.contains(k))
+    }
+}
+
+fn int_cc(cc: IntCC) -> condcodes::IntCC {
+    use condcodes::IntCC as C;
+    match cc {
+        IntCC::Eq => C::Equal,
+        IntCC::Ne => C::NotEqual,
+        IntCC::Slt => C::SignedLessThan,
+        IntCC::Sle => C::SignedLessThanOrEqual,
+        IntCC::Sgt => C::SignedGreaterThan,
+        IntCC::Sge => C::SignedGreaterThanOrEqual,
+        IntCC::Ult => C::UnsignedLessThan,
+        IntCC::Ule => C::UnsignedLessThanOrEqual,
+        IntCC::Ugt => C::UnsignedGreaterThan,
+        IntCC::Uge => C::UnsignedGreaterThanOrEqual,
+    }
+}
+
+fn float_cc(cc: FloatCC) -> condcodes::FloatCC {
+    use condcodes::FloatCC as C;
+    match cc {
+        // Ordered comparisons: false when either operand is NaN.
+        FloatCC::Eq => C::Equal,
+        FloatCC::Lt => C::LessThan,
+        FloatCC::Le => C::LessThanOrEqual,
+        FloatCC::Gt => C::GreaterThan,
+        FloatCC::Ge => C::GreaterThanOrEqual,
+        // `ne` = not `eq`: unordered or not equal, true on NaN.
+        FloatCC::Ne => C::NotEqual,
+    }
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// Lowers one instruction at the builder's position.
+    pub(super) fn inst(&mut self, inst: &Inst) -> Result<(), JitError> {
+        use InstKind::*;
+        let g = Guarded {
+            site: inst.site,
+            checks: self.checks_of(inst),
+        };
+        let r = inst.result;
+        match &inst.kind {
+            Iconst { .. }
+            | Fconst { .. }
+            | Binary { .. }
+            | Unary { .. }
+            | Icmp { .. }
+            | Fcmp { .. }
+            | Select { .. }
+            | Conv { .. } => {
+                let v = self.scalar(&inst.kind)?;
+                self.def(r, v);
+            }
+            Load { ty, addr, offset } => self.load(g, r, *ty, *addr, *offset)?,
+            Store {
+                value,
+                addr,
+                offset,
+            } => self.store(g, *value, *addr, *offset)?,
+            Call { callee, args } => self.call(g, r, *callee, args)?,
+            Jump { .. } | Brif { .. } | Return { .. } => self.terminator(&inst.kind)?,
+            DictSlotLoad { obj } => self.dict_slot_load(g, r, *obj)?,
+            DictSlotStore { obj, word } => self.dict_slot_store(g, *obj, *word)?,
+            LoadAttr { obj, index } => self.load_attr(g, r, *obj, *index)?,
+            StoreAttr { obj, index, value } => self.store_attr(g, *obj, *index, *value)?,
+            AdAlloc { .. }
+            | AdPush { .. }
+            | AdPop { .. }
+            | AdTop { .. }
+            | AdTopAdj { .. }
+            | AdAccAdj { .. }
+            | AdLen { .. } => self.adstack_op(g.on(CheckKind::Adstack), r, &inst.kind)?,
+            Watch { obj } => {
+                let o = self.val(*obj)?;
+                self.watch(o)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of a side-effect-free scalar op.
+    fn scalar(&mut self, kind: &InstKind) -> Result<cl::Value, JitError> {
+        use InstKind::*;
+        Ok(match kind {
+            Iconst { ty, imm } => self.iconst(cl_type(*ty), *imm),
+            Fconst { ty, value } => match ty {
+                Type::F32 => self.b.ins().f32const(*value as f32),
+                _ => self.b.ins().f64const(*value),
+            },
+            Binary { op, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                self.binary(*op, x, y)
+            }
+            Unary { op, a } => {
+                let x = self.val(*a)?;
+                let ins = self.b.ins();
+                match op {
+                    UnOp::Fneg => ins.fneg(x),
+                    UnOp::Fabs => ins.fabs(x),
+                    UnOp::Fsqrt => ins.sqrt(x),
+                }
+            }
+            Icmp { cc, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                self.b.ins().icmp(int_cc(*cc), x, y)
+            }
+            Fcmp { cc, a, b } => {
+                let (x, y) = (self.val(*a)?, self.val(*b)?);
+                self.b.ins().fcmp(float_cc(*cc), x, y)
+            }
+            Select { cond, a, b } => {
+                let (c, x, y) = (self.val(*cond)?, self.val(*a)?, self.val(*b)?);
+                self.b.ins().select(c, x, y)
+            }
+            Conv { op, ty, a } => self.conv(*op, *ty, *a)?,
+            _ => return Err(internal(self.fname, "not a scalar op")),
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, x: cl::Value, y: cl::Value) -> cl::Value {
+        let ins = self.b.ins();
+        match op {
+            BinOp::Iadd => ins.iadd(x, y),
+            BinOp::Isub => ins.isub(x, y),
+            BinOp::Imul => ins.imul(x, y),
+            BinOp::Band => ins.band(x, y),
+            BinOp::Bor => ins.bor(x, y),
+            BinOp::Bxor => ins.bxor(x, y),
+            // Cranelift shifts take the amount modulo the operand width.
+            BinOp::Ishl => ins.ishl(x, y),
+            BinOp::Ushr => ins.ushr(x, y),
+            BinOp::Sshr => ins.sshr(x, y),
+            BinOp::Fadd => ins.fadd(x, y),
+            BinOp::Fsub => ins.fsub(x, y),
+            BinOp::Fmul => ins.fmul(x, y),
+            BinOp::Fdiv => ins.fdiv(x, y),
+            // NaN if either operand is NaN; -0.0 < +0.0.
+            BinOp::Fmin => ins.fmin(x, y),
+            BinOp::Fmax => ins.fmax(x, y),
+        }
+    }
+
+    fn conv(&mut self, op: ConvOp, ty: Type, a: Value) -> Result<cl::Value, JitError> {
+        let x = self.val(a)?;
+        let from = cl_type(self.ty(a));
+        let to = cl_type(ty);
+        let ins = self.b.ins();
+        Ok(match op {
+            ConvOp::Sext => ins.sextend(to, x),
+            ConvOp::Uext => ins.uextend(to, x),
+            ConvOp::Ireduce => ins.ireduce(to, x),
+            ConvOp::FcvtFromSint => {
+                let x = if from == types::I8 {
+                    ins.sextend(types::I32, x)
+                } else {
+                    x
+                };
+                self.b.ins().fcvt_from_sint(to, x)
+            }
+            ConvOp::FcvtToSint => {
+                if to == types::I8 {
+                    // Saturate through i32, then clamp to the i8 range.
+                    let w = ins.fcvt_to_sint_sat(types::I32, x);
+                    let lo = self.iconst(types::I32, i8::MIN as i64);
+                    let hi = self.iconst(types::I32, i8::MAX as i64);
+                    let w = self.b.ins().smax(w, lo);
+                    let w = self.b.ins().smin(w, hi);
+                    self.b.ins().ireduce(types::I8, w)
+                } else {
+                    // Saturating; NaN converts to 0.
+                    ins.fcvt_to_sint_sat(to, x)
+                }
+            }
+            ConvOp::Fpromote => ins.fpromote(to, x),
+            ConvOp::Fdemote => ins.fdemote(to, x),
+            ConvOp::Bitcast => {
+                if from == to {
+                    x
+                } else {
+                    ins.bitcast(to, mem(), x)
+                }
+            }
+        })
+    }
+
+    /// `jump`, `brif`, `return`.
+    fn terminator(&mut self, kind: &InstKind) -> Result<(), JitError> {
+        match kind {
+            InstKind::Jump { dest } => {
+                let t = self.target(dest.block)?;
+                let args = self.block_args(&dest.args)?;
+                self.b.ins().jump(t, &args);
+            }
+            InstKind::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                let c = self.val(*cond)?;
+                let (t1, t2) = (self.target(then_dest.block)?, self.target(else_dest.block)?);
+                let a1 = self.block_args(&then_dest.args)?;
+                let a2 = self.block_args(&else_dest.args)?;
+                self.b.ins().brif(c, t1, &a1, t2, &a2);
+            }
+            InstKind::Return { value } => {
+                let rv: Vec<cl::Value> = value
+                    .iter()
+                    .map(|&v| self.val(v))
+                    .collect::<Result<_, _>>()?;
+                self.b.ins().return_(&rv);
+            }
+            _ => return Err(internal(self.fname, "not a terminator")),
+        }
+        Ok(())
+    }
+
+    /// `call`: of an IR function, a built-in (guarded `obj_new` / `obj_free`
+    /// through their site-recording entry points) or a host extern.
+    fn call(
+        &mut self,
+        g: Guarded,
+        r: Option<Value>,
+        callee: Callee,
+        args: &[Value],
+    ) -> Result<(), JitError> {
+        let argv: Vec<cl::Value> = args
+            .iter()
+            .map(|&a| self.val(a))
+            .collect::<Result<_, _>>()?;
+        let res = match callee {
+            Callee::Func(fid) => self.call_func(fid, &argv)?,
+            Callee::Extern(eid) => self.call_extern(g, eid, &argv)?,
+        };
+        if let Some(rv) = r {
+            let v = res.ok_or_else(|| {
+                internal(self.fname, "call result of a callee that returns nothing")
+            })?;
+            self.def(Some(rv), v);
+        }
+        Ok(())
+    }
+
+    fn call_func(
+        &mut self,
+        fid: FuncId,
+        argv: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let id = *self
+            .lw
+            .funcs
+            .get(fid.0 as usize)
+            .ok_or_else(|| internal(self.fname, "call to unknown function"))?;
+        let fr = self.fref(id);
+        let call = self.b.ins().call(fr, argv);
+        Ok(self.b.inst_results(call).first().copied())
+    }
+
+    fn call_extern(
+        &mut self,
+        g: Guarded,
+        eid: ExternId,
+        argv: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let binding = self
+            .lw
+            .externs
+            .get(eid.0 as usize)
+            .cloned()
+            .ok_or_else(|| internal(self.fname, "call to unknown extern"))?;
+        match binding {
+            ExternBinding::Builtin(b) => match (b.name, g.site) {
+                // Guarded built-ins: the runtime records the
+                // allocation site / checks the free.
+                ("obj_new", Some(id)) if !g.checks.is_empty() => {
+                    self.call_at_site(Entry::ObjNewAt, id, argv)
+                }
+                ("obj_free", Some(id)) if g.on(CheckKind::Lifetime).is_some() => {
+                    self.call_at_site(Entry::ObjFreeAt, id, argv)
+                }
+                _ => self.call_builtin(b, argv),
+            },
+            ExternBinding::Host { symbol } => {
+                let e = self.lw.ir.ext(eid);
+                let sig = ir_signature(self.lw.call_conv, &e.params, e.ret);
+                let fr = self.import(&symbol, &sig)?;
+                let call = self.b.ins().call(fr, argv);
+                Ok(self.b.inst_results(call).first().copied())
+            }
+        }
+    }
+}

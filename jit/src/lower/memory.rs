@@ -1,0 +1,285 @@
+//! Memory and object-model instructions: raw `load`/`store`, the
+//! managed-dict slot (`dict_slot.load`/`.store`) and attribute access
+//! (`load_attr`/`store_attr`: the values fast path on the dict word's tag,
+//! the host's slow path). Offsets come from [`guardlift_runtime::layout`];
+//! the checks are in `guards`.
+
+use super::func::{internal, mem};
+use super::guards::{Recover, Report, DICT_CHECK_ADD, DICT_CHECK_MASK};
+use super::inst::Guarded;
+use super::{cl_type, FnLower};
+use crate::error::JitError;
+use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
+use cranelift_module::Module as ClModule;
+use guardlift_ir::{CheckKind, SiteId, Type, Value};
+use guardlift_runtime::layout;
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// `load`: under the lifetime check, the recover path yields 0.
+    pub(super) fn load(
+        &mut self,
+        g: Guarded,
+        r: Option<Value>,
+        ty: Type,
+        addr: Value,
+        offset: i32,
+    ) -> Result<(), JitError> {
+        let lifetime = g.on(CheckKind::Lifetime);
+        let p = self.val(addr)?;
+        let t = cl_type(ty);
+        let (join, param) = self.join_block(lifetime.is_some(), Some(t));
+        if let (Some(id), Some(j)) = (lifetime, join) {
+            let eff = self.effective_addr(p, offset);
+            self.mem_live_check(id, eff, ty.bytes(), j, Recover::Zero(t))?;
+        }
+        let v = self.b.ins().load(t, mem(), p, offset);
+        self.rejoin(join, Some(v));
+        self.def(r, param.unwrap_or(v));
+        Ok(())
+    }
+
+    /// `store`: under the lifetime check (recover: skipped) and the clobber
+    /// check (the runtime decides whether the store happens).
+    pub(super) fn store(
+        &mut self,
+        g: Guarded,
+        value: Value,
+        addr: Value,
+        offset: i32,
+    ) -> Result<(), JitError> {
+        let lifetime = g.on(CheckKind::Lifetime);
+        let (x, p) = (self.val(value)?, self.val(addr)?);
+        let t = self.ty(value);
+        let (join, _) = self.join_block(lifetime.is_some(), None);
+        if let (Some(id), Some(j)) = (lifetime, join) {
+            let eff = self.effective_addr(p, offset);
+            self.mem_live_check(id, eff, t.bytes(), j, Recover::Nothing)?;
+        }
+        match g.on(CheckKind::Clobber) {
+            None => {
+                self.b.ins().store(mem(), x, p, offset);
+            }
+            Some(id) => self.clobber_checked_store(id, x, t, p, offset)?,
+        }
+        self.rejoin(join, None);
+        Ok(())
+    }
+
+    /// `dict_slot.load`: the word itself is the result, so a failed dict
+    /// check simply rejoins.
+    pub(super) fn dict_slot_load(
+        &mut self,
+        g: Guarded,
+        r: Option<Value>,
+        obj: Value,
+    ) -> Result<(), JitError> {
+        let lifetime = g.on(CheckKind::Lifetime);
+        let o = self.val(obj)?;
+        let (join, param) = self.join_block(lifetime.is_some(), Some(types::I64));
+        if let (Some(id), Some(j)) = (lifetime, join) {
+            self.obj_live_check(id, o, j, Recover::Zero(types::I64))?;
+        }
+        let word = self.load_word(o);
+        if let Some(id) = g.on(CheckKind::Dict) {
+            let ok = self.b.create_block();
+            self.dict_check(id, o, word, ok)?;
+            self.b.ins().jump(ok, &[]);
+            self.b.switch_to_block(ok);
+        }
+        self.rejoin(join, Some(word));
+        self.def(r, param.unwrap_or(word));
+        Ok(())
+    }
+
+    /// `dict_slot.store`: the dict check runs before the write (recover:
+    /// the slot is unchanged); the runtime records the last write.
+    pub(super) fn dict_slot_store(
+        &mut self,
+        g: Guarded,
+        obj: Value,
+        word: Value,
+    ) -> Result<(), JitError> {
+        let lifetime = g.on(CheckKind::Lifetime);
+        let (o, w) = (self.val(obj)?, self.val(word)?);
+        let dict = g.on(CheckKind::Dict);
+        let (join, _) = self.join_block(lifetime.is_some() || dict.is_some(), None);
+        if let (Some(id), Some(j)) = (lifetime, join) {
+            self.obj_live_check(id, o, j, Recover::Nothing)?;
+        }
+        if let (Some(id), Some(j)) = (dict, join) {
+            self.dict_check(id, o, w, j)?;
+        }
+        let off = self.slot_offset();
+        self.b.ins().store(mem(), w, o, off);
+        if let Some(id) = dict {
+            self.note_slot_write(id, o, w)?;
+        }
+        self.rejoin(join, None);
+        Ok(())
+    }
+
+    /// `load_attr`: recover (every check) yields 0 and reads nothing.
+    pub(super) fn load_attr(
+        &mut self,
+        g: Guarded,
+        r: Option<Value>,
+        obj: Value,
+        index: u32,
+    ) -> Result<(), JitError> {
+        let o = self.val(obj)?;
+        let join = self.b.create_block();
+        let res = self.b.append_block_param(join, types::I64);
+        let recover = || Recover::Zero(types::I64);
+        let (base, off, slow) = self.attr_access(g, o, index, join, recover)?;
+        let v = self.b.ins().load(types::I64, mem(), base, off);
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        // Slow path (cold): the host's LoadAttr.
+        self.b.switch_to_block(slow);
+        let i = self.iconst(types::I64, index as i64);
+        let v = self
+            .slow_path("load_attr_slow", &[o, i])?
+            .ok_or_else(|| internal(self.fname, "load_attr_slow returns nothing"))?;
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.def(r, res);
+        Ok(())
+    }
+
+    /// `store_attr`: recover (every check) skips the store.
+    pub(super) fn store_attr(
+        &mut self,
+        g: Guarded,
+        obj: Value,
+        index: u32,
+        value: Value,
+    ) -> Result<(), JitError> {
+        let (o, x) = (self.val(obj)?, self.val(value)?);
+        let join = self.b.create_block();
+        let (base, off, slow) = self.attr_access(g, o, index, join, || Recover::Nothing)?;
+        self.b.ins().store(mem(), x, base, off);
+        self.b.ins().jump(join, &[]);
+        // Slow path (cold): the host's StoreAttr.
+        self.b.switch_to_block(slow);
+        let i = self.iconst(types::I64, index as i64);
+        self.slow_path("store_attr_slow", &[o, i, x])?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+        Ok(())
+    }
+
+    /// The guarded prologue of an attribute access of `o`: lifetime check,
+    /// the dispatch on the dict word (with the dict check) and the bounds
+    /// check. Leaves the builder on the values fast path and returns
+    /// `(base, offset)` of attribute `index` there and the cold slow-path
+    /// block. Failed checks rejoin `join` with `recover()`'s value.
+    fn attr_access(
+        &mut self,
+        g: Guarded,
+        o: cl::Value,
+        index: u32,
+        join: cl::Block,
+        recover: impl Fn() -> Recover,
+    ) -> Result<(cl::Value, i32, cl::Block), JitError> {
+        if let Some(id) = g.on(CheckKind::Lifetime) {
+            self.obj_live_check(id, o, join, recover())?;
+        }
+        let word = self.load_word(o);
+        let report = |site| Report::Dict { site, obj: o, word };
+        let dict = g.on(CheckKind::Dict);
+        let (base, slow) = self.attr_fast_path(dict, word, join, recover(), report)?;
+        let checked = dict.is_some();
+        if let Some(id) = g.on(CheckKind::Bounds) {
+            self.bounds_check(id, o, base, index, checked, join, recover())?;
+        }
+        let off = self.attr_offset(index, checked)?;
+        Ok((base, off, slow))
+    }
+
+    pub(super) fn slot_offset(&self) -> i32 {
+        self.lw.ir.layout.dict_slot_offset()
+    }
+
+    /// Loads the managed-dict word of `obj`.
+    pub(super) fn load_word(&mut self, obj: cl::Value) -> cl::Value {
+        let off = self.slot_offset();
+        self.b.ins().load(types::I64, mem(), obj, off)
+    }
+
+    /// The constant offset of attribute `index` from the base that
+    /// [`Self::attr_fast_path`] returns: `word + 1 + 8*index` from the word
+    /// (uninstrumented), or `8*index` from `word + DICT_CHECK_ADD` (the
+    /// checked path, whose tag test already computed that sum).
+    fn attr_offset(&self, index: u32, checked: bool) -> Result<i32, JitError> {
+        self.values_offset(layout::attr_offset(index) as i64, checked)
+            .ok_or_else(|| internal(self.fname, "attribute offset overflows i32"))
+    }
+
+    /// The offset of the values array's capacity word from the base that
+    /// [`Self::attr_fast_path`] returns (see [`Self::attr_offset`]).
+    pub(super) fn capacity_offset(&self, checked: bool) -> Result<i32, JitError> {
+        self.values_offset(layout::VALUES_CAPACITY_OFFSET as i64, checked)
+            .ok_or_else(|| internal(self.fname, "capacity offset overflows i32"))
+    }
+
+    /// `off` from the values pointer, as an offset from the fast path's base.
+    fn values_offset(&self, off: i64, checked: bool) -> Option<i32> {
+        let from_word = layout::values_ptr(0) as i64 + off;
+        let off = if checked {
+            from_word - DICT_CHECK_ADD as i64
+        } else {
+            from_word
+        };
+        i32::try_from(off).ok()
+    }
+
+    /// The dispatch of `load_attr`/`store_attr` on the managed-dict word.
+    /// Leaves the builder in the fast-path block (falls through from the
+    /// test) and returns the base of the values access and the cold
+    /// slow-path block, which the caller fills in.
+    ///
+    /// Uninstrumented: `test word, 1; jz slow` — values-tagged words take
+    /// the fast path. Guarded: one test serves the fast path and the check,
+    /// `t = word + 1; test t, 7; jnz other` (a valid values tag `0b111`
+    /// wraps to `0b000`, so `t` is the values pointer), and only the cold
+    /// `other` block tells a dict pointer (slow path) from a bad tag
+    /// (report; recover: rejoin `join` with `recover`'s value).
+    fn attr_fast_path(
+        &mut self,
+        site: Option<SiteId>,
+        word: cl::Value,
+        join: cl::Block,
+        recover: Recover,
+        report: impl FnOnce(u32) -> Report,
+    ) -> Result<(cl::Value, cl::Block), JitError> {
+        let fast = self.b.create_block();
+        match site {
+            None => {
+                let slow = self.b.create_block();
+                self.b.set_cold_block(slow);
+                let is_values = self.b.ins().band_imm_u(word, layout::VALUES_BIT as i64);
+                self.b.ins().brif(is_values, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                Ok((word, slow))
+            }
+            Some(id) => {
+                let site = self.site(id)?;
+                let other = self.b.create_block();
+                self.b.set_cold_block(other);
+                let t = self.b.ins().iadd_imm_u(word, DICT_CHECK_ADD as i64);
+                let not_values = self.b.ins().band_imm_u(t, layout::TAG_MASK as i64);
+                self.b.ins().brif(not_values, other, &[], fast, &[]);
+                self.b.switch_to_block(other);
+                let bad = self.b.ins().band_imm_u(t, DICT_CHECK_MASK as i64);
+                self.check(bad, report(site), join, recover)?;
+                // A valid tag that is not the values tag: a dict (or none yet).
+                let slow = self
+                    .b
+                    .current_block()
+                    .ok_or_else(|| internal(self.fname, "no block after a check"))?;
+                self.b.set_cold_block(slow);
+                self.b.switch_to_block(fast);
+                Ok((t, slow))
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The one lowering from guardlift IR to Cranelift IR, shared by the JIT
+//! ([`crate::engine`]) and the object emitter ([`crate::object`]).
+//!
+//! Each IR block becomes a Cranelift block with the same parameters; each IR
+//! value maps to one Cranelift value (no variables: the IR is already SSA).
+//! Blocks are lowered in reverse postorder so every definition is lowered
+//! before its uses; unreachable blocks are dropped.
+//!
+//! Object-model and adstack code reads its offsets from
+//! [`guardlift_runtime::layout`] and [`guardlift_runtime::adstack`] only.
+//!
+//! Guards (instructions with a site) are an inline check of a few
+//! instructions that branches to an out-of-line cold block; the cold block
+//! calls the runtime's report entry point and then applies the recover-mode
+//! effect and rejoins (abort, recover), or leaves what it observed in the
+//! runtime's trap scratch area and executes a trap instruction (trap). How
+//! a mode is lowered is decided in one place, [`guard_strategy`].
+//!
+//! The parts, by concern (as wasmtime keeps bounds checks apart from
+//! translation):
+//! - `abi`: Cranelift types and signatures of IR functions, entry points
+//!   and built-ins; extern resolution;
+//! - `stubs`: the module-local stubs generated code calls runtime
+//!   functions through;
+//! - `func`: the per-function lowerer (block order, value map, calls);
+//! - `inst`, `memory`, `adstack`: the instructions, by family;
+//! - `guards`: the check code of every check kind (dict, bounds, lifetime,
+//!   adstack, clobber, watch) and how a failed check reports or traps.
+
+mod abi;
+mod adstack;
+mod func;
+mod guards;
+mod inst;
+mod memory;
+mod stubs;
+
+pub use abi::{
+    abi_class, builtin_signature, cl_type, ir_signature, resolve_externs, Entry, ExternBinding,
+};
+pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
+pub use stubs::{report_stub_conv, Stub};
+
+use crate::error::JitError;
+use cranelift_codegen::ir::{self as cl, Signature, SourceLoc, UserFuncName};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
+use guardlift_ir::{analysis, FuncId, Value};
+use guardlift_runtime::{Mode, ReportKind};
+use std::collections::{HashMap, HashSet};
+
+/// Name of the data symbol whose address is the runtime pointer in object files.
+pub const RUNTIME_SYMBOL: &str = "guardlift_runtime";
+
+/// How generated code finds the runtime (the hidden first argument of
+/// built-ins and report entry points).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RtRef {
+    /// A constant address (JIT: `Arc::as_ptr` of the module's runtime).
+    Const(u64),
+    /// The address of the imported data symbol [`RUNTIME_SYMBOL`] (object files).
+    Symbol,
+}
+
+/// How a failed check is lowered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GuardStrategy {
+    /// Inline check branching to a cold block that calls the report entry
+    /// point, then applies the recover-mode effect and rejoins. In abort mode
+    /// the call does not return unless the runtime was configured not to
+    /// end the process, in which case the recover path keeps every write
+    /// inside its buffer or slot.
+    ReportCall,
+    /// The same inline check and branch; the cold block stores the observed
+    /// values in the runtime's trap scratch area, tagged with the site, and
+    /// executes `trap` with the report kind's user trap code (see
+    /// [`guardlift_runtime::trap`]). Nothing after the trap runs: the signal
+    /// handler reports and aborts. The clobber check calls
+    /// `gl_clobber_overlaps` (no report) and traps the same way.
+    Trap,
+}
+
+/// The single place where the runtime mode decides the guard lowering.
+///
+/// The JIT lowers a trap-mode module with the abort strategy instead when
+/// trap mode cannot work in this process (no handler for the platform) or
+/// must not (`RuntimeConfig::abort_process` is off: a trap cannot return a
+/// verdict); see `Jit::compile`.
+pub fn guard_strategy(mode: Mode) -> GuardStrategy {
+    match mode {
+        Mode::Abort | Mode::Recover => GuardStrategy::ReportCall,
+        Mode::Trap => GuardStrategy::Trap,
+    }
+}
+
+/// Set in the source location of every instruction of a trap sequence; the
+/// low bits are the trap's index in [`Lowerer::trap_sites`]. (Lines stay
+/// far below this bit, so the relative encoding of source locations
+/// cannot collide with it.)
+pub const TRAP_SRCLOC_BIT: u32 = 1 << 31;
+
+/// The index into [`Lowerer::trap_sites`] that a trap instruction's source
+/// location encodes, if it is one of ours.
+pub fn trap_index(loc: SourceLoc) -> Option<usize> {
+    (!loc.is_default() && loc.bits() & TRAP_SRCLOC_BIT != 0)
+        .then(|| (loc.bits() & !TRAP_SRCLOC_BIT) as usize)
+}
+
+// ---- the dict tag check ----------------------------------------------------
+
+/// Module-wide lowering state: how IR functions, externs and the runtime map
+/// to Cranelift module entities. Imports are declared on first use.
+pub struct Lowerer<'m> {
+    pub ir: &'m guardlift_ir::Module,
+    pub rt: RtRef,
+    pub mode: Mode,
+    /// Added to local site ids to get runtime-global ids.
+    pub site_base: u32,
+    pub call_conv: CallConv,
+    /// The Cranelift function of every IR function (by [`FuncId`]).
+    pub funcs: Vec<ClFuncId>,
+    /// The binding of every IR extern (by `ExternId`).
+    pub externs: Vec<ExternBinding>,
+    /// May calls between IR functions use near (limited-range) relocations?
+    pub colocated_calls: bool,
+    imports: HashMap<String, ClFuncId>,
+    /// Stubs declared so far (see [`Lowerer::define_stubs`]).
+    stubs: Vec<(Stub, ClFuncId)>,
+    stub_names: HashMap<ClFuncId, String>,
+    rt_data: Option<DataId>,
+    /// (runtime-global site, kind) of each trap of the last lowered
+    /// function, indexed by [`trap_index`] of the trap's source location.
+    traps: Vec<(u32, ReportKind)>,
+}
+
+impl<'m> Lowerer<'m> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ir: &'m guardlift_ir::Module,
+        rt: RtRef,
+        mode: Mode,
+        site_base: u32,
+        call_conv: CallConv,
+        funcs: Vec<ClFuncId>,
+        externs: Vec<ExternBinding>,
+        colocated_calls: bool,
+    ) -> Self {
+        Lowerer {
+            ir,
+            rt,
+            mode,
+            site_base,
+            call_conv,
+            funcs,
+            externs,
+            colocated_calls,
+            imports: HashMap::new(),
+            stubs: Vec::new(),
+            stub_names: HashMap::new(),
+            rt_data: None,
+            traps: Vec::new(),
+        }
+    }
+
+    /// (runtime-global site, kind) of every trap instruction emitted for the
+    /// last function [`Lowerer::lower_function`] lowered (trap mode), in
+    /// emission order; a trap's source location holds its index here
+    /// ([`trap_index`]). Traps of blocks Cranelift drops are simply absent
+    /// from the machine code.
+    pub fn trap_sites(&self) -> &[(u32, ReportKind)] {
+        &self.traps
+    }
+
+    /// The native signature of IR function `id`.
+    pub fn func_signature(&self, id: FuncId) -> Signature {
+        let f = self.ir.func(id);
+        ir_signature(self.call_conv, &f.param_types(), f.ret)
+    }
+
+    pub(crate) fn import<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        symbol: &str,
+        sig: &Signature,
+    ) -> Result<ClFuncId, JitError> {
+        if let Some(&id) = self.imports.get(symbol) {
+            return Ok(id);
+        }
+        let id = m
+            .declare_function(symbol, Linkage::Import, sig)
+            .map_err(|e| JitError::Link {
+                loc: Default::default(),
+                msg: format!("cannot import symbol `{symbol}`: {e}"),
+            })?;
+        self.imports.insert(symbol.to_string(), id);
+        Ok(id)
+    }
+
+    /// Lowers IR function `id` into `out` (which is cleared first).
+    pub fn lower_function<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        id: FuncId,
+        name: UserFuncName,
+        out: &mut cl::Function,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Result<(), JitError> {
+        let f = self.ir.func(id);
+        self.traps.clear();
+        out.clear();
+        out.name = name;
+        out.signature = self.func_signature(id);
+        let caps = analysis::adstack_capacities(f)
+            .map_err(|d| JitError::Verify(guardlift_ir::VerifyErrors(vec![d])))?;
+        let frontend_config = m.isa().frontend_config();
+        let b = FunctionBuilder::new(out, fctx);
+        let mut fl = FnLower {
+            lw: self,
+            m,
+            b,
+            f,
+            fname: &f.name,
+            vals: vec![None; f.values.len()],
+            blocks: vec![None; f.blocks.len()],
+            caps,
+            frefs: HashMap::new(),
+            rt_gv: None,
+            elided: Default::default(),
+            elide_check: false,
+            cache_slots: HashMap::new(),
+            at: (0, 0),
+        };
+        fl.run()?;
+        let FnLower { b, .. } = fl;
+        b.finalize(frontend_config);
+        Ok(())
+    }
+}
+
+// ---- per-function lowering --------------------------------------------------
+
+/// The state of lowering one IR function (see `func`; its methods live in
+/// the submodules by concern).
+struct FnLower<'a, 'm, M: ClModule + ?Sized> {
+    lw: &'a mut Lowerer<'m>,
+    m: &'a mut M,
+    b: FunctionBuilder<'a>,
+    f: &'m guardlift_ir::Function,
+    fname: &'m str,
+    vals: Vec<Option<cl::Value>>,
+    blocks: Vec<Option<cl::Block>>,
+    caps: HashMap<Value, u32>,
+    frefs: HashMap<ClFuncId, cl::FuncRef>,
+    rt_gv: Option<cl::GlobalValue>,
+    /// Guarded underflow checks that cannot fail ([`guardlift_ir::elide`]).
+    elided: HashSet<(u32, u32)>,
+    /// Is the instruction being lowered one of `elided`?
+    elide_check: bool,
+    /// The frame slot of each `guard.watch`'s cache, by (block, inst).
+    cache_slots: HashMap<(u32, u32), cl::StackSlot>,
+    /// (block, inst) of the instruction being lowered.
+    at: (u32, u32),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_strategy_is_one_decision() {
+        for m in [Mode::Abort, Mode::Recover] {
+            assert_eq!(guard_strategy(m), GuardStrategy::ReportCall);
+        }
+        assert_eq!(guard_strategy(Mode::Trap), GuardStrategy::Trap);
+    }
+
+    #[test]
+    fn trap_srclocs_are_distinct_from_lines() {
+        assert_eq!(trap_index(SourceLoc::new(TRAP_SRCLOC_BIT | 7)), Some(7));
+        assert_eq!(trap_index(SourceLoc::new(27)), None);
+        assert_eq!(trap_index(SourceLoc::default()), None);
+        // The relative encoding never maps a trap location to "unknown".
+        for base in [1u32, 2, 1000, 1 << 24] {
+            let rel = cl::RelSourceLoc::from_base_offset(
+                SourceLoc::new(base),
+                SourceLoc::new(TRAP_SRCLOC_BIT),
+            );
+            assert!(!rel.is_default());
+            assert_eq!(rel.expand(SourceLoc::new(base)).bits(), TRAP_SRCLOC_BIT);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The module-local stubs generated code calls runtime functions through:
+//! what they are ([`Stub`]), their signatures and calling conventions, and
+//! their bodies ([`Lowerer::define_stubs`]).
+
+use super::abi::{builtin_signature, Entry};
+use super::{Lowerer, RtRef, RUNTIME_SYMBOL};
+use crate::error::JitError;
+use cranelift_codegen::ir::{
+    self as cl, types, AbiParam, InstBuilder, MemFlagsData, Signature, UserFuncName,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
+use guardlift_runtime::abi::Builtin;
+
+/// A module-local function that generated code calls instead of a runtime
+/// function, so that the call site needs neither the runtime pointer nor
+/// (for reports) any register: the hot code around a guard or an attribute
+/// access keeps its registers, and no long-lived runtime-pointer value is
+/// hoisted into loops for the sake of cold blocks.
+#[derive(Copy, Clone, Debug)]
+pub enum Stub {
+    /// A report entry point, called from a guard's cold block. Cranelift's
+    /// `preserve_all` convention: the call clobbers no register (SysV has
+    /// no callee-saved vector registers, so every float live across a guard
+    /// would otherwise be spilled on the hot path); the stub saves what the
+    /// entry point may clobber. No result: the verdict is not needed (abort
+    /// mode does not return when the process is to end; otherwise the
+    /// recover path runs).
+    Report(Entry),
+    /// A check entry point that returns a verdict ([`Entry::CheckLive`],
+    /// [`Entry::CheckMem`]), with the platform convention: Cranelift
+    /// 0.135's `preserve_all` restores the return register too (the
+    /// verdict would be lost), so these cannot take the report stubs'
+    /// convention. The JIT keeps the call off the hot path (epoch fast
+    /// path and frame cache).
+    Check(Entry),
+    /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
+    /// platform convention and the built-in's result.
+    Slow(&'static Builtin),
+    /// Trap mode's hand-off (`preserve_all`, no result): `(token, v0, v1,
+    /// v2)` into the runtime's trap scratch area — owner token, fence,
+    /// values, then `ready = token` (sequentially consistent). The guard's
+    /// cold block calls it and then executes its own trap instruction.
+    TrapScratch,
+}
+
+impl PartialEq for Stub {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Stub::Report(a), Stub::Report(b)) | (Stub::Check(a), Stub::Check(b)) => a == b,
+            (Stub::Slow(a), Stub::Slow(b)) => a.symbol == b.symbol,
+            (Stub::TrapScratch, Stub::TrapScratch) => true,
+            _ => false,
+        }
+    }
+}
+
+/// The report stubs' convention: `preserve_all`, except on riscv64, where
+/// Cranelift 0.135 saves the vector registers that a `preserve_all`
+/// function's own calls clobber with V-extension stores even when the ISA
+/// has no V (SIGILL on RV64GC): there they take the platform's convention.
+pub fn report_stub_conv(isa: &dyn cranelift_codegen::isa::TargetIsa) -> CallConv {
+    match isa.name() {
+        "riscv64" => isa.default_call_conv(),
+        _ => CallConv::PreserveAll,
+    }
+}
+
+impl Stub {
+    /// The runtime function's parameters without the runtime pointer;
+    /// `report_cc` is [`report_stub_conv`].
+    pub fn signature(self, cc: CallConv, report_cc: CallConv) -> Signature {
+        let mut s = match self {
+            Stub::Report(e) => {
+                let mut s = e.signature(report_cc);
+                s.returns.clear();
+                s
+            }
+            Stub::Check(e) => e.signature(cc),
+            Stub::Slow(b) => builtin_signature(cc, b),
+            Stub::TrapScratch => {
+                let mut s = Signature::new(CallConv::PreserveAll);
+                // (runtime, token, v0, v1, v2)
+                let n = 2 + guardlift_runtime::trap::TRAP_VALUE_COUNT;
+                s.params
+                    .extend(std::iter::repeat_n(AbiParam::new(types::I64), n));
+                s
+            }
+        };
+        s.params.remove(0);
+        s
+    }
+}
+
+/// The body of [`Stub::TrapScratch`]: tag the runtime's trap scratch area
+/// with `token` (owner), fence, store `vals`, publish `ready = token`.
+fn store_trap_scratch(
+    b: &mut FunctionBuilder,
+    rt: cl::Value,
+    token: cl::Value,
+    vals: &[cl::Value],
+) {
+    use guardlift_runtime::trap::{TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET};
+    use guardlift_runtime::TRAP_SCRATCH_OFFSET;
+    let flags = MemFlagsData::trusted();
+    b.ins()
+        .store(flags, token, rt, TRAP_SCRATCH_OFFSET + TRAP_OWNER_OFFSET);
+    b.ins().fence();
+    for (i, &v) in vals.iter().enumerate() {
+        let off = TRAP_SCRATCH_OFFSET + TRAP_VALUES_OFFSET + 8 * i as i32;
+        b.ins().store(flags, v, rt, off);
+    }
+    let ready = b
+        .ins()
+        .iadd_imm_s(rt, (TRAP_SCRATCH_OFFSET + TRAP_READY_OFFSET) as i64);
+    b.ins().atomic_store(flags, token, ready);
+}
+
+impl Lowerer<'_> {
+    /// The stub for `st`, declared on first use (defined by
+    /// [`Lowerer::define_stubs`]).
+    pub(super) fn stub<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        st: Stub,
+    ) -> Result<ClFuncId, JitError> {
+        if let Some(&(_, id)) = self.stubs.iter().find(|(x, _)| *x == st) {
+            return Ok(id);
+        }
+        let report_cc = report_stub_conv(m.isa());
+        let id = m
+            .declare_anonymous_function(&st.signature(self.call_conv, report_cc))
+            .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
+        self.stubs.push((st, id));
+        let what = match st {
+            Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
+            Stub::Check(e) => format!("stub -> {}", e.symbol()),
+            Stub::Slow(b) => format!("stub -> {}", b.symbol),
+            Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
+        };
+        self.stub_names.insert(id, what);
+        Ok(id)
+    }
+
+    /// What stub `id` is, for listings (`stub(preserve_all) -> gl_report_dict`).
+    pub fn stub_name(&self, id: ClFuncId) -> Option<String> {
+        self.stub_names.get(&id).cloned()
+    }
+
+    /// Defines the bodies of the stubs the lowered functions use: each
+    /// materializes the runtime pointer, calls the runtime function with
+    /// the platform's convention and returns its result (if the stub has
+    /// one). Call once, after the last [`Lowerer::lower_function`].
+    pub fn define_stubs<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Result<(), JitError> {
+        let mut ctx = m.make_context();
+        for (st, id) in std::mem::take(&mut self.stubs) {
+            let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
+            let target = match st {
+                Stub::Report(e) | Stub::Check(e) => {
+                    Some(self.import(m, e.symbol(), &e.signature(self.call_conv))?)
+                }
+                Stub::Slow(bi) => {
+                    Some(self.import(m, bi.symbol, &builtin_signature(self.call_conv, bi))?)
+                }
+                Stub::TrapScratch => None,
+            };
+            let rt_data = match self.rt {
+                RtRef::Symbol => Some(self.runtime_data(m)?),
+                RtRef::Const(_) => None,
+            };
+            ctx.func.signature = sig;
+            ctx.func.name = UserFuncName::user(0, id.as_u32());
+            let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            b.seal_block(entry);
+            let rt = match (self.rt, rt_data) {
+                (RtRef::Const(p), _) => b.ins().iconst(types::I64, p as i64),
+                (RtRef::Symbol, Some(d)) => {
+                    let gv = m.declare_data_in_func(d, b.func);
+                    b.ins().symbol_value(types::I64, gv)
+                }
+                (RtRef::Symbol, None) => unreachable!("declared above"),
+            };
+            let params = b.block_params(entry).to_vec();
+            let rets: Vec<cl::Value> = match (st, target) {
+                (Stub::TrapScratch, _) => {
+                    store_trap_scratch(&mut b, rt, params[0], &params[1..]);
+                    vec![]
+                }
+                (_, Some(target)) => {
+                    let mut args = vec![rt];
+                    args.extend_from_slice(&params);
+                    let callee = m.declare_func_in_func(target, b.func);
+                    let call = b.ins().call(callee, &args);
+                    match st {
+                        Stub::Slow(_) | Stub::Check(_) => b.inst_results(call).to_vec(),
+                        _ => vec![],
+                    }
+                }
+                (_, None) => unreachable!("only the trap stub has no target"),
+            };
+            b.ins().return_(&rets);
+            b.finalize(m.isa().frontend_config());
+            m.define_function(id, &mut ctx)
+                .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+            m.clear_context(&mut ctx);
+        }
+        Ok(())
+    }
+
+    pub(super) fn runtime_data<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+    ) -> Result<DataId, JitError> {
+        if let Some(d) = self.rt_data {
+            return Ok(d);
+        }
+        let d = m
+            .declare_data(RUNTIME_SYMBOL, Linkage::Import, true, false)
+            .map_err(|e| JitError::Link {
+                loc: Default::default(),
+                msg: format!("cannot import data symbol `{RUNTIME_SYMBOL}`: {e}"),
+            })?;
+        self.rt_data = Some(d);
+        Ok(d)
+    }
+}
