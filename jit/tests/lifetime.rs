@@ -2,7 +2,11 @@
 //! use after free through every op the check guards, the per-frame
 //! `(object, epoch)` cache of `gl_check_live`, the `epoch == 0` fast path
 //! of raw accesses, double and invalid frees, and attribute indices past
-//! the values array's capacity with a canary object beside it.
+//! the values array's capacity with a canary object beside it. Every
+//! test runs twice: with the runtime's shadow (the inline hot paths of
+//! `jit/src/lower/shadow.rs`) and, in a child process of this test binary
+//! with `GUARDLIFT_NO_SHADOW=1`, on the call form with the epoch fast path
+//! and the frame cache.
 
 mod common;
 use common::*;
@@ -302,4 +306,16 @@ entry:
         assert_eq!((index, capacity), (5, 2), "{checks}");
         assert!(rt.take_host_fault().is_none());
     }
+}
+
+/// Which hot path this process's JIT code takes is what the environment says.
+#[test]
+fn shadow_is_what_the_environment_says() {
+    assert_shadow_as_the_environment_says();
+}
+
+/// The same tests without the shadow: a child process of this binary.
+#[test]
+fn every_test_without_the_shadow() {
+    rerun_without_shadow();
 }

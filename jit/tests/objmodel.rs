@@ -1,5 +1,6 @@
 //! dict_slot.*, load_attr/store_attr (values mode and slow path), and the
-//! dict / clobber / watch guards in recover mode.
+//! dict / clobber / watch guards in recover mode; every test also without
+//! the runtime's shadow (a child process, `GUARDLIFT_NO_SHADOW=1`).
 
 mod common;
 use common::*;
@@ -546,4 +547,15 @@ out:
     );
     assert!(rt.take_reports().is_empty());
     drop(cells);
+}
+
+#[test]
+fn shadow_is_what_the_environment_says() {
+    assert_shadow_as_the_environment_says();
+}
+
+/// The same tests on the call form of the clobber and watch checks.
+#[test]
+fn every_test_without_the_shadow() {
+    rerun_without_shadow();
 }

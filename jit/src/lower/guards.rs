@@ -23,8 +23,8 @@ use cranelift_codegen::ir::{
 };
 use cranelift_module::Module as ClModule;
 use guardlift_ir::{CheckKind, Checks, InstKind, SiteId, Type, Value};
-use guardlift_runtime::{layout, shadow};
 use guardlift_runtime::ReportKind;
+use guardlift_runtime::{layout, shadow};
 
 /// Added to the word so that both valid tags land on low bits with
 /// `DICT_CHECK_MASK` clear: `VALUES_TAG` (0b111) wraps to 0b000 and

@@ -94,13 +94,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// Non-zero when a granule of `[addr, addr + width)` has a `mask`
     /// bit in its shadow byte (an access of up to 8 bytes spans at most
     /// two granules: the first byte's and the last byte's).
-    fn shadow_test(
-        &mut self,
-        sh: ShadowRef,
-        addr: cl::Value,
-        width: u32,
-        mask: u8,
-    ) -> cl::Value {
+    fn shadow_test(&mut self, sh: ShadowRef, addr: cl::Value, width: u32, mask: u8) -> cl::Value {
         let mut bits = self.shadow_byte(sh.base, addr);
         if width > 1 {
             let last = self.b.ins().iadd_imm_u(addr, width as i64 - 1);
