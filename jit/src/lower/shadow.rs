@@ -86,6 +86,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The shadow byte of the granule holding `addr` (an i32, zero-extended).
     fn shadow_byte(&mut self, base: u64, addr: cl::Value) -> cl::Value {
         let g = self.b.ins().ushr_imm_u(addr, shadow::GRANULE_SHIFT as i64);
+        self.shadow_load(base, g)
+    }
+
+    /// The shadow byte of granule `g` (masked into the mapping).
+    fn shadow_load(&mut self, base: u64, g: cl::Value) -> cl::Value {
         let g = self.b.ins().band_imm_u(g, shadow::INDEX_MASK as i64);
         let at = self.b.ins().iadd_imm_u(g, base as i64);
         self.b.ins().uload8(types::I32, shadow_mem(), at, 0)
@@ -108,14 +113,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// slot at `slot` (8-aligned, inside the shadow, its watch field is
     /// the runtime's id): `guard.watch` has nothing to do.
     fn shadow_watch_miss(&mut self, sh: ShadowRef, id: u8, slot: cl::Value) -> cl::Value {
-        let byte = self.shadow_byte(sh.base, slot);
+        // Rotated right by 3, the slot is its granule index when it is
+        // 8-aligned and below 2^47, and above INDEX_MASK otherwise.
+        let r = self.b.ins().rotr_imm_u(slot, shadow::GRANULE_SHIFT as i64);
+        let byte = self.shadow_load(sh.base, r);
         let field = self.b.ins().band_imm_u(byte, shadow::WATCH_MASK as i64);
         let other = self.b.ins().bxor_imm_u(field, id as i64);
         let other = self.b.ins().uextend(types::I64, other);
         let odd = self
             .b
             .ins()
-            .band_imm_s(slot, shadow::UNMAPPED_OR_UNALIGNED as i64);
+            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
         self.b.ins().bor(odd, other)
     }
 }
