@@ -308,14 +308,4 @@ entry:
     }
 }
 
-/// Which hot path this process's JIT code takes is what the environment says.
-#[test]
-fn shadow_is_what_the_environment_says() {
-    assert_shadow_as_the_environment_says();
-}
-
-/// The same tests without the shadow: a child process of this binary.
-#[test]
-fn every_test_without_the_shadow() {
-    rerun_without_shadow();
-}
+shadow_tests!();

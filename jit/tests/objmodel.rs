@@ -549,13 +549,4 @@ out:
     drop(cells);
 }
 
-#[test]
-fn shadow_is_what_the_environment_says() {
-    assert_shadow_as_the_environment_says();
-}
-
-/// The same tests on the call form of the clobber and watch checks.
-#[test]
-fn every_test_without_the_shadow() {
-    rerun_without_shadow();
-}
+shadow_tests!();

@@ -57,7 +57,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return false;
         };
         let hit = self.shadow_test(sh, addr, width, mask);
-        self.to_slow_path(hit, pass);
+        self.branch_to_slow_path(hit, pass);
         true
     }
 
@@ -70,13 +70,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let slot = self.effective_addr(o, self.slot_offset());
         let miss = self.shadow_watch_miss(sh, id, slot);
         let done = self.b.create_block();
-        self.to_slow_path(miss, done);
+        self.branch_to_slow_path(miss, done);
         Some(done)
     }
 
     /// Branches to a new cold block (left current) when `slow` is
     /// non-zero, else to `pass`.
-    fn to_slow_path(&mut self, slow: cl::Value, pass: cl::Block) {
+    fn branch_to_slow_path(&mut self, slow: cl::Value, pass: cl::Block) {
         let call = self.b.create_block();
         self.b.set_cold_block(call);
         self.b.ins().brif(slow, call, &[], pass, &[]);

@@ -84,3 +84,23 @@ pub fn rerun_without_shadow() {
     assert!(out.status.success(), "without the shadow:\n{text}");
     assert!(text.contains("test result: ok"), "{text}");
 }
+
+/// The two tests of a test binary whose JIT code takes the shadow hot
+/// paths: the shadow is what the environment says, and every test of the
+/// binary passes again without it.
+#[allow(unused_macros)]
+macro_rules! shadow_tests {
+    () => {
+        #[test]
+        fn shadow_is_what_the_environment_says() {
+            assert_shadow_as_the_environment_says();
+        }
+
+        #[test]
+        fn every_test_without_the_shadow() {
+            rerun_without_shadow();
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use shadow_tests;
