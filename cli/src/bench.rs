@@ -2,8 +2,10 @@
 //! users would pick instead, and prints ratios (issue "Performance").
 //!
 //! 1. store_attr loop (values mode): JIT plain, JIT instrumented (dict
-//!    check) per mode, the reference interpreter, and CPython's `o.x = i`.
-//! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs instrumented.
+//!    check; every check) per mode, lifetime+bounds, the reference
+//!    interpreter, and CPython's `o.x = i`.
+//! 2. adstack reverse-mode loop (push/top/acc_adj/pop): plain vs
+//!    instrumented (adstack check per mode; every check).
 //! 3. the same store loop in C, `gcc -O2` and `gcc -O2 -fsanitize=address`.
 //! 4. the call-heavy nested-context-manager loop (three objects, `enter` and
 //!    `exit` called on each per iteration): plain, `--checks dict`,
@@ -14,8 +16,11 @@
 //! 6. watchpoints: a legitimate dict-word store from JIT code with `--watch`
 //!    off (zero cost: no trace of it in code or runtime) and on that word.
 //!
-//! Every number is the median of several repeats, measured in this process;
-//! the variants a ratio compares run in interleaved rounds.
+//! `--only` picks row groups ([`GROUPS`]).
+//!
+//! Every number is the median of several repeats, measured in this process
+//! as thread CPU time; the variants a ratio compares run in interleaved
+//! rounds.
 
 use crate::source::CliError;
 use guardlift_instrument::{instrument, CheckSet};
@@ -152,9 +157,9 @@ int main(int argc, char **argv) {
     *(uint64_t *)(o - 24) = (uint64_t)values - 1;
     stores(o, 1000);
     struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
     stores(o, n);
-    clock_gettime(CLOCK_MONOTONIC, &b);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
     double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
     printf("%.4f %lld\n", ns / n, (long long)values[1]);
     free(values); free(block);
@@ -170,7 +175,7 @@ def stores(o, n):
         o.x = i
 o = O(); n = int(sys.argv[1])
 stores(o, 1000)
-t = time.perf_counter_ns(); stores(o, n); t = time.perf_counter_ns() - t
+t = time.process_time_ns(); stores(o, n); t = time.process_time_ns() - t
 print(t / n)
 ";
 
@@ -197,12 +202,25 @@ fn interleaved(reps: usize, per: u64, fs: &mut [Box<dyn FnMut() + '_>]) -> Vec<f
     let mut samples = vec![Vec::with_capacity(reps); fs.len()];
     for _ in 0..reps {
         for (f, s) in fs.iter_mut().zip(&mut samples) {
-            let t = Instant::now();
+            let t = thread_cpu_ns();
             f();
-            s.push(t.elapsed().as_nanos() as f64 / per as f64);
+            s.push((thread_cpu_ns() - t) / per as f64);
         }
     }
     samples.into_iter().map(median).collect()
+}
+
+/// This thread's CPU time in ns: on a shared machine the time other
+/// processes hold the core does not count (wall time did, and swamped the
+/// ratios under load).
+fn thread_cpu_ns() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
 }
 
 fn parse(text: &str) -> Module {
@@ -234,7 +252,7 @@ fn row(name: &str, ns: Option<f64>, note: impl Into<String>) -> Row {
 type Variant<'m> = (String, &'m Module, Mode, &'static str);
 
 /// The uninstrumented module `m` (as `plain`: name and note), then the
-/// instrumented `mi` in each mode, named `"{instrumented} {mode}"`.
+/// instrumented `mi` in each mode ([`each_mode`]).
 fn mode_variants<'m>(
     plain: (&str, &'static str),
     instrumented: &str,
@@ -242,15 +260,22 @@ fn mode_variants<'m>(
     mi: &'m Module,
 ) -> Vec<Variant<'m>> {
     std::iter::once((plain.0.to_string(), m, Mode::Abort, plain.1))
-        .chain([Mode::Abort, Mode::Recover, Mode::Trap].map(|mode| {
+        .chain(each_mode(instrumented, mi))
+        .collect()
+}
+
+/// The instrumented `mi` in each mode, named `"{instrumented} {mode}"`.
+fn each_mode<'m>(instrumented: &str, mi: &'m Module) -> Vec<Variant<'m>> {
+    [Mode::Abort, Mode::Recover, Mode::Trap]
+        .map(|mode| {
             (
                 format!("{instrumented} {}", mode.name()),
                 mi,
                 mode,
                 "instrumented",
             )
-        }))
-        .collect()
+        })
+        .into()
 }
 
 /// Compiles every variant with `make` (a closure that runs it once;
@@ -289,18 +314,24 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         &m,
         &mi,
     );
-    // Every check (lifetime, dict, bounds, clobber) on the same loop.
+    // Every check (lifetime, dict, bounds, clobber: `--instrument`) on
+    // the same loop, in each mode; and the two object-memory checks alone.
     let mall = instrument(&m, CheckSet::ALL);
+    variants.extend(each_mode("store_attr jit+all", &mall));
+    let mlb = instrument(
+        &m,
+        CheckSet::parse("lifetime,bounds").expect("bench check lists are valid"),
+    );
     variants.push((
-        "store_attr jit+all recover".into(),
-        &mall,
+        "store_attr jit+lifetime,bounds recover".into(),
+        &mlb,
         Mode::Recover,
-        "lifetime+dict+bounds+clobber, after a free",
+        "instrumented",
     ));
     let mut rows = time_variants(&variants, reps, n, |mm, mode| {
         let rt = runtime(mode);
-        // Something was freed: the lifetime check cannot take its
-        // nothing-freed fast path (it uses its per-frame cache).
+        // Something was freed (every variant): no check may count on
+        // "nothing was ever freed".
         let junk = rt.obj_new(1);
         rt.obj_free(junk);
         let o = rt.obj_new(2);
@@ -472,12 +503,19 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
             ..Default::default()
         },
     );
-    let variants = mode_variants(
+    let mall = instrument(&m, CheckSet::ALL);
+    let mut variants = mode_variants(
         ("adstack jit", "uninstrumented, ns per op"),
         "adstack jit+adstack",
         &m,
         &mi,
     );
+    variants.push((
+        "adstack jit+all abort".into(),
+        &mall,
+        Mode::Abort,
+        "every check (`--instrument`)",
+    ));
     time_variants(&variants, reps, ops, |mm, mode| {
         let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
         let f = code.func::<(i64,), f64>("grad").expect("signature");
@@ -689,23 +727,46 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(a? / b?)
 }
 
-pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
+/// The row groups of `guardlift bench --only`.
+pub const GROUPS: [&str; 5] = ["store_attr", "adstack", "ctxmgr", "watch", "compile"];
+
+pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliError> {
+    if let Some(bad) = only.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+        return Err(CliError::new(format!(
+            "error: unknown bench group `{bad}` (expected one of: {})",
+            GROUPS.join(", ")
+        )));
+    }
+    let on = |g: &str| only.is_empty() || only.iter().any(|o| o == g);
     let (reps, n, rounds) = if quick {
         (3, 1_000_000, 20)
     } else {
         (21, 20_000_000, 400)
     };
-    let mut rows = store_attr_rows(reps, n);
-    rows.extend(adstack_rows(reps, rounds));
-    rows.extend(ctxmgr_rows(reps, n / 10));
+    let mut rows = Vec::new();
+    if on("store_attr") {
+        rows.extend(store_attr_rows(reps, n));
+    }
+    if on("adstack") {
+        rows.extend(adstack_rows(reps, rounds));
+    }
+    if on("ctxmgr") {
+        rows.extend(ctxmgr_rows(reps, n / 10));
+    }
+    if on("watch") {
+        rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
+    }
     // 250 000 instructions: the one function of 100 000 blocks.
-    rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
     let sizes: &[usize] = if quick {
         &[1_000, 20_000]
     } else {
         &[1_000, 10_000, 100_000, 250_000, 1_000_000]
     };
-    let compile = compile_rows(sizes);
+    let compile = if on("compile") {
+        compile_rows(sizes)
+    } else {
+        Vec::new()
+    };
     let jit = find(&rows, "store_attr jit");
     let ctx = |checks: &str| {
         ratio(
@@ -733,7 +794,13 @@ pub fn bench(json_out: bool, quick: bool) -> Result<u8, CliError> {
             "recover": ratio(find(&rows, "adstack jit+adstack recover"), find(&rows, "adstack jit")),
             "trap": ratio(find(&rows, "adstack jit+adstack trap"), find(&rows, "adstack jit")),
         },
-        "store_attr_all_checks_over_plain": ratio(find(&rows, "store_attr jit+all recover"), jit),
+        "store_attr_all_checks_over_plain": {
+            "abort": ratio(find(&rows, "store_attr jit+all abort"), jit),
+            "recover": ratio(find(&rows, "store_attr jit+all recover"), jit),
+            "trap": ratio(find(&rows, "store_attr jit+all trap"), jit),
+        },
+        "store_attr_lifetime_bounds_over_plain": ratio(find(&rows, "store_attr jit+lifetime,bounds recover"), jit),
+        "adstack_all_checks_over_plain": ratio(find(&rows, "adstack jit+all abort"), find(&rows, "adstack jit")),
         "interp_over_jit": ratio(find(&rows, "store_attr interp"), jit),
         "cpython_over_jit": ratio(find(&rows, "store_attr cpython"), jit),
         "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),

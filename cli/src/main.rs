@@ -139,6 +139,10 @@ enum Cmd {
         /// Fewer and shorter repeats.
         #[arg(long)]
         quick: bool,
+        /// Run only these row groups (store_attr, adstack, ctxmgr, watch,
+        /// compile); repeatable or comma-separated. Default: all.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// Write an ELF object file for a target.
     Compile {
@@ -195,7 +199,7 @@ fn main() -> ExitCode {
         }
     };
     let r = match cli.cmd {
-        Cmd::Bench { json, quick } => bench::bench(json, quick),
+        Cmd::Bench { json, quick, only } => bench::bench(json, quick, &only),
         Cmd::Check { file } => source::load(&file).map(|_| 0),
         Cmd::Fmt { file } => source::load(&file).map(|m| {
             print!("{}", guardlift_ir::print_module(&m));

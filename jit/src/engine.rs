@@ -116,6 +116,7 @@ impl Jit {
                 // JIT code lives in separately mapped chunks: no near calls.
                 false,
             );
+            lw.shadow = lower::ShadowRef::of(&rt);
             let mut ctx = jm.make_context();
             let mut fctx = FunctionBuilderContext::new();
             let mut tiers = TierIsas::new(Target::Host, false);

@@ -2,7 +2,11 @@
 //! use after free through every op the check guards, the per-frame
 //! `(object, epoch)` cache of `gl_check_live`, the `epoch == 0` fast path
 //! of raw accesses, double and invalid frees, and attribute indices past
-//! the values array's capacity with a canary object beside it.
+//! the values array's capacity with a canary object beside it. Every
+//! test runs twice: with the runtime's shadow (the inline hot paths of
+//! `jit/src/lower/shadow.rs`) and, in a child process of this test binary
+//! with `GUARDLIFT_NO_SHADOW=1`, on the call form with the epoch fast path
+//! and the frame cache.
 
 mod common;
 use common::*;
@@ -303,3 +307,5 @@ entry:
         assert!(rt.take_host_fault().is_none());
     }
 }
+
+shadow_tests!();

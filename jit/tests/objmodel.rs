@@ -1,5 +1,6 @@
 //! dict_slot.*, load_attr/store_attr (values mode and slow path), and the
-//! dict / clobber / watch guards in recover mode.
+//! dict / clobber / watch guards in recover mode; every test also without
+//! the runtime's shadow (a child process, `GUARDLIFT_NO_SHADOW=1`).
 
 mod common;
 use common::*;
@@ -547,3 +548,5 @@ out:
     assert!(rt.take_reports().is_empty());
     drop(cells);
 }
+
+shadow_tests!();

@@ -16,6 +16,7 @@
 
 use crate::layout::{self, DictLayout};
 use crate::report::LastWrite;
+use crate::shadow;
 use std::alloc::{self, Layout as AllocLayout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -38,11 +39,11 @@ pub const HOST_RECORD_BYTES: usize = 64;
 /// What a heap block is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BlockKind {
-    /// An object header.
+    /// An object's body (with its dict slot).
     Object,
-    /// An object's values array.
+    /// A values array, with its capacity word before it.
     Values,
-    /// A materialized dict.
+    /// A model dict object.
     Dict,
 }
 
@@ -90,13 +91,13 @@ struct FreedObj {
 /// runtime-global site ids.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRecord {
-    /// Allocation id (1, 2, 3, … per runtime).
+    /// Allocation id (1, 2, 3, … per heap).
     pub id: u64,
-    /// Site of the IR call that allocated it, if known.
+    /// Where an IR `call @obj_new` made it.
     pub alloc_site: Option<u32>,
-    /// Site of the IR call that freed it, if known.
+    /// Where an IR `call @obj_free` freed it.
     pub free_site: Option<u32>,
-    /// Has it been freed (it is in quarantine)?
+    /// The object was freed (it is in quarantine).
     pub freed: bool,
 }
 
@@ -115,13 +116,13 @@ pub enum FreeOutcome {
 /// Misuse of the host-object API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HostObjectError {
-    /// The address is 0 or not 8-aligned.
+    /// Zero or not 8-aligned.
     #[error("object address must be non-zero and 8-aligned, got {0:#x}")]
     BadAddress(u64),
-    /// An object is already live at the address (address, its id).
+    /// Registered twice: the address and the live object's id.
     #[error("{0:#x} is already a live object (id {1})")]
     AlreadyLive(u64, u64),
-    /// No live registered object at the address.
+    /// Freed but not live.
     #[error("{0:#x} is not a live registered object (never registered, or already freed)")]
     NotLive(u64),
 }
@@ -134,7 +135,7 @@ pub enum HostObjectError {
 pub struct HostFault {
     /// The host function that failed.
     pub func: &'static str,
-    /// What went wrong.
+    /// What was wrong.
     pub msg: String,
 }
 
@@ -165,10 +166,12 @@ pub struct Heap {
     quarantine_limit: usize,
     /// The last allocation id handed out.
     last_id: u64,
+    /// This heap's id in the watch field of the shadow ([`crate::shadow`]).
+    watch_id: u8,
 }
 
 impl Heap {
-    /// An empty heap of objects with `layout`.
+    /// An empty heap laying objects out as `layout` says.
     pub fn new(layout: DictLayout) -> Self {
         Heap {
             layout,
@@ -183,7 +186,48 @@ impl Heap {
             quarantine_bytes: 0,
             quarantine_limit: (DEFAULT_QUARANTINE_MB as usize) << 20,
             last_id: 0,
+            watch_id: shadow::take_watch_id(),
         }
+    }
+
+    /// This heap's id in the watch field of the shadow bytes
+    /// ([`shadow::WATCH_SHARED`]: none, its watched slots always take the
+    /// slow path).
+    pub fn watch_id(&self) -> u8 {
+        self.watch_id
+    }
+
+    /// Puts `slot` (the dict slot of `obj`) on the watch list and in the shadow.
+    fn watch_slot(&mut self, slot: u64, obj: u64) {
+        self.watched.insert(slot, obj);
+        shadow::watch(self.watch_id, slot);
+    }
+
+    /// Takes `slot` off the watch list; true when it was on it.
+    fn unwatch_slot(&mut self, slot: u64) -> bool {
+        let was = self.watched.remove(&slot).is_some();
+        if was {
+            shadow::unwatch(self.watch_id, slot);
+        }
+        was
+    }
+
+    /// Records the freed object `obj` (its shadow byte counts it).
+    fn insert_freed(&mut self, obj: u64, f: FreedObj) -> Option<FreedObj> {
+        let old = self.freed.insert(obj, f);
+        if old.is_none() {
+            shadow::count_freed_obj(obj, true);
+        }
+        old
+    }
+
+    /// Forgets the freed object `obj`.
+    fn remove_freed(&mut self, obj: u64) -> Option<FreedObj> {
+        let f = self.freed.remove(&obj);
+        if f.is_some() {
+            shadow::count_freed_obj(obj, false);
+        }
+        f
     }
 
     /// Sets the quarantine size; shrinking it releases the oldest objects.
@@ -202,7 +246,7 @@ impl Heap {
         self.last_id
     }
 
-    /// The managed-dict layout of its objects.
+    /// The dict-slot layout of this heap's objects.
     pub fn layout(&self) -> DictLayout {
         self.layout
     }
@@ -229,6 +273,9 @@ impl Heap {
 
     fn dealloc(&mut self, start: u64) {
         if let Some(b) = self.blocks.remove(&start) {
+            if b.freed {
+                shadow::set_freed_mem(start, b.size as u64, false);
+            }
             if let Ok(l) = AllocLayout::from_size_align(b.size, BLOCK_ALIGN) {
                 // SAFETY: allocated by `alloc` with this layout, removed from the map once.
                 unsafe { alloc::dealloc(start as *mut u8, l) };
@@ -323,7 +370,7 @@ impl Heap {
         );
         self.write_word(self.slot(obj), layout::values_word(values));
         self.note_write(obj, "obj_new", None, layout::values_word(values));
-        self.watched.insert(self.slot(obj), obj);
+        self.watch_slot(self.slot(obj), obj);
         Ok(obj)
     }
 
@@ -339,7 +386,7 @@ impl Heap {
         }
         if let Some(f) = self.freed.get(&obj) {
             if f.blocks.is_empty() {
-                let f = self.freed.remove(&obj).map_or(0, |f| f.bytes);
+                let f = self.remove_freed(obj).map_or(0, |f| f.bytes);
                 self.quarantine_bytes -= f;
             }
         }
@@ -353,7 +400,7 @@ impl Heap {
     /// is held or written). An address that was watched but never
     /// registered only leaves the watch list.
     pub fn host_object_freed(&mut self, obj: u64) -> Result<(), HostObjectError> {
-        let was_watched = self.watched.remove(&self.slot(obj)).is_some();
+        let was_watched = self.unwatch_slot(self.slot(obj));
         match self.host.remove(&obj) {
             Some(m) => {
                 self.enqueue_freed(
@@ -437,7 +484,7 @@ impl Heap {
         self.quarantine.push_back((obj, f.id));
         self.quarantine_bytes += f.bytes;
         // A host record at a reused address replaces the older one.
-        if let Some(old) = self.freed.insert(obj, f) {
+        if let Some(old) = self.insert_freed(obj, f) {
             self.quarantine_bytes -= old.bytes;
             for b in old.blocks {
                 self.dealloc(b);
@@ -455,7 +502,7 @@ impl Heap {
             if self.freed.get(&obj).is_none_or(|f| f.id != id) {
                 continue;
             }
-            let Some(f) = self.freed.remove(&obj) else {
+            let Some(f) = self.remove_freed(obj) else {
                 continue;
             };
             self.quarantine_bytes -= f.bytes;
@@ -592,7 +639,7 @@ impl Heap {
                 FreeOutcome::Invalid
             };
         };
-        self.watched.remove(&self.slot(obj));
+        self.unwatch_slot(self.slot(obj));
         let vblock = m
             .values
             .map(|v| v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64));
@@ -606,6 +653,7 @@ impl Heap {
                 blk.freed = true;
                 blk.owner = obj;
                 bytes += blk.size;
+                shadow::set_freed_mem(*b, blk.size as u64, true);
             }
         }
         self.enqueue_freed(
@@ -691,7 +739,7 @@ impl Heap {
         if self.freed.contains_key(&obj) {
             return;
         }
-        self.watched.insert(self.slot(obj), obj);
+        self.watch_slot(self.slot(obj), obj);
     }
 
     /// Does `[addr, addr + width)` overlap a watched 8-byte slot?
@@ -712,7 +760,17 @@ enum WordIs {
 }
 
 impl Drop for Heap {
+    /// Takes this heap's marks out of the shadow and gives its memory back.
     fn drop(&mut self) {
+        let slots: Vec<u64> = self.watched.keys().copied().collect();
+        for slot in slots {
+            self.unwatch_slot(slot);
+        }
+        let freed: Vec<u64> = self.freed.keys().copied().collect();
+        for obj in freed {
+            self.remove_freed(obj);
+        }
+        shadow::release_watch_id(self.watch_id);
         let starts: Vec<u64> = self.blocks.keys().copied().collect();
         for s in starts {
             self.dealloc(s);
@@ -833,6 +891,53 @@ mod tests {
         h.watch(0x20_0000);
         assert_eq!(h.host_object_freed(0x20_0000), Ok(()));
         assert!(h.obj_free(o).is_ok());
+    }
+
+    /// The shadow bytes the JIT's inline checks read follow the heap:
+    /// a clear bit is exact (see `crate::shadow`).
+    #[test]
+    fn shadow_follows_watch_list_and_quarantine() {
+        use shadow::{read, FREED_MEM, FREED_OBJ, WATCH_MASK};
+        assert!(
+            shadow::base().is_some(),
+            "no shadow mapping (see crate::shadow)"
+        );
+        let mut h = Heap::new(DictLayout::Cpython312);
+        let id = h.watch_id();
+        assert!((1..=62).contains(&id), "watch id {id}");
+        let o = h.obj_new(2).unwrap();
+        let keep = h.obj_new(1).unwrap();
+        let (slot, values) = (h.slot(o), layout::values_ptr(word(&h, o)));
+        assert_eq!(read(slot) & WATCH_MASK, id, "watched at creation");
+        assert_eq!(read(o) & FREED_OBJ, 0);
+        assert_eq!(read(values) & FREED_MEM, 0);
+        h.obj_free(o).unwrap();
+        assert_eq!(read(slot) & WATCH_MASK, 0, "unwatched by the free");
+        assert_eq!(read(o) & FREED_OBJ, FREED_OBJ);
+        for a in [slot, o, values - 8, values + 8] {
+            assert_eq!(read(a) & FREED_MEM, FREED_MEM, "{a:#x} is quarantined");
+        }
+        // Out of quarantine: the marks go with the memory.
+        h.set_quarantine_mb(0);
+        assert_eq!(read(o) & FREED_OBJ, 0);
+        assert_eq!(read(values) & FREED_MEM, 0);
+        h.set_quarantine_mb(DEFAULT_QUARANTINE_MB);
+        // A host object freed: its record is counted, its memory is the host's.
+        let host = Box::new([0u64; 4]);
+        let ho = host.as_ptr() as u64 + 24;
+        h.register_host_object(ho).unwrap();
+        h.watch(ho);
+        assert_eq!(read(h.slot(ho)) & WATCH_MASK, id);
+        h.host_object_freed(ho).unwrap();
+        assert_eq!(read(ho) & (FREED_OBJ | FREED_MEM), FREED_OBJ);
+        assert_eq!(read(h.slot(ho)) & WATCH_MASK, 0);
+        h.register_host_object(ho).unwrap();
+        assert_eq!(read(ho) & FREED_OBJ, 0, "registered again: live");
+        h.host_object_freed(ho).unwrap();
+        let keep_slot = h.slot(keep);
+        drop(h);
+        assert_eq!(read(ho) & FREED_OBJ, 0, "a dropped heap leaves no mark");
+        assert_eq!(read(keep_slot) & WATCH_MASK, 0);
     }
 
     #[test]

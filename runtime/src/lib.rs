@@ -7,6 +7,8 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types, their human and JSON forms, the deduplicating sink;
 //! - [`runtime`]: the `Runtime` that ties them together per mode;
+//! - [`shadow`]: one shadow byte per 8-byte granule (freed memory, freed
+//!   objects, watched slots) for the checks' inline hot paths;
 //! - [`options`]: the `GUARDLIFT_OPTIONS` environment variable;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`sites`]: the guard-site table, sparse, per registered module;
@@ -59,6 +61,7 @@ pub mod options;
 pub mod output;
 pub mod report;
 pub mod runtime;
+pub mod shadow;
 pub mod sigchain;
 pub mod sigstack;
 pub mod sigtable;

@@ -544,6 +544,14 @@ impl Runtime {
     pub fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
     }
+
+    /// This runtime's id in the watch field of the shadow bytes
+    /// ([`crate::shadow`]): generated code skips `guard.watch` of a slot
+    /// whose shadow byte carries it (the slot is on this runtime's watch
+    /// list). [`crate::shadow::WATCH_SHARED`]: no id, always call.
+    pub fn shadow_watch_id(&self) -> u8 {
+        lock(&self.heap).watch_id()
+    }
     /// `@fault_clear_lsb(obj)`: the rogue writer of the tag-flip scenario
     /// (clears the low bit of `obj`'s dict word, behind the JIT's back).
     pub fn fault_clear_lsb(&self, obj: u64) {

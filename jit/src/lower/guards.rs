@@ -24,6 +24,7 @@ use cranelift_codegen::ir::{
 use cranelift_module::Module as ClModule;
 use guardlift_abi::{layout, ReportKind};
 use guardlift_ir::{CheckKind, Checks, InstKind, SiteId, Type, Value};
+use guardlift_runtime::shadow;
 
 /// Added to the word so that both valid tags land on low bits with
 /// `DICT_CHECK_MASK` clear: `VALUES_TAG` (0b111) wraps to 0b000 and
@@ -93,7 +94,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// the runtime every time (their runtime is the C support's, which
     /// keeps no epoch).
     pub(super) fn init_watch_caches(&mut self, rpo: &[u32]) {
-        if !matches!(self.lw.rt, RtRef::Const(_)) {
+        if !matches!(self.lw.rt, RtRef::Const(_)) || self.lw.shadow.is_some() {
             return;
         }
         let zero = self.iconst(types::I64, 0);
@@ -231,7 +232,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         recover: Recover,
     ) -> Result<(), JitError> {
         let (site, ok, fail) = self.live_check_blocks(id)?;
-        let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.cache_slots.get(&self.at)) else {
+        let gated = self.shadow_gate(o, 1, shadow::FREED_OBJ, ok);
+        let (RtRef::Const(p), Some(&ss), false) =
+            (self.lw.rt, self.cache_slots.get(&self.at), gated)
+        else {
             let live = self.call_check_live(o, site)?;
             self.live_verdict(live, ok, fail, join, recover);
             return Ok(());
@@ -269,7 +273,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         recover: Recover,
     ) -> Result<(), JitError> {
         let (site, ok, fail) = self.live_check_blocks(id)?;
-        if let RtRef::Const(p) = self.lw.rt {
+        let gated = self.shadow_gate(addr, width, shadow::FREED_MEM, ok);
+        if let (RtRef::Const(p), false) = (self.lw.rt, gated) {
             let epoch = self.load_epoch(p);
             let call = self.b.create_block();
             self.b.set_cold_block(call);
@@ -326,6 +331,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// the watch list — and every clobber report — is what the interpreter,
     /// which watches every time, has.
     pub(super) fn watch(&mut self, o: cl::Value) -> Result<(), JitError> {
+        if let Some(done) = self.shadow_watch_gate(o) {
+            let rt = self.rt()?;
+            self.call_entry(Entry::Watch, &[rt, o])?;
+            self.b.ins().jump(done, &[]);
+            self.b.switch_to_block(done);
+            return Ok(());
+        }
         let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.cache_slots.get(&self.at)) else {
             let rt = self.rt()?;
             self.call_entry(Entry::Watch, &[rt, o])?;
@@ -498,6 +510,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<(), JitError> {
         let site = self.site(id)?;
         let eff = self.effective_addr(p, offset);
+        let do_store = self.b.create_block();
+        // The runtime is asked only when a watch mark is on the bytes.
+        self.shadow_gate(eff, t.bytes(), shadow::WATCH_MASK, do_store);
         if guard_strategy(self.lw.mode) == GuardStrategy::Trap {
             let rt = self.rt()?;
             let w = self.iconst(types::I32, t.bytes() as i64);
@@ -506,7 +521,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 .ok_or_else(|| internal(self.fname, "clobber test returns nothing"))?;
             let cold = self.b.create_block();
             self.b.set_cold_block(cold);
-            let do_store = self.b.create_block();
             self.b.ins().brif(hit, cold, &[], do_store, &[]);
             self.b.switch_to_block(cold);
             let bits = self.bits_u64(x, t);
@@ -523,7 +537,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let skip = self
             .call_entry(Entry::ClobberCheck, &[rt, s, eff, w, bits])?
             .ok_or_else(|| internal(self.fname, "clobber check returns nothing"))?;
-        let do_store = self.b.create_block();
         let done = self.b.create_block();
         self.b.ins().brif(skip, done, &[], do_store, &[]);
         self.b.switch_to_block(do_store);

@@ -26,7 +26,9 @@
 //! - `func`: the per-function lowerer (block order, value map, calls);
 //! - `inst`, `memory`, `adstack`: the instructions, by family;
 //! - `guards`: the check code of every check kind (dict, bounds, lifetime,
-//!   adstack, clobber, watch) and how a failed check reports or traps.
+//!   adstack, clobber, watch) and how a failed check reports or traps;
+//! - `shadow`: the JIT's inline hot paths of the lifetime, clobber and
+//!   watch checks on the runtime's shadow bytes.
 
 mod abi;
 mod adstack;
@@ -34,11 +36,13 @@ mod func;
 mod guards;
 mod inst;
 mod memory;
+mod shadow;
 mod stubs;
 
 pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs, ExternBinding};
 pub use guardlift_abi::Entry;
 pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
+pub use shadow::ShadowRef;
 pub use stubs::{report_stub_conv, Stub};
 
 use crate::error::JitError;
@@ -128,6 +132,8 @@ pub struct Lowerer<'m> {
     pub externs: Vec<ExternBinding>,
     /// May calls between IR functions use near (limited-range) relocations?
     pub colocated_calls: bool,
+    /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
+    pub shadow: Option<ShadowRef>,
     imports: HashMap<String, ClFuncId>,
     /// Stubs declared so far (see [`Lowerer::define_stubs`]).
     stubs: Vec<(Stub, ClFuncId)>,
@@ -161,6 +167,7 @@ impl<'m> Lowerer<'m> {
             funcs,
             externs,
             colocated_calls,
+            shadow: None,
             imports: HashMap::new(),
             stubs: Vec::new(),
             stub_names: HashMap::new(),

@@ -55,3 +55,52 @@ pub fn call(m: &CompiledModule, name: &str, args: &[u64]) -> Option<u64> {
 pub fn kinds(reports: &[Report]) -> Vec<(ReportKind, u64)> {
     reports.iter().map(|r| (r.kind, r.count)).collect()
 }
+
+/// The shadow mapping exists unless `GUARDLIFT_NO_SHADOW` is set (then the
+/// JIT emits the call form of the lifetime, clobber and watch checks).
+pub fn assert_shadow_as_the_environment_says() {
+    let off = std::env::var_os("GUARDLIFT_NO_SHADOW").is_some();
+    assert_eq!(
+        guardlift_runtime::shadow::base().is_none(),
+        off,
+        "no shadow mapping although GUARDLIFT_NO_SHADOW is unset: the tests need a \
+         16 TiB MAP_NORESERVE reservation (vm.overcommit_memory 0 or 1)"
+    );
+}
+
+/// Runs every test of this test binary again in a child process with
+/// `GUARDLIFT_NO_SHADOW=1` and asserts they pass (a no-op in the child).
+pub fn rerun_without_shadow() {
+    if std::env::var_os("GUARDLIFT_NO_SHADOW").is_some() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .env("GUARDLIFT_NO_SHADOW", "1")
+        .args(["--test-threads", "1"])
+        .output()
+        .expect("runs the test binary again");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "without the shadow:\n{text}");
+    assert!(text.contains("test result: ok"), "{text}");
+}
+
+/// The two tests of a test binary whose JIT code takes the shadow hot
+/// paths: the shadow is what the environment says, and every test of the
+/// binary passes again without it.
+#[allow(unused_macros)]
+macro_rules! shadow_tests {
+    () => {
+        #[test]
+        fn shadow_is_what_the_environment_says() {
+            assert_shadow_as_the_environment_says();
+        }
+
+        #[test]
+        fn every_test_without_the_shadow() {
+            rerun_without_shadow();
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use shadow_tests;

@@ -1,0 +1,129 @@
+//! The inline hot paths of the lifetime, clobber and watch checks on the
+//! runtime's shadow bytes ([`guardlift_runtime::shadow`]).
+//!
+//! JIT code of a runtime with a shadow reads the byte of a granule (one
+//! shift, one mask, one load) and tests a bit; only a set bit calls the
+//! runtime, whose slow path then decides exactly as without the shadow
+//! (a set bit is a "maybe", a clear one is exact), so reports and their
+//! counts are the interpreter's. Object files keep the call form: their
+//! runtime (the C support) keeps no shadow.
+
+use super::FnLower;
+use cranelift_codegen::ir::{self as cl, types, InstBuilder, MemFlagsData};
+use cranelift_module::Module as ClModule;
+use guardlift_runtime::shadow;
+use guardlift_runtime::Runtime;
+
+/// What JIT code needs of the shadow: its base, and the runtime's id in
+/// the watch field (`None`: the runtime has none, `guard.watch` calls).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ShadowRef {
+    /// Address of the shadow byte of granule index 0.
+    pub base: u64,
+    /// The runtime's watch id ([`Runtime::shadow_watch_id`]).
+    pub watch_id: Option<u8>,
+}
+
+impl ShadowRef {
+    /// The shadow as code compiled for `rt` uses it; `None` without a
+    /// shadow mapping (the checks keep their call form).
+    pub fn of(rt: &Runtime) -> Option<Self> {
+        let id = rt.shadow_watch_id();
+        Some(ShadowRef {
+            base: shadow::base()?,
+            watch_id: (id != shadow::WATCH_SHARED).then_some(id),
+        })
+    }
+}
+
+/// Flags of a shadow load: the mapping covers every masked index.
+fn shadow_mem() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// With a shadow: tests the `mask` bits of the granules of `[addr,
+    /// addr + width)`, goes to `pass` when none is set, and leaves the
+    /// builder in a new cold block (where the caller emits the runtime
+    /// call) otherwise; returns false, emitting nothing, without one.
+    pub(super) fn shadow_gate(
+        &mut self,
+        addr: cl::Value,
+        width: u32,
+        mask: u8,
+        pass: cl::Block,
+    ) -> bool {
+        let Some(sh) = self.lw.shadow else {
+            return false;
+        };
+        let hit = self.shadow_test(sh, addr, width, mask);
+        self.branch_to_slow_path(hit, pass);
+        true
+    }
+
+    /// `guard.watch %o` with a shadow and a watch id: goes to the block
+    /// returned (not yet current) when the shadow says the runtime already
+    /// watches `o`'s slot, else leaves the builder in a new cold block
+    /// (where the caller calls the runtime); `None` without them.
+    pub(super) fn shadow_watch_gate(&mut self, o: cl::Value) -> Option<cl::Block> {
+        let (sh, id) = self.lw.shadow.and_then(|sh| Some((sh, sh.watch_id?)))?;
+        let slot = self.effective_addr(o, self.slot_offset());
+        let miss = self.shadow_watch_miss(sh, id, slot);
+        let done = self.b.create_block();
+        self.branch_to_slow_path(miss, done);
+        Some(done)
+    }
+
+    /// Branches to a new cold block (left current) when `slow` is
+    /// non-zero, else to `pass`.
+    fn branch_to_slow_path(&mut self, slow: cl::Value, pass: cl::Block) {
+        let call = self.b.create_block();
+        self.b.set_cold_block(call);
+        self.b.ins().brif(slow, call, &[], pass, &[]);
+        self.b.switch_to_block(call);
+    }
+
+    /// The shadow byte of the granule holding `addr` (an i32, zero-extended).
+    fn shadow_byte(&mut self, base: u64, addr: cl::Value) -> cl::Value {
+        let g = self.b.ins().ushr_imm_u(addr, shadow::GRANULE_SHIFT as i64);
+        self.shadow_load(base, g)
+    }
+
+    /// The shadow byte of granule `g` (masked into the mapping).
+    fn shadow_load(&mut self, base: u64, g: cl::Value) -> cl::Value {
+        let g = self.b.ins().band_imm_u(g, shadow::INDEX_MASK as i64);
+        let at = self.b.ins().iadd_imm_u(g, base as i64);
+        self.b.ins().uload8(types::I32, shadow_mem(), at, 0)
+    }
+
+    /// Non-zero when a granule of `[addr, addr + width)` has a `mask`
+    /// bit in its shadow byte (an access of up to 8 bytes spans at most
+    /// two granules: the first byte's and the last byte's).
+    fn shadow_test(&mut self, sh: ShadowRef, addr: cl::Value, width: u32, mask: u8) -> cl::Value {
+        let mut bits = self.shadow_byte(sh.base, addr);
+        if width > 1 {
+            let last = self.b.ins().iadd_imm_u(addr, width as i64 - 1);
+            let more = self.shadow_byte(sh.base, last);
+            bits = self.b.ins().bor(bits, more);
+        }
+        self.b.ins().band_imm_u(bits, mask as i64)
+    }
+
+    /// Zero when the shadow says this runtime already watches the dict
+    /// slot at `slot` (8-aligned, inside the shadow, its watch field is
+    /// the runtime's id): `guard.watch` has nothing to do.
+    fn shadow_watch_miss(&mut self, sh: ShadowRef, id: u8, slot: cl::Value) -> cl::Value {
+        // Rotated right by 3, the slot is its granule index when it is
+        // 8-aligned and below 2^47, and above INDEX_MASK otherwise.
+        let r = self.b.ins().rotr_imm_u(slot, shadow::GRANULE_SHIFT as i64);
+        let byte = self.shadow_load(sh.base, r);
+        let field = self.b.ins().band_imm_u(byte, shadow::WATCH_MASK as i64);
+        let other = self.b.ins().bxor_imm_u(field, id as i64);
+        let other = self.b.ins().uextend(types::I64, other);
+        let odd = self
+            .b
+            .ins()
+            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
+        self.b.ins().bor(odd, other)
+    }
+}

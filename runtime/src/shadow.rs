@@ -1,0 +1,268 @@
+//! Shadow state of the checks' hot paths: one byte per 8-byte granule of
+//! the address space, ASan-style, so that JIT code can tell "nothing to
+//! do here" with one load and a test — no runtime call, no lock.
+//!
+//! The shadow is one process-wide `MAP_NORESERVE` mapping (only the pages
+//! written are backed), shared by every [`crate::Runtime`]: the byte of
+//! address `a` is at `base + ((a >> 3) & INDEX_MASK)` (addresses above
+//! 2^47 alias lower granules; that only costs a slow-path call). A set bit
+//! never decides anything by itself: it sends the check to the runtime's
+//! slow path, which classifies exactly as before (and as the interpreter
+//! does). A clear bit must be exact: the heaps keep these invariants.
+//!
+//! - [`FREED_MEM`]: the granule belongs to a heap block in quarantine (set
+//!   when an object is freed, cleared when its blocks are released). Blocks
+//!   are held while marked, so exactly one heap owns each mark.
+//! - [`FREED_OBJ`]: a freed object (in some runtime's quarantine) starts in
+//!   this granule. Counted per granule (several runtimes may record the
+//!   same host object), set while the count is non-zero.
+//! - the watch field ([`WATCH_MASK`]): 0 = no watched dict slot overlaps
+//!   the granule; `k` in `1..=62` = exactly one watched slot, 8-aligned at
+//!   this granule, watched by the heap of watch id `k` only;
+//!   [`WATCH_SHARED`] = anything else (several watchers, unaligned slots):
+//!   sticky (a watch list may keep any address), always a slow-path call.
+//!   A heap clears its own id's marks when it unwatches and when it goes.
+//!
+//! When the mapping cannot be had (a 16 TiB reservation: strict
+//! overcommit, a small address space, valgrind) [`base`] is `None` and
+//! code generators keep the call form of every check.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// log2 of the bytes one shadow byte covers.
+pub const GRANULE_SHIFT: u32 = 3;
+/// Address bits the shadow covers (x86_64 and aarch64 user space).
+pub const ADDR_BITS: u32 = 47;
+/// Mask of a granule index: `index = (addr >> GRANULE_SHIFT) & INDEX_MASK`.
+pub const INDEX_MASK: u64 = (1 << (ADDR_BITS - GRANULE_SHIFT)) - 1;
+/// Bits of an address that the shadow does not cover, and the offset bits
+/// of a granule: an address with none of these set is an 8-aligned
+/// granule start the shadow maps one to one.
+pub const UNMAPPED_OR_UNALIGNED: u64 = !((1u64 << ADDR_BITS) - 1) | 7;
+/// The granule belongs to a freed (quarantined) heap block.
+pub const FREED_MEM: u8 = 0x80;
+/// A freed object starts in the granule.
+pub const FREED_OBJ: u8 = 0x40;
+/// The watch field of a shadow byte.
+pub const WATCH_MASK: u8 = 0x3f;
+/// Watch field: watched, but not by exactly one heap at this aligned
+/// granule (the runtime must look).
+pub const WATCH_SHARED: u8 = WATCH_MASK;
+/// Bytes reserved: every index, plus the byte after the last one (a
+/// 16-bit shadow load at the last index reads it).
+const MAP_BYTES: usize = (INDEX_MASK as usize + 1) + 4096;
+
+struct Shadow {
+    base: u64,
+    /// Per granule, how many quarantine records of freed objects start there.
+    freed_objs: Mutex<HashMap<u64, u32>>,
+    /// Watch ids in use (bit k = id k).
+    ids: AtomicU64,
+}
+
+fn shadow() -> Option<&'static Shadow> {
+    static SHADOW: OnceLock<Option<Shadow>> = OnceLock::new();
+    SHADOW
+        .get_or_init(|| {
+            if std::env::var_os("GUARDLIFT_NO_SHADOW").is_some() {
+                return None;
+            }
+            // SAFETY: an anonymous private mapping at an address of the
+            // kernel's choosing; it overlaps nothing and is never unmapped.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    MAP_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            (p != libc::MAP_FAILED).then(|| Shadow {
+                base: p as u64,
+                freed_objs: Mutex::new(HashMap::new()),
+                ids: AtomicU64::new(1),
+            })
+        })
+        .as_ref()
+}
+
+/// The shadow's base address (the byte of granule index 0), or `None`
+/// when there is no shadow (see the module docs): generated code adds
+/// `(addr >> GRANULE_SHIFT) & INDEX_MASK`.
+pub fn base() -> Option<u64> {
+    shadow().map(|s| s.base)
+}
+
+/// The granule index of `addr`.
+pub const fn index(addr: u64) -> u64 {
+    (addr >> GRANULE_SHIFT) & INDEX_MASK
+}
+
+fn byte(s: &Shadow, addr: u64) -> &'static AtomicU8 {
+    // SAFETY: the index is masked into the mapping, which lives as long as
+    // the process; AtomicU8 has the layout of u8 and every access to the
+    // shadow from Rust is atomic (generated code only reads it).
+    unsafe { &*((s.base + index(addr)) as *const AtomicU8) }
+}
+
+/// The shadow byte of `addr` (0 without a shadow).
+pub fn read(addr: u64) -> u8 {
+    shadow().map_or(0, |s| byte(s, addr).load(Ordering::Relaxed))
+}
+
+/// The granules `[start, start + size)` touches.
+fn granules(start: u64, size: u64) -> impl Iterator<Item = u64> {
+    let first = start >> GRANULE_SHIFT;
+    let last = start.saturating_add(size.max(1) - 1) >> GRANULE_SHIFT;
+    (first..=last).map(|g| g << GRANULE_SHIFT)
+}
+
+/// Marks (`on`) or clears the [`FREED_MEM`] bit of the block `[start, start + size)`.
+pub fn set_freed_mem(start: u64, size: u64, on: bool) {
+    let Some(s) = shadow() else { return };
+    for g in granules(start, size) {
+        if on {
+            byte(s, g).fetch_or(FREED_MEM, Ordering::Relaxed);
+        } else {
+            byte(s, g).fetch_and(!FREED_MEM, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One more (`add`) or one fewer quarantine record of a freed object at `obj`.
+pub fn count_freed_obj(obj: u64, add: bool) {
+    let Some(s) = shadow() else { return };
+    let g = index(obj);
+    let mut counts = s.freed_objs.lock().unwrap_or_else(|e| e.into_inner());
+    let n = counts.entry(g).or_insert(0);
+    *n = if add { *n + 1 } else { n.saturating_sub(1) };
+    if *n == 0 {
+        counts.remove(&g);
+        byte(s, obj).fetch_and(!FREED_OBJ, Ordering::Relaxed);
+    } else {
+        byte(s, obj).fetch_or(FREED_OBJ, Ordering::Relaxed);
+    }
+}
+
+/// A heap's watch id: `1..=62`, or [`WATCH_SHARED`] when all are taken
+/// (or there is no shadow): its watched slots then always take the slow
+/// path. Give it back with [`release_watch_id`].
+pub fn take_watch_id() -> u8 {
+    let Some(s) = shadow() else {
+        return WATCH_SHARED;
+    };
+    let mut cur = s.ids.load(Ordering::Relaxed);
+    loop {
+        let free = !cur & (((1u64 << WATCH_SHARED) - 1) & !1);
+        if free == 0 {
+            return WATCH_SHARED;
+        }
+        let id = free.trailing_zeros();
+        match s
+            .ids
+            .compare_exchange(cur, cur | 1 << id, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return id as u8,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Gives back a watch id from [`take_watch_id`].
+pub fn release_watch_id(id: u8) {
+    if let (Some(s), 1..=62) = (shadow(), id) {
+        s.ids.fetch_and(!(1u64 << id), Ordering::AcqRel);
+    }
+}
+
+/// Heap `id` watches the 8-byte slot at `slot`.
+pub fn watch(id: u8, slot: u64) {
+    let Some(s) = shadow() else { return };
+    if slot & UNMAPPED_OR_UNALIGNED != 0 {
+        for g in granules(slot, 8) {
+            byte(s, g).fetch_or(WATCH_SHARED, Ordering::Relaxed);
+        }
+        return;
+    }
+    let b = byte(s, slot);
+    let _ = b.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        let field = match v & WATCH_MASK {
+            0 => id,
+            f if f == id => return None,
+            _ => WATCH_SHARED,
+        };
+        Some(v & !WATCH_MASK | field)
+    });
+}
+
+/// Heap `id` no longer watches the slot at `slot` (an aligned slot it
+/// alone watched goes back to 0; a shared mark stays).
+pub fn unwatch(id: u8, slot: u64) {
+    let Some(s) = shadow() else { return };
+    if id == WATCH_SHARED || slot & UNMAPPED_OR_UNALIGNED != 0 {
+        return;
+    }
+    let _ = byte(s, slot).fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        (v & WATCH_MASK == id).then_some(v & !WATCH_MASK)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base_or_fail() -> u64 {
+        base().expect(
+            "no shadow mapping: the test needs a 16 TiB MAP_NORESERVE reservation \
+             (vm.overcommit_memory 0 or 1, unset GUARDLIFT_NO_SHADOW)",
+        )
+    }
+
+    #[test]
+    fn bits_follow_marks() {
+        base_or_fail();
+        let block = Box::new([0u64; 8]);
+        let a = block.as_ptr() as u64;
+        set_freed_mem(a, 24, true);
+        assert_eq!(read(a) & FREED_MEM, FREED_MEM);
+        assert_eq!(read(a + 16) & FREED_MEM, FREED_MEM);
+        assert_eq!(read(a + 24) & FREED_MEM, 0, "past the block");
+        count_freed_obj(a + 8, true);
+        count_freed_obj(a + 8, true);
+        count_freed_obj(a + 8, false);
+        assert_eq!(read(a + 8) & FREED_OBJ, FREED_OBJ, "one record left");
+        count_freed_obj(a + 8, false);
+        assert_eq!(read(a + 8) & FREED_OBJ, 0);
+        set_freed_mem(a, 24, false);
+        assert_eq!(read(a) | read(a + 16), 0);
+    }
+
+    #[test]
+    fn watch_field_is_exact_or_shared() {
+        base_or_fail();
+        let block = Box::new([0u64; 4]);
+        let a = block.as_ptr() as u64;
+        let (i, j) = (take_watch_id(), take_watch_id());
+        assert!(i != j && (1..=62).contains(&i) && (1..=62).contains(&j));
+        watch(i, a);
+        assert_eq!(read(a) & WATCH_MASK, i);
+        unwatch(j, a);
+        assert_eq!(read(a) & WATCH_MASK, i, "only the watcher unwatches");
+        unwatch(i, a);
+        assert_eq!(read(a) & WATCH_MASK, 0);
+        watch(i, a + 8);
+        watch(j, a + 8);
+        assert_eq!(read(a + 8) & WATCH_MASK, WATCH_SHARED, "two watchers");
+        unwatch(i, a + 8);
+        assert_eq!(read(a + 8) & WATCH_MASK, WATCH_SHARED, "sticky");
+        watch(i, a + 20);
+        assert_eq!(read(a + 16) & WATCH_MASK, WATCH_SHARED, "unaligned");
+        assert_eq!(read(a + 24) & WATCH_MASK, WATCH_SHARED);
+        release_watch_id(i);
+        release_watch_id(j);
+    }
+}
