@@ -1,28 +1,34 @@
 //! Instructions: opcodes, operands, and the entity handles they refer to.
 
 use crate::types::Type;
+use cranelift_entity::entity_impl;
 use guardlift_runtime::adstack::AdElem;
 use std::fmt;
 
 /// An SSA value, local to one function.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Value(pub u32);
+entity_impl!(Value);
 
 /// A basic block, local to one function. Block 0 in layout order is the entry.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Block(pub u32);
+entity_impl!(Block);
 
 /// Index of a function in [`crate::Module::functions`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FuncId(pub u32);
+entity_impl!(FuncId);
 
 /// Index of an extern in [`crate::Module::externs`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ExternId(pub u32);
+entity_impl!(ExternId);
 
 /// A guard site: index into [`crate::Module::sites`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SiteId(pub u32);
+entity_impl!(SiteId);
 
 /// A 1-based line and column in the source text (0:0 when built by API).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -552,15 +558,21 @@ impl InstKind {
 
     /// Branch targets of a terminator.
     pub fn successors(&self) -> Vec<&BlockCall> {
-        match self {
-            InstKind::Jump { dest } => vec![dest],
+        self.branch_targets().collect()
+    }
+
+    /// Branch targets of a terminator, in printing order (no allocation).
+    pub fn branch_targets(&self) -> impl Iterator<Item = &BlockCall> {
+        let (a, b) = match self {
+            InstKind::Jump { dest } => (Some(dest), None),
             InstKind::Brif {
                 then_dest,
                 else_dest,
                 ..
-            } => vec![then_dest, else_dest],
-            _ => Vec::new(),
-        }
+            } => (Some(then_dest), Some(else_dest)),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
     }
 }
 

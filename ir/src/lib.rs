@@ -14,7 +14,6 @@
 
 pub mod analysis;
 pub mod builder;
-pub mod elide;
 pub mod error;
 pub mod inst;
 pub mod literal;
@@ -23,6 +22,8 @@ pub mod parse;
 pub mod print;
 pub mod types;
 pub mod verify;
+
+pub use analysis::elide;
 
 pub use error::{Diagnostic, ParseError, VerifyErrors};
 pub use inst::*;

@@ -11,7 +11,10 @@
 //! inferred last, walking each function's blocks in reverse postorder.
 //! Only inference happens here; type *checking* is the verifier's job.
 
+use crate::analysis::dominator_tree::reverse_postorder;
+use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::ParseError;
+use cranelift_entity::EntityRef;
 use crate::inst::{
     BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst,
     InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
@@ -1645,50 +1648,16 @@ fn attr_index(c: &mut Cur<'_, '_>) -> PResult<u32> {
 }
 
 /// Block order for type inference: reverse postorder of the CFG from the
-/// entry (iterative DFS), then unreachable blocks in layout order.
+/// entry, then unreachable blocks in layout order.
 pub(crate) fn inference_order(func: &Function) -> Vec<usize> {
-    let n = func.blocks.len();
-    let succs: Vec<Vec<usize>> = func
-        .blocks
-        .iter()
-        .map(|b| {
-            let mut s = Vec::new();
-            for inst in &b.insts {
-                for bc in inst.kind.successors() {
-                    let t = bc.block.0 as usize;
-                    if t < n {
-                        s.push(t);
-                    }
-                }
-            }
-            s
-        })
-        .collect();
-    let mut visited = vec![false; n];
-    let mut post = Vec::with_capacity(n);
-    if n > 0 {
-        let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
-        visited[0] = true;
-        while let Some(top) = stack.last_mut() {
-            let (b, i) = *top;
-            match succs[b].get(i) {
-                Some(&s) => {
-                    top.1 += 1;
-                    if !visited[s] {
-                        visited[s] = true;
-                        stack.push((s, 0));
-                    }
-                }
-                None => {
-                    post.push(b);
-                    stack.pop();
-                }
-            }
-        }
+    let cfg = ControlFlowGraph::with_function(func);
+    let rpo = reverse_postorder(&cfg);
+    let mut seen = vec![false; func.blocks.len()];
+    for b in &rpo {
+        seen[b.index()] = true;
     }
-    post.reverse();
-    post.extend((0..n).filter(|&b| !visited[b]));
-    post
+    let unreachable = (0..func.blocks.len()).filter(|&b| !seen[b]);
+    rpo.iter().map(|b| b.index()).chain(unreachable).collect()
 }
 
 /// Fills in the result types that depend on an operand, in reverse postorder.

@@ -5,9 +5,8 @@
 //! point nowhere (values, blocks, functions, externs, sites) are reported as
 //! errors. Every error is collected; they come back sorted by source position.
 //!
-//! Dominance is computed per function with the Cooper–Harvey–Kennedy
-//! algorithm over an iterative reverse postorder, and queried in O(1) through
-//! a pre/post numbering of the dominator tree, so a function verifies in
+//! Dominance comes from the function's [`DominatorTree`] (built on its
+//! [`ControlFlowGraph`]), queried in O(1), so a function verifies in
 //! near-linear time. Nothing here recurses.
 //!
 //! Decisions the spec leaves open:
@@ -24,6 +23,8 @@
 //!   reported at 0:0 (the module keeps no position for its `layout` line);
 //!   unused sites at the site's own position.
 
+use crate::analysis::dominator_tree::DominatorTree;
+use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
     Block, BlockCall, Callee, Checks, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
@@ -142,8 +143,6 @@ impl Def {
     }
 }
 
-const NONE: u32 = u32::MAX;
-
 struct FnVerifier<'a> {
     m: &'a Module,
     fid: FuncId,
@@ -152,11 +151,8 @@ struct FnVerifier<'a> {
     site_users: &'a mut HashMap<SiteId, SrcLoc>,
     /// Actual definition of each value (first one if defined twice).
     defs: Vec<Option<Def>>,
-    /// Reverse-postorder number of each block (NONE: unreachable).
-    rpo_num: Vec<u32>,
-    /// Dominator-tree pre/post numbers, indexed by RPO number.
-    pre: Vec<u32>,
-    post: Vec<u32>,
+    /// Reachability and dominance of the blocks.
+    domtree: DominatorTree,
     /// Running total of adstack bytes.
     frame_bytes: u64,
     frame_reported: bool,
@@ -177,9 +173,7 @@ impl<'a> FnVerifier<'a> {
             errs,
             site_users,
             defs: vec![None; f.values.len()],
-            rpo_num: Vec::new(),
-            pre: Vec::new(),
-            post: Vec::new(),
+            domtree: DominatorTree::default(),
             frame_bytes: 0,
             frame_reported: false,
         }
@@ -268,9 +262,9 @@ impl<'a> FnVerifier<'a> {
         }
         self.collect_defs();
         self.check_structure();
-        self.compute_dominators();
+        self.domtree = DominatorTree::with_cfg(&ControlFlowGraph::with_function(f));
         for (bi, bd) in f.blocks.iter().enumerate() {
-            let reachable = self.rpo_num[bi] != NONE;
+            let reachable = self.domtree.is_reachable(Block(bi as u32));
             for (ii, inst) in bd.insts.iter().enumerate() {
                 self.check_inst(bi as u32, ii as u32, inst, reachable);
             }
@@ -393,135 +387,15 @@ impl<'a> FnVerifier<'a> {
         }
     }
 
-    /// Successor blocks (in range) of block `b`, from its final terminator.
-    fn succs(&self, b: usize) -> impl Iterator<Item = u32> + '_ {
-        let nb = self.f.blocks.len() as u64;
-        let last = self.f.blocks[b].insts.last();
-        let (x, y) = match last.map(|i| &i.kind) {
-            Some(InstKind::Jump { dest }) => (Some(dest.block.0), None),
-            Some(InstKind::Brif {
-                then_dest,
-                else_dest,
-                ..
-            }) => (Some(then_dest.block.0), Some(else_dest.block.0)),
-            _ => (None, None),
-        };
-        x.into_iter().chain(y).filter(move |&s| (s as u64) < nb)
-    }
-
-    /// Reverse postorder, Cooper–Harvey–Kennedy idoms, dominator-tree numbering.
-    fn compute_dominators(&mut self) {
-        let nb = self.f.blocks.len();
-        self.rpo_num = vec![NONE; nb];
-        if nb == 0 {
-            return;
-        }
-        // Iterative DFS postorder from the entry.
-        let mut visited = vec![false; nb];
-        let mut post_order: Vec<u32> = Vec::with_capacity(nb);
-        let mut stack: Vec<(u32, Vec<u32>)> = Vec::new();
-        visited[0] = true;
-        stack.push((0, self.succs(0).collect()));
-        while let Some((b, pending)) = stack.last_mut() {
-            let b = *b;
-            match pending.pop() {
-                Some(s) => {
-                    if !visited[s as usize] {
-                        visited[s as usize] = true;
-                        let ss: Vec<u32> = self.succs(s as usize).collect();
-                        stack.push((s, ss));
-                    }
-                }
-                None => {
-                    post_order.push(b);
-                    stack.pop();
-                }
-            }
-        }
-        let rpo: Vec<u32> = post_order.into_iter().rev().collect();
-        let n = rpo.len();
-        for (i, &b) in rpo.iter().enumerate() {
-            self.rpo_num[b as usize] = i as u32;
-        }
-        // Predecessors in RPO numbering (only reachable blocks have any).
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (i, &b) in rpo.iter().enumerate() {
-            for s in self.succs(b as usize) {
-                preds[self.rpo_num[s as usize] as usize].push(i as u32);
-            }
-        }
-        // Cooper–Harvey–Kennedy.
-        let mut idom = vec![NONE; n];
-        idom[0] = 0;
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for b in 1..n {
-                let mut new = NONE;
-                for &p in &preds[b] {
-                    if idom[p as usize] == NONE {
-                        continue;
-                    }
-                    new = if new == NONE {
-                        p
-                    } else {
-                        intersect(&idom, p, new)
-                    };
-                }
-                if new != NONE && idom[b] != new {
-                    idom[b] = new;
-                    changed = true;
-                }
-            }
-        }
-        // Dominator tree pre/post numbering (iterative).
-        let mut first_child = vec![NONE; n];
-        let mut next_sibling = vec![NONE; n];
-        for b in (1..n).rev() {
-            let p = idom[b] as usize;
-            next_sibling[b] = first_child[p];
-            first_child[p] = b as u32;
-        }
-        self.pre = vec![0; n];
-        self.post = vec![0; n];
-        let mut counter = 0u32;
-        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
-        while let Some((b, done)) = stack.pop() {
-            if done {
-                self.post[b as usize] = counter;
-                counter += 1;
-                continue;
-            }
-            self.pre[b as usize] = counter;
-            counter += 1;
-            stack.push((b, true));
-            let mut c = first_child[b as usize];
-            while c != NONE {
-                stack.push((c, false));
-                c = next_sibling[c as usize];
-            }
-        }
-    }
-
-    /// Does block `a` dominate block `b` (both in range; `b` reachable)?
-    fn block_dominates(&self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.rpo_num[a as usize], self.rpo_num[b as usize]);
-        if ra == NONE || rb == NONE {
-            return false;
-        }
-        let (ra, rb) = (ra as usize, rb as usize);
-        self.pre[ra] <= self.pre[rb] && self.post[rb] <= self.post[ra]
-    }
-
     fn def_dominates(&self, d: Def, b: u32, i: u32) -> bool {
         match d {
             Def::Param(_) => true,
-            Def::BlockParam(db, _) => db == b || self.block_dominates(db, b),
+            Def::BlockParam(db, _) => db == b || self.domtree.dominates(Block(db), Block(b)),
             Def::Inst(db, di) => {
                 if db == b {
                     di < i
                 } else {
-                    self.block_dominates(db, b)
+                    self.domtree.dominates(Block(db), Block(b))
                 }
             }
         }
@@ -1130,17 +1004,4 @@ impl<'a> FnVerifier<'a> {
             self.site_users.insert(id, loc);
         }
     }
-}
-
-/// Cooper–Harvey–Kennedy intersection over RPO numbers.
-fn intersect(idom: &[u32], mut a: u32, mut b: u32) -> u32 {
-    while a != b {
-        while a > b {
-            a = idom[a as usize];
-        }
-        while b > a {
-            b = idom[b as usize];
-        }
-    }
-    a
 }

@@ -44,7 +44,8 @@
 //! size per round. Overflow checks are never elided (that needs an upper
 //! bound).
 
-use crate::analysis::reverse_postorder;
+use super::dominator_tree::reverse_postorder;
+use super::flowgraph::ControlFlowGraph;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
 use crate::module::{Function, ValueDef};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -67,14 +68,14 @@ pub fn redundant_underflow_checks(f: &Function, caps: &HashMap<Value, u32>) -> H
         caps,
         class: buffer_classes(f),
     };
-    let rpo = reverse_postorder(f);
+    let rpo = reverse_postorder(&ControlFlowGraph::with_function(f));
     let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
     at_entry[0] = Some(Facts::new());
     let mut first_round = true;
     loop {
         let mut out = HashSet::new();
         let mut changed = false;
-        for &b in &rpo {
+        for b in rpo.iter().map(|b| b.0) {
             let Some(facts) = at_entry[b as usize].clone() else {
                 continue;
             };
