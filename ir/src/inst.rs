@@ -103,6 +103,26 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The opcode as printed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinOp::Iadd => "iadd",
+            BinOp::Isub => "isub",
+            BinOp::Imul => "imul",
+            BinOp::Band => "band",
+            BinOp::Bor => "bor",
+            BinOp::Bxor => "bxor",
+            BinOp::Ishl => "ishl",
+            BinOp::Ushr => "ushr",
+            BinOp::Sshr => "sshr",
+            BinOp::Fadd => "fadd",
+            BinOp::Fsub => "fsub",
+            BinOp::Fmul => "fmul",
+            BinOp::Fdiv => "fdiv",
+            BinOp::Fmin => "fmin",
+            BinOp::Fmax => "fmax",
+        }
+    }
     pub const fn is_float(self) -> bool {
         matches!(
             self,
@@ -122,6 +142,17 @@ pub enum UnOp {
     Fsqrt,
 }
 
+impl UnOp {
+    /// The opcode as printed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnOp::Fneg => "fneg",
+            UnOp::Fabs => "fabs",
+            UnOp::Fsqrt => "fsqrt",
+        }
+    }
+}
+
 /// Conversions; each names its result type with a suffix.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ConvOp {
@@ -133,6 +164,22 @@ pub enum ConvOp {
     Fpromote,
     Fdemote,
     Bitcast,
+}
+
+impl ConvOp {
+    /// The opcode as printed, without its type suffix.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConvOp::Sext => "sext",
+            ConvOp::Uext => "uext",
+            ConvOp::Ireduce => "ireduce",
+            ConvOp::FcvtFromSint => "fcvt_from_sint",
+            ConvOp::FcvtToSint => "fcvt_to_sint",
+            ConvOp::Fpromote => "fpromote",
+            ConvOp::Fdemote => "fdemote",
+            ConvOp::Bitcast => "bitcast",
+        }
+    }
 }
 
 /// A branch target with its arguments.
@@ -390,63 +437,11 @@ impl ObjCall {
 impl InstKind {
     /// The opcode as printed (`store_attr`, `adstack.push`, `icmp`, ...), without suffixes.
     pub fn opcode(&self) -> &'static str {
-        use InstKind::*;
         match self {
-            Iconst { .. } => "iconst",
-            Fconst { .. } => "fconst",
-            Binary { op, .. } => match op {
-                BinOp::Iadd => "iadd",
-                BinOp::Isub => "isub",
-                BinOp::Imul => "imul",
-                BinOp::Band => "band",
-                BinOp::Bor => "bor",
-                BinOp::Bxor => "bxor",
-                BinOp::Ishl => "ishl",
-                BinOp::Ushr => "ushr",
-                BinOp::Sshr => "sshr",
-                BinOp::Fadd => "fadd",
-                BinOp::Fsub => "fsub",
-                BinOp::Fmul => "fmul",
-                BinOp::Fdiv => "fdiv",
-                BinOp::Fmin => "fmin",
-                BinOp::Fmax => "fmax",
-            },
-            Unary { op, .. } => match op {
-                UnOp::Fneg => "fneg",
-                UnOp::Fabs => "fabs",
-                UnOp::Fsqrt => "fsqrt",
-            },
-            Icmp { .. } => "icmp",
-            Fcmp { .. } => "fcmp",
-            Select { .. } => "select",
-            Conv { op, .. } => match op {
-                ConvOp::Sext => "sext",
-                ConvOp::Uext => "uext",
-                ConvOp::Ireduce => "ireduce",
-                ConvOp::FcvtFromSint => "fcvt_from_sint",
-                ConvOp::FcvtToSint => "fcvt_to_sint",
-                ConvOp::Fpromote => "fpromote",
-                ConvOp::Fdemote => "fdemote",
-                ConvOp::Bitcast => "bitcast",
-            },
-            Load { .. } => "load",
-            Store { .. } => "store",
-            Call { .. } => "call",
-            Jump { .. } => "jump",
-            Brif { .. } => "brif",
-            Return { .. } => "return",
-            DictSlotLoad { .. } => "dict_slot.load",
-            DictSlotStore { .. } => "dict_slot.store",
-            LoadAttr { .. } => "load_attr",
-            StoreAttr { .. } => "store_attr",
-            AdAlloc { .. } => "adstack.alloc",
-            AdPush { .. } => "adstack.push",
-            AdPop { .. } => "adstack.pop",
-            AdTop { .. } => "adstack.top",
-            AdTopAdj { .. } => "adstack.top_adj",
-            AdAccAdj { .. } => "adstack.acc_adj",
-            AdLen { .. } => "adstack.len",
-            Watch { .. } => "watch",
+            InstKind::Binary { op, .. } => op.name(),
+            InstKind::Unary { op, .. } => op.name(),
+            InstKind::Conv { op, .. } => op.name(),
+            k => k.op().name(),
         }
     }
 
@@ -454,19 +449,7 @@ impl InstKind {
     /// but `call`, whose checks depend on the callee
     /// ([`crate::Module::applicable_checks`]).
     pub fn applicable_checks(&self) -> Checks {
-        use CheckKind as K;
-        use InstKind::*;
-        let c = Checks::EMPTY;
-        match self {
-            LoadAttr { .. } | StoreAttr { .. } => c.with(K::Lifetime).with(K::Dict).with(K::Bounds),
-            DictSlotLoad { .. } | DictSlotStore { .. } => c.with(K::Lifetime).with(K::Dict),
-            AdPush { .. } | AdPop { .. } | AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } => {
-                c.with(K::Adstack)
-            }
-            Load { .. } => c.with(K::Lifetime),
-            Store { .. } => c.with(K::Lifetime).with(K::Clobber),
-            _ => c,
-        }
+        self.op().checks()
     }
 
     /// The first check (spec order) that may guard this instruction, if any
@@ -499,60 +482,32 @@ impl InstKind {
         v
     }
 
-    /// Calls `f` on every value operand, in printing order (branch args included).
+    /// Calls `f` on every value operand, in printing order (branch args
+    /// included; the list is [`crate::opcode::visit_operands`]).
     pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
-        use InstKind::*;
+        let mut g = |v: &Value| f(*v);
+        crate::opcode::visit_operands!(self, g, iter)
+    }
+
+    /// Calls `f` on every value operand, mutably (same order as
+    /// [`InstKind::for_each_operand`]).
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        crate::opcode::visit_operands!(self, f, iter_mut)
+    }
+
+    /// Calls `f` on every branch target block, mutably.
+    pub fn for_each_dest_mut(&mut self, mut f: impl FnMut(&mut Block)) {
         match self {
-            Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
-            Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
-                f(*a);
-                f(*b)
-            }
-            Unary { a, .. } | Conv { a, .. } => f(*a),
-            Select { cond, a, b } => {
-                f(*cond);
-                f(*a);
-                f(*b)
-            }
-            Load { addr, .. } => f(*addr),
-            Store { value, addr, .. } => {
-                f(*value);
-                f(*addr)
-            }
-            Call { args, .. } => args.iter().copied().for_each(f),
-            Jump { dest } => dest.args.iter().copied().for_each(f),
-            Brif {
-                cond,
+            InstKind::Jump { dest } => f(&mut dest.block),
+            InstKind::Brif {
                 then_dest,
                 else_dest,
+                ..
             } => {
-                f(*cond);
-                then_dest.args.iter().copied().for_each(&mut f);
-                else_dest.args.iter().copied().for_each(f)
+                f(&mut then_dest.block);
+                f(&mut else_dest.block)
             }
-            Return { value } => {
-                if let Some(v) = value {
-                    f(*v)
-                }
-            }
-            DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(*obj),
-            DictSlotStore { obj, word } => {
-                f(*obj);
-                f(*word)
-            }
-            StoreAttr { obj, value, .. } => {
-                f(*obj);
-                f(*value)
-            }
-            AdPush { stack, value } => {
-                f(*stack);
-                f(*value)
-            }
-            AdAccAdj { stack, delta } => {
-                f(*stack);
-                f(*delta)
-            }
-            AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(*stack),
+            _ => {}
         }
     }
 

@@ -18,6 +18,7 @@ pub mod error;
 pub mod inst;
 pub mod literal;
 pub mod module;
+pub mod opcode;
 pub mod parse;
 pub mod print;
 pub mod types;

@@ -19,6 +19,7 @@ use crate::inst::{
     BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst,
     InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
 };
+use crate::opcode::{Opcode, Yields};
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::types::Type;
 use guardlift_runtime::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
@@ -97,80 +98,6 @@ pub(crate) fn canon_float(ty: Type, v: f64) -> f64 {
         v as f32 as f64
     } else {
         v
-    }
-}
-
-/// Calls `f` on every value operand of `kind`, mutably (same order as
-/// [`InstKind::for_each_operand`]).
-pub(crate) fn for_each_operand_mut(kind: &mut InstKind, mut f: impl FnMut(&mut Value)) {
-    use InstKind::*;
-    match kind {
-        Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
-        Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
-            f(a);
-            f(b)
-        }
-        Unary { a, .. } | Conv { a, .. } => f(a),
-        Select { cond, a, b } => {
-            f(cond);
-            f(a);
-            f(b)
-        }
-        Load { addr, .. } => f(addr),
-        Store { value, addr, .. } => {
-            f(value);
-            f(addr)
-        }
-        Call { args, .. } => args.iter_mut().for_each(f),
-        Jump { dest } => dest.args.iter_mut().for_each(f),
-        Brif {
-            cond,
-            then_dest,
-            else_dest,
-        } => {
-            f(cond);
-            then_dest.args.iter_mut().for_each(&mut f);
-            else_dest.args.iter_mut().for_each(f)
-        }
-        Return { value } => {
-            if let Some(v) = value {
-                f(v)
-            }
-        }
-        DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(obj),
-        DictSlotStore { obj, word } => {
-            f(obj);
-            f(word)
-        }
-        StoreAttr { obj, value, .. } => {
-            f(obj);
-            f(value)
-        }
-        AdPush { stack, value } => {
-            f(stack);
-            f(value)
-        }
-        AdAccAdj { stack, delta } => {
-            f(stack);
-            f(delta)
-        }
-        AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(stack),
-    }
-}
-
-/// Calls `f` on every branch target block of `kind`, mutably.
-pub(crate) fn for_each_dest_mut(kind: &mut InstKind, mut f: impl FnMut(&mut Block)) {
-    match kind {
-        InstKind::Jump { dest } => f(&mut dest.block),
-        InstKind::Brif {
-            then_dest,
-            else_dest,
-            ..
-        } => {
-            f(&mut then_dest.block);
-            f(&mut else_dest.block)
-        }
-        _ => {}
     }
 }
 
@@ -532,47 +459,50 @@ enum Op {
     Watch,
 }
 
-#[derive(Copy, Clone, PartialEq)]
-enum Yields {
-    Always,
-    Never,
-    Maybe,
-}
-
 impl Op {
-    fn yields(self) -> Yields {
+    /// The form of the instruction (its row of the opcode table).
+    fn opcode(self) -> Opcode {
         match self {
-            Op::Call => Yields::Maybe,
-            Op::Store
-            | Op::Jump
-            | Op::Brif
-            | Op::Return
-            | Op::DictStore
-            | Op::StoreAttr
-            | Op::AdPush
-            | Op::AdPop
-            | Op::AdAccAdj
-            | Op::Watch => Yields::Never,
-            _ => Yields::Always,
+            Op::Iconst(_) => Opcode::Iconst,
+            Op::Fconst(_) => Opcode::Fconst,
+            Op::Bin(_) => Opcode::Binary,
+            Op::Un(_) => Opcode::Unary,
+            Op::Icmp(_) => Opcode::Icmp,
+            Op::Fcmp(_) => Opcode::Fcmp,
+            Op::Select => Opcode::Select,
+            Op::Conv(..) => Opcode::Conv,
+            Op::Load(_) => Opcode::Load,
+            Op::Store => Opcode::Store,
+            Op::Call => Opcode::Call,
+            Op::Jump => Opcode::Jump,
+            Op::Brif => Opcode::Brif,
+            Op::Return => Opcode::Return,
+            Op::DictLoad => Opcode::DictSlotLoad,
+            Op::DictStore => Opcode::DictSlotStore,
+            Op::LoadAttr => Opcode::LoadAttr,
+            Op::StoreAttr => Opcode::StoreAttr,
+            Op::AdAlloc(_) => Opcode::AdAlloc,
+            Op::AdPush => Opcode::AdPush,
+            Op::AdPop => Opcode::AdPop,
+            Op::AdTop => Opcode::AdTop,
+            Op::AdTopAdj => Opcode::AdTopAdj,
+            Op::AdAccAdj => Opcode::AdAccAdj,
+            Op::AdLen => Opcode::AdLen,
+            Op::Watch => Opcode::Watch,
         }
     }
-    fn guardable(self) -> bool {
-        matches!(
-            self,
-            Op::Store
-                | Op::DictLoad
-                | Op::DictStore
-                | Op::LoadAttr
-                | Op::StoreAttr
-                | Op::AdPush
-                | Op::AdPop
-                | Op::AdTop
-                | Op::AdTopAdj
-                | Op::AdAccAdj
-                | Op::Watch
-                | Op::Load(_)
-                | Op::Call
-        )
+}
+
+/// `a, b and c`: the guardable opcodes of the table, for the error message.
+fn guardable_list() -> String {
+    let names: Vec<&str> = Opcode::ALL
+        .iter()
+        .filter(|o| o.guardable())
+        .map(|o| o.name())
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
     }
 }
 
@@ -974,10 +904,10 @@ impl<'a> FnState<'a> {
             .collect();
         for block in &mut self.func.blocks {
             for inst in &mut block.insts {
-                for_each_operand_mut(&mut inst.kind, |v| {
+                inst.kind.for_each_operand_mut(|v| {
                     *v = vmap.get(v.0 as usize).copied().unwrap_or(Value(0))
                 });
-                for_each_dest_mut(&mut inst.kind, |b| {
+                inst.kind.for_each_dest_mut(|b| {
                     *b = bmap.get(b.0 as usize).copied().unwrap_or(Block(0))
                 });
             }
@@ -1215,17 +1145,16 @@ impl<'a> Parser<'a> {
                 "unknown instruction `watch` (did you mean `guard.watch`?)",
             );
         }
-        if guard && !op.guardable() {
+        if guard && !op.opcode().guardable() {
             return err(
                 oploc,
                 format!(
-                    "`{opname}` cannot be guarded (`guard.` applies to load, store, call, \
-                     dict_slot.load, dict_slot.store, load_attr, store_attr, adstack.push, \
-                     adstack.pop, adstack.top, adstack.top_adj, adstack.acc_adj and watch)"
+                    "`{opname}` cannot be guarded (`guard.` applies to {})",
+                    guardable_list()
                 ),
             );
         }
-        match (op.yields(), result) {
+        match (op.opcode().yields(), result) {
             (Yields::Always, None) => {
                 return err(
                     oploc,

@@ -30,6 +30,7 @@ use crate::inst::{
     Block, BlockCall, Callee, Checks, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
 };
 use crate::module::{Function, Module, ValueDef};
+use crate::opcode::Yields;
 use crate::types::Type;
 use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
@@ -439,10 +440,9 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn check_result_presence(&mut self, inst: &Inst) {
-        use InstKind::*;
         let op = inst.kind.opcode();
-        let yields = match &inst.kind {
-            Call { callee, .. } => match self.callee_sig(*callee) {
+        let yields = match (&inst.kind, inst.kind.op().yields()) {
+            (InstKind::Call { callee, .. }, _) => match self.callee_sig(*callee) {
                 Some((name, _, None)) => {
                     if let Some(r) = inst.result {
                         let n = self.vname(r);
@@ -455,17 +455,7 @@ impl<'a> FnVerifier<'a> {
                 }
                 _ => return,
             },
-            Store { .. }
-            | Jump { .. }
-            | Brif { .. }
-            | Return { .. }
-            | DictSlotStore { .. }
-            | StoreAttr { .. }
-            | AdPush { .. }
-            | AdPop { .. }
-            | AdAccAdj { .. }
-            | Watch { .. } => false,
-            _ => true,
+            (_, y) => y == Yields::Always,
         };
         match (yields, inst.result) {
             (true, None) => self.err(inst.loc, format!("`{op}` must define a result")),
