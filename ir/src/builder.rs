@@ -293,13 +293,12 @@ impl FunctionBuilder<'_> {
             block.name,
             f.name
         );
-        let idx = block.insts.len() as u32;
         let result = result_ty.map(|ty| {
             let v = Value(f.values.len() as u32);
             f.values.push(ValueData {
                 name: format!("v{}", v.0),
                 ty,
-                def: ValueDef::Inst(b, idx),
+                def: ValueDef::Inst(b),
             });
             v
         });

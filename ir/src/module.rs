@@ -14,8 +14,10 @@ pub enum ValueDef {
     Param(u32),
     /// The n-th parameter of a block.
     BlockParam(Block, u32),
-    /// The result of instruction `index` of `block`.
-    Inst(Block, u32),
+    /// The result of an instruction of `block`. Its position in the block
+    /// is not recorded: inserting instructions (as the instrumentation pass
+    /// does) never renumbers definitions.
+    Inst(Block),
 }
 
 /// A value's type, its text name (without `%`) and its definition.

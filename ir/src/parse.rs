@@ -1377,10 +1377,10 @@ impl<'a> Parser<'a> {
         c.end()?;
 
         let inst_idx = f.func.blocks[b].insts.len();
-        let idx32 = index_u32(inst_idx, first, "instructions in a block")?;
+        index_u32(inst_idx, first, "instructions in a block")?;
         let result = match result {
             Some((name, rloc)) => {
-                Some(f.define(name, rloc, ValueDef::Inst(Block(b as u32), idx32), ty)?)
+                Some(f.define(name, rloc, ValueDef::Inst(Block(b as u32)), ty)?)
             }
             None => None,
         };

@@ -138,7 +138,7 @@ impl Def {
         match (self, d) {
             (Def::Param(i), ValueDef::Param(j)) => i == j,
             (Def::BlockParam(b, i), ValueDef::BlockParam(Block(c), j)) => b == c && i == j,
-            (Def::Inst(b, i), ValueDef::Inst(Block(c), j)) => b == c && i == j,
+            (Def::Inst(b, _), ValueDef::Inst(Block(c))) => b == c,
             _ => false,
         }
     }
@@ -317,8 +317,8 @@ impl<'a> FnVerifier<'a> {
                         ValueDef::BlockParam(b, i) => {
                             format!("parameter {i} of block {}", self.bname(b.0))
                         }
-                        ValueDef::Inst(b, i) => {
-                            format!("instruction {i} of block {}", self.bname(b.0))
+                        ValueDef::Inst(b) => {
+                            format!("an instruction of block {}", self.bname(b.0))
                         }
                     };
                     self.err(

@@ -100,7 +100,7 @@ impl Fb {
     }
 
     fn next_def(&self, b: Block) -> ValueDef {
-        ValueDef::Inst(b, self.f.blocks[b.0 as usize].insts.len() as u32)
+        ValueDef::Inst(b)
     }
 
     /// An instruction without result.
@@ -615,7 +615,7 @@ fn value_defined_twice_and_never() {
     f.values.push(ValueData {
         name: "ghost".into(),
         ty: I64,
-        def: ValueDef::Inst(Block(0), 9),
+        def: ValueDef::Inst(Block(0)),
     });
     expect(&m, "value %x is defined more than once (first at 3:5)", loc);
     expect(&m, "value %ghost is never defined", SrcLoc::new(1, 1));
@@ -688,7 +688,7 @@ fn use_of_invalid_and_undefined_values() {
 fn use_before_def_in_same_block() {
     let (m, loc) = one(&[], None, |fb, e| {
         // %a = iadd %b, %b ; %b = iconst (defined later)
-        let def = ValueDef::Inst(e, 1);
+        let def = ValueDef::Inst(e);
         let b = fb.value("b", I64, def);
         let _a = fb.r(e, "a", I64, bin(BinOp::Iadd, b, b));
         let l = fb.loc();
@@ -757,7 +757,7 @@ fn unreachable_use_skips_dominance_but_not_existence() {
     let d = fb.block("dead", &[]);
     fb.i(e, ret(None));
     // %x = iadd %y, #50 ; %y = iconst.i64 1 -- %y used before its definition
-    let y = fb.value("y", I64, ValueDef::Inst(d, 1));
+    let y = fb.value("y", I64, ValueDef::Inst(d));
     fb.r(d, "x", I64, bin(BinOp::Iadd, y, Value(50)));
     let l = fb.loc();
     fb.push(d, iconst(I64, 1), Some(y), None);
@@ -1946,7 +1946,7 @@ fn mutate(m: &mut Module, rng: &mut Lcg) {
                 f.values[vi].def = match rng.next() % 3 {
                     0 => ValueDef::Param(rng.index(2)),
                     1 => ValueDef::BlockParam(Block(rng.index(nb)), rng.index(3)),
-                    _ => ValueDef::Inst(Block(rng.index(nb)), rng.index(20)),
+                    _ => ValueDef::Inst(Block(rng.index(nb))),
                 };
             }
         }

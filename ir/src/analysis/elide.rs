@@ -47,7 +47,8 @@
 use super::dominator_tree::reverse_postorder;
 use super::flowgraph::ControlFlowGraph;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
-use crate::module::{Function, ValueDef};
+use crate::module::Function;
+use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Most facts kept at one program point.
@@ -67,6 +68,7 @@ pub fn redundant_underflow_checks(f: &Function, caps: &HashMap<Value, u32>) -> H
         f,
         caps,
         class: buffer_classes(f),
+        consts: iconsts(f),
     };
     let rpo = reverse_postorder(&ControlFlowGraph::with_function(f));
     let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
@@ -152,11 +154,24 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
         .collect()
 }
 
+/// The immediate of every value an `iconst` defines.
+fn iconsts(f: &Function) -> SecondaryMap<Value, Option<i64>> {
+    let mut m = SecondaryMap::new();
+    for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+        if let (InstKind::Iconst { imm, .. }, Some(r)) = (&inst.kind, inst.result) {
+            m[r] = Some(*imm);
+        }
+    }
+    m
+}
+
 /// What the transfer functions need of the function.
 struct Cx<'f> {
     f: &'f Function,
     caps: &'f HashMap<Value, u32>,
     class: Vec<u32>,
+    /// The immediate of every value an `iconst` defines.
+    consts: SecondaryMap<Value, Option<i64>>,
 }
 
 impl Cx<'_> {
@@ -293,15 +308,7 @@ impl Cx<'_> {
 
     /// The value of `v` if an `iconst` defines it.
     fn iconst(&self, v: Value) -> Option<i64> {
-        match self.f.values.get(v.0 as usize)?.def {
-            ValueDef::Inst(b, i) => {
-                match self.f.blocks.get(b.0 as usize)?.insts.get(i as usize)?.kind {
-                    InstKind::Iconst { imm, .. } => Some(imm),
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
+        self.consts.get(v).copied().flatten()
     }
 }
 
