@@ -25,6 +25,7 @@
 //! types, dominance, ...) is left to the verifier, which
 //! [`ModuleBuilder::build`] runs.
 
+use cranelift_entity::EntityRef;
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
     BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
@@ -130,12 +131,12 @@ impl ModuleBuilder {
         let f = self
             .module
             .functions
-            .get(id.0 as usize)
+            .get(id.index())
             .expect("unknown FuncId");
         let labels = f.blocks.iter().map(|b| b.name.clone()).collect();
         FunctionBuilder {
             module: &mut self.module,
-            func: id.0 as usize,
+            func: id.index(),
             current: None,
             labels,
         }
@@ -191,7 +192,7 @@ impl FunctionBuilder<'_> {
     /// # Panics
     /// If `v` is not a value of this function.
     pub fn ty(&self, v: Value) -> Type {
-        match self.f().values.get(v.0 as usize) {
+        match self.f().values.get(v.index()) {
             Some(d) => d.ty,
             None => panic!("value {v:?} does not belong to function @{}", self.f().name),
         }
@@ -199,7 +200,7 @@ impl FunctionBuilder<'_> {
 
     fn check_block(&self, b: Block) {
         assert!(
-            (b.0 as usize) < self.f().blocks.len(),
+            (b.index()) < self.f().blocks.len(),
             "block {b:?} does not belong to function @{}",
             self.f().name
         );
@@ -251,13 +252,13 @@ impl FunctionBuilder<'_> {
         self.check_block(block);
         let f = self.fm();
         let v = Value(f.values.len() as u32);
-        let i = f.blocks[block.0 as usize].params.len() as u32;
+        let i = f.blocks[block.index()].params.len() as u32;
         f.values.push(ValueData {
             name: format!("v{}", v.0),
             ty,
             def: ValueDef::BlockParam(block, i),
         });
-        f.blocks[block.0 as usize].params.push(v);
+        f.blocks[block.index()].params.push(v);
         v
     }
 
@@ -286,7 +287,7 @@ impl FunctionBuilder<'_> {
             )
         };
         let f = &mut self.module.functions[self.func];
-        let block = &f.blocks[b.0 as usize];
+        let block = &f.blocks[b.index()];
         assert!(
             !block.insts.last().is_some_and(|i| i.kind.is_terminator()),
             "block `{}` of @{} is already terminated",
@@ -302,7 +303,7 @@ impl FunctionBuilder<'_> {
             });
             v
         });
-        f.blocks[b.0 as usize].insts.push(Inst {
+        f.blocks[b.index()].insts.push(Inst {
             kind,
             result,
             loc: SrcLoc::default(),
@@ -405,8 +406,8 @@ impl FunctionBuilder<'_> {
     pub fn call(&mut self, callee: impl Into<Callee>, args: &[Value]) -> Option<Value> {
         let callee = callee.into();
         let ret = match callee {
-            Callee::Func(id) => self.module.functions.get(id.0 as usize).map(|f| f.ret),
-            Callee::Extern(id) => self.module.externs.get(id.0 as usize).map(|e| e.ret),
+            Callee::Func(id) => self.module.functions.get(id.index()).map(|f| f.ret),
+            Callee::Extern(id) => self.module.externs.get(id.index()).map(|e| e.ret),
         };
         let Some(ret) = ret else {
             panic!("unknown callee {callee:?}")
@@ -542,7 +543,7 @@ impl FunctionBuilder<'_> {
             panic!("no current block")
         };
         let m = &mut self.module;
-        let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last() else {
+        let Some(inst) = m.functions[self.func].blocks[b.index()].insts.last() else {
             panic!("no instruction to guard")
         };
         let checks = m.applicable_checks(&inst.kind);
@@ -551,7 +552,7 @@ impl FunctionBuilder<'_> {
             !checks.is_empty() && inst.site.is_none(),
             "`{op}` cannot be guarded"
         );
-        if let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last_mut() {
+        if let Some(inst) = m.functions[self.func].blocks[b.index()].insts.last_mut() {
             inst.site = Some(id);
         }
         m.sites.insert(

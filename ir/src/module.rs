@@ -1,5 +1,6 @@
 //! Functions, blocks, externs, sites and the module that holds them.
 
+use cranelift_entity::EntityRef;
 use crate::inst::{
     Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
 };
@@ -50,13 +51,13 @@ pub struct Function {
 
 impl Function {
     pub fn value(&self, v: Value) -> &ValueData {
-        &self.values[v.0 as usize]
+        &self.values[v.index()]
     }
     pub fn ty(&self, v: Value) -> Type {
-        self.values[v.0 as usize].ty
+        self.values[v.index()].ty
     }
     pub fn block(&self, b: Block) -> &BlockData {
-        &self.blocks[b.0 as usize]
+        &self.blocks[b.index()]
     }
     pub fn param_types(&self) -> Vec<Type> {
         self.params.iter().map(|&p| self.ty(p)).collect()
@@ -105,10 +106,10 @@ pub struct Module {
 
 impl Module {
     pub fn func(&self, id: FuncId) -> &Function {
-        &self.functions[id.0 as usize]
+        &self.functions[id.index()]
     }
     pub fn ext(&self, id: ExternId) -> &ExternDecl {
-        &self.externs[id.0 as usize]
+        &self.externs[id.index()]
     }
     pub fn site(&self, id: SiteId) -> Option<&Site> {
         self.sites.get(&id)
@@ -135,7 +136,7 @@ impl Module {
         else {
             return None;
         };
-        let ext = self.externs.get(e.0 as usize)?;
+        let ext = self.externs.get(e.index())?;
         let c = ObjCall::from_name(&ext.name)?;
         matches!(crate::analysis::resolve_builtin(ext), Ok(Some(_))).then_some(c)
     }
@@ -177,7 +178,7 @@ impl Module {
             .map(|(id, s)| {
                 let function = self
                     .functions
-                    .get(s.func.0 as usize)
+                    .get(s.func.index())
                     .map_or_else(|| "?".to_string(), |f| f.name.clone());
                 (
                     id.0,

@@ -24,7 +24,7 @@ use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, Va
 use crate::types::Type;
 use guardlift_runtime::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
 use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 type PResult<T> = Result<T, ParseError>;
 
@@ -905,10 +905,10 @@ impl<'a> FnState<'a> {
         for block in &mut self.func.blocks {
             for inst in &mut block.insts {
                 inst.kind.for_each_operand_mut(|v| {
-                    *v = vmap.get(v.0 as usize).copied().unwrap_or(Value(0))
+                    *v = vmap.get(v.index()).copied().unwrap_or(Value(0))
                 });
                 inst.kind.for_each_dest_mut(|b| {
-                    *b = bmap.get(b.0 as usize).copied().unwrap_or(Block(0))
+                    *b = bmap.get(b.index()).copied().unwrap_or(Block(0))
                 });
             }
         }
@@ -1453,7 +1453,7 @@ impl<'a> Parser<'a> {
                     let Some(ret) = g.ret else {
                         let rname = func
                             .values
-                            .get(r.0 as usize)
+                            .get(r.index())
                             .map_or("", |d| d.name.as_str());
                         return err(
                             inst.loc,
@@ -1463,7 +1463,7 @@ impl<'a> Parser<'a> {
                             ),
                         );
                     };
-                    if let Some(k) = extra.known.get_mut(r.0 as usize) {
+                    if let Some(k) = extra.known.get_mut(r.index()) {
                         *k = Some(ret);
                     }
                 }
@@ -1593,7 +1593,7 @@ pub(crate) fn inference_order(func: &Function) -> Vec<usize> {
 fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResult<()> {
     let name = |v: Value| {
         func.values
-            .get(v.0 as usize)
+            .get(v.index())
             .map_or("?", |d| d.name.as_str())
     };
     for b in inference_order(func) {
@@ -1602,7 +1602,7 @@ fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResult<()> {
         };
         for inst in &block.insts {
             let Some(r) = inst.result else { continue };
-            if known.get(r.0 as usize).copied().flatten().is_some() {
+            if known.get(r.index()).copied().flatten().is_some() {
                 continue;
             }
             let src = match &inst.kind {
@@ -1617,7 +1617,7 @@ fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResult<()> {
                     )
                 }
             };
-            let Some(st) = known.get(src.0 as usize).copied().flatten() else {
+            let Some(st) = known.get(src.index()).copied().flatten() else {
                 return err(
                     inst.loc,
                     format!(
@@ -1643,7 +1643,7 @@ fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResult<()> {
                 },
                 _ => st,
             };
-            if let Some(k) = known.get_mut(r.0 as usize) {
+            if let Some(k) = known.get_mut(r.index()) {
                 *k = Some(t);
             }
         }

@@ -23,6 +23,7 @@
 //!   reported at 0:0 (the module keeps no position for its `layout` line);
 //!   unused sites at the site's own position.
 
+use cranelift_entity::EntityRef;
 use crate::analysis::dominator_tree::DominatorTree;
 use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::{Diagnostic, VerifyErrors};
@@ -34,7 +35,7 @@ use crate::opcode::Yields;
 use crate::types::Type;
 use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 /// Verifies a whole module, returning every error found (sorted by line, col).
 pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {
@@ -188,7 +189,7 @@ impl<'a> FnVerifier<'a> {
 
     /// `%name` (or `%N` for a nameless value, `#N` for an invalid index).
     fn vname(&self, v: Value) -> String {
-        match self.f.values.get(v.0 as usize) {
+        match self.f.values.get(v.index()) {
             Some(d) if !d.name.is_empty() => format!("%{}", d.name),
             Some(_) => format!("%{}", v.0),
             None => format!("#{}", v.0),
@@ -196,7 +197,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn ty(&self, v: Value) -> Option<Type> {
-        self.f.values.get(v.0 as usize).map(|d| d.ty)
+        self.f.values.get(v.index()).map(|d| d.ty)
     }
 
     /// `%a (i64)`.
@@ -231,12 +232,12 @@ impl<'a> FnVerifier<'a> {
                 let params = g
                     .params
                     .iter()
-                    .map(|p| g.values.get(p.0 as usize).map(|d| d.ty))
+                    .map(|p| g.values.get(p.index()).map(|d| d.ty))
                     .collect();
                 Some((format!("@{}", g.name), params, g.ret))
             }
             Callee::Extern(e) => {
-                let x = self.m.externs.get(e.0 as usize)?;
+                let x = self.m.externs.get(e.index())?;
                 Some((
                     format!("@{}", x.name),
                     x.params.iter().map(|&t| Some(t)).collect(),
@@ -334,7 +335,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn define(&mut self, v: Value, d: Def, loc: SrcLoc, what: &str) {
-        match self.defs.get(v.0 as usize) {
+        match self.defs.get(v.index()) {
             None => self.err(loc, format!("{what} refers to invalid value #{}", v.0)),
             Some(Some(prev)) => {
                 let n = self.vname(v);
@@ -344,7 +345,7 @@ impl<'a> FnVerifier<'a> {
                     format!("value {n} is defined more than once (first at {at})"),
                 );
             }
-            Some(None) => self.defs[v.0 as usize] = Some(d),
+            Some(None) => self.defs[v.index()] = Some(d),
         }
     }
 
@@ -413,7 +414,7 @@ impl<'a> FnVerifier<'a> {
             if ops[..k].contains(&v) {
                 continue; // one report per value and instruction
             }
-            match self.defs.get(v.0 as usize) {
+            match self.defs.get(v.index()) {
                 None => self.err(loc, format!("use of invalid value #{}", v.0)),
                 Some(None) => {
                     let n = self.vname(v);
@@ -555,7 +556,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn check_block_call(&mut self, inst: &Inst, bc: &BlockCall) {
-        let Some(target) = self.f.blocks.get(bc.block.0 as usize) else {
+        let Some(target) = self.f.blocks.get(bc.block.index()) else {
             self.err(inst.loc, format!("branch to unknown block #{}", bc.block.0));
             return;
         };
@@ -975,7 +976,7 @@ impl<'a> FnVerifier<'a> {
                         );
                     }
                     if s.func != self.fid {
-                        let owner = match self.m.functions.get(s.func.0 as usize) {
+                        let owner = match self.m.functions.get(s.func.index()) {
                             Some(g) => format!("@{}", g.name),
                             None => format!("unknown function #{}", s.func.0),
                         };

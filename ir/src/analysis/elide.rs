@@ -44,6 +44,7 @@
 //! size per round. Overflow checks are never elided (that needs an upper
 //! bound).
 
+use cranelift_entity::EntityRef;
 use super::dominator_tree::reverse_postorder;
 use super::flowgraph::ControlFlowGraph;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
@@ -134,15 +135,15 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
     for b in &f.blocks {
         let Some(term) = b.insts.last() else { continue };
         for dest in term.kind.successors() {
-            let Some(target) = f.blocks.get(dest.block.0 as usize) else {
+            let Some(target) = f.blocks.get(dest.block.index()) else {
                 continue;
             };
             for (a, p) in dest.args.iter().zip(&target.params) {
                 let handle = f
                     .values
-                    .get(a.0 as usize)
+                    .get(a.index())
                     .is_some_and(|d| d.ty.is_adstack());
-                if handle && (p.0 as usize) < parent.len() {
+                if handle && (p.index()) < parent.len() {
                     let (ra, rp) = (find(&mut parent, a.0), find(&mut parent, p.0));
                     parent[ra as usize] = rp;
                 }
@@ -176,7 +177,7 @@ struct Cx<'f> {
 
 impl Cx<'_> {
     fn same_buffer_class(&self, a: Value, b: Value) -> bool {
-        self.class.get(a.0 as usize) == self.class.get(b.0 as usize)
+        self.class.get(a.index()) == self.class.get(b.index())
     }
 
     fn cap(&self, h: Value) -> u64 {
@@ -249,7 +250,7 @@ impl Cx<'_> {
                     lens.clear();
                 }
                 Jump { dest } => {
-                    return vec![(dest.block.0 as usize, self.along(&facts, None, dest))]
+                    return vec![(dest.block.index(), self.along(&facts, None, dest))]
                 }
                 Brif {
                     cond,
@@ -267,7 +268,7 @@ impl Cx<'_> {
                             let extra = fact.and_then(|(h, t, e)| {
                                 Some((h, (if taken { t } else { e })?.min(self.cap(h))))
                             });
-                            (dest.block.0 as usize, self.along(&facts, extra, dest))
+                            (dest.block.index(), self.along(&facts, extra, dest))
                         })
                         .collect();
                 }
@@ -289,7 +290,7 @@ impl Cx<'_> {
         let params = self
             .f
             .blocks
-            .get(dest.block.0 as usize)
+            .get(dest.block.index())
             .map_or(&[][..], |b| b.params.as_slice());
         let bound: Vec<Option<u64>> = dest.args.iter().map(|a| m.get(a).copied()).collect();
         for p in params {
