@@ -25,7 +25,6 @@
 //! types, dominance, ...) is left to the verifier, which
 //! [`ModuleBuilder::build`] runs.
 
-use cranelift_entity::EntityRef;
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
     BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
@@ -34,6 +33,7 @@ use crate::inst::{
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use guardlift_runtime::adstack::AdElem;
 use guardlift_runtime::layout::DictLayout;
 use std::collections::HashSet;

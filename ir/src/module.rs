@@ -1,10 +1,10 @@
 //! Functions, blocks, externs, sites and the module that holds them.
 
-use cranelift_entity::EntityRef;
 use crate::inst::{
     Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
 };
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use guardlift_runtime::layout::DictLayout;
 use std::collections::BTreeMap;
 

@@ -5,11 +5,11 @@
 //! or duplicated (possible only in modules built or rewritten by code) is
 //! replaced by a fresh one so the text still parses.
 
-use cranelift_entity::EntityRef;
 use crate::inst::{Block, BlockCall, Callee, Checks, Inst, InstKind, SrcLoc, Value};
 use crate::module::{Function, Module};
 use crate::parse::{is_block_name, is_func_name, is_value_name, sext_imm};
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 

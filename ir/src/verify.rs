@@ -23,7 +23,6 @@
 //!   reported at 0:0 (the module keeps no position for its `layout` line);
 //!   unused sites at the site's own position.
 
-use cranelift_entity::EntityRef;
 use crate::analysis::dominator_tree::DominatorTree;
 use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::{Diagnostic, VerifyErrors};
@@ -33,9 +32,10 @@ use crate::inst::{
 use crate::module::{Function, Module, ValueDef};
 use crate::opcode::Yields;
 use crate::types::Type;
+use cranelift_entity::EntityRef;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 /// Verifies a whole module, returning every error found (sorted by line, col).
 pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {

@@ -44,11 +44,11 @@
 //! size per round. Overflow checks are never elided (that needs an upper
 //! bound).
 
-use cranelift_entity::EntityRef;
 use super::dominator_tree::reverse_postorder;
 use super::flowgraph::ControlFlowGraph;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
 use crate::module::Function;
+use cranelift_entity::EntityRef;
 use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -139,10 +139,7 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
                 continue;
             };
             for (a, p) in dest.args.iter().zip(&target.params) {
-                let handle = f
-                    .values
-                    .get(a.index())
-                    .is_some_and(|d| d.ty.is_adstack());
+                let handle = f.values.get(a.index()).is_some_and(|d| d.ty.is_adstack());
                 if handle && (p.index()) < parent.len() {
                     let (ra, rp) = (find(&mut parent, a.0), find(&mut parent, p.0));
                     parent[ra as usize] = rp;
@@ -249,9 +246,7 @@ impl Cx<'_> {
                     facts.clear();
                     lens.clear();
                 }
-                Jump { dest } => {
-                    return vec![(dest.block.index(), self.along(&facts, None, dest))]
-                }
+                Jump { dest } => return vec![(dest.block.index(), self.along(&facts, None, dest))],
                 Brif {
                     cond,
                     then_dest,

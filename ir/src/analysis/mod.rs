@@ -61,10 +61,7 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
                     work.push(param);
                 }
                 Some(&p) if p != c => {
-                    let name = f
-                        .values
-                        .get(param.index())
-                        .map_or("?", |v| v.name.as_str());
+                    let name = f.values.get(param.index()).map_or("?", |v| v.name.as_str());
                     let loc = match f.values.get(param.index()).map(|v| v.def) {
                         Some(crate::module::ValueDef::BlockParam(b, _)) => {
                             f.blocks.get(b.index()).map_or(f.loc, |b| b.loc)
