@@ -34,7 +34,7 @@ use crate::opcode::Yields;
 use crate::types::Type;
 use cranelift_entity::EntityRef;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
-use guardlift_runtime::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
+use guardlift_runtime::adstack::{self, AdElem, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_runtime::layout::{DictLayout, MAX_ATTR_INDEX};
 
 /// Verifies a whole module, returning every error found (sorted by line, col).
@@ -588,7 +588,76 @@ impl<'a> FnVerifier<'a> {
         }
     }
 
+    /// Operand and result types of every form (spec §3), by group.
     fn check_types(&mut self, inst: &Inst) {
+        use InstKind::*;
+        let loc = inst.loc;
+        match &inst.kind {
+            Iconst { .. }
+            | Fconst { .. }
+            | Binary { .. }
+            | Unary { .. }
+            | Icmp { .. }
+            | Fcmp { .. }
+            | Select { .. }
+            | Conv { .. } => self.check_arith_types(inst),
+            Load { ty, addr, .. } => {
+                if ty.is_adstack() {
+                    self.err(loc, format!("load type cannot be an adstack handle ({ty})"));
+                } else {
+                    self.expect_result(inst, *ty);
+                }
+                self.need_word(inst, *addr, "address");
+            }
+            Store { addr, .. } => self.need_word(inst, *addr, "address"),
+            Call { callee, args } => self.check_call(inst, *callee, args),
+            Jump { dest } => self.check_block_call(inst, dest),
+            Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                if let Some(tc) = self.ty(*cond) {
+                    if !tc.is_int() {
+                        let dc = self.desc(*cond);
+                        self.err(loc, format!("brif condition must be an int, got {dc}"));
+                    }
+                }
+                self.check_block_call(inst, then_dest);
+                self.check_block_call(inst, else_dest);
+            }
+            Return { value } => self.check_return(inst, *value),
+            DictSlotLoad { obj } => {
+                self.need_word(inst, *obj, "object");
+                self.expect_result(inst, Type::I64);
+            }
+            DictSlotStore { obj, word } => {
+                self.need_word(inst, *obj, "object");
+                self.need_word(inst, *word, "word");
+            }
+            LoadAttr { obj, index } => {
+                self.need_word(inst, *obj, "object");
+                self.check_attr_index(inst, *index);
+                self.expect_result(inst, Type::I64);
+            }
+            StoreAttr { obj, index, value } => {
+                self.need_word(inst, *obj, "object");
+                self.check_attr_index(inst, *index);
+                self.need_word(inst, *value, "value");
+            }
+            AdAlloc { elem, capacity } => self.check_alloc(inst, *elem, *capacity),
+            AdPush { .. }
+            | AdAccAdj { .. }
+            | AdPop { .. }
+            | AdTop { .. }
+            | AdTopAdj { .. }
+            | AdLen { .. } => self.check_adstack_types(inst),
+            Watch { obj } => self.need_word(inst, *obj, "object"),
+        }
+    }
+
+    /// Constants, arithmetic, comparisons, `select` and conversions.
+    fn check_arith_types(&mut self, inst: &Inst) {
         use InstKind::*;
         let loc = inst.loc;
         let op = inst.kind.opcode();
@@ -679,151 +748,125 @@ impl<'a> FnVerifier<'a> {
                 }
             }
             Conv { op: cop, ty, a } => self.check_conv(inst, *cop, *ty, *a),
-            Load { ty, addr, .. } => {
-                if ty.is_adstack() {
-                    self.err(loc, format!("load type cannot be an adstack handle ({ty})"));
-                } else {
-                    self.expect_result(inst, *ty);
-                }
-                self.need_word(inst, *addr, "address");
-            }
-            Store { addr, .. } => self.need_word(inst, *addr, "address"),
-            Call { callee, args } => {
-                let Some((name, params, ret)) = self.callee_sig(*callee) else {
-                    let what = match callee {
-                        Callee::Func(FuncId(i)) => format!("function #{i}"),
-                        Callee::Extern(e) => format!("extern #{}", e.0),
-                    };
-                    self.err(loc, format!("call to unknown {what}"));
-                    return;
-                };
-                if params.len() != args.len() {
-                    self.err(
-                        loc,
-                        format!(
-                            "call to {name} expects {} arguments, got {}",
-                            params.len(),
-                            args.len()
-                        ),
-                    );
-                } else {
-                    for (k, (pt, &a)) in params.iter().zip(args).enumerate() {
-                        if let (Some(pt), Some(at)) = (*pt, self.ty(a)) {
-                            if !at.compatible(pt) {
-                                let d = self.desc(a);
-                                self.err(
-                                    loc,
-                                    format!(
-                                        "argument {} of call to {name} must be {pt}, got {d}",
-                                        k + 1
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                }
-                if let (Some(r), Some(rt)) = (inst.result, ret) {
-                    if let Some(t) = self.ty(r) {
-                        let n = self.vname(r);
-                        if t.is_adstack() {
-                            self.err(loc, format!("call result {n} cannot be an adstack handle"));
-                        } else if !t.compatible(rt) {
-                            self.err(
-                                loc,
-                                format!("result {n} of call to {name} has type {t}, expected {rt}"),
-                            );
-                        }
-                    }
-                }
-            }
-            Jump { dest } => self.check_block_call(inst, dest),
-            Brif {
-                cond,
-                then_dest,
-                else_dest,
-            } => {
-                if let Some(tc) = self.ty(*cond) {
-                    if !tc.is_int() {
-                        let dc = self.desc(*cond);
-                        self.err(loc, format!("brif condition must be an int, got {dc}"));
-                    }
-                }
-                self.check_block_call(inst, then_dest);
-                self.check_block_call(inst, else_dest);
-            }
-            Return { value } => {
-                let fname = &self.f.name;
-                match (self.f.ret, value) {
-                    (Some(rt), None) => self.err(
-                        loc,
-                        format!("`return` needs a value: @{fname} returns {rt}"),
-                    ),
-                    (None, Some(v)) => {
-                        let n = self.vname(*v);
+            _ => {}
+        }
+    }
+
+    /// A call's callee, arguments and result.
+    fn check_call(&mut self, inst: &Inst, callee: Callee, args: &[Value]) {
+        let loc = inst.loc;
+        let Some((name, params, ret)) = self.callee_sig(callee) else {
+            let what = match callee {
+                Callee::Func(FuncId(i)) => format!("function #{i}"),
+                Callee::Extern(e) => format!("extern #{}", e.0),
+            };
+            self.err(loc, format!("call to unknown {what}"));
+            return;
+        };
+        if params.len() != args.len() {
+            self.err(
+                loc,
+                format!(
+                    "call to {name} expects {} arguments, got {}",
+                    params.len(),
+                    args.len()
+                ),
+            );
+        } else {
+            for (k, (pt, &a)) in params.iter().zip(args).enumerate() {
+                if let (Some(pt), Some(at)) = (*pt, self.ty(a)) {
+                    if !at.compatible(pt) {
+                        let d = self.desc(a);
                         self.err(
                             loc,
-                            format!("@{fname} returns no value, but `return` has {n}"),
+                            format!("argument {} of call to {name} must be {pt}, got {d}", k + 1),
                         );
                     }
-                    (Some(rt), Some(v)) => {
-                        if let Some(t) = self.ty(*v) {
-                            if !t.compatible(rt) {
-                                let d = self.desc(*v);
-                                self.err(
-                                    loc,
-                                    format!("return type mismatch: {d}, @{fname} returns {rt}"),
-                                );
-                            }
-                        }
+                }
+            }
+        }
+        if let (Some(r), Some(rt)) = (inst.result, ret) {
+            if let Some(t) = self.ty(r) {
+                let n = self.vname(r);
+                if t.is_adstack() {
+                    self.err(loc, format!("call result {n} cannot be an adstack handle"));
+                } else if !t.compatible(rt) {
+                    self.err(
+                        loc,
+                        format!("result {n} of call to {name} has type {t}, expected {rt}"),
+                    );
+                }
+            }
+        }
+    }
+
+    /// `return` against the function's return type.
+    fn check_return(&mut self, inst: &Inst, value: Option<Value>) {
+        let loc = inst.loc;
+        let fname = &self.f.name;
+        match (self.f.ret, value.as_ref()) {
+            (Some(rt), None) => self.err(
+                loc,
+                format!("`return` needs a value: @{fname} returns {rt}"),
+            ),
+            (None, Some(v)) => {
+                let n = self.vname(*v);
+                self.err(
+                    loc,
+                    format!("@{fname} returns no value, but `return` has {n}"),
+                );
+            }
+            (Some(rt), Some(v)) => {
+                if let Some(t) = self.ty(*v) {
+                    if !t.compatible(rt) {
+                        let d = self.desc(*v);
+                        self.err(
+                            loc,
+                            format!("return type mismatch: {d}, @{fname} returns {rt}"),
+                        );
                     }
-                    (None, None) => {}
                 }
             }
-            DictSlotLoad { obj } => {
-                self.need_word(inst, *obj, "object");
-                self.expect_result(inst, Type::I64);
-            }
-            DictSlotStore { obj, word } => {
-                self.need_word(inst, *obj, "object");
-                self.need_word(inst, *word, "word");
-            }
-            LoadAttr { obj, index } => {
-                self.need_word(inst, *obj, "object");
-                self.check_attr_index(inst, *index);
-                self.expect_result(inst, Type::I64);
-            }
-            StoreAttr { obj, index, value } => {
-                self.need_word(inst, *obj, "object");
-                self.check_attr_index(inst, *index);
-                self.need_word(inst, *value, "value");
-            }
-            AdAlloc { elem, capacity } => {
-                if *capacity == 0 || *capacity > MAX_ADSTACK_CAPACITY {
-                    self.err(
-                        loc,
-                        format!(
-                            "adstack capacity {capacity} is out of range (1 to {MAX_ADSTACK_CAPACITY})"
-                        ),
-                    );
-                }
-                self.expect_result(inst, Type::AdStack(*elem));
-                if *capacity > MAX_ADSTACK_CAPACITY {
-                    return; // already an error; not counted towards the frame
-                }
-                self.frame_bytes = self
-                    .frame_bytes
-                    .saturating_add(adstack::buffer_bytes(*elem, *capacity));
-                if self.frame_bytes > MAX_ADSTACK_FRAME_BYTES && !self.frame_reported {
-                    self.frame_reported = true;
-                    let fname = &self.f.name;
-                    self.err(
-                        loc,
-                        format!(
-                            "adstack buffers of @{fname} exceed {MAX_ADSTACK_FRAME_BYTES} bytes per frame"
-                        ),
-                    );
-                }
-            }
+            (None, None) => {}
+        }
+    }
+
+    /// `adstack.alloc`: capacity, result, and the frame's total of buffers.
+    fn check_alloc(&mut self, inst: &Inst, elem: AdElem, capacity: u32) {
+        let loc = inst.loc;
+        if capacity == 0 || capacity > MAX_ADSTACK_CAPACITY {
+            self.err(
+                loc,
+                format!(
+                    "adstack capacity {capacity} is out of range (1 to {MAX_ADSTACK_CAPACITY})"
+                ),
+            );
+        }
+        self.expect_result(inst, Type::AdStack(elem));
+        if capacity > MAX_ADSTACK_CAPACITY {
+            return; // already an error; not counted towards the frame
+        }
+        self.frame_bytes = self
+            .frame_bytes
+            .saturating_add(adstack::buffer_bytes(elem, capacity));
+        if self.frame_bytes > MAX_ADSTACK_FRAME_BYTES && !self.frame_reported {
+            self.frame_reported = true;
+            let fname = &self.f.name;
+            self.err(
+                loc,
+                format!(
+                    "adstack buffers of @{fname} exceed {MAX_ADSTACK_FRAME_BYTES} bytes per frame"
+                ),
+            );
+        }
+    }
+
+    /// The handle and element operands of the adstack ops.
+    fn check_adstack_types(&mut self, inst: &Inst) {
+        use InstKind::*;
+        let loc = inst.loc;
+        let op = inst.kind.opcode();
+        match &inst.kind {
             AdPush { stack, value }
             | AdAccAdj {
                 stack,
@@ -859,7 +902,7 @@ impl<'a> FnVerifier<'a> {
                 self.stack_elem(inst, *stack);
                 self.expect_result(inst, Type::I64);
             }
-            Watch { obj } => self.need_word(inst, *obj, "object"),
+            _ => {}
         }
     }
 
