@@ -25,10 +25,15 @@ use std::fmt;
 /// Which checks to insert.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct CheckSet {
+    /// `dict`: the managed-dict word's tag.
     pub dict: bool,
+    /// `adstack`: capacity and emptiness.
     pub adstack: bool,
+    /// `clobber`: raw stores over watched slots (and `guard.watch`).
     pub clobber: bool,
+    /// `bounds`: attribute index against the values array's capacity.
     pub bounds: bool,
+    /// `lifetime`: accesses to freed objects, double and invalid frees.
     pub lifetime: bool,
 }
 
@@ -68,6 +73,7 @@ impl CheckSet {
         Ok(s)
     }
 
+    /// Adds check `k`.
     pub fn insert(&mut self, k: CheckKind) {
         match k {
             CheckKind::Dict => self.dict = true,
@@ -78,6 +84,7 @@ impl CheckSet {
         }
     }
 
+    /// Is check `k` in the set?
     pub fn contains(&self, k: CheckKind) -> bool {
         match k {
             CheckKind::Dict => self.dict,
@@ -88,6 +95,7 @@ impl CheckSet {
         }
     }
 
+    /// Is no check in the set?
     pub fn is_empty(&self) -> bool {
         self.checks().is_empty()
     }

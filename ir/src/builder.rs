@@ -57,6 +57,7 @@ pub struct ModuleBuilder {
 }
 
 impl ModuleBuilder {
+    /// A builder of an empty module with dict layout `layout`.
     pub fn new(layout: DictLayout) -> Self {
         ModuleBuilder {
             module: Module {
@@ -365,10 +366,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::Unary { op, a }, ty)
     }
 
+    /// `icmp.CC a, b`: 1 (as i8) if the comparison holds, else 0.
     pub fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
         self.push_val(InstKind::Icmp { cc, a, b }, Type::I8)
     }
 
+    /// `fcmp.CC a, b`: 1 (as i8) if the comparison holds, else 0 (false on NaN except `ne`).
     pub fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
         self.push_val(InstKind::Fcmp { cc, a, b }, Type::I8)
     }
@@ -384,10 +387,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::Conv { op, ty, a }, ty)
     }
 
+    /// `load.TY addr, offset`: a raw load.
     pub fn load(&mut self, ty: Type, addr: Value, offset: i32) -> Value {
         self.push_val(InstKind::Load { ty, addr, offset }, ty)
     }
 
+    /// `store value, addr, offset`: a raw store.
     pub fn store(&mut self, value: Value, addr: Value, offset: i32) {
         self.push(
             InstKind::Store {
@@ -421,6 +426,7 @@ impl FunctionBuilder<'_> {
         )
     }
 
+    /// `jump block(args)`: ends the current block.
     pub fn jump(&mut self, block: Block, args: &[Value]) {
         self.push(
             InstKind::Jump {
@@ -460,22 +466,27 @@ impl FunctionBuilder<'_> {
         );
     }
 
+    /// `return [value]`: ends the current block.
     pub fn ret(&mut self, value: Option<Value>) {
         self.push(InstKind::Return { value }, None);
     }
 
+    /// `dict_slot.load obj`: the object's managed-dict word.
     pub fn dict_slot_load(&mut self, obj: Value) -> Value {
         self.push_val(InstKind::DictSlotLoad { obj }, Type::I64)
     }
 
+    /// `dict_slot.store obj, word`: writes the object's managed-dict word.
     pub fn dict_slot_store(&mut self, obj: Value, word: Value) {
         self.push(InstKind::DictSlotStore { obj, word }, None);
     }
 
+    /// `load_attr obj, index`: attribute `index` from the object's values array.
     pub fn load_attr(&mut self, obj: Value, index: u32) -> Value {
         self.push_val(InstKind::LoadAttr { obj, index }, Type::I64)
     }
 
+    /// `store_attr obj, index, value`: writes attribute `index` of the object's values array.
     pub fn store_attr(&mut self, obj: Value, index: u32, value: Value) {
         self.push(InstKind::StoreAttr { obj, index, value }, None);
     }
@@ -485,10 +496,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::AdAlloc { elem, capacity }, Type::AdStack(elem))
     }
 
+    /// `adstack.push stack, value`: pushes a primal with a zero adjoint.
     pub fn adstack_push(&mut self, stack: Value, value: Value) {
         self.push(InstKind::AdPush { stack, value }, None);
     }
 
+    /// `adstack.pop stack`: drops the top entry.
     pub fn adstack_pop(&mut self, stack: Value) {
         self.push(InstKind::AdPop { stack }, None);
     }
@@ -511,10 +524,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::AdTopAdj { stack }, ty)
     }
 
+    /// `adstack.acc_adj stack, delta`: adds `delta` to the top entry's adjoint.
     pub fn adstack_acc_adj(&mut self, stack: Value, delta: Value) {
         self.push(InstKind::AdAccAdj { stack, delta }, None);
     }
 
+    /// `adstack.len stack`: the number of entries (i64).
     pub fn adstack_len(&mut self, stack: Value) -> Value {
         self.push_val(InstKind::AdLen { stack }, Type::I64)
     }
