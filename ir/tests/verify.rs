@@ -1799,62 +1799,6 @@ impl Lcg {
     }
 }
 
-fn values_mut(kind: &mut InstKind, mut f: impl FnMut(&mut Value)) {
-    use InstKind::*;
-    match kind {
-        Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
-        Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
-            f(a);
-            f(b)
-        }
-        Unary { a, .. } | Conv { a, .. } => f(a),
-        Select { cond, a, b } => {
-            f(cond);
-            f(a);
-            f(b)
-        }
-        Load { addr, .. } => f(addr),
-        Store { value, addr, .. } => {
-            f(value);
-            f(addr)
-        }
-        Call { args, .. } => args.iter_mut().for_each(f),
-        Jump { dest } => dest.args.iter_mut().for_each(f),
-        Brif {
-            cond,
-            then_dest,
-            else_dest,
-        } => {
-            f(cond);
-            then_dest.args.iter_mut().for_each(&mut f);
-            else_dest.args.iter_mut().for_each(f)
-        }
-        Return { value } => {
-            if let Some(v) = value {
-                f(v)
-            }
-        }
-        DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(obj),
-        DictSlotStore { obj, word } => {
-            f(obj);
-            f(word)
-        }
-        StoreAttr { obj, value, .. } => {
-            f(obj);
-            f(value)
-        }
-        AdPush { stack, value }
-        | AdAccAdj {
-            stack,
-            delta: value,
-        } => {
-            f(stack);
-            f(value)
-        }
-        AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(stack),
-    }
-}
-
 fn mutate(m: &mut Module, rng: &mut Lcg) {
     let nf = m.functions.len();
     let fi = rng.below(nf);
@@ -1876,11 +1820,11 @@ fn mutate(m: &mut Module, rng: &mut Lcg) {
             }
             let inst = &mut f.blocks[bi].insts[rng.below(ni)];
             let mut slots = 0;
-            values_mut(&mut inst.kind, |_| slots += 1);
+            inst.kind.for_each_operand_mut(|_| slots += 1);
             let pick = rng.below(slots);
             let new = Value(rng.index(nv));
             let mut k = 0;
-            values_mut(&mut inst.kind, |v| {
+            inst.kind.for_each_operand_mut(|v| {
                 if k == pick {
                     *v = new;
                 }

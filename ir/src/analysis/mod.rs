@@ -37,19 +37,8 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
     // Propagate along "passed as branch argument to" edges (worklist:
     // linear). Only handles have a capacity: other arguments make no edge.
     let mut edges: HashMap<Value, Vec<Value>> = HashMap::new();
-    for b in &f.blocks {
-        let Some(term) = b.insts.last() else { continue };
-        for dest in term.kind.branch_targets() {
-            let Some(target) = f.blocks.get(dest.block.index()) else {
-                continue;
-            };
-            for (arg, param) in dest.args.iter().zip(&target.params) {
-                let handle = f.values.get(arg.index()).is_some_and(|d| d.ty.is_adstack());
-                if handle {
-                    edges.entry(*arg).or_default().push(*param);
-                }
-            }
-        }
+    for (arg, param) in handle_bindings(f) {
+        edges.entry(arg).or_default().push(param);
     }
     let mut work: Vec<Value> = cap.keys().copied().collect();
     while let Some(v) = work.pop() {
@@ -80,6 +69,18 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
         }
     }
     Ok(cap)
+}
+
+/// Every (argument, parameter) pair a branch binds whose argument is an
+/// adstack handle: the edges along which handles flow between values.
+pub(crate) fn handle_bindings(f: &Function) -> impl Iterator<Item = (Value, Value)> + '_ {
+    f.blocks
+        .iter()
+        .filter_map(|b| b.insts.last())
+        .flat_map(|term| term.kind.branch_targets())
+        .filter_map(|dest| Some((dest, f.blocks.get(dest.block.index())?)))
+        .flat_map(|(dest, target)| dest.args.iter().copied().zip(target.params.iter().copied()))
+        .filter(|a| f.values.get(a.0.index()).is_some_and(|d| d.ty.is_adstack()))
 }
 
 /// Reverse postorder of the blocks reachable from the entry, as block

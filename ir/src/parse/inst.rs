@@ -91,19 +91,21 @@ impl<'a> Parser<'a> {
 
     /// The operands of `op`'s form.
     fn operands(f: &mut FnState<'a>, c: &mut Cur<'_, 'a>, op: Op) -> PResult<Body<'a>> {
-        if let Some(b) = Self::arith_operands(f, c, op)? {
-            return Ok(b);
-        }
-        if let Some(b) = Self::memory_control_operands(f, c, op)? {
-            return Ok(b);
-        }
-        match Self::object_adstack_operands(f, c, op)? {
-            Some(b) => Ok(b),
-            None => err(
-                c.loc(),
-                format!("internal error: no operand reader for {op:?}"),
-            ),
-        }
+        let (mut ty, mut call) = (None, None);
+        let kind = match Self::arith_operands(f, c, op, &mut ty)? {
+            Some(k) => k,
+            None => match Self::memory_control_operands(f, c, op, &mut ty, &mut call)? {
+                Some(k) => k,
+                None => match Self::object_adstack_operands(f, c, op, &mut ty)? {
+                    Some(k) => k,
+                    None => {
+                        let msg = format!("internal error: no operand reader for {op:?}");
+                        return err(c.loc(), msg);
+                    }
+                },
+            },
+        };
+        Ok(Body { kind, ty, call })
     }
 
     /// Constants, arithmetic, comparisons, `select`, conversions.
@@ -111,10 +113,9 @@ impl<'a> Parser<'a> {
         f: &mut FnState<'a>,
         c: &mut Cur<'_, 'a>,
         op: Op,
-    ) -> PResult<Option<Body<'a>>> {
-        let mut ty: Option<Type> = None;
-        let call = None;
-        let kind = match op {
+        ty: &mut Option<Type>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
             Op::Iconst(t) => {
                 let (w, l) = c.word("an integer")?;
                 let v = int_lit(w, l)?;
@@ -124,7 +125,7 @@ impl<'a> Parser<'a> {
                 if v < lo || v > hi {
                     return err(l, format!("integer literal out of range for {t}: {w}"));
                 }
-                ty = Some(t);
+                *ty = Some(t);
                 InstKind::Iconst {
                     ty: t,
                     imm: sext_imm(v as u64 as i64, bits),
@@ -132,7 +133,7 @@ impl<'a> Parser<'a> {
             }
             Op::Fconst(t) => {
                 let (w, l) = c.word("a float")?;
-                ty = Some(t);
+                *ty = Some(t);
                 InstKind::Fconst {
                     ty: t,
                     value: float_lit(w, t, l)?,
@@ -150,13 +151,13 @@ impl<'a> Parser<'a> {
             Op::Icmp(cc) => {
                 let a = f.operand(c)?;
                 let b = f.next_operand(c)?;
-                ty = Some(Type::I8);
+                *ty = Some(Type::I8);
                 InstKind::Icmp { cc, a, b }
             }
             Op::Fcmp(cc) => {
                 let a = f.operand(c)?;
                 let b = f.next_operand(c)?;
-                ty = Some(Type::I8);
+                *ty = Some(Type::I8);
                 InstKind::Fcmp { cc, a, b }
             }
             Op::Select => {
@@ -166,7 +167,7 @@ impl<'a> Parser<'a> {
                 InstKind::Select { cond, a, b }
             }
             Op::Conv(op, t) => {
-                ty = Some(t);
+                *ty = Some(t);
                 InstKind::Conv {
                     op,
                     ty: t,
@@ -174,8 +175,7 @@ impl<'a> Parser<'a> {
                 }
             }
             _ => return Ok(None),
-        };
-        Ok(Some(Body { kind, ty, call }))
+        }))
     }
 
     /// Raw memory, calls and branches.
@@ -183,14 +183,14 @@ impl<'a> Parser<'a> {
         f: &mut FnState<'a>,
         c: &mut Cur<'_, 'a>,
         op: Op,
-    ) -> PResult<Option<Body<'a>>> {
-        let mut ty: Option<Type> = None;
-        let mut call = None;
-        let kind = match op {
+        ty: &mut Option<Type>,
+        call: &mut Option<(&'a str, SrcLoc)>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
             Op::Load(t) => {
                 let addr = f.operand(c)?;
                 let offset = offset(c)?;
-                ty = Some(t);
+                *ty = Some(t);
                 InstKind::Load {
                     ty: t,
                     addr,
@@ -211,7 +211,7 @@ impl<'a> Parser<'a> {
                 let (name, nloc) = c.func()?;
                 c.expect(Tok::LParen)?;
                 let args = f.args(c)?;
-                call = Some((name, nloc));
+                *call = Some((name, nloc));
                 InstKind::Call {
                     callee: Callee::Extern(ExternId(u32::MAX)),
                     args,
@@ -241,8 +241,7 @@ impl<'a> Parser<'a> {
                 InstKind::Return { value }
             }
             _ => return Ok(None),
-        };
-        Ok(Some(Body { kind, ty, call }))
+        }))
     }
 
     /// Object-model and adstack instructions, `guard.watch`.
@@ -250,12 +249,11 @@ impl<'a> Parser<'a> {
         f: &mut FnState<'a>,
         c: &mut Cur<'_, 'a>,
         op: Op,
-    ) -> PResult<Option<Body<'a>>> {
-        let mut ty: Option<Type> = None;
-        let call = None;
-        let kind = match op {
+        ty: &mut Option<Type>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
             Op::DictLoad => {
-                ty = Some(Type::I64);
+                *ty = Some(Type::I64);
                 InstKind::DictSlotLoad { obj: f.operand(c)? }
             }
             Op::DictStore => {
@@ -267,7 +265,7 @@ impl<'a> Parser<'a> {
                 let obj = f.operand(c)?;
                 c.expect(Tok::Comma)?;
                 let index = attr_index(c)?;
-                ty = Some(Type::I64);
+                *ty = Some(Type::I64);
                 InstKind::LoadAttr { obj, index }
             }
             Op::StoreAttr => {
@@ -284,7 +282,7 @@ impl<'a> Parser<'a> {
                     MAX_ADSTACK_CAPACITY as i128,
                     &format!("an adstack capacity (1 to {MAX_ADSTACK_CAPACITY})"),
                 )?;
-                ty = Some(Type::AdStack(elem));
+                *ty = Some(Type::AdStack(elem));
                 InstKind::AdAlloc {
                     elem,
                     capacity: u32::try_from(cap).unwrap_or(1),
@@ -310,15 +308,14 @@ impl<'a> Parser<'a> {
                 InstKind::AdAccAdj { stack, delta }
             }
             Op::AdLen => {
-                ty = Some(Type::I64);
+                *ty = Some(Type::I64);
                 InstKind::AdLen {
                     stack: f.operand(c)?,
                 }
             }
             Op::Watch => InstKind::Watch { obj: f.operand(c)? },
             _ => return Ok(None),
-        };
-        Ok(Some(Body { kind, ty, call }))
+        }))
     }
 
     /// The optional `!site(ID, LINE:COL[, CHECK...])`.
