@@ -621,7 +621,7 @@ impl InstKind {
     }
 
     /// Calls `f` on every value operand, in printing order (branch args
-    /// included; the list is [`crate::opcode::visit_operands`]).
+    /// included; the list is `visit_operands!` in [`crate::opcode`]).
     pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
         let mut g = |v: &Value| f(*v);
         crate::opcode::visit_operands!(self, g, iter)

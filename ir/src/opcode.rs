@@ -3,7 +3,7 @@
 //! whether an instruction yields a value, whether it may carry `guard.` and
 //! which checks may guard it (spec §6).
 //!
-//! The operands of each form are listed once too, in [`visit_operands`]
+//! The operands of each form are listed once too, in `visit_operands!`
 //! (instantiated for shared and mutable access:
 //! [`InstKind::for_each_operand`], [`InstKind::for_each_operand_mut`]).
 
