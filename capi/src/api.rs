@@ -209,20 +209,10 @@ pub unsafe extern "C" fn gl_module_parse(
             // SAFETY: NUL-terminated by contract.
             Some(unsafe { str_arg(filename, F, "filename") }?.to_string())
         };
-        let module = guardlift_ir::parse_module(text).map_err(|d| {
-            let msg = match &file {
-                Some(f) => d.with_file(f),
-                None => d.to_string(),
-            };
-            Error::new(GL_ERR_PARSE, msg)
-        })?;
-        guardlift_ir::verify_module(&module).map_err(|v| {
-            let msg = match &file {
-                Some(f) => v.with_file(f),
-                None => v.to_string(),
-            };
-            Error::new(GL_ERR_VERIFY, msg)
-        })?;
+        let module = guardlift_ir::parse_module(text)
+            .map_err(|d| Error::new(GL_ERR_PARSE, d.render(file.as_deref())))?;
+        guardlift_ir::verify_module(&module)
+            .map_err(|v| Error::new(GL_ERR_VERIFY, v.render(file.as_deref())))?;
         let handle = handles::insert(Object::Module(Arc::new(Mutex::new(ModuleState {
             module,
             file,
@@ -274,13 +264,8 @@ pub unsafe extern "C" fn gl_module_set_layout(m: *mut gl_module, layout: *const 
         let l = parse_layout(unsafe { str_arg(layout, F, "layout") }?, F)?;
         let mut st = lock(&ms);
         st.module.layout = l;
-        guardlift_ir::verify_module(&st.module).map_err(|v| {
-            let msg = match &st.file {
-                Some(f) => v.with_file(f),
-                None => v.to_string(),
-            };
-            Error::new(GL_ERR_VERIFY, msg)
-        })?;
+        guardlift_ir::verify_module(&st.module)
+            .map_err(|v| Error::new(GL_ERR_VERIFY, v.render(st.file.as_deref())))?;
         Ok(())
     })
 }

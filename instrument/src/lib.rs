@@ -25,10 +25,15 @@ use std::fmt;
 /// Which checks to insert.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct CheckSet {
+    /// `dict`: the managed-dict word's tag.
     pub dict: bool,
+    /// `adstack`: capacity and emptiness.
     pub adstack: bool,
+    /// `clobber`: raw stores over watched slots (and `guard.watch`).
     pub clobber: bool,
+    /// `bounds`: attribute index against the values array's capacity.
     pub bounds: bool,
+    /// `lifetime`: accesses to freed objects, double and invalid frees.
     pub lifetime: bool,
 }
 
@@ -68,6 +73,7 @@ impl CheckSet {
         Ok(s)
     }
 
+    /// Adds check `k`.
     pub fn insert(&mut self, k: CheckKind) {
         match k {
             CheckKind::Dict => self.dict = true,
@@ -78,6 +84,7 @@ impl CheckSet {
         }
     }
 
+    /// Is check `k` in the set?
     pub fn contains(&self, k: CheckKind) -> bool {
         match k {
             CheckKind::Dict => self.dict,
@@ -88,6 +95,7 @@ impl CheckSet {
         }
     }
 
+    /// Is no check in the set?
     pub fn is_empty(&self) -> bool {
         self.checks().is_empty()
     }
@@ -164,14 +172,6 @@ pub fn instrument(m: &Module, checks: CheckSet) -> Module {
             }
             b.insts = insts;
         }
-        // Inserted watches shift instruction indices: re-record where each result is defined.
-        for (bi, b) in f.blocks.iter().enumerate() {
-            for (ii, inst) in b.insts.iter().enumerate() {
-                if let Some(v) = inst.result.and_then(|r| f.values.get_mut(r.0 as usize)) {
-                    v.def = guardlift_ir::ValueDef::Inst(guardlift_ir::Block(bi as u32), ii as u32);
-                }
-            }
-        }
     }
     out
 }
@@ -179,6 +179,32 @@ pub fn instrument(m: &Module, checks: CheckSet) -> Module {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inserting `guard.watch` before a use leaves every value's recorded
+    /// definition as it was (definitions name a block, not a position) and
+    /// the result verifies.
+    #[test]
+    fn inserted_watches_renumber_nothing() {
+        let m = guardlift_ir::parse_and_verify(
+            "extern fn @obj_new(i64) -> ptr
+fn @main() -> i64 {
+entry:
+    %n = iconst.i64 1
+    %o = call @obj_new(%n)
+    %a = load_attr %o, 0
+    %b = load_attr %o, 1
+    %c = iadd %a, %b
+    return %c
+}",
+        )
+        .expect("valid");
+        let out = instrument(&m, CheckSet::ALL);
+        let insts = &out.functions[0].blocks[0].insts;
+        assert!(matches!(insts[2].kind, InstKind::Watch { .. }));
+        assert_eq!(insts.len(), m.functions[0].blocks[0].insts.len() + 1);
+        assert_eq!(out.functions[0].values, m.functions[0].values);
+        guardlift_ir::verify_module(&out).expect("instrumented module verifies");
+    }
 
     #[test]
     fn parses_check_lists() {

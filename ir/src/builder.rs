@@ -33,6 +33,7 @@ use crate::inst::{
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use guardlift_abi::adstack::AdElem;
 use guardlift_abi::layout::DictLayout;
 use std::collections::HashSet;
@@ -56,6 +57,7 @@ pub struct ModuleBuilder {
 }
 
 impl ModuleBuilder {
+    /// A builder of an empty module with dict layout `layout`.
     pub fn new(layout: DictLayout) -> Self {
         ModuleBuilder {
             module: Module {
@@ -130,12 +132,12 @@ impl ModuleBuilder {
         let f = self
             .module
             .functions
-            .get(id.0 as usize)
+            .get(id.index())
             .expect("unknown FuncId");
         let labels = f.blocks.iter().map(|b| b.name.clone()).collect();
         FunctionBuilder {
             module: &mut self.module,
-            func: id.0 as usize,
+            func: id.index(),
             current: None,
             labels,
         }
@@ -191,7 +193,7 @@ impl FunctionBuilder<'_> {
     /// # Panics
     /// If `v` is not a value of this function.
     pub fn ty(&self, v: Value) -> Type {
-        match self.f().values.get(v.0 as usize) {
+        match self.f().values.get(v.index()) {
             Some(d) => d.ty,
             None => panic!("value {v:?} does not belong to function @{}", self.f().name),
         }
@@ -199,7 +201,7 @@ impl FunctionBuilder<'_> {
 
     fn check_block(&self, b: Block) {
         assert!(
-            (b.0 as usize) < self.f().blocks.len(),
+            (b.index()) < self.f().blocks.len(),
             "block {b:?} does not belong to function @{}",
             self.f().name
         );
@@ -251,13 +253,13 @@ impl FunctionBuilder<'_> {
         self.check_block(block);
         let f = self.fm();
         let v = Value(f.values.len() as u32);
-        let i = f.blocks[block.0 as usize].params.len() as u32;
+        let i = f.blocks[block.index()].params.len() as u32;
         f.values.push(ValueData {
             name: format!("v{}", v.0),
             ty,
             def: ValueDef::BlockParam(block, i),
         });
-        f.blocks[block.0 as usize].params.push(v);
+        f.blocks[block.index()].params.push(v);
         v
     }
 
@@ -286,24 +288,23 @@ impl FunctionBuilder<'_> {
             )
         };
         let f = &mut self.module.functions[self.func];
-        let block = &f.blocks[b.0 as usize];
+        let block = &f.blocks[b.index()];
         assert!(
             !block.insts.last().is_some_and(|i| i.kind.is_terminator()),
             "block `{}` of @{} is already terminated",
             block.name,
             f.name
         );
-        let idx = block.insts.len() as u32;
         let result = result_ty.map(|ty| {
             let v = Value(f.values.len() as u32);
             f.values.push(ValueData {
                 name: format!("v{}", v.0),
                 ty,
-                def: ValueDef::Inst(b, idx),
+                def: ValueDef::Inst(b),
             });
             v
         });
-        f.blocks[b.0 as usize].insts.push(Inst {
+        f.blocks[b.index()].insts.push(Inst {
             kind,
             result,
             loc: SrcLoc::default(),
@@ -365,10 +366,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::Unary { op, a }, ty)
     }
 
+    /// `icmp.CC a, b`: 1 (as i8) if the comparison holds, else 0.
     pub fn icmp(&mut self, cc: IntCC, a: Value, b: Value) -> Value {
         self.push_val(InstKind::Icmp { cc, a, b }, Type::I8)
     }
 
+    /// `fcmp.CC a, b`: 1 (as i8) if the comparison holds, else 0 (false on NaN except `ne`).
     pub fn fcmp(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
         self.push_val(InstKind::Fcmp { cc, a, b }, Type::I8)
     }
@@ -384,10 +387,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::Conv { op, ty, a }, ty)
     }
 
+    /// `load.TY addr, offset`: a raw load.
     pub fn load(&mut self, ty: Type, addr: Value, offset: i32) -> Value {
         self.push_val(InstKind::Load { ty, addr, offset }, ty)
     }
 
+    /// `store value, addr, offset`: a raw store.
     pub fn store(&mut self, value: Value, addr: Value, offset: i32) {
         self.push(
             InstKind::Store {
@@ -406,8 +411,8 @@ impl FunctionBuilder<'_> {
     pub fn call(&mut self, callee: impl Into<Callee>, args: &[Value]) -> Option<Value> {
         let callee = callee.into();
         let ret = match callee {
-            Callee::Func(id) => self.module.functions.get(id.0 as usize).map(|f| f.ret),
-            Callee::Extern(id) => self.module.externs.get(id.0 as usize).map(|e| e.ret),
+            Callee::Func(id) => self.module.functions.get(id.index()).map(|f| f.ret),
+            Callee::Extern(id) => self.module.externs.get(id.index()).map(|e| e.ret),
         };
         let Some(ret) = ret else {
             panic!("unknown callee {callee:?}")
@@ -421,6 +426,7 @@ impl FunctionBuilder<'_> {
         )
     }
 
+    /// `jump block(args)`: ends the current block.
     pub fn jump(&mut self, block: Block, args: &[Value]) {
         self.push(
             InstKind::Jump {
@@ -460,22 +466,27 @@ impl FunctionBuilder<'_> {
         );
     }
 
+    /// `return [value]`: ends the current block.
     pub fn ret(&mut self, value: Option<Value>) {
         self.push(InstKind::Return { value }, None);
     }
 
+    /// `dict_slot.load obj`: the object's managed-dict word.
     pub fn dict_slot_load(&mut self, obj: Value) -> Value {
         self.push_val(InstKind::DictSlotLoad { obj }, Type::I64)
     }
 
+    /// `dict_slot.store obj, word`: writes the object's managed-dict word.
     pub fn dict_slot_store(&mut self, obj: Value, word: Value) {
         self.push(InstKind::DictSlotStore { obj, word }, None);
     }
 
+    /// `load_attr obj, index`: attribute `index` from the object's values array.
     pub fn load_attr(&mut self, obj: Value, index: u32) -> Value {
         self.push_val(InstKind::LoadAttr { obj, index }, Type::I64)
     }
 
+    /// `store_attr obj, index, value`: writes attribute `index` of the object's values array.
     pub fn store_attr(&mut self, obj: Value, index: u32, value: Value) {
         self.push(InstKind::StoreAttr { obj, index, value }, None);
     }
@@ -485,10 +496,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::AdAlloc { elem, capacity }, Type::AdStack(elem))
     }
 
+    /// `adstack.push stack, value`: pushes a primal with a zero adjoint.
     pub fn adstack_push(&mut self, stack: Value, value: Value) {
         self.push(InstKind::AdPush { stack, value }, None);
     }
 
+    /// `adstack.pop stack`: drops the top entry.
     pub fn adstack_pop(&mut self, stack: Value) {
         self.push(InstKind::AdPop { stack }, None);
     }
@@ -511,10 +524,12 @@ impl FunctionBuilder<'_> {
         self.push_val(InstKind::AdTopAdj { stack }, ty)
     }
 
+    /// `adstack.acc_adj stack, delta`: adds `delta` to the top entry's adjoint.
     pub fn adstack_acc_adj(&mut self, stack: Value, delta: Value) {
         self.push(InstKind::AdAccAdj { stack, delta }, None);
     }
 
+    /// `adstack.len stack`: the number of entries (i64).
     pub fn adstack_len(&mut self, stack: Value) -> Value {
         self.push_val(InstKind::AdLen { stack }, Type::I64)
     }
@@ -543,7 +558,7 @@ impl FunctionBuilder<'_> {
             panic!("no current block")
         };
         let m = &mut self.module;
-        let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last() else {
+        let Some(inst) = m.functions[self.func].blocks[b.index()].insts.last() else {
             panic!("no instruction to guard")
         };
         let checks = m.applicable_checks(&inst.kind);
@@ -552,7 +567,7 @@ impl FunctionBuilder<'_> {
             !checks.is_empty() && inst.site.is_none(),
             "`{op}` cannot be guarded"
         );
-        if let Some(inst) = m.functions[self.func].blocks[b.0 as usize].insts.last_mut() {
+        if let Some(inst) = m.functions[self.func].blocks[b.index()].insts.last_mut() {
             inst.site = Some(id);
         }
         m.sites.insert(

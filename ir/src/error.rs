@@ -1,13 +1,20 @@
 //! Errors with a source position: parse and verify errors.
+//!
+//! `Display` is the error itself (`LINE:COL: MSG`); the presentation
+//! `FILE:LINE:COL: error: MSG` of the command line and the C API is added
+//! where an error is shown, by [`Diagnostic::render`] /
+//! [`VerifyErrors::render`].
 
 use crate::inst::SrcLoc;
 use std::fmt;
 
-/// One error at a source position; printed as `LINE:COL: error: MSG`, and as
-/// `FILE:LINE:COL: error: MSG` through [`Diagnostic::with_file`].
+/// One error at a source position: `LINE:COL: MSG` (`Display`), shown as
+/// `FILE:LINE:COL: error: MSG` through [`Diagnostic::render`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct Diagnostic {
+    /// Where the error is (0:0 for a module built through the API).
     pub loc: SrcLoc,
+    /// What is wrong, without position or `error:` prefix.
     pub msg: String,
 }
 
@@ -52,18 +59,25 @@ impl Diagnostic {
             msg: shorten_long_words(&msg.into()),
         }
     }
-    /// `FILE:LINE:COL: error: MSG`.
+    /// The error as shown to a user: `FILE:LINE:COL: error: MSG`, or
+    /// `LINE:COL: error: MSG` without a file name.
+    pub fn render(&self, file: Option<&str>) -> String {
+        let (l, c, m) = (self.loc.line, self.loc.col, &self.msg);
+        match file {
+            Some(file) => format!("{file}:{l}:{c}: error: {m}"),
+            None => format!("{l}:{c}: error: {m}"),
+        }
+    }
+
+    /// `FILE:LINE:COL: error: MSG` ([`Diagnostic::render`] with a file).
     pub fn with_file(&self, file: &str) -> String {
-        format!(
-            "{file}:{}:{}: error: {}",
-            self.loc.line, self.loc.col, self.msg
-        )
+        self.render(Some(file))
     }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: error: {}", self.loc.line, self.loc.col, self.msg)
+        write!(f, "{}:{}: {}", self.loc.line, self.loc.col, self.msg)
     }
 }
 
@@ -87,13 +101,18 @@ impl fmt::Display for VerifyErrors {
 }
 
 impl VerifyErrors {
-    /// Every error as `FILE:LINE:COL: error: MSG`, one per line.
-    pub fn with_file(&self, file: &str) -> String {
+    /// Every error as shown to a user ([`Diagnostic::render`]), one per line.
+    pub fn render(&self, file: Option<&str>) -> String {
         self.0
             .iter()
-            .map(|d| d.with_file(file))
+            .map(|d| d.render(file))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Every error as `FILE:LINE:COL: error: MSG`, one per line.
+    pub fn with_file(&self, file: &str) -> String {
+        self.render(Some(file))
     }
 }
 
@@ -109,5 +128,19 @@ mod tests {
         assert!(d.msg.contains("…(99938 more characters)"), "{}", d.msg);
         assert!(d.msg.ends_with(" here"));
         assert_eq!(shorten_long_words("short words stay"), "short words stay");
+    }
+
+    #[test]
+    fn presentation_is_added_by_render_not_display() {
+        let d = Diagnostic::new(SrcLoc::new(3, 7), "bad thing");
+        assert_eq!(d.to_string(), "3:7: bad thing");
+        assert_eq!(d.render(None), "3:7: error: bad thing");
+        assert_eq!(d.with_file("a.glir"), "a.glir:3:7: error: bad thing");
+        let v = VerifyErrors(vec![d.clone(), Diagnostic::new(SrcLoc::new(4, 1), "other")]);
+        assert_eq!(v.to_string(), "3:7: bad thing\n4:1: other");
+        assert_eq!(
+            v.render(Some("f")),
+            "f:3:7: error: bad thing\nf:4:1: error: other"
+        );
     }
 }

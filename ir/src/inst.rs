@@ -1,37 +1,46 @@
 //! Instructions: opcodes, operands, and the entity handles they refer to.
 
 use crate::types::Type;
+use cranelift_entity::entity_impl;
 use guardlift_abi::adstack::AdElem;
 use std::fmt;
 
 /// An SSA value, local to one function.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Value(pub u32);
+entity_impl!(Value);
 
 /// A basic block, local to one function. Block 0 in layout order is the entry.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Block(pub u32);
+entity_impl!(Block);
 
 /// Index of a function in [`crate::Module::functions`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FuncId(pub u32);
+entity_impl!(FuncId);
 
 /// Index of an extern in [`crate::Module::externs`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ExternId(pub u32);
+entity_impl!(ExternId);
 
 /// A guard site: index into [`crate::Module::sites`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SiteId(pub u32);
+entity_impl!(SiteId);
 
 /// A 1-based line and column in the source text (0:0 when built by API).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SrcLoc {
+    /// 1-based line.
     pub line: u32,
+    /// 1-based column, in characters.
     pub col: u32,
 }
 
 impl SrcLoc {
+    /// The position `line:col`.
     pub const fn new(line: u32, col: u32) -> Self {
         SrcLoc { line, col }
     }
@@ -46,63 +55,118 @@ impl fmt::Display for SrcLoc {
 /// What a `call` calls.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Callee {
+    /// An IR function of the module.
     Func(FuncId),
+    /// A host function declared with `extern fn`.
     Extern(ExternId),
 }
 
 /// Integer comparison codes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum IntCC {
+    /// Equal.
     Eq,
+    /// Not equal.
     Ne,
+    /// Signed less than.
     Slt,
+    /// Signed less than or equal.
     Sle,
+    /// Signed greater than.
     Sgt,
+    /// Signed greater than or equal.
     Sge,
+    /// Unsigned less than.
     Ult,
+    /// Unsigned less than or equal.
     Ule,
+    /// Unsigned greater than.
     Ugt,
+    /// Unsigned greater than or equal.
     Uge,
 }
 
 /// Float comparison codes (all false on NaN except `ne`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum FloatCC {
+    /// Equal (ordered).
     Eq,
+    /// Not equal (true on NaN).
     Ne,
+    /// Less than.
     Lt,
+    /// Less than or equal.
     Le,
+    /// Greater than.
     Gt,
+    /// Greater than or equal.
     Ge,
 }
 
 /// Two-operand arithmetic.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
+    /// Wrapping integer addition.
     Iadd,
+    /// Wrapping integer subtraction.
     Isub,
+    /// Wrapping integer multiplication.
     Imul,
+    /// Bitwise and.
     Band,
+    /// Bitwise or.
     Bor,
+    /// Bitwise exclusive or.
     Bxor,
+    /// Shift left (amount modulo the width).
     Ishl,
+    /// Logical shift right (amount modulo the width).
     Ushr,
+    /// Arithmetic shift right (amount modulo the width).
     Sshr,
+    /// Float addition.
     Fadd,
+    /// Float subtraction.
     Fsub,
+    /// Float multiplication.
     Fmul,
+    /// Float division.
     Fdiv,
+    /// Float minimum (NaN if either is NaN).
     Fmin,
+    /// Float maximum (NaN if either is NaN).
     Fmax,
 }
 
 impl BinOp {
+    /// The opcode as printed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinOp::Iadd => "iadd",
+            BinOp::Isub => "isub",
+            BinOp::Imul => "imul",
+            BinOp::Band => "band",
+            BinOp::Bor => "bor",
+            BinOp::Bxor => "bxor",
+            BinOp::Ishl => "ishl",
+            BinOp::Ushr => "ushr",
+            BinOp::Sshr => "sshr",
+            BinOp::Fadd => "fadd",
+            BinOp::Fsub => "fsub",
+            BinOp::Fmul => "fmul",
+            BinOp::Fdiv => "fdiv",
+            BinOp::Fmin => "fmin",
+            BinOp::Fmax => "fmax",
+        }
+    }
+    /// Is this a float operation?
     pub const fn is_float(self) -> bool {
         matches!(
             self,
             BinOp::Fadd | BinOp::Fsub | BinOp::Fmul | BinOp::Fdiv | BinOp::Fmin | BinOp::Fmax
         )
     }
+    /// Is this a shift (whose operands need not have one type)?
     pub const fn is_shift(self) -> bool {
         matches!(self, BinOp::Ishl | BinOp::Ushr | BinOp::Sshr)
     }
@@ -111,139 +175,256 @@ impl BinOp {
 /// One-operand float ops.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
+    /// Negation.
     Fneg,
+    /// Absolute value.
     Fabs,
+    /// Square root.
     Fsqrt,
+}
+
+impl UnOp {
+    /// The opcode as printed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnOp::Fneg => "fneg",
+            UnOp::Fabs => "fabs",
+            UnOp::Fsqrt => "fsqrt",
+        }
+    }
 }
 
 /// Conversions; each names its result type with a suffix.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ConvOp {
+    /// Sign-extend to a wider int.
     Sext,
+    /// Zero-extend to a wider int.
     Uext,
+    /// Truncate to a narrower int.
     Ireduce,
+    /// Signed int to float.
     FcvtFromSint,
+    /// Float to signed int (saturating; NaN gives 0).
     FcvtToSint,
+    /// f32 to f64.
     Fpromote,
+    /// f64 to f32.
     Fdemote,
+    /// Reinterpret the bits as a type of the same width.
     Bitcast,
+}
+
+impl ConvOp {
+    /// The opcode as printed, without its type suffix.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConvOp::Sext => "sext",
+            ConvOp::Uext => "uext",
+            ConvOp::Ireduce => "ireduce",
+            ConvOp::FcvtFromSint => "fcvt_from_sint",
+            ConvOp::FcvtToSint => "fcvt_to_sint",
+            ConvOp::Fpromote => "fpromote",
+            ConvOp::Fdemote => "fdemote",
+            ConvOp::Bitcast => "bitcast",
+        }
+    }
 }
 
 /// A branch target with its arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BlockCall {
+    /// The target block.
     pub block: Block,
+    /// The values bound to its parameters.
     pub args: Vec<Value>,
 }
 
 /// The operation of an instruction and its operands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InstKind {
+    /// `iconst.TY IMM`.
     Iconst {
+        /// The result type (an int).
         ty: Type,
+        /// The value, sign-extended from the type's width.
         imm: i64,
     },
     /// `value` is exact for the type (an f32 constant holds an f32 value).
     Fconst {
+        /// The result type (a float).
         ty: Type,
+        /// The value.
         value: f64,
     },
+    /// Two-operand arithmetic.
     Binary {
+        /// The operation.
         op: BinOp,
+        /// First operand.
         a: Value,
+        /// Second operand.
         b: Value,
     },
+    /// One-operand float arithmetic.
     Unary {
+        /// The operation.
         op: UnOp,
+        /// The operand.
         a: Value,
     },
+    /// `icmp.CC a, b`.
     Icmp {
+        /// The condition.
         cc: IntCC,
+        /// Left operand.
         a: Value,
+        /// Right operand.
         b: Value,
     },
+    /// `fcmp.CC a, b`.
     Fcmp {
+        /// The condition.
         cc: FloatCC,
+        /// Left operand.
         a: Value,
+        /// Right operand.
         b: Value,
     },
+    /// `select cond, a, b`: `a` if `cond` is non-zero, else `b`.
     Select {
+        /// The condition (an int).
         cond: Value,
+        /// Value if true.
         a: Value,
+        /// Value if false.
         b: Value,
     },
+    /// A conversion `OP.TY a`.
     Conv {
+        /// The conversion.
         op: ConvOp,
+        /// The result type.
         ty: Type,
+        /// The operand.
         a: Value,
     },
+    /// `load.TY addr, offset`: raw memory read.
     Load {
+        /// The loaded type.
         ty: Type,
+        /// The base address.
         addr: Value,
+        /// Byte offset added to the address.
         offset: i32,
     },
+    /// `store value, addr, offset`: raw memory write.
     Store {
+        /// The value stored.
         value: Value,
+        /// The base address.
         addr: Value,
+        /// Byte offset added to the address.
         offset: i32,
     },
+    /// `call @f(args)`.
     Call {
+        /// The function called.
         callee: Callee,
+        /// The arguments.
         args: Vec<Value>,
     },
+    /// `jump dest`.
     Jump {
+        /// The target and its arguments.
         dest: BlockCall,
     },
+    /// `brif cond, then, else`.
     Brif {
+        /// The condition (non-zero: `then_dest`).
         cond: Value,
+        /// Taken when `cond` is non-zero.
         then_dest: BlockCall,
+        /// Taken when `cond` is zero.
         else_dest: BlockCall,
     },
+    /// `return [value]`.
     Return {
+        /// The returned value, if the function returns one.
         value: Option<Value>,
     },
+    /// `dict_slot.load obj`.
     DictSlotLoad {
+        /// The object.
         obj: Value,
     },
+    /// `dict_slot.store obj, word`.
     DictSlotStore {
+        /// The object.
         obj: Value,
+        /// The new managed-dict word.
         word: Value,
     },
+    /// `load_attr obj, index`.
     LoadAttr {
+        /// The object.
         obj: Value,
+        /// The attribute index into its values array.
         index: u32,
     },
+    /// `store_attr obj, index, value`.
     StoreAttr {
+        /// The object.
         obj: Value,
+        /// The attribute index into its values array.
         index: u32,
+        /// The value stored.
         value: Value,
     },
+    /// `adstack.alloc.ELEM capacity`: a fresh, empty adstack in the frame.
     AdAlloc {
+        /// The element type.
         elem: AdElem,
+        /// Capacity in entries.
         capacity: u32,
     },
+    /// `adstack.push stack, value`.
     AdPush {
+        /// The adstack handle.
         stack: Value,
+        /// The primal pushed.
         value: Value,
     },
+    /// `adstack.pop stack`.
     AdPop {
+        /// The adstack handle.
         stack: Value,
     },
+    /// `adstack.top stack`: the top entry's primal.
     AdTop {
+        /// The adstack handle.
         stack: Value,
     },
+    /// `adstack.top_adj stack`: the top entry's adjoint.
     AdTopAdj {
+        /// The adstack handle.
         stack: Value,
     },
+    /// `adstack.acc_adj stack, delta`.
     AdAccAdj {
+        /// The adstack handle.
         stack: Value,
+        /// Added to the top entry's adjoint.
         delta: Value,
     },
+    /// `adstack.len stack`.
     AdLen {
+        /// The adstack handle.
         stack: Value,
     },
     /// `guard.watch %obj`: register the object's dict slot with the clobber watch list.
     Watch {
+        /// The object watched.
         obj: Value,
     },
 }
@@ -273,6 +454,7 @@ impl CheckKind {
         CheckKind::Adstack,
         CheckKind::Clobber,
     ];
+    /// The check's name in check lists (`--checks`, `!site`).
     pub const fn name(self) -> &'static str {
         match self {
             CheckKind::Lifetime => "lifetime",
@@ -282,6 +464,7 @@ impl CheckKind {
             CheckKind::Clobber => "clobber",
         }
     }
+    /// The check named `s`.
     pub fn from_name(s: &str) -> Option<Self> {
         CheckKind::ALL.into_iter().find(|k| k.name() == s)
     }
@@ -297,6 +480,7 @@ impl CheckKind {
 pub struct Checks(u8);
 
 impl Checks {
+    /// No check.
     pub const EMPTY: Checks = Checks(0);
     /// The checks that concern objects (a `call @obj_new` records its
     /// allocation site when any of them is on).
@@ -306,21 +490,27 @@ impl Checks {
             | CheckKind::Bounds.bit()
             | CheckKind::Clobber.bit(),
     );
+    /// The set of `k` alone.
     pub const fn only(k: CheckKind) -> Checks {
         Checks(k.bit())
     }
+    /// The set with `k` added.
     pub const fn with(self, k: CheckKind) -> Checks {
         Checks(self.0 | k.bit())
     }
+    /// Is `k` in the set?
     pub const fn contains(self, k: CheckKind) -> bool {
         self.0 & k.bit() != 0
     }
+    /// Adds `k`.
     pub fn insert(&mut self, k: CheckKind) {
         self.0 |= k.bit()
     }
+    /// Is the set empty?
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
+    /// The checks in both sets.
     pub const fn intersect(self, o: Checks) -> Checks {
         Checks(self.0 & o.0)
     }
@@ -384,63 +574,11 @@ impl ObjCall {
 impl InstKind {
     /// The opcode as printed (`store_attr`, `adstack.push`, `icmp`, ...), without suffixes.
     pub fn opcode(&self) -> &'static str {
-        use InstKind::*;
         match self {
-            Iconst { .. } => "iconst",
-            Fconst { .. } => "fconst",
-            Binary { op, .. } => match op {
-                BinOp::Iadd => "iadd",
-                BinOp::Isub => "isub",
-                BinOp::Imul => "imul",
-                BinOp::Band => "band",
-                BinOp::Bor => "bor",
-                BinOp::Bxor => "bxor",
-                BinOp::Ishl => "ishl",
-                BinOp::Ushr => "ushr",
-                BinOp::Sshr => "sshr",
-                BinOp::Fadd => "fadd",
-                BinOp::Fsub => "fsub",
-                BinOp::Fmul => "fmul",
-                BinOp::Fdiv => "fdiv",
-                BinOp::Fmin => "fmin",
-                BinOp::Fmax => "fmax",
-            },
-            Unary { op, .. } => match op {
-                UnOp::Fneg => "fneg",
-                UnOp::Fabs => "fabs",
-                UnOp::Fsqrt => "fsqrt",
-            },
-            Icmp { .. } => "icmp",
-            Fcmp { .. } => "fcmp",
-            Select { .. } => "select",
-            Conv { op, .. } => match op {
-                ConvOp::Sext => "sext",
-                ConvOp::Uext => "uext",
-                ConvOp::Ireduce => "ireduce",
-                ConvOp::FcvtFromSint => "fcvt_from_sint",
-                ConvOp::FcvtToSint => "fcvt_to_sint",
-                ConvOp::Fpromote => "fpromote",
-                ConvOp::Fdemote => "fdemote",
-                ConvOp::Bitcast => "bitcast",
-            },
-            Load { .. } => "load",
-            Store { .. } => "store",
-            Call { .. } => "call",
-            Jump { .. } => "jump",
-            Brif { .. } => "brif",
-            Return { .. } => "return",
-            DictSlotLoad { .. } => "dict_slot.load",
-            DictSlotStore { .. } => "dict_slot.store",
-            LoadAttr { .. } => "load_attr",
-            StoreAttr { .. } => "store_attr",
-            AdAlloc { .. } => "adstack.alloc",
-            AdPush { .. } => "adstack.push",
-            AdPop { .. } => "adstack.pop",
-            AdTop { .. } => "adstack.top",
-            AdTopAdj { .. } => "adstack.top_adj",
-            AdAccAdj { .. } => "adstack.acc_adj",
-            AdLen { .. } => "adstack.len",
-            Watch { .. } => "watch",
+            InstKind::Binary { op, .. } => op.name(),
+            InstKind::Unary { op, .. } => op.name(),
+            InstKind::Conv { op, .. } => op.name(),
+            k => k.op().name(),
         }
     }
 
@@ -448,19 +586,7 @@ impl InstKind {
     /// but `call`, whose checks depend on the callee
     /// ([`crate::Module::applicable_checks`]).
     pub fn applicable_checks(&self) -> Checks {
-        use CheckKind as K;
-        use InstKind::*;
-        let c = Checks::EMPTY;
-        match self {
-            LoadAttr { .. } | StoreAttr { .. } => c.with(K::Lifetime).with(K::Dict).with(K::Bounds),
-            DictSlotLoad { .. } | DictSlotStore { .. } => c.with(K::Lifetime).with(K::Dict),
-            AdPush { .. } | AdPop { .. } | AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } => {
-                c.with(K::Adstack)
-            }
-            Load { .. } => c.with(K::Lifetime),
-            Store { .. } => c.with(K::Lifetime).with(K::Clobber),
-            _ => c,
-        }
+        self.op().checks()
     }
 
     /// The first check (spec order) that may guard this instruction, if any
@@ -479,6 +605,7 @@ impl InstKind {
         }
     }
 
+    /// Is this a `jump`, `brif` or `return`?
     pub fn is_terminator(&self) -> bool {
         matches!(
             self,
@@ -493,78 +620,57 @@ impl InstKind {
         v
     }
 
-    /// Calls `f` on every value operand, in printing order (branch args included).
+    /// Calls `f` on every value operand, in printing order (branch args
+    /// included; the list is `visit_operands!` in [`crate::opcode`]).
     pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
-        use InstKind::*;
+        let mut g = |v: &Value| f(*v);
+        crate::opcode::visit_operands!(self, g, iter)
+    }
+
+    /// Calls `f` on every value operand, mutably (same order as
+    /// [`InstKind::for_each_operand`]).
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        crate::opcode::visit_operands!(self, f, iter_mut)
+    }
+
+    /// Calls `f` on every branch target block, mutably.
+    pub fn for_each_dest_mut(&mut self, mut f: impl FnMut(&mut Block)) {
         match self {
-            Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
-            Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
-                f(*a);
-                f(*b)
-            }
-            Unary { a, .. } | Conv { a, .. } => f(*a),
-            Select { cond, a, b } => {
-                f(*cond);
-                f(*a);
-                f(*b)
-            }
-            Load { addr, .. } => f(*addr),
-            Store { value, addr, .. } => {
-                f(*value);
-                f(*addr)
-            }
-            Call { args, .. } => args.iter().copied().for_each(f),
-            Jump { dest } => dest.args.iter().copied().for_each(f),
-            Brif {
-                cond,
+            InstKind::Jump { dest } => f(&mut dest.block),
+            InstKind::Brif {
                 then_dest,
                 else_dest,
+                ..
             } => {
-                f(*cond);
-                then_dest.args.iter().copied().for_each(&mut f);
-                else_dest.args.iter().copied().for_each(f)
+                f(&mut then_dest.block);
+                f(&mut else_dest.block)
             }
-            Return { value } => {
-                if let Some(v) = value {
-                    f(*v)
-                }
-            }
-            DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(*obj),
-            DictSlotStore { obj, word } => {
-                f(*obj);
-                f(*word)
-            }
-            StoreAttr { obj, value, .. } => {
-                f(*obj);
-                f(*value)
-            }
-            AdPush { stack, value } => {
-                f(*stack);
-                f(*value)
-            }
-            AdAccAdj { stack, delta } => {
-                f(*stack);
-                f(*delta)
-            }
-            AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(*stack),
+            _ => {}
         }
     }
 
     /// Branch targets of a terminator.
     pub fn successors(&self) -> Vec<&BlockCall> {
-        match self {
-            InstKind::Jump { dest } => vec![dest],
+        self.branch_targets().collect()
+    }
+
+    /// Branch targets of a terminator, in printing order (no allocation).
+    pub fn branch_targets(&self) -> impl Iterator<Item = &BlockCall> {
+        let (a, b) = match self {
+            InstKind::Jump { dest } => (Some(dest), None),
             InstKind::Brif {
                 then_dest,
                 else_dest,
                 ..
-            } => vec![then_dest, else_dest],
-            _ => Vec::new(),
-        }
+            } => (Some(then_dest), Some(else_dest)),
+            _ => (None, None),
+        };
+        a.into_iter().chain(b)
     }
 }
 
 impl IntCC {
+    /// Every condition code.
     pub const ALL: [IntCC; 10] = [
         IntCC::Eq,
         IntCC::Ne,
@@ -577,6 +683,7 @@ impl IntCC {
         IntCC::Ugt,
         IntCC::Uge,
     ];
+    /// The suffix as printed (`slt`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             IntCC::Eq => "eq",
@@ -591,12 +698,14 @@ impl IntCC {
             IntCC::Uge => "uge",
         }
     }
+    /// The condition code of suffix `s`.
     pub fn from_name(s: &str) -> Option<Self> {
         IntCC::ALL.into_iter().find(|c| c.name() == s)
     }
 }
 
 impl FloatCC {
+    /// Every condition code.
     pub const ALL: [FloatCC; 6] = [
         FloatCC::Eq,
         FloatCC::Ne,
@@ -605,6 +714,7 @@ impl FloatCC {
         FloatCC::Gt,
         FloatCC::Ge,
     ];
+    /// The suffix as printed (`lt`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             FloatCC::Eq => "eq",
@@ -615,6 +725,7 @@ impl FloatCC {
             FloatCC::Ge => "ge",
         }
     }
+    /// The condition code of suffix `s`.
     pub fn from_name(s: &str) -> Option<Self> {
         FloatCC::ALL.into_iter().find(|c| c.name() == s)
     }
@@ -623,6 +734,7 @@ impl FloatCC {
 /// One instruction with its result, source location and optional guard site.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inst {
+    /// The operation and its operands.
     pub kind: InstKind,
     /// The value this instruction defines, if it yields one.
     pub result: Option<Value>,

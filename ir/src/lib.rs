@@ -3,26 +3,30 @@
 //!
 //! - [`types`], [`inst`], [`module`]: the data model.
 //! - [`builder`]: an API that infers types and verifies on `finish`.
-//! - [`parse`] / [`print`]: the text format of `spec/IR.md` (round-trips).
+//! - [`opcode`]: the opcode table and the one list of each form's operands.
+//! - [`parse`] / [`print`](mod@print): the text format of `spec/IR.md` (round-trips).
 //! - [`verify`]: types, SSA dominance, block params, calls, terminators,
 //!   adstack handle rules, layout; errors carry `LINE:COL`.
-//! - [`analysis`], [`elide`]: analyses the engines share (adstack
-//!   capacities, linking, underflow checks that cannot fail).
+//! - [`analysis`]: the CFG (`flowgraph`, `dominator_tree`) and the
+//!   analyses the engines share (adstack capacities, linking, [`elide`]:
+//!   underflow checks that cannot fail).
 //!
 //! This crate knows nothing of execution: it depends only on the runtime's
 //! layout definitions.
 
 pub mod analysis;
 pub mod builder;
-pub mod elide;
 pub mod error;
 pub mod inst;
 pub mod literal;
 pub mod module;
+pub mod opcode;
 pub mod parse;
 pub mod print;
 pub mod types;
 pub mod verify;
+
+pub use analysis::elide;
 
 pub use error::{Diagnostic, ParseError, VerifyErrors};
 pub use inst::*;

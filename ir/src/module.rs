@@ -4,6 +4,7 @@ use crate::inst::{
     Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
 };
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use guardlift_abi::layout::DictLayout;
 use std::collections::BTreeMap;
 
@@ -14,51 +15,71 @@ pub enum ValueDef {
     Param(u32),
     /// The n-th parameter of a block.
     BlockParam(Block, u32),
-    /// The result of instruction `index` of `block`.
-    Inst(Block, u32),
+    /// The result of an instruction of `block`. Its position in the block
+    /// is not recorded: inserting instructions (as the instrumentation pass
+    /// does) never renumbers definitions.
+    Inst(Block),
 }
 
 /// A value's type, its text name (without `%`) and its definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueData {
+    /// The name in the text, without `%` (empty: none).
     pub name: String,
+    /// The value's type.
     pub ty: Type,
+    /// Where it is defined.
     pub def: ValueDef,
 }
 
 /// A basic block: label, params, instructions (the last one a terminator).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockData {
+    /// The label.
     pub name: String,
+    /// The block's parameters.
     pub params: Vec<Value>,
+    /// The instructions; the last one is the terminator.
     pub insts: Vec<Inst>,
+    /// Where the label is written.
     pub loc: SrcLoc,
 }
 
 /// A function: signature, values and blocks in layout order (block 0 is the entry).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
+    /// The name, without `@`.
     pub name: String,
+    /// The parameters.
     pub params: Vec<Value>,
+    /// The return type, if any.
     pub ret: Option<Type>,
+    /// Every value of the function, by [`Value`] index.
     pub values: Vec<ValueData>,
+    /// The blocks in layout order.
     pub blocks: Vec<BlockData>,
+    /// Where `fn` is written.
     pub loc: SrcLoc,
 }
 
 impl Function {
+    /// The data of value `v`.
     pub fn value(&self, v: Value) -> &ValueData {
-        &self.values[v.0 as usize]
+        &self.values[v.index()]
     }
+    /// The type of value `v`.
     pub fn ty(&self, v: Value) -> Type {
-        self.values[v.0 as usize].ty
+        self.values[v.index()].ty
     }
+    /// The data of block `b`.
     pub fn block(&self, b: Block) -> &BlockData {
-        &self.blocks[b.0 as usize]
+        &self.blocks[b.index()]
     }
+    /// The parameter types, in order.
     pub fn param_types(&self) -> Vec<Type> {
         self.params.iter().map(|&p| self.ty(p)).collect()
     }
+    /// Every block, in layout order.
     pub fn block_ids(&self) -> impl Iterator<Item = Block> {
         (0..self.blocks.len() as u32).map(Block)
     }
@@ -71,15 +92,20 @@ impl Function {
 /// A host function declaration (`extern fn @name(T, ...) -> T`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExternDecl {
+    /// The name, without `@`.
     pub name: String,
+    /// Parameter types.
     pub params: Vec<Type>,
+    /// Return type, if any.
     pub ret: Option<Type>,
+    /// Where `extern fn` is written.
     pub loc: SrcLoc,
 }
 
 /// Where a guard came from: the guarded op's function, source position and opcode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
+    /// The function of the guarded instruction.
     pub func: FuncId,
     /// Source position of the guarded instruction in the original text.
     pub loc: SrcLoc,
@@ -93,8 +119,11 @@ pub struct Site {
 /// A whole program: layout, externs, functions, and the guard sites they use.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Module {
+    /// Where the managed-dict slot is.
     pub layout: DictLayout,
+    /// Host function declarations, by [`ExternId`].
     pub externs: Vec<ExternDecl>,
+    /// Functions, by [`FuncId`].
     pub functions: Vec<Function>,
     /// Guard sites by id. Ids are stable: the pass numbers them in program
     /// order and the text format carries them (`!site(ID, LINE:COL)`).
@@ -102,21 +131,26 @@ pub struct Module {
 }
 
 impl Module {
+    /// The function `id`.
     pub fn func(&self, id: FuncId) -> &Function {
-        &self.functions[id.0 as usize]
+        &self.functions[id.index()]
     }
+    /// The extern `id`.
     pub fn ext(&self, id: ExternId) -> &ExternDecl {
-        &self.externs[id.0 as usize]
+        &self.externs[id.index()]
     }
+    /// The site `id`, if any.
     pub fn site(&self, id: SiteId) -> Option<&Site> {
         self.sites.get(&id)
     }
+    /// The function named `name`.
     pub fn func_by_name(&self, name: &str) -> Option<FuncId> {
         self.functions
             .iter()
             .position(|f| f.name == name)
             .map(|i| FuncId(i as u32))
     }
+    /// The extern named `name`.
     pub fn extern_by_name(&self, name: &str) -> Option<ExternId> {
         self.externs
             .iter()
@@ -133,7 +167,7 @@ impl Module {
         else {
             return None;
         };
-        let ext = self.externs.get(e.0 as usize)?;
+        let ext = self.externs.get(e.index())?;
         let c = ObjCall::from_name(&ext.name)?;
         matches!(crate::analysis::resolve_builtin(ext), Ok(Some(_))).then_some(c)
     }
@@ -160,6 +194,7 @@ impl Module {
     pub fn is_instrumented(&self) -> bool {
         !self.sites.is_empty()
     }
+    /// Number of instructions in all functions.
     pub fn inst_count(&self) -> usize {
         self.functions.iter().map(|f| f.inst_count()).sum()
     }
@@ -175,7 +210,7 @@ impl Module {
             .map(|(id, s)| {
                 let function = self
                     .functions
-                    .get(s.func.0 as usize)
+                    .get(s.func.index())
                     .map_or_else(|| "?".to_string(), |f| f.name.clone());
                 (
                     id.0,

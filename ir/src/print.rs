@@ -9,6 +9,7 @@ use crate::inst::{Block, BlockCall, Callee, Checks, Inst, InstKind, SrcLoc, Valu
 use crate::module::{Function, Module};
 use crate::parse::{is_block_name, is_func_name, is_value_name, sext_imm};
 use crate::types::Type;
+use cranelift_entity::EntityRef;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -119,7 +120,7 @@ struct FnPrinter<'m> {
 
 impl FnPrinter<'_> {
     fn v(&self, v: Value) -> String {
-        match self.vnames.get(v.0 as usize) {
+        match self.vnames.get(v.index()) {
             Some(n) => format!("%{n}"),
             None => format!("%<invalid value {}>", v.0),
         }
@@ -133,13 +134,13 @@ impl FnPrinter<'_> {
         let ty = self
             .f
             .values
-            .get(v.0 as usize)
+            .get(v.index())
             .map_or("<invalid>".to_string(), |d| d.ty.to_string());
         format!("{}: {ty}", self.v(v))
     }
 
     fn block(&self, b: Block) -> String {
-        match self.bnames.get(b.0 as usize) {
+        match self.bnames.get(b.index()) {
             Some(n) => n.clone(),
             None => format!("<invalid block {}>", b.0),
         }
@@ -228,8 +229,8 @@ impl FnPrinter<'_> {
             }
             Call { callee, args } => {
                 let name = match callee {
-                    Callee::Func(id) => self.fnames.get(id.0 as usize),
-                    Callee::Extern(id) => self.enames.get(id.0 as usize),
+                    Callee::Func(id) => self.fnames.get(id.index()),
+                    Callee::Extern(id) => self.enames.get(id.index()),
                 };
                 let name = name.map_or_else(|| "<invalid callee>".to_string(), Clone::clone);
                 format!("call @{name}({})", self.vlist(args))

@@ -6,23 +6,32 @@ use std::fmt;
 /// A value type. `Ptr` is a 64-bit address that mixes with `I64` in integer ops.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// 8-bit integer (conditions).
     I8,
+    /// 32-bit integer.
     I32,
+    /// 64-bit integer.
     I64,
+    /// 64-bit address (mixes with `i64`).
     Ptr,
+    /// 32-bit float.
     F32,
+    /// 64-bit float.
     F64,
     /// An adstack handle: block params and `adstack.alloc` results only.
     AdStack(AdElem),
 }
 
 impl Type {
+    /// Is this an integer type (`ptr` included)?
     pub const fn is_int(self) -> bool {
         matches!(self, Type::I8 | Type::I32 | Type::I64 | Type::Ptr)
     }
+    /// Is this a float type?
     pub const fn is_float(self) -> bool {
         matches!(self, Type::F32 | Type::F64)
     }
+    /// Is this an adstack handle?
     pub const fn is_adstack(self) -> bool {
         matches!(self, Type::AdStack(_))
     }
@@ -38,6 +47,7 @@ impl Type {
             Type::I64 | Type::Ptr | Type::F64 | Type::AdStack(_) => 64,
         }
     }
+    /// Width in bytes.
     pub const fn bytes(self) -> u32 {
         self.bits() / 8
     }

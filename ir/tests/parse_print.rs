@@ -395,7 +395,7 @@ fn value_numbering_is_definition_order() {
     let f = &m.functions[0];
     let names: Vec<&str> = f.values.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["a", "c", "b"]);
-    assert_eq!(f.values[2].def, ValueDef::Inst(guardlift_ir::Block(0), 1));
+    assert_eq!(f.values[2].def, ValueDef::Inst(guardlift_ir::Block(0)));
 }
 
 #[test]

@@ -104,7 +104,7 @@ impl Fb {
     }
 
     fn next_def(&self, b: Block) -> ValueDef {
-        ValueDef::Inst(b, self.f.blocks[b.0 as usize].insts.len() as u32)
+        ValueDef::Inst(b)
     }
 
     /// An instruction without result.
@@ -592,7 +592,7 @@ fn value_defined_twice_and_never() {
     f.values.push(ValueData {
         name: "ghost".into(),
         ty: I64,
-        def: ValueDef::Inst(Block(0), 9),
+        def: ValueDef::Inst(Block(0)),
     });
     expect(&m, "value %x is defined more than once (first at 3:5)", loc);
     expect(&m, "value %ghost is never defined", SrcLoc::new(1, 1));
@@ -665,7 +665,7 @@ fn use_of_invalid_and_undefined_values() {
 fn use_before_def_in_same_block() {
     let (m, loc) = one(&[], None, |fb, e| {
         // %a = iadd %b, %b ; %b = iconst (defined later)
-        let def = ValueDef::Inst(e, 1);
+        let def = ValueDef::Inst(e);
         let b = fb.value("b", I64, def);
         let _a = fb.r(e, "a", I64, bin(BinOp::Iadd, b, b));
         let l = fb.loc();
@@ -734,7 +734,7 @@ fn unreachable_use_skips_dominance_but_not_existence() {
     let d = fb.block("dead", &[]);
     fb.i(e, ret(None));
     // %x = iadd %y, #50 ; %y = iconst.i64 1 -- %y used before its definition
-    let y = fb.value("y", I64, ValueDef::Inst(d, 1));
+    let y = fb.value("y", I64, ValueDef::Inst(d));
     fb.r(d, "x", I64, bin(BinOp::Iadd, y, Value(50)));
     let l = fb.loc();
     fb.push(d, iconst(I64, 1), Some(y), None);
@@ -1545,62 +1545,6 @@ impl Lcg {
     }
 }
 
-fn values_mut(kind: &mut InstKind, mut f: impl FnMut(&mut Value)) {
-    use InstKind::*;
-    match kind {
-        Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
-        Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
-            f(a);
-            f(b)
-        }
-        Unary { a, .. } | Conv { a, .. } => f(a),
-        Select { cond, a, b } => {
-            f(cond);
-            f(a);
-            f(b)
-        }
-        Load { addr, .. } => f(addr),
-        Store { value, addr, .. } => {
-            f(value);
-            f(addr)
-        }
-        Call { args, .. } => args.iter_mut().for_each(f),
-        Jump { dest } => dest.args.iter_mut().for_each(f),
-        Brif {
-            cond,
-            then_dest,
-            else_dest,
-        } => {
-            f(cond);
-            then_dest.args.iter_mut().for_each(&mut f);
-            else_dest.args.iter_mut().for_each(f)
-        }
-        Return { value } => {
-            if let Some(v) = value {
-                f(v)
-            }
-        }
-        DictSlotLoad { obj } | LoadAttr { obj, .. } | Watch { obj } => f(obj),
-        DictSlotStore { obj, word } => {
-            f(obj);
-            f(word)
-        }
-        StoreAttr { obj, value, .. } => {
-            f(obj);
-            f(value)
-        }
-        AdPush { stack, value }
-        | AdAccAdj {
-            stack,
-            delta: value,
-        } => {
-            f(stack);
-            f(value)
-        }
-        AdPop { stack } | AdTop { stack } | AdTopAdj { stack } | AdLen { stack } => f(stack),
-    }
-}
-
 fn mutate(m: &mut Module, rng: &mut Lcg) {
     let nf = m.functions.len();
     let fi = rng.below(nf);
@@ -1622,11 +1566,11 @@ fn mutate(m: &mut Module, rng: &mut Lcg) {
             }
             let inst = &mut f.blocks[bi].insts[rng.below(ni)];
             let mut slots = 0;
-            values_mut(&mut inst.kind, |_| slots += 1);
+            inst.kind.for_each_operand_mut(|_| slots += 1);
             let pick = rng.below(slots);
             let new = Value(rng.index(nv));
             let mut k = 0;
-            values_mut(&mut inst.kind, |v| {
+            inst.kind.for_each_operand_mut(|v| {
                 if k == pick {
                     *v = new;
                 }
@@ -1692,7 +1636,7 @@ fn mutate(m: &mut Module, rng: &mut Lcg) {
                 f.values[vi].def = match rng.next() % 3 {
                     0 => ValueDef::Param(rng.index(2)),
                     1 => ValueDef::BlockParam(Block(rng.index(nb)), rng.index(3)),
-                    _ => ValueDef::Inst(Block(rng.index(nb)), rng.index(20)),
+                    _ => ValueDef::Inst(Block(rng.index(nb))),
                 };
             }
         }

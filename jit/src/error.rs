@@ -8,7 +8,7 @@ use guardlift_ir::{SrcLoc, VerifyErrors};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JitError {
     /// The module did not verify (the JIT verifies before lowering).
-    #[error("{0}")]
+    #[error("{}", .0.render(None))]
     Verify(VerifyErrors),
     /// An extern nothing provides, or one whose signature does not match
     /// the built-in of that name; a symbol clash in an object file.

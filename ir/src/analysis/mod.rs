@@ -1,4 +1,10 @@
-//! Analyses shared by the verifier and the engines.
+//! Analyses shared by the verifier, the parser and the engines.
+//!
+//! - [`flowgraph`]: successors and predecessors of every block;
+//!   [`dominator_tree`]: reverse postorder and dominators. The verifier,
+//!   the parser's type inference, [`elide`] and the lowering all walk the
+//!   CFG through these two.
+//! - [`elide`]: the adstack underflow checks that cannot fail.
 //!
 //! [`adstack_capacities`]: every adstack handle is traced back to the
 //! `adstack.alloc` it came from, through block params. Guards need the
@@ -8,9 +14,14 @@
 //! [`reverse_postorder`]: the blocks reachable from the entry, in the
 //! order forward analyses and the lowering visit them.
 
+pub mod dominator_tree;
+pub mod elide;
+pub mod flowgraph;
+
 use crate::error::Diagnostic;
 use crate::inst::{InstKind, Value};
 use crate::module::Function;
+use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 
 /// Capacity (in entries) of the adstack every adstack-typed value refers to.
@@ -23,18 +34,11 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
             }
         }
     }
-    // Propagate along "passed as branch argument to" edges (worklist: linear).
+    // Propagate along "passed as branch argument to" edges (worklist:
+    // linear). Only handles have a capacity: other arguments make no edge.
     let mut edges: HashMap<Value, Vec<Value>> = HashMap::new();
-    for b in &f.blocks {
-        let Some(term) = b.insts.last() else { continue };
-        for dest in term.kind.successors() {
-            let Some(target) = f.blocks.get(dest.block.0 as usize) else {
-                continue;
-            };
-            for (arg, param) in dest.args.iter().zip(&target.params) {
-                edges.entry(*arg).or_default().push(*param);
-            }
-        }
+    for (arg, param) in handle_bindings(f) {
+        edges.entry(arg).or_default().push(param);
     }
     let mut work: Vec<Value> = cap.keys().copied().collect();
     while let Some(v) = work.pop() {
@@ -46,13 +50,10 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
                     work.push(param);
                 }
                 Some(&p) if p != c => {
-                    let name = f
-                        .values
-                        .get(param.0 as usize)
-                        .map_or("?", |v| v.name.as_str());
-                    let loc = match f.values.get(param.0 as usize).map(|v| v.def) {
+                    let name = f.values.get(param.index()).map_or("?", |v| v.name.as_str());
+                    let loc = match f.values.get(param.index()).map(|v| v.def) {
                         Some(crate::module::ValueDef::BlockParam(b, _)) => {
-                            f.blocks.get(b.0 as usize).map_or(f.loc, |b| b.loc)
+                            f.blocks.get(b.index()).map_or(f.loc, |b| b.loc)
                         }
                         _ => f.loc,
                     };
@@ -70,47 +71,26 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
     Ok(cap)
 }
 
-/// Reverse postorder of the blocks reachable from the entry (iterative).
+/// Every (argument, parameter) pair a branch binds whose argument is an
+/// adstack handle: the edges along which handles flow between values.
+pub(crate) fn handle_bindings(f: &Function) -> impl Iterator<Item = (Value, Value)> + '_ {
+    f.blocks
+        .iter()
+        .filter_map(|b| b.insts.last())
+        .flat_map(|term| term.kind.branch_targets())
+        .filter_map(|dest| Some((dest, f.blocks.get(dest.block.index())?)))
+        .flat_map(|(dest, target)| dest.args.iter().copied().zip(target.params.iter().copied()))
+        .filter(|a| f.values.get(a.0.index()).is_some_and(|d| d.ty.is_adstack()))
+}
+
+/// Reverse postorder of the blocks reachable from the entry, as block
+/// indices ([`dominator_tree::reverse_postorder`] of the function's CFG).
 pub fn reverse_postorder(f: &Function) -> Vec<u32> {
-    let nb = f.blocks.len();
-    if nb == 0 {
-        return Vec::new();
-    }
-    let succs = |b: usize| -> Vec<u32> {
-        f.blocks[b]
-            .insts
-            .last()
-            .map(|i| {
-                i.kind
-                    .successors()
-                    .iter()
-                    .map(|bc| bc.block.0)
-                    .filter(|&s| (s as usize) < nb)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut visited = vec![false; nb];
-    let mut post = Vec::with_capacity(nb);
-    let mut stack: Vec<(u32, Vec<u32>)> = vec![(0, succs(0))];
-    visited[0] = true;
-    while let Some((b, pending)) = stack.last_mut() {
-        let b = *b;
-        match pending.pop() {
-            Some(s) => {
-                if !visited[s as usize] {
-                    visited[s as usize] = true;
-                    stack.push((s, succs(s as usize)));
-                }
-            }
-            None => {
-                post.push(b);
-                stack.pop();
-            }
-        }
-    }
-    post.reverse();
-    post
+    let cfg = flowgraph::ControlFlowGraph::with_function(f);
+    dominator_tree::reverse_postorder(&cfg)
+        .into_iter()
+        .map(|b| b.0)
+        .collect()
 }
 
 /// Matches an extern against the built-in host functions of spec §7.

@@ -44,9 +44,13 @@
 //! size per round. Overflow checks are never elided (that needs an upper
 //! bound).
 
-use crate::analysis::reverse_postorder;
+use super::dominator_tree::reverse_postorder;
+use super::flowgraph::ControlFlowGraph;
+use super::handle_bindings;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
-use crate::module::{Function, ValueDef};
+use crate::module::Function;
+use cranelift_entity::EntityRef;
+use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Most facts kept at one program point.
@@ -66,15 +70,16 @@ pub fn redundant_underflow_checks(f: &Function, caps: &HashMap<Value, u32>) -> H
         f,
         caps,
         class: buffer_classes(f),
+        consts: iconsts(f),
     };
-    let rpo = reverse_postorder(f);
+    let rpo = reverse_postorder(&ControlFlowGraph::with_function(f));
     let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
     at_entry[0] = Some(Facts::new());
     let mut first_round = true;
     loop {
         let mut out = HashSet::new();
         let mut changed = false;
-        for &b in &rpo {
+        for b in rpo.iter().map(|b| b.0) {
             let Some(facts) = at_entry[b as usize].clone() else {
                 continue;
             };
@@ -128,22 +133,10 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
         }
         v
     }
-    for b in &f.blocks {
-        let Some(term) = b.insts.last() else { continue };
-        for dest in term.kind.successors() {
-            let Some(target) = f.blocks.get(dest.block.0 as usize) else {
-                continue;
-            };
-            for (a, p) in dest.args.iter().zip(&target.params) {
-                let handle = f
-                    .values
-                    .get(a.0 as usize)
-                    .is_some_and(|d| d.ty.is_adstack());
-                if handle && (p.0 as usize) < parent.len() {
-                    let (ra, rp) = (find(&mut parent, a.0), find(&mut parent, p.0));
-                    parent[ra as usize] = rp;
-                }
-            }
+    for (a, p) in handle_bindings(f) {
+        if a.index() < parent.len() && p.index() < parent.len() {
+            let (ra, rp) = (find(&mut parent, a.0), find(&mut parent, p.0));
+            parent[ra as usize] = rp;
         }
     }
     (0..parent.len() as u32)
@@ -151,16 +144,29 @@ fn buffer_classes(f: &Function) -> Vec<u32> {
         .collect()
 }
 
+/// The immediate of every value an `iconst` defines.
+fn iconsts(f: &Function) -> SecondaryMap<Value, Option<i64>> {
+    let mut m = SecondaryMap::new();
+    for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+        if let (InstKind::Iconst { imm, .. }, Some(r)) = (&inst.kind, inst.result) {
+            m[r] = Some(*imm);
+        }
+    }
+    m
+}
+
 /// What the transfer functions need of the function.
 struct Cx<'f> {
     f: &'f Function,
     caps: &'f HashMap<Value, u32>,
     class: Vec<u32>,
+    /// The immediate of every value an `iconst` defines.
+    consts: SecondaryMap<Value, Option<i64>>,
 }
 
 impl Cx<'_> {
     fn same_buffer_class(&self, a: Value, b: Value) -> bool {
-        self.class.get(a.0 as usize) == self.class.get(b.0 as usize)
+        self.class.get(a.index()) == self.class.get(b.index())
     }
 
     fn cap(&self, h: Value) -> u64 {
@@ -232,9 +238,7 @@ impl Cx<'_> {
                     facts.clear();
                     lens.clear();
                 }
-                Jump { dest } => {
-                    return vec![(dest.block.0 as usize, self.along(&facts, None, dest))]
-                }
+                Jump { dest } => return vec![(dest.block.index(), self.along(&facts, None, dest))],
                 Brif {
                     cond,
                     then_dest,
@@ -251,7 +255,7 @@ impl Cx<'_> {
                             let extra = fact.and_then(|(h, t, e)| {
                                 Some((h, (if taken { t } else { e })?.min(self.cap(h))))
                             });
-                            (dest.block.0 as usize, self.along(&facts, extra, dest))
+                            (dest.block.index(), self.along(&facts, extra, dest))
                         })
                         .collect();
                 }
@@ -273,7 +277,7 @@ impl Cx<'_> {
         let params = self
             .f
             .blocks
-            .get(dest.block.0 as usize)
+            .get(dest.block.index())
             .map_or(&[][..], |b| b.params.as_slice());
         let bound: Vec<Option<u64>> = dest.args.iter().map(|a| m.get(a).copied()).collect();
         for p in params {
@@ -292,15 +296,7 @@ impl Cx<'_> {
 
     /// The value of `v` if an `iconst` defines it.
     fn iconst(&self, v: Value) -> Option<i64> {
-        match self.f.values.get(v.0 as usize)?.def {
-            ValueDef::Inst(b, i) => {
-                match self.f.blocks.get(b.0 as usize)?.insts.get(i as usize)?.kind {
-                    InstKind::Iconst { imm, .. } => Some(imm),
-                    _ => None,
-                }
-            }
-            _ => None,
-        }
+        self.consts.get(v).copied().flatten()
     }
 }
 
@@ -339,6 +335,8 @@ fn implied(cc: IntCC, k: i64, holds: bool) -> Option<u64> {
 mod tests {
     use super::*;
 
+    // The elision cases as programs: ir/tests/elide/*.glir (ir/tests/elide.rs).
+
     /// The claims for `@f` of `text` (hand-written guards), sorted.
     fn elided(text: &str) -> Vec<(u32, u32)> {
         let m = crate::parse_and_verify(text).expect("valid");
@@ -347,253 +345,6 @@ mod tests {
         let mut v: Vec<_> = redundant_underflow_checks(f, &caps).into_iter().collect();
         v.sort();
         v
-    }
-
-    #[test]
-    fn len_test_before_pop_elides_the_block_s_checks() {
-        let v = elided(
-            "fn @f(%x: f64) -> f64 {
-entry:
-    %s = adstack.alloc.f64 4
-    guard.adstack.push %s, %x
-    jump rev(%s)
-rev(%t: adstack.f64):
-    %n = adstack.len %t
-    %z = iconst.i64 0
-    %e = icmp.eq %n, %z
-    brif %e, out, pop(%t)
-pop(%u: adstack.f64):
-    %v = guard.adstack.top %u
-    guard.adstack.acc_adj %u, %v
-    guard.adstack.pop %u
-    %w = guard.adstack.top %u
-    jump rev(%u)
-out:
-    %r = fconst.f64 0.0
-    return %r
-}",
-        );
-        // top, acc_adj and pop of `pop` (block 2), not the top after the pop.
-        assert_eq!(v, vec![(2, 0), (2, 1), (2, 2)]);
-    }
-
-    #[test]
-    fn push_bounds_stop_at_capacity() {
-        let v = elided(
-            "fn @f(%x: f64) -> f64 {
-entry:
-    %s = adstack.alloc.f64 1
-    guard.adstack.push %s, %x
-    guard.adstack.push %s, %x
-    %a = guard.adstack.top %s
-    guard.adstack.pop %s
-    %b = guard.adstack.top %s
-    return %a
-}",
-        );
-        // The top after the pushes is safe, and so is the pop; the top after
-        // the pop is not: with capacity 1 the second push overflows (in
-        // recover mode the count stays 1), so one pop may empty the stack.
-        assert_eq!(v, vec![(0, 3), (0, 4)]);
-    }
-
-    /// Issue 13 (1): the alloc re-runs while %t still names its buffer.
-    #[test]
-    fn alloc_in_a_loop_forgets_the_param_carrying_the_old_handle() {
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    jump loop(%a)
-loop(%t: adstack.i64):
-    guard.adstack.push %t, %x
-    %s = adstack.alloc.i64 4
-    %v = guard.adstack.top %t
-    guard.adstack.pop %t
-    %c = icmp.slt %v, %x
-    brif %c, loop(%s), done
-done:
-    return %x
-}",
-        );
-        assert_eq!(v, vec![]);
-    }
-
-    #[test]
-    fn alloc_between_len_and_branch_voids_the_test() {
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    guard.adstack.push %a, %x
-    jump loop(%a)
-loop(%t: adstack.i64):
-    %n = adstack.len %t
-    %s = adstack.alloc.i64 4
-    %z = iconst.i64 0
-    %e = icmp.eq %n, %z
-    brif %e, done, body(%t)
-body(%u: adstack.i64):
-    %v = guard.adstack.top %u
-    guard.adstack.pop %u
-    guard.adstack.push %s, %v
-    jump loop(%s)
-done:
-    return %x
-}",
-        );
-        assert_eq!(v, vec![]);
-    }
-
-    #[test]
-    fn facts_meet_at_merges() {
-        let text = |other_arm: &str| {
-            format!(
-                "fn @f(%x: i64) -> i64 {{
-entry:
-    %s = adstack.alloc.i64 4
-    %c = icmp.slt %x, %x
-    brif %c, a, b
-a:
-    guard.adstack.push %s, %x
-    guard.adstack.push %s, %x
-    jump m
-b:
-{other_arm}
-    jump m
-m:
-    %v = guard.adstack.top %s
-    guard.adstack.pop %s
-    %w = guard.adstack.top %s
-    return %v
-}}"
-            )
-        };
-        // One push on the other arm: top and pop are safe, the second top not.
-        assert_eq!(
-            elided(&text("    guard.adstack.push %s, %x")),
-            vec![(3, 0), (3, 1)]
-        );
-        // No push on the other arm: nothing is safe at the merge.
-        assert_eq!(elided(&text("")), vec![]);
-    }
-
-    #[test]
-    fn a_pop_in_a_loop_is_not_covered_by_the_push_before_it() {
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %s = adstack.alloc.i64 4
-    guard.adstack.push %s, %x
-    guard.adstack.push %s, %x
-    jump loop
-loop:
-    guard.adstack.pop %s
-    %c = icmp.slt %x, %x
-    brif %c, loop, done
-done:
-    return %x
-}",
-        );
-        assert_eq!(v, vec![]);
-    }
-
-    #[test]
-    fn params_are_bound_in_parallel() {
-        // Each iteration pops %q, pushes %p and swaps them: the new %q is
-        // the pushed stack (never empty at the pop), the new %p the popped
-        // one (empty in the second iteration). Binding the params one after
-        // the other would give %p the fact of the old %p.
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    %b = adstack.alloc.i64 4
-    guard.adstack.push %a, %x
-    guard.adstack.push %b, %x
-    jump loop(%a, %b)
-loop(%p: adstack.i64, %q: adstack.i64):
-    %v = guard.adstack.top %p
-    guard.adstack.pop %q
-    guard.adstack.push %p, %x
-    %c = icmp.slt %x, %x
-    brif %c, loop(%q, %p), done
-done:
-    return %x
-}",
-        );
-        assert_eq!(v, vec![(1, 1)]);
-    }
-
-    #[test]
-    fn a_handle_on_two_params_is_one_buffer() {
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    jump two(%a, %a)
-two(%p: adstack.i64, %q: adstack.i64):
-    guard.adstack.push %p, %x
-    guard.adstack.pop %q
-    %v = guard.adstack.top %p
-    guard.adstack.push %q, %x
-    %w = guard.adstack.top %p
-    return %x
-}",
-        );
-        // Nothing is known of %q at the pop, which takes %p's bound with
-        // it; the push through %q raises only %q's bound.
-        assert_eq!(v, vec![]);
-    }
-
-    #[test]
-    fn an_alloc_forgets_every_handle_that_may_name_its_buffer() {
-        // %p names the buffer of %a or of %b; re-running %b's alloc may
-        // empty it, re-running %a's does not touch %b's facts.
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    %c = icmp.slt %x, %x
-    brif %c, one(%a), two
-two:
-    %b = adstack.alloc.i64 4
-    jump one(%b)
-one(%p: adstack.i64):
-    guard.adstack.push %p, %x
-    %d = adstack.alloc.i64 4
-    guard.adstack.push %d, %x
-    %u = guard.adstack.top %p
-    %t = guard.adstack.top %d
-    brif %c, two, end
-end:
-    return %x
-}",
-        );
-        // %d is its own class: its alloc leaves %p's fact; both tops are safe.
-        assert_eq!(v, vec![(2, 3), (2, 4)]);
-        let v = elided(
-            "fn @f(%x: i64) -> i64 {
-entry:
-    %a = adstack.alloc.i64 4
-    %c = icmp.slt %x, %x
-    brif %c, one(%a), two
-two:
-    %b = adstack.alloc.i64 4
-    jump one(%b)
-one(%p: adstack.i64):
-    guard.adstack.push %p, %x
-    %b2 = adstack.alloc.i64 4
-    %u = guard.adstack.top %p
-    brif %c, two2(%b2), end
-two2(%r: adstack.i64):
-    jump one(%r)
-end:
-    return %x
-}",
-        );
-        // %b2 flows into %p: its alloc may empty %p's buffer.
-        assert_eq!(v, vec![]);
     }
 
     #[test]

@@ -5,9 +5,8 @@
 //! point nowhere (values, blocks, functions, externs, sites) are reported as
 //! errors. Every error is collected; they come back sorted by source position.
 //!
-//! Dominance is computed per function with the Cooper–Harvey–Kennedy
-//! algorithm over an iterative reverse postorder, and queried in O(1) through
-//! a pre/post numbering of the dominator tree, so a function verifies in
+//! Dominance comes from the function's [`DominatorTree`] (built on its
+//! [`ControlFlowGraph`]), queried in O(1), so a function verifies in
 //! near-linear time. Nothing here recurses.
 //!
 //! Decisions the spec leaves open:
@@ -24,15 +23,21 @@
 //!   reported at 0:0 (the module keeps no position for its `layout` line);
 //!   unused sites at the site's own position.
 
+mod types;
+
+use crate::analysis::dominator_tree::DominatorTree;
+use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
     Block, BlockCall, Callee, Checks, ConvOp, FuncId, Inst, InstKind, SiteId, SrcLoc, Value,
 };
 use crate::module::{Function, Module, ValueDef};
+use crate::opcode::Yields;
 use crate::types::Type;
-use guardlift_abi::adstack::{self, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
+use cranelift_entity::EntityRef;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use guardlift_abi::adstack::{self, AdElem, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
-use std::collections::{HashMap, HashSet};
 
 /// Verifies a whole module, returning every error found (sorted by line, col).
 pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {
@@ -136,13 +141,11 @@ impl Def {
         match (self, d) {
             (Def::Param(i), ValueDef::Param(j)) => i == j,
             (Def::BlockParam(b, i), ValueDef::BlockParam(Block(c), j)) => b == c && i == j,
-            (Def::Inst(b, i), ValueDef::Inst(Block(c), j)) => b == c && i == j,
+            (Def::Inst(b, _), ValueDef::Inst(Block(c))) => b == c,
             _ => false,
         }
     }
 }
-
-const NONE: u32 = u32::MAX;
 
 struct FnVerifier<'a> {
     m: &'a Module,
@@ -152,11 +155,8 @@ struct FnVerifier<'a> {
     site_users: &'a mut HashMap<SiteId, SrcLoc>,
     /// Actual definition of each value (first one if defined twice).
     defs: Vec<Option<Def>>,
-    /// Reverse-postorder number of each block (NONE: unreachable).
-    rpo_num: Vec<u32>,
-    /// Dominator-tree pre/post numbers, indexed by RPO number.
-    pre: Vec<u32>,
-    post: Vec<u32>,
+    /// Reachability and dominance of the blocks.
+    domtree: DominatorTree,
     /// Running total of adstack bytes.
     frame_bytes: u64,
     frame_reported: bool,
@@ -177,9 +177,7 @@ impl<'a> FnVerifier<'a> {
             errs,
             site_users,
             defs: vec![None; f.values.len()],
-            rpo_num: Vec::new(),
-            pre: Vec::new(),
-            post: Vec::new(),
+            domtree: DominatorTree::default(),
             frame_bytes: 0,
             frame_reported: false,
         }
@@ -193,7 +191,7 @@ impl<'a> FnVerifier<'a> {
 
     /// `%name` (or `%N` for a nameless value, `#N` for an invalid index).
     fn vname(&self, v: Value) -> String {
-        match self.f.values.get(v.0 as usize) {
+        match self.f.values.get(v.index()) {
             Some(d) if !d.name.is_empty() => format!("%{}", d.name),
             Some(_) => format!("%{}", v.0),
             None => format!("#{}", v.0),
@@ -201,7 +199,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn ty(&self, v: Value) -> Option<Type> {
-        self.f.values.get(v.0 as usize).map(|d| d.ty)
+        self.f.values.get(v.index()).map(|d| d.ty)
     }
 
     /// `%a (i64)`.
@@ -236,12 +234,12 @@ impl<'a> FnVerifier<'a> {
                 let params = g
                     .params
                     .iter()
-                    .map(|p| g.values.get(p.0 as usize).map(|d| d.ty))
+                    .map(|p| g.values.get(p.index()).map(|d| d.ty))
                     .collect();
                 Some((format!("@{}", g.name), params, g.ret))
             }
             Callee::Extern(e) => {
-                let x = self.m.externs.get(e.0 as usize)?;
+                let x = self.m.externs.get(e.index())?;
                 Some((
                     format!("@{}", x.name),
                     x.params.iter().map(|&t| Some(t)).collect(),
@@ -268,9 +266,9 @@ impl<'a> FnVerifier<'a> {
         }
         self.collect_defs();
         self.check_structure();
-        self.compute_dominators();
+        self.domtree = DominatorTree::with_cfg(&ControlFlowGraph::with_function(f));
         for (bi, bd) in f.blocks.iter().enumerate() {
-            let reachable = self.rpo_num[bi] != NONE;
+            let reachable = self.domtree.is_reachable(Block(bi as u32));
             for (ii, inst) in bd.insts.iter().enumerate() {
                 self.check_inst(bi as u32, ii as u32, inst, reachable);
             }
@@ -322,8 +320,8 @@ impl<'a> FnVerifier<'a> {
                         ValueDef::BlockParam(b, i) => {
                             format!("parameter {i} of block {}", self.bname(b.0))
                         }
-                        ValueDef::Inst(b, i) => {
-                            format!("instruction {i} of block {}", self.bname(b.0))
+                        ValueDef::Inst(b) => {
+                            format!("an instruction of block {}", self.bname(b.0))
                         }
                     };
                     self.err(
@@ -339,7 +337,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn define(&mut self, v: Value, d: Def, loc: SrcLoc, what: &str) {
-        match self.defs.get(v.0 as usize) {
+        match self.defs.get(v.index()) {
             None => self.err(loc, format!("{what} refers to invalid value #{}", v.0)),
             Some(Some(prev)) => {
                 let n = self.vname(v);
@@ -349,7 +347,7 @@ impl<'a> FnVerifier<'a> {
                     format!("value {n} is defined more than once (first at {at})"),
                 );
             }
-            Some(None) => self.defs[v.0 as usize] = Some(d),
+            Some(None) => self.defs[v.index()] = Some(d),
         }
     }
 
@@ -393,135 +391,15 @@ impl<'a> FnVerifier<'a> {
         }
     }
 
-    /// Successor blocks (in range) of block `b`, from its final terminator.
-    fn succs(&self, b: usize) -> impl Iterator<Item = u32> + '_ {
-        let nb = self.f.blocks.len() as u64;
-        let last = self.f.blocks[b].insts.last();
-        let (x, y) = match last.map(|i| &i.kind) {
-            Some(InstKind::Jump { dest }) => (Some(dest.block.0), None),
-            Some(InstKind::Brif {
-                then_dest,
-                else_dest,
-                ..
-            }) => (Some(then_dest.block.0), Some(else_dest.block.0)),
-            _ => (None, None),
-        };
-        x.into_iter().chain(y).filter(move |&s| (s as u64) < nb)
-    }
-
-    /// Reverse postorder, Cooper–Harvey–Kennedy idoms, dominator-tree numbering.
-    fn compute_dominators(&mut self) {
-        let nb = self.f.blocks.len();
-        self.rpo_num = vec![NONE; nb];
-        if nb == 0 {
-            return;
-        }
-        // Iterative DFS postorder from the entry.
-        let mut visited = vec![false; nb];
-        let mut post_order: Vec<u32> = Vec::with_capacity(nb);
-        let mut stack: Vec<(u32, Vec<u32>)> = Vec::new();
-        visited[0] = true;
-        stack.push((0, self.succs(0).collect()));
-        while let Some((b, pending)) = stack.last_mut() {
-            let b = *b;
-            match pending.pop() {
-                Some(s) => {
-                    if !visited[s as usize] {
-                        visited[s as usize] = true;
-                        let ss: Vec<u32> = self.succs(s as usize).collect();
-                        stack.push((s, ss));
-                    }
-                }
-                None => {
-                    post_order.push(b);
-                    stack.pop();
-                }
-            }
-        }
-        let rpo: Vec<u32> = post_order.into_iter().rev().collect();
-        let n = rpo.len();
-        for (i, &b) in rpo.iter().enumerate() {
-            self.rpo_num[b as usize] = i as u32;
-        }
-        // Predecessors in RPO numbering (only reachable blocks have any).
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (i, &b) in rpo.iter().enumerate() {
-            for s in self.succs(b as usize) {
-                preds[self.rpo_num[s as usize] as usize].push(i as u32);
-            }
-        }
-        // Cooper–Harvey–Kennedy.
-        let mut idom = vec![NONE; n];
-        idom[0] = 0;
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for b in 1..n {
-                let mut new = NONE;
-                for &p in &preds[b] {
-                    if idom[p as usize] == NONE {
-                        continue;
-                    }
-                    new = if new == NONE {
-                        p
-                    } else {
-                        intersect(&idom, p, new)
-                    };
-                }
-                if new != NONE && idom[b] != new {
-                    idom[b] = new;
-                    changed = true;
-                }
-            }
-        }
-        // Dominator tree pre/post numbering (iterative).
-        let mut first_child = vec![NONE; n];
-        let mut next_sibling = vec![NONE; n];
-        for b in (1..n).rev() {
-            let p = idom[b] as usize;
-            next_sibling[b] = first_child[p];
-            first_child[p] = b as u32;
-        }
-        self.pre = vec![0; n];
-        self.post = vec![0; n];
-        let mut counter = 0u32;
-        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
-        while let Some((b, done)) = stack.pop() {
-            if done {
-                self.post[b as usize] = counter;
-                counter += 1;
-                continue;
-            }
-            self.pre[b as usize] = counter;
-            counter += 1;
-            stack.push((b, true));
-            let mut c = first_child[b as usize];
-            while c != NONE {
-                stack.push((c, false));
-                c = next_sibling[c as usize];
-            }
-        }
-    }
-
-    /// Does block `a` dominate block `b` (both in range; `b` reachable)?
-    fn block_dominates(&self, a: u32, b: u32) -> bool {
-        let (ra, rb) = (self.rpo_num[a as usize], self.rpo_num[b as usize]);
-        if ra == NONE || rb == NONE {
-            return false;
-        }
-        let (ra, rb) = (ra as usize, rb as usize);
-        self.pre[ra] <= self.pre[rb] && self.post[rb] <= self.post[ra]
-    }
-
     fn def_dominates(&self, d: Def, b: u32, i: u32) -> bool {
         match d {
             Def::Param(_) => true,
-            Def::BlockParam(db, _) => db == b || self.block_dominates(db, b),
+            Def::BlockParam(db, _) => db == b || self.domtree.dominates(Block(db), Block(b)),
             Def::Inst(db, di) => {
                 if db == b {
                     di < i
                 } else {
-                    self.block_dominates(db, b)
+                    self.domtree.dominates(Block(db), Block(b))
                 }
             }
         }
@@ -538,7 +416,7 @@ impl<'a> FnVerifier<'a> {
             if ops[..k].contains(&v) {
                 continue; // one report per value and instruction
             }
-            match self.defs.get(v.0 as usize) {
+            match self.defs.get(v.index()) {
                 None => self.err(loc, format!("use of invalid value #{}", v.0)),
                 Some(None) => {
                     let n = self.vname(v);
@@ -565,10 +443,9 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn check_result_presence(&mut self, inst: &Inst) {
-        use InstKind::*;
         let op = inst.kind.opcode();
-        let yields = match &inst.kind {
-            Call { callee, .. } => match self.callee_sig(*callee) {
+        let yields = match (&inst.kind, inst.kind.op().yields()) {
+            (InstKind::Call { callee, .. }, _) => match self.callee_sig(*callee) {
                 Some((name, _, None)) => {
                     if let Some(r) = inst.result {
                         let n = self.vname(r);
@@ -581,17 +458,7 @@ impl<'a> FnVerifier<'a> {
                 }
                 _ => return,
             },
-            Store { .. }
-            | Jump { .. }
-            | Brif { .. }
-            | Return { .. }
-            | DictSlotStore { .. }
-            | StoreAttr { .. }
-            | AdPush { .. }
-            | AdPop { .. }
-            | AdAccAdj { .. }
-            | Watch { .. } => false,
-            _ => true,
+            (_, y) => y == Yields::Always,
         };
         match (yields, inst.result) {
             (true, None) => self.err(inst.loc, format!("`{op}` must define a result")),
@@ -691,7 +558,7 @@ impl<'a> FnVerifier<'a> {
     }
 
     fn check_block_call(&mut self, inst: &Inst, bc: &BlockCall) {
-        let Some(target) = self.f.blocks.get(bc.block.0 as usize) else {
+        let Some(target) = self.f.blocks.get(bc.block.index()) else {
             self.err(inst.loc, format!("branch to unknown block #{}", bc.block.0));
             return;
         };
@@ -720,356 +587,6 @@ impl<'a> FnVerifier<'a> {
                     );
                 }
             }
-        }
-    }
-
-    fn check_types(&mut self, inst: &Inst) {
-        use InstKind::*;
-        let loc = inst.loc;
-        let op = inst.kind.opcode();
-        match &inst.kind {
-            Iconst { ty, .. } => {
-                if ty.is_int() {
-                    self.expect_result(inst, *ty);
-                } else {
-                    self.err(loc, format!("iconst needs an int type, got {ty}"));
-                }
-            }
-            Fconst { ty, .. } => {
-                if ty.is_float() {
-                    self.expect_result(inst, *ty);
-                } else {
-                    self.err(loc, format!("fconst needs a float type, got {ty}"));
-                }
-            }
-            Binary { op: bop, a, b } => {
-                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
-                    return;
-                };
-                let ok = if bop.is_float() {
-                    ta.is_float() && ta == tb
-                } else if bop.is_shift() {
-                    ta.is_int() && tb.is_int()
-                } else {
-                    ta.is_int() && tb.is_int() && ta.compatible(tb)
-                };
-                if ok {
-                    self.expect_result(inst, ta);
-                } else {
-                    let (da, db) = (self.desc(*a), self.desc(*b));
-                    self.err(loc, format!("type mismatch: {op} {da}, {db}"));
-                }
-            }
-            Unary { a, .. } => {
-                let Some(ta) = self.ty(*a) else { return };
-                if ta.is_float() {
-                    self.expect_result(inst, ta);
-                } else {
-                    let da = self.desc(*a);
-                    self.err(
-                        loc,
-                        format!("type mismatch: {op} needs a float operand, got {da}"),
-                    );
-                }
-            }
-            Icmp { a, b, .. } => {
-                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
-                    return;
-                };
-                if ta.is_int() && tb.is_int() && ta.compatible(tb) {
-                    self.expect_result(inst, Type::I8);
-                } else {
-                    let (da, db) = (self.desc(*a), self.desc(*b));
-                    self.err(loc, format!("type mismatch: icmp {da}, {db}"));
-                }
-            }
-            Fcmp { a, b, .. } => {
-                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
-                    return;
-                };
-                if ta.is_float() && ta == tb {
-                    self.expect_result(inst, Type::I8);
-                } else {
-                    let (da, db) = (self.desc(*a), self.desc(*b));
-                    self.err(loc, format!("type mismatch: fcmp {da}, {db}"));
-                }
-            }
-            Select { cond, a, b } => {
-                if let Some(tc) = self.ty(*cond) {
-                    if !tc.is_int() {
-                        let dc = self.desc(*cond);
-                        self.err(loc, format!("select condition must be an int, got {dc}"));
-                    }
-                }
-                let (Some(ta), Some(tb)) = (self.ty(*a), self.ty(*b)) else {
-                    return;
-                };
-                let ok = (ta.is_int() && tb.is_int() && ta.compatible(tb))
-                    || (ta.is_float() && ta == tb);
-                if ok {
-                    self.expect_result(inst, ta);
-                } else {
-                    let (da, db) = (self.desc(*a), self.desc(*b));
-                    self.err(loc, format!("type mismatch: select {da}, {db}"));
-                }
-            }
-            Conv { op: cop, ty, a } => self.check_conv(inst, *cop, *ty, *a),
-            Load { ty, addr, .. } => {
-                if ty.is_adstack() {
-                    self.err(loc, format!("load type cannot be an adstack handle ({ty})"));
-                } else {
-                    self.expect_result(inst, *ty);
-                }
-                self.need_word(inst, *addr, "address");
-            }
-            Store { addr, .. } => self.need_word(inst, *addr, "address"),
-            Call { callee, args } => {
-                let Some((name, params, ret)) = self.callee_sig(*callee) else {
-                    let what = match callee {
-                        Callee::Func(FuncId(i)) => format!("function #{i}"),
-                        Callee::Extern(e) => format!("extern #{}", e.0),
-                    };
-                    self.err(loc, format!("call to unknown {what}"));
-                    return;
-                };
-                if params.len() != args.len() {
-                    self.err(
-                        loc,
-                        format!(
-                            "call to {name} expects {} arguments, got {}",
-                            params.len(),
-                            args.len()
-                        ),
-                    );
-                } else {
-                    for (k, (pt, &a)) in params.iter().zip(args).enumerate() {
-                        if let (Some(pt), Some(at)) = (*pt, self.ty(a)) {
-                            if !at.compatible(pt) {
-                                let d = self.desc(a);
-                                self.err(
-                                    loc,
-                                    format!(
-                                        "argument {} of call to {name} must be {pt}, got {d}",
-                                        k + 1
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                }
-                if let (Some(r), Some(rt)) = (inst.result, ret) {
-                    if let Some(t) = self.ty(r) {
-                        let n = self.vname(r);
-                        if t.is_adstack() {
-                            self.err(loc, format!("call result {n} cannot be an adstack handle"));
-                        } else if !t.compatible(rt) {
-                            self.err(
-                                loc,
-                                format!("result {n} of call to {name} has type {t}, expected {rt}"),
-                            );
-                        }
-                    }
-                }
-            }
-            Jump { dest } => self.check_block_call(inst, dest),
-            Brif {
-                cond,
-                then_dest,
-                else_dest,
-            } => {
-                if let Some(tc) = self.ty(*cond) {
-                    if !tc.is_int() {
-                        let dc = self.desc(*cond);
-                        self.err(loc, format!("brif condition must be an int, got {dc}"));
-                    }
-                }
-                self.check_block_call(inst, then_dest);
-                self.check_block_call(inst, else_dest);
-            }
-            Return { value } => {
-                let fname = &self.f.name;
-                match (self.f.ret, value) {
-                    (Some(rt), None) => self.err(
-                        loc,
-                        format!("`return` needs a value: @{fname} returns {rt}"),
-                    ),
-                    (None, Some(v)) => {
-                        let n = self.vname(*v);
-                        self.err(
-                            loc,
-                            format!("@{fname} returns no value, but `return` has {n}"),
-                        );
-                    }
-                    (Some(rt), Some(v)) => {
-                        if let Some(t) = self.ty(*v) {
-                            if !t.compatible(rt) {
-                                let d = self.desc(*v);
-                                self.err(
-                                    loc,
-                                    format!("return type mismatch: {d}, @{fname} returns {rt}"),
-                                );
-                            }
-                        }
-                    }
-                    (None, None) => {}
-                }
-            }
-            DictSlotLoad { obj } => {
-                self.need_word(inst, *obj, "object");
-                self.expect_result(inst, Type::I64);
-            }
-            DictSlotStore { obj, word } => {
-                self.need_word(inst, *obj, "object");
-                self.need_word(inst, *word, "word");
-            }
-            LoadAttr { obj, index } => {
-                self.need_word(inst, *obj, "object");
-                self.check_attr_index(inst, *index);
-                self.expect_result(inst, Type::I64);
-            }
-            StoreAttr { obj, index, value } => {
-                self.need_word(inst, *obj, "object");
-                self.check_attr_index(inst, *index);
-                self.need_word(inst, *value, "value");
-            }
-            AdAlloc { elem, capacity } => {
-                if *capacity == 0 || *capacity > MAX_ADSTACK_CAPACITY {
-                    self.err(
-                        loc,
-                        format!(
-                            "adstack capacity {capacity} is out of range (1 to {MAX_ADSTACK_CAPACITY})"
-                        ),
-                    );
-                }
-                self.expect_result(inst, Type::AdStack(*elem));
-                if *capacity > MAX_ADSTACK_CAPACITY {
-                    return; // already an error; not counted towards the frame
-                }
-                self.frame_bytes = self
-                    .frame_bytes
-                    .saturating_add(adstack::buffer_bytes(*elem, *capacity));
-                if self.frame_bytes > MAX_ADSTACK_FRAME_BYTES && !self.frame_reported {
-                    self.frame_reported = true;
-                    let fname = &self.f.name;
-                    self.err(
-                        loc,
-                        format!(
-                            "adstack buffers of @{fname} exceed {MAX_ADSTACK_FRAME_BYTES} bytes per frame"
-                        ),
-                    );
-                }
-            }
-            AdPush { stack, value }
-            | AdAccAdj {
-                stack,
-                delta: value,
-            } => {
-                let Some(et) = self.stack_elem(inst, *stack) else {
-                    return;
-                };
-                if let Some(t) = self.ty(*value) {
-                    if !t.compatible(et) {
-                        let role = if matches!(inst.kind, AdPush { .. }) {
-                            "value"
-                        } else {
-                            "delta"
-                        };
-                        let d = self.desc(*value);
-                        self.err(
-                            loc,
-                            format!("type mismatch: {op} {role} {d}, stack holds {et}"),
-                        );
-                    }
-                }
-            }
-            AdPop { stack } => {
-                self.stack_elem(inst, *stack);
-            }
-            AdTop { stack } | AdTopAdj { stack } => {
-                if let Some(et) = self.stack_elem(inst, *stack) {
-                    self.expect_result(inst, et);
-                }
-            }
-            AdLen { stack } => {
-                self.stack_elem(inst, *stack);
-                self.expect_result(inst, Type::I64);
-            }
-            Watch { obj } => self.need_word(inst, *obj, "object"),
-        }
-    }
-
-    fn check_conv(&mut self, inst: &Inst, cop: ConvOp, ty: Type, a: Value) {
-        let loc = inst.loc;
-        let op = inst.kind.opcode();
-        if ty.is_adstack() {
-            self.err(loc, format!("{op} cannot produce an adstack handle ({ty})"));
-            return;
-        }
-        let Some(ta) = self.ty(a) else { return };
-        let da = self.desc(a);
-        let problem: Option<String> = match cop {
-            ConvOp::Sext | ConvOp::Uext | ConvOp::Ireduce => {
-                let widen = cop != ConvOp::Ireduce;
-                if !ty.is_int() {
-                    Some(format!("{op}.{ty}: result type must be an int"))
-                } else if !ta.is_int()
-                    || (widen && ta.bits() >= ty.bits())
-                    || (!widen && ta.bits() <= ty.bits())
-                {
-                    let rel = if widen { "narrower" } else { "wider" };
-                    Some(format!(
-                        "{op}.{ty} needs an int operand {rel} than {ty}, got {da}"
-                    ))
-                } else {
-                    None
-                }
-            }
-            ConvOp::FcvtFromSint => {
-                if !ty.is_float() {
-                    Some(format!("{op}.{ty}: result type must be a float"))
-                } else if !ta.is_int() {
-                    Some(format!("{op}.{ty} needs an int operand, got {da}"))
-                } else {
-                    None
-                }
-            }
-            ConvOp::FcvtToSint => {
-                if !ty.is_int() {
-                    Some(format!("{op}.{ty}: result type must be an int"))
-                } else if !ta.is_float() {
-                    Some(format!("{op}.{ty} needs a float operand, got {da}"))
-                } else {
-                    None
-                }
-            }
-            ConvOp::Fpromote | ConvOp::Fdemote => {
-                let (from, to) = if cop == ConvOp::Fpromote {
-                    (Type::F32, Type::F64)
-                } else {
-                    (Type::F64, Type::F32)
-                };
-                if ty != to {
-                    Some(format!("{op}.{ty}: result type must be {to}"))
-                } else if ta != from {
-                    Some(format!("{op}.{ty} needs an {from} operand, got {da}"))
-                } else {
-                    None
-                }
-            }
-            ConvOp::Bitcast => {
-                if ta.bits() != ty.bits() {
-                    Some(format!(
-                        "{op}.{ty} needs a {}-bit operand, got {da}",
-                        ty.bits()
-                    ))
-                } else {
-                    None
-                }
-            }
-        };
-        match problem {
-            Some(msg) => self.err(loc, msg),
-            None => self.expect_result(inst, ty),
         }
     }
 
@@ -1111,7 +628,7 @@ impl<'a> FnVerifier<'a> {
                         );
                     }
                     if s.func != self.fid {
-                        let owner = match self.m.functions.get(s.func.0 as usize) {
+                        let owner = match self.m.functions.get(s.func.index()) {
                             Some(g) => format!("@{}", g.name),
                             None => format!("unknown function #{}", s.func.0),
                         };
@@ -1130,17 +647,4 @@ impl<'a> FnVerifier<'a> {
             self.site_users.insert(id, loc);
         }
     }
-}
-
-/// Cooper–Harvey–Kennedy intersection over RPO numbers.
-fn intersect(idom: &[u32], mut a: u32, mut b: u32) -> u32 {
-    while a != b {
-        while a > b {
-            a = idom[a as usize];
-        }
-        while b > a {
-            b = idom[b as usize];
-        }
-    }
-    a
 }

@@ -1,0 +1,476 @@
+//! One instruction line: `[%r =] [guard.]OPCODE OPERANDS [!site(...)]`.
+//! [`Parser::inst`] reads the head (result, guard, opcode), the operands
+//! of its form ([`Parser::operands`]), the optional site annotation, then
+//! records the instruction with what the module-level pass still needs
+//! (pending callee, pending site).
+
+use super::*;
+
+/// What the head of an instruction line says: `[%r =] [guard.]OPCODE`.
+struct Head<'a> {
+    /// The result's name and position, if written.
+    result: Option<(&'a str, SrcLoc)>,
+    guard: bool,
+    op: Op,
+}
+
+/// The operands read: the instruction, its result type when the opcode
+/// fixes it, and a call's callee name (resolved when the module is read).
+struct Body<'a> {
+    kind: InstKind,
+    ty: Option<Type>,
+    call: Option<(&'a str, SrcLoc)>,
+}
+
+/// An explicit `!site(ID, LINE:COL[, CHECK...])`: the id and where it is
+/// written, the site's position and its check list.
+struct SiteAnnotation {
+    id: u32,
+    idloc: SrcLoc,
+    loc: SrcLoc,
+    checks: Option<Checks>,
+}
+
+impl<'a> Parser<'a> {
+    pub(super) fn inst(&mut self, f: &mut FnState<'a>, mut c: Cur<'_, 'a>) -> PResult<()> {
+        let first = c.loc();
+        let Some(b) = f.cur_block else {
+            return err(first, "expected a block label before the first instruction");
+        };
+        let head = Self::head(&mut c, first)?;
+        let body = Self::operands(f, &mut c, head.op)?;
+        let site = Self::site_annotation(&mut c, &head)?;
+        c.end()?;
+        self.record(f, b, first, head, body, site)
+    }
+
+    /// `[%r =] [guard.]OPCODE`, checked against the opcode table: `guard.`
+    /// only where it applies, a result exactly where the opcode yields one.
+    fn head(c: &mut Cur<'_, 'a>, first: SrcLoc) -> PResult<Head<'a>> {
+        let mut result = None;
+        if let Some(Tok::Val(name)) = c.peek() {
+            c.bump();
+            c.expect(Tok::Eq)?;
+            result = Some((name, first));
+        }
+        let (word, oploc) = c.word("an instruction")?;
+        let (guard, opname) = match word.strip_prefix("guard.") {
+            Some(r) => (true, r),
+            None => (false, word),
+        };
+        let op = parse_opcode(opname, oploc)?;
+        if op == Op::Watch && !guard {
+            return err(
+                oploc,
+                "unknown instruction `watch` (did you mean `guard.watch`?)",
+            );
+        }
+        if guard && !op.opcode().guardable() {
+            return err(
+                oploc,
+                format!(
+                    "`{opname}` cannot be guarded (`guard.` applies to {})",
+                    guardable_list()
+                ),
+            );
+        }
+        match (op.opcode().yields(), result) {
+            (Yields::Always, None) => {
+                return err(
+                    oploc,
+                    format!("`{word}` produces a value: write `%name = {word} ...`"),
+                )
+            }
+            (Yields::Never, Some((_, rloc))) => {
+                return err(rloc, format!("`{word}` does not produce a value"))
+            }
+            _ => {}
+        }
+        Ok(Head { result, guard, op })
+    }
+
+    /// The operands of `op`'s form.
+    fn operands(f: &mut FnState<'a>, c: &mut Cur<'_, 'a>, op: Op) -> PResult<Body<'a>> {
+        let (mut ty, mut call) = (None, None);
+        let kind = match Self::arith_operands(f, c, op, &mut ty)? {
+            Some(k) => k,
+            None => match Self::memory_control_operands(f, c, op, &mut ty, &mut call)? {
+                Some(k) => k,
+                None => match Self::object_adstack_operands(f, c, op, &mut ty)? {
+                    Some(k) => k,
+                    None => {
+                        let msg = format!("internal error: no operand reader for {op:?}");
+                        return err(c.loc(), msg);
+                    }
+                },
+            },
+        };
+        Ok(Body { kind, ty, call })
+    }
+
+    /// Constants, arithmetic, comparisons, `select`, conversions.
+    fn arith_operands(
+        f: &mut FnState<'a>,
+        c: &mut Cur<'_, 'a>,
+        op: Op,
+        ty: &mut Option<Type>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
+            Op::Iconst(t) => {
+                let (w, l) = c.word("an integer")?;
+                let v = int_lit(w, l)?;
+                let bits = t.bits();
+                let lo = -(1i128 << (bits - 1));
+                let hi = (1i128 << bits) - 1;
+                if v < lo || v > hi {
+                    return err(l, format!("integer literal out of range for {t}: {w}"));
+                }
+                *ty = Some(t);
+                InstKind::Iconst {
+                    ty: t,
+                    imm: sext_imm(v as u64 as i64, bits),
+                }
+            }
+            Op::Fconst(t) => {
+                let (w, l) = c.word("a float")?;
+                *ty = Some(t);
+                InstKind::Fconst {
+                    ty: t,
+                    value: float_lit(w, t, l)?,
+                }
+            }
+            Op::Bin(op) => {
+                let a = f.operand(c)?;
+                let b = f.next_operand(c)?;
+                InstKind::Binary { op, a, b }
+            }
+            Op::Un(op) => InstKind::Unary {
+                op,
+                a: f.operand(c)?,
+            },
+            Op::Icmp(cc) => {
+                let a = f.operand(c)?;
+                let b = f.next_operand(c)?;
+                *ty = Some(Type::I8);
+                InstKind::Icmp { cc, a, b }
+            }
+            Op::Fcmp(cc) => {
+                let a = f.operand(c)?;
+                let b = f.next_operand(c)?;
+                *ty = Some(Type::I8);
+                InstKind::Fcmp { cc, a, b }
+            }
+            Op::Select => {
+                let cond = f.operand(c)?;
+                let a = f.next_operand(c)?;
+                let b = f.next_operand(c)?;
+                InstKind::Select { cond, a, b }
+            }
+            Op::Conv(op, t) => {
+                *ty = Some(t);
+                InstKind::Conv {
+                    op,
+                    ty: t,
+                    a: f.operand(c)?,
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Raw memory, calls and branches.
+    fn memory_control_operands(
+        f: &mut FnState<'a>,
+        c: &mut Cur<'_, 'a>,
+        op: Op,
+        ty: &mut Option<Type>,
+        call: &mut Option<(&'a str, SrcLoc)>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
+            Op::Load(t) => {
+                let addr = f.operand(c)?;
+                let offset = offset(c)?;
+                *ty = Some(t);
+                InstKind::Load {
+                    ty: t,
+                    addr,
+                    offset,
+                }
+            }
+            Op::Store => {
+                let value = f.operand(c)?;
+                let addr = f.next_operand(c)?;
+                let offset = offset(c)?;
+                InstKind::Store {
+                    value,
+                    addr,
+                    offset,
+                }
+            }
+            Op::Call => {
+                let (name, nloc) = c.func()?;
+                c.expect(Tok::LParen)?;
+                let args = f.args(c)?;
+                *call = Some((name, nloc));
+                InstKind::Call {
+                    callee: Callee::Extern(ExternId(u32::MAX)),
+                    args,
+                }
+            }
+            Op::Jump => InstKind::Jump {
+                dest: f.block_call(c)?,
+            },
+            Op::Brif => {
+                let cond = f.operand(c)?;
+                c.expect(Tok::Comma)?;
+                let then_dest = f.block_call(c)?;
+                c.expect(Tok::Comma)?;
+                let else_dest = f.block_call(c)?;
+                InstKind::Brif {
+                    cond,
+                    then_dest,
+                    else_dest,
+                }
+            }
+            Op::Return => {
+                let value = if c.peek().is_some() {
+                    Some(f.operand(c)?)
+                } else {
+                    None
+                };
+                InstKind::Return { value }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Object-model and adstack instructions, `guard.watch`.
+    fn object_adstack_operands(
+        f: &mut FnState<'a>,
+        c: &mut Cur<'_, 'a>,
+        op: Op,
+        ty: &mut Option<Type>,
+    ) -> PResult<Option<InstKind>> {
+        Ok(Some(match op {
+            Op::DictLoad => {
+                *ty = Some(Type::I64);
+                InstKind::DictSlotLoad { obj: f.operand(c)? }
+            }
+            Op::DictStore => {
+                let obj = f.operand(c)?;
+                let word = f.next_operand(c)?;
+                InstKind::DictSlotStore { obj, word }
+            }
+            Op::LoadAttr => {
+                let obj = f.operand(c)?;
+                c.expect(Tok::Comma)?;
+                let index = attr_index(c)?;
+                *ty = Some(Type::I64);
+                InstKind::LoadAttr { obj, index }
+            }
+            Op::StoreAttr => {
+                let obj = f.operand(c)?;
+                c.expect(Tok::Comma)?;
+                let index = attr_index(c)?;
+                let value = f.next_operand(c)?;
+                InstKind::StoreAttr { obj, index, value }
+            }
+            Op::AdAlloc(elem) => {
+                let cap = c.int_in(
+                    "a capacity",
+                    1,
+                    MAX_ADSTACK_CAPACITY as i128,
+                    &format!("an adstack capacity (1 to {MAX_ADSTACK_CAPACITY})"),
+                )?;
+                *ty = Some(Type::AdStack(elem));
+                InstKind::AdAlloc {
+                    elem,
+                    capacity: u32::try_from(cap).unwrap_or(1),
+                }
+            }
+            Op::AdPush => {
+                let stack = f.operand(c)?;
+                let value = f.next_operand(c)?;
+                InstKind::AdPush { stack, value }
+            }
+            Op::AdPop => InstKind::AdPop {
+                stack: f.operand(c)?,
+            },
+            Op::AdTop => InstKind::AdTop {
+                stack: f.operand(c)?,
+            },
+            Op::AdTopAdj => InstKind::AdTopAdj {
+                stack: f.operand(c)?,
+            },
+            Op::AdAccAdj => {
+                let stack = f.operand(c)?;
+                let delta = f.next_operand(c)?;
+                InstKind::AdAccAdj { stack, delta }
+            }
+            Op::AdLen => {
+                *ty = Some(Type::I64);
+                InstKind::AdLen {
+                    stack: f.operand(c)?,
+                }
+            }
+            Op::Watch => InstKind::Watch { obj: f.operand(c)? },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The optional `!site(ID, LINE:COL[, CHECK...])`.
+    fn site_annotation(c: &mut Cur<'_, 'a>, head: &Head<'a>) -> PResult<Option<SiteAnnotation>> {
+        let Some(Tok::Bang(name)) = c.peek() else {
+            return Ok(None);
+        };
+        {
+            let bloc = c.loc();
+            if name != "site" {
+                return err(
+                    bloc,
+                    format!("unknown annotation `!{name}` (expected `!site`)"),
+                );
+            }
+            if !head.guard || head.op == Op::Watch {
+                return err(bloc, "`!site(...)` is only allowed on guarded instructions");
+            }
+            c.bump();
+            c.expect(Tok::LParen)?;
+            let idloc = c.loc();
+            let id = c.u32_lit("a site id", "a site id")?;
+            c.expect(Tok::Comma)?;
+            let line = c.u32_lit("a line number", "a line number")?;
+            c.expect(Tok::Colon)?;
+            let col = c.u32_lit("a column number", "a column number")?;
+            let checks = site_checks(c)?;
+            c.expect(Tok::RParen)?;
+            Ok(Some(SiteAnnotation {
+                id,
+                idloc,
+                loc: SrcLoc::new(line, col),
+                checks,
+            }))
+        }
+    }
+
+    /// Defines the result, queues the pending site and callee, appends the
+    /// instruction to block `b`.
+    fn record(
+        &mut self,
+        f: &mut FnState<'a>,
+        b: usize,
+        first: SrcLoc,
+        head: Head<'a>,
+        body: Body<'a>,
+        explicit_site: Option<SiteAnnotation>,
+    ) -> PResult<()> {
+        let Body { kind, ty, call } = body;
+        let (guard, op, result) = (head.guard, head.op, head.result);
+        let inst_idx = f.func.blocks[b].insts.len();
+        index_u32(inst_idx, first, "instructions in a block")?;
+        let result = match result {
+            Some((name, rloc)) => {
+                Some(f.define(name, rloc, ValueDef::Inst(Block(b as u32)), ty)?)
+            }
+            None => None,
+        };
+        let func_idx = self.module.functions.len();
+        let mut site = None;
+        if guard && op != Op::Watch {
+            let mut pending = PendingSite {
+                func: func_idx,
+                block: b,
+                inst: inst_idx,
+                loc: first,
+                op: kind.opcode(),
+                id: None,
+                checks: None,
+            };
+            if let Some(SiteAnnotation {
+                id,
+                idloc,
+                loc: sloc,
+                checks,
+            }) = explicit_site
+            {
+                if let Some(prev) = self.site_lines.get(&id) {
+                    return err(
+                        idloc,
+                        format!("duplicate site id {id} (already used at line {prev})"),
+                    );
+                }
+                self.site_lines.insert(id, first.line);
+                self.max_site = Some(self.max_site.map_or(id, |m| m.max(id)));
+                pending.loc = sloc;
+                pending.id = Some(id);
+                pending.checks = checks;
+                site = Some(SiteId(id));
+            }
+            self.pending_sites.push(pending);
+        }
+        if let Some((name, loc)) = call {
+            f.calls.push(PendingCall {
+                block: b,
+                inst: inst_idx,
+                name,
+                loc,
+            });
+        }
+        f.func.blocks[b].insts.push(Inst {
+            kind,
+            result,
+            loc: first,
+            site,
+        });
+        Ok(())
+    }
+}
+
+/// The optional check list of a `!site(...)`: `, NAME NAME ...` (spec
+/// order or any order; no repeats).
+pub(super) fn site_checks(c: &mut Cur<'_, '_>) -> PResult<Option<Checks>> {
+    if !c.eat(Tok::Comma) {
+        return Ok(None);
+    }
+    let mut set = Checks::EMPTY;
+    loop {
+        let (w, loc) = c.word("a check name (lifetime, dict, bounds, adstack, clobber)")?;
+        let Some(k) = CheckKind::from_name(w) else {
+            return err(
+                loc,
+                format!("unknown check `{w}` (expected lifetime, dict, bounds, adstack, clobber)"),
+            );
+        };
+        if set.contains(k) {
+            return err(loc, format!("check `{w}` is listed twice"));
+        }
+        set.insert(k);
+        if !matches!(c.peek(), Some(Tok::Word(_))) {
+            return Ok(Some(set));
+        }
+    }
+}
+
+/// `, OFFSET` (optional; must fit in i32).
+pub(super) fn offset(c: &mut Cur<'_, '_>) -> PResult<i32> {
+    if !c.eat(Tok::Comma) {
+        return Ok(0);
+    }
+    let v = c.int_in(
+        "an offset",
+        i32::MIN as i128,
+        i32::MAX as i128,
+        "an offset (i32)",
+    )?;
+    Ok(i32::try_from(v).unwrap_or(0))
+}
+
+pub(super) fn attr_index(c: &mut Cur<'_, '_>) -> PResult<u32> {
+    let v = c.int_in(
+        "an attribute index",
+        0,
+        MAX_ATTR_INDEX as i128,
+        &format!("an attribute index (0 to {MAX_ATTR_INDEX})"),
+    )?;
+    Ok(u32::try_from(v).unwrap_or(0))
+}

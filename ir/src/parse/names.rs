@@ -1,0 +1,254 @@
+//! Names inside a function being read: value names and block labels,
+//! usable before their definition. Operands hold provisional values and
+//! branches provisional blocks until [`FnState::resolve`] at `}`.
+
+use super::*;
+
+pub(super) struct NameEntry<'a> {
+    pub(super) name: &'a str,
+    pub(super) value: Option<Value>,
+    pub(super) def_line: u32,
+    pub(super) first_use: Option<SrcLoc>,
+}
+
+pub(super) struct LabelEntry<'a> {
+    pub(super) name: &'a str,
+    pub(super) block: Option<u32>,
+    pub(super) def_line: u32,
+    pub(super) first_use: Option<SrcLoc>,
+}
+
+/// A function being read. Operands hold provisional values (indices into
+/// `entries`) and branches provisional blocks (indices into `labels`) until `}`.
+pub(super) struct FnState<'a> {
+    pub(super) func: Function,
+    pub(super) known: Vec<Option<Type>>,
+    pub(super) names: HashMap<&'a str, u32>,
+    pub(super) entries: Vec<NameEntry<'a>>,
+    pub(super) label_ids: HashMap<&'a str, u32>,
+    pub(super) labels: Vec<LabelEntry<'a>>,
+    pub(super) calls: Vec<PendingCall<'a>>,
+    pub(super) cur_block: Option<usize>,
+}
+
+pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
+    match u32::try_from(len) {
+        Ok(v) if v < u32::MAX => Ok(v),
+        _ => err(loc, format!("too many {what}")),
+    }
+}
+
+impl<'a> FnState<'a> {
+    pub(super) fn new(name: &str, loc: SrcLoc) -> Self {
+        FnState {
+            func: Function {
+                name: name.to_string(),
+                params: Vec::new(),
+                ret: None,
+                values: Vec::new(),
+                blocks: Vec::new(),
+                loc,
+            },
+            known: Vec::new(),
+            names: HashMap::new(),
+            entries: Vec::new(),
+            label_ids: HashMap::new(),
+            labels: Vec::new(),
+            calls: Vec::new(),
+            cur_block: None,
+        }
+    }
+
+    pub(super) fn name_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
+        if let Some(&e) = self.names.get(name) {
+            return Ok(e);
+        }
+        let e = index_u32(self.entries.len(), loc, "value names")?;
+        self.entries.push(NameEntry {
+            name,
+            value: None,
+            def_line: 0,
+            first_use: None,
+        });
+        self.names.insert(name, e);
+        Ok(e)
+    }
+
+    pub(super) fn define(
+        &mut self,
+        name: &'a str,
+        loc: SrcLoc,
+        def: ValueDef,
+        ty: Option<Type>,
+    ) -> PResult<Value> {
+        let e = self.name_entry(name, loc)?;
+        let entry = &mut self.entries[e as usize];
+        if entry.value.is_some() {
+            return err(
+                loc,
+                format!(
+                    "value %{name} is already defined (at line {})",
+                    entry.def_line
+                ),
+            );
+        }
+        let v = Value(index_u32(self.func.values.len(), loc, "values")?);
+        entry.value = Some(v);
+        entry.def_line = loc.line;
+        self.func.values.push(ValueData {
+            name: name.to_string(),
+            ty: ty.unwrap_or(Type::I64),
+            def,
+        });
+        self.known.push(ty);
+        Ok(v)
+    }
+
+    /// A use of `%name`: a provisional value, resolved at `}`.
+    pub(super) fn use_value(&mut self, name: &'a str, loc: SrcLoc) -> PResult<Value> {
+        let e = self.name_entry(name, loc)?;
+        let entry = &mut self.entries[e as usize];
+        if entry.first_use.is_none() {
+            entry.first_use = Some(loc);
+        }
+        Ok(Value(e))
+    }
+
+    pub(super) fn label_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
+        if !is_block_name(name) {
+            return err(loc, format!("invalid block label `{name}`"));
+        }
+        if let Some(&e) = self.label_ids.get(name) {
+            return Ok(e);
+        }
+        let e = index_u32(self.labels.len(), loc, "block labels")?;
+        self.labels.push(LabelEntry {
+            name,
+            block: None,
+            def_line: 0,
+            first_use: None,
+        });
+        self.label_ids.insert(name, e);
+        Ok(e)
+    }
+
+    pub(super) fn use_label(&mut self, name: &'a str, loc: SrcLoc) -> PResult<Block> {
+        let e = self.label_entry(name, loc)?;
+        let entry = &mut self.labels[e as usize];
+        if entry.first_use.is_none() {
+            entry.first_use = Some(loc);
+        }
+        Ok(Block(e))
+    }
+
+    pub(super) fn define_label(&mut self, name: &'a str, loc: SrcLoc) -> PResult<usize> {
+        let e = self.label_entry(name, loc)?;
+        let entry = &mut self.labels[e as usize];
+        if entry.block.is_some() {
+            return err(
+                loc,
+                format!(
+                    "block `{name}` is already defined (at line {})",
+                    entry.def_line
+                ),
+            );
+        }
+        let b = index_u32(self.func.blocks.len(), loc, "blocks")?;
+        entry.block = Some(b);
+        entry.def_line = loc.line;
+        self.func.blocks.push(BlockData {
+            name: name.to_string(),
+            params: Vec::new(),
+            insts: Vec::new(),
+            loc,
+        });
+        Ok(b as usize)
+    }
+
+    pub(super) fn block_call(&mut self, c: &mut Cur<'_, 'a>) -> PResult<BlockCall> {
+        let (name, loc) = c.word("a block label")?;
+        let block = self.use_label(name, loc)?;
+        let args = if c.eat(Tok::LParen) {
+            self.args(c)?
+        } else {
+            Vec::new()
+        };
+        Ok(BlockCall { block, args })
+    }
+
+    /// Values up to `)`, after a `(`.
+    pub(super) fn args(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Vec<Value>> {
+        let mut args = Vec::new();
+        if c.eat(Tok::RParen) {
+            return Ok(args);
+        }
+        loop {
+            let (v, l) = c.value()?;
+            args.push(self.use_value(v, l)?);
+            if c.eat(Tok::Comma) {
+                continue;
+            }
+            if c.eat(Tok::RParen) {
+                return Ok(args);
+            }
+            return c.fail("`,` or `)`");
+        }
+    }
+
+    pub(super) fn operand(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Value> {
+        let (v, l) = c.value()?;
+        self.use_value(v, l)
+    }
+
+    /// `, %v`
+    pub(super) fn next_operand(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Value> {
+        c.expect(Tok::Comma)?;
+        self.operand(c)
+    }
+
+    /// Resolves names at `}`: every label and value must be defined.
+    pub(super) fn resolve(&mut self) -> PResult<()> {
+        let fname = &self.func.name;
+        if self.func.blocks.is_empty() {
+            return err(self.func.loc, format!("function @{fname} has no blocks"));
+        }
+        let missing_label = self
+            .labels
+            .iter()
+            .filter(|l| l.block.is_none())
+            .filter_map(|l| l.first_use.map(|u| (u, l.name)))
+            .min();
+        if let Some((loc, name)) = missing_label {
+            return err(loc, format!("unknown block `{name}` in function @{fname}"));
+        }
+        let missing_value = self
+            .entries
+            .iter()
+            .filter(|e| e.value.is_none())
+            .filter_map(|e| e.first_use.map(|u| (u, e.name)))
+            .min();
+        if let Some((loc, name)) = missing_value {
+            return err(loc, format!("unknown value %{name} in function @{fname}"));
+        }
+        let vmap: Vec<Value> = self
+            .entries
+            .iter()
+            .map(|e| e.value.unwrap_or(Value(0)))
+            .collect();
+        let bmap: Vec<Block> = self
+            .labels
+            .iter()
+            .map(|l| Block(l.block.unwrap_or(0)))
+            .collect();
+        for block in &mut self.func.blocks {
+            for inst in &mut block.insts {
+                inst.kind.for_each_operand_mut(|v| {
+                    *v = vmap.get(v.index()).copied().unwrap_or(Value(0))
+                });
+                inst.kind
+                    .for_each_dest_mut(|b| *b = bmap.get(b.index()).copied().unwrap_or(Block(0)));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! Data-driven tests of the adstack underflow elision
+//! (`guardlift_ir::elide`): each `tests/elide/*.glir` holds one function
+//! `@f` with hand-written guards and a first line `; elided: B:I ...`
+//! (block and instruction indices of the checks claimed redundant, sorted)
+//! or `; elided: none`. The other `;` lines say why.
+
+use guardlift_ir::analysis::adstack_capacities;
+use guardlift_ir::elide::redundant_underflow_checks;
+use std::path::Path;
+
+/// The `; elided:` claims a case expects.
+fn expected(path: &Path, text: &str) -> Vec<(u32, u32)> {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("; elided:"))
+        .unwrap_or_else(|| panic!("{}: no `; elided:` line", path.display()));
+    let line = line.trim();
+    if line == "none" {
+        return Vec::new();
+    }
+    line.split_whitespace()
+        .map(|w| {
+            let (b, i) = w.split_once(':').expect("B:I");
+            (b.parse().expect("block"), i.parse().expect("inst"))
+        })
+        .collect()
+}
+
+#[test]
+fn elision_cases() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/elide");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/elide") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "glir") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let m = guardlift_ir::parse_and_verify(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let f = &m.functions[0];
+        let caps = adstack_capacities(f).expect("one capacity per handle");
+        let mut got: Vec<(u32, u32)> = redundant_underflow_checks(f, &caps).into_iter().collect();
+        got.sort();
+        assert_eq!(got, expected(&path, &text), "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 11, "only {n} cases in {}", dir.display());
+}
