@@ -118,6 +118,8 @@ pub fn build(text: &str, config: Config) -> Bench {
 
 impl Bench {
     pub fn run(&self, n: i64) -> i64 {
-        self.f.call((Ptr(self.obj), n))
+        // SAFETY: `obj` is a live object of `rt`'s model heap (two
+        // attributes), the only memory the benchmark loops access.
+        unsafe { self.f.call((Ptr(self.obj), n)) }
     }
 }

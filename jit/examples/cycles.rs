@@ -32,7 +32,7 @@ fn main() {
         let rt = Runtime::new(RuntimeConfig::default());
         let f = {
             let code = Jit::compile(&m, rt, &CompileOptions::default()).expect("compiles");
-            code.func::<(i64,), i64>("main").expect("typed lookup")
+            code.safe_func::<(i64,), i64>("main").expect("typed lookup")
             // `code` drops here; `f` keeps the compiled code alive.
         };
         sum += f.call((i as i64,));

@@ -54,9 +54,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let code = Jit::compile(&module, rt.clone(), &CompileOptions::default())?;
 
-    let new = code.func::<i64, Ptr>("new")?;
-    let fill = code.func::<(Ptr, i64), i64>("fill")?;
-    let corrupt = code.func::<Ptr, ()>("corrupt")?;
+    let new = code.safe_func::<i64, Ptr>("new")?;
+    let fill = code.safe_func::<(Ptr, i64), i64>("fill")?;
+    let corrupt = code.safe_func::<Ptr, ()>("corrupt")?;
 
     let obj = new.call(4);
     println!("fill(obj, 10) = {}", fill.call((obj, 10)));
@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         print!("{}", r.to_human());
     }
     // The dynamic interface, as the command line uses it.
-    let raw = code.call_dynamic("fill", &[obj.0, 3])?;
+    let raw = code.safe_call_dynamic("fill", &[obj.0, 3])?;
     println!("call_dynamic(fill, [obj, 3]) = {raw:?}");
     rt.take_reports();
     Ok(())

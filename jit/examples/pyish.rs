@@ -592,11 +592,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })));
     }
-    let symbols = CompileOptions::default()
-        .symbol("interp_dict_get", interp_dict_get as *const u8)
-        .symbol("interp_dict_set", interp_dict_set as *const u8)
-        .symbol("interp_incref", helpers[0] as *const u8)
-        .symbol("interp_decref", interp_decref as *const u8);
+    // SAFETY: the helpers have their externs' signatures and are the
+    // interpreter's own slow paths; the translated code passes them only
+    // the live objects `p` and `q` (the buggy incref's stray write stays
+    // inside the object's allocation, in its pre-header).
+    let symbols = unsafe {
+        CompileOptions::default()
+            .symbol("interp_dict_get", interp_dict_get as *const u8)
+            .symbol("interp_dict_set", interp_dict_set as *const u8)
+            .symbol("interp_incref", helpers[0] as *const u8)
+            .symbol("interp_decref", interp_decref as *const u8)
+    };
 
     let p = object_new();
     set_attr(p, 0, 1);
@@ -629,7 +635,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         calls += 1;
         Ok(match &compiled {
-            Some(f) => f.call((o as i64, n)),
+            // SAFETY: `o` is `p` or `q`, live objects of the interpreter's
+            // layout: the translated step's attribute accesses and helper
+            // calls stay inside them (see `symbols`).
+            Some(f) => unsafe { f.call((o as i64, n)) },
             None => interpret(STEP, &[o as i64, n], &helpers),
         })
     };
