@@ -709,13 +709,16 @@ pub unsafe extern "C" fn gl_compile(
                 ),
             ));
         }
-        let opts = CompileOptions {
-            symbols: lock(&st.symbols)
-                .iter()
-                .map(|(n, a)| (n.clone(), *a as *const u8))
-                .collect(),
-            ..Default::default()
-        };
+        let opts = lock(&st.symbols)
+            .iter()
+            .fold(CompileOptions::default(), |o, (n, a)| {
+                // SAFETY: gl_runtime_add_symbol's contract (guardlift.h): the
+                // C caller registered a function of the extern's signature
+                // that stays callable while code compiled with it lives;
+                // what it touches is on that caller's word, as for any C
+                // function it hands out.
+                unsafe { o.symbol(n.clone(), *a as *const u8) }
+            });
         let code =
             Jit::compile(&ms.module, st.rt.clone(), &opts).map_err(|e| jit_error(e, &ms.file))?;
         let handle = handles::insert(Object::Code(Arc::new(CodeState {
@@ -893,9 +896,12 @@ fn call_bits(f: &FuncState, args: &[u64], func: &str) -> Result<Option<u64>> {
             ),
         ));
     }
-    f.code
-        .call_dynamic(&f.name, args)
-        .map_err(|e| jit_error(e, &None))
+    // SAFETY: the C API is the boundary where Rust's checks end: compiled
+    // code "runs with the full privileges of native code" (guardlift.h,
+    // gl_compile) and the C caller of gl_func_call vouches for the memory it
+    // touches (objects passed as `ptr`, raw accesses, host symbols), as for
+    // any C function it calls.
+    unsafe { f.code.call_dynamic(&f.name, args) }.map_err(|e| jit_error(e, &None))
 }
 
 /// Calls a function with raw argument bits.

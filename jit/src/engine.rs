@@ -33,6 +33,12 @@ pub struct CompileOptions {
 }
 
 impl CompileOptions {
+    /// These options at optimization level `level`.
+    pub fn with_opt_level(mut self, level: OptLevel) -> Self {
+        self.opt_level = level;
+        self
+    }
+
     /// Adds a host symbol: the extern `@name` of the module calls `addr`
     /// with the extern's declared signature and the platform C calling
     /// convention (`i8` travels sign-extended). A built-in of the same name
