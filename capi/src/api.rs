@@ -105,11 +105,7 @@ fn jit_error(e: JitError, file: &Option<String>) -> Error {
         JitError::Signature { .. } => GL_ERR_SIGNATURE,
         _ => GL_ERR_CODEGEN,
     };
-    let msg = match file {
-        Some(f) => e.with_file(f),
-        None => e.to_string(),
-    };
-    Error::new(code, msg)
+    Error::new(code, e.present(file.as_deref()))
 }
 
 fn parse_int(s: &str) -> Option<i64> {

@@ -119,10 +119,19 @@ impl JitError {
     /// `FILE:LINE:COL: error: ...` (one line per error), or `FILE: error: ...`
     /// with the chain of sources when the error has no position.
     pub fn with_file(&self, file: &str) -> String {
+        self.present(Some(file))
+    }
+
+    /// As [`Self::with_file`], without the `FILE:` part when `file` is `None`.
+    pub fn present(&self, file: Option<&str>) -> String {
+        let at = file.map(|f| format!("{f}:")).unwrap_or_default();
         match self {
-            JitError::Verify(v) => v.with_file(file),
-            JitError::Link { loc, msg } => format!("{file}:{}:{}: error: {msg}", loc.line, loc.col),
-            other => format!("{file}: error: {}", chain(other)),
+            JitError::Verify(v) => file.map_or_else(|| v.to_string(), |f| v.with_file(f)),
+            JitError::Link { loc, msg } => format!("{at}{loc}: error: {msg}"),
+            other => match file {
+                Some(f) => format!("{f}: error: {}", chain(other)),
+                None => format!("error: {}", chain(other)),
+            },
         }
     }
 }
