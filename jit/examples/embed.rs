@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("reports so far: {}", rt.take_reports().len());
 
     corrupt.call(obj); // a rogue writer clears the values tag bit
-    // SAFETY: as above (the guards stop the corrupted word).
+                       // SAFETY: as above (the guards stop the corrupted word).
     let after = unsafe { fill.call((obj, 10)) };
     println!("fill(obj, 10) after corruption = {after}");
     for r in rt.take_reports() {

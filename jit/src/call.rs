@@ -61,10 +61,7 @@ impl CompiledModule {
     /// A typed handle to function `name` that safe Rust may call: as
     /// [`Self::func`], and [`JitError::NotMemorySafe`] unless the function
     /// is memory-safe ([`Self::check_memory_safe`]).
-    pub fn safe_func<A: Params, R: Results>(
-        &self,
-        name: &str,
-    ) -> Result<SafeFunc<A, R>, JitError> {
+    pub fn safe_func<A: Params, R: Results>(&self, name: &str) -> Result<SafeFunc<A, R>, JitError> {
         let f = self.func(name)?;
         self.check_memory_safe(name)?;
         Ok(SafeFunc { f })

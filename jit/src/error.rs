@@ -64,7 +64,9 @@ pub enum JitError {
     NoSuchFunction(String),
     /// The Rust-side signature (or dynamic argument count) does not match
     /// the IR function's.
-    #[error("signature mismatch for @{name}: the function is {expected}, the caller asked for {got}")]
+    #[error(
+        "signature mismatch for @{name}: the function is {expected}, the caller asked for {got}"
+    )]
     Signature {
         /// The IR function.
         name: String,

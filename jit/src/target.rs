@@ -126,8 +126,9 @@ pub const RISCV64_EXTENSIONS: &[&str] = &[
 
 fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
     for ext in RISCV64_EXTENSIONS {
-        b.enable(ext)
-            .map_err(|e| JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e)))?;
+        b.enable(ext).map_err(|e| {
+            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
+        })?;
     }
     for ext in [
         "has_v",
@@ -140,8 +141,9 @@ fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
         "has_zfa",
         "has_zcb",
     ] {
-        b.set(ext, "false")
-            .map_err(|e| JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e)))?;
+        b.set(ext, "false").map_err(|e| {
+            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
+        })?;
     }
     Ok(())
 }

@@ -261,7 +261,10 @@ entry:
     assert_eq!(r[0].info.op, "adstack.pop");
 
     assert_eq!(m.safe_func::<(), f64>("top_empty").unwrap().call(()), 0.0);
-    assert_eq!(m.safe_func::<(), f32>("top_adj_empty").unwrap().call(()), 0.0);
+    assert_eq!(
+        m.safe_func::<(), f32>("top_adj_empty").unwrap().call(()),
+        0.0
+    );
     assert_eq!(m.safe_func::<(), i64>("i64_top_empty").unwrap().call(()), 0);
     let r = rt.take_reports();
     let ops: Vec<&str> = r.iter().map(|r| r.info.op.as_str()).collect();

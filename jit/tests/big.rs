@@ -44,7 +44,10 @@ fn straight(n: usize) -> guardlift_ir::Module {
 fn twenty_thousand_blocks() {
     const N: usize = 20_000;
     let m = jit(&chain("big", N));
-    assert_eq!(m.safe_func::<i64, i64>("big").unwrap().call(5), 5 + N as i64);
+    assert_eq!(
+        m.safe_func::<i64, i64>("big").unwrap().call(5),
+        5 + N as i64
+    );
 }
 
 /// The cure of the quadratic compile time, checked by its decision rather
@@ -77,7 +80,10 @@ fn a_big_function_runs_at_the_big_tier_next_to_optimized_ones() {
     let m = jit(&text);
     assert_eq!(m.tier("big").unwrap(), Tier::Big);
     assert_eq!(m.tier("small").unwrap(), Tier::Optimized);
-    assert_eq!(m.safe_func::<i64, i64>("big").unwrap().call(-7), N as i64 - 7);
+    assert_eq!(
+        m.safe_func::<i64, i64>("big").unwrap().call(-7),
+        N as i64 - 7
+    );
     assert_eq!(m.safe_func::<i64, i64>("small").unwrap().call(1), 101);
     // Every function of the hot-path benchmarks stays optimized.
     let small = jit(&chain("f", 1_000));

@@ -207,7 +207,8 @@ fn emit_checks_externs_like_the_jit_would_not() {
     let e = emit_object(&m, Target::X86_64, &EmitOptions::default()).unwrap_err();
     assert!(e.to_string().starts_with("1:1: extern @sin"), "{e}");
     assert!(
-        e.with_file("m.glir").starts_with("m.glir:1:1: error: extern @sin"),
+        e.with_file("m.glir")
+            .starts_with("m.glir:1:1: error: extern @sin"),
         "{e}"
     );
 }

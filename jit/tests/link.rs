@@ -116,7 +116,10 @@ entry:
     let opts = unsafe { CompileOptions::default().symbol("sin", host_mix as *const u8) };
     let m = parse("extern fn @sin(f64) -> f64\nfn @s(%x: f64) -> f64 {\nentry:\n    %r = call @sin(%x)\n    return %r\n}\n");
     let c = Jit::compile(&m, recover_rt(), &opts).unwrap();
-    assert_eq!(c.safe_func::<f64, f64>("s").unwrap().call(1.0), 1.0f64.sin());
+    assert_eq!(
+        c.safe_func::<f64, f64>("s").unwrap().call(1.0),
+        1.0f64.sin()
+    );
 }
 
 const SIGS: &str = r#"
@@ -151,7 +154,9 @@ fn typed_signatures_are_checked() {
         1.5
     );
     m.safe_func::<(), ()>("g").unwrap().call(());
-    let h = m.safe_func::<(i8, i32, i64, f32, f64, Ptr), i8>("h").unwrap();
+    let h = m
+        .safe_func::<(i8, i32, i64, f32, f64, Ptr), i8>("h")
+        .unwrap();
     assert_eq!(h.call((-7, 0, 0, 0.0, 0.0, Ptr(0))), -7);
 
     let err = m.safe_func::<(i64, i64, f32), f64>("f").unwrap_err();

@@ -564,7 +564,8 @@ out:
     );
     // SAFETY: `host_dealloc(u64)` matches `extern fn @host_dealloc(ptr)` and
     // only tells the runtime (a safe call) that an object went away.
-    let opts = unsafe { CompileOptions::default().symbol("host_dealloc", host_dealloc as *const u8) };
+    let opts =
+        unsafe { CompileOptions::default().symbol("host_dealloc", host_dealloc as *const u8) };
     let m = Jit::compile(&parse(&text), rt.clone(), &opts).unwrap();
     let off = DictLayout::default().dict_slot_offset() as i64;
     // Eight fake objects 16 bytes apart: every slot gets watched.

@@ -471,7 +471,10 @@ entry:
         assert_eq!(call(&m, "ireduce_ptr_32", &[a as u64]), Some(ib(32, a)));
     }
     assert_eq!(m.safe_func::<i8, i64>("uext_8_64").unwrap().call(-1), 255);
-    assert_eq!(m.safe_func::<i64, i8>("ireduce_64_8").unwrap().call(0x1ff), -1);
+    assert_eq!(
+        m.safe_func::<i64, i8>("ireduce_64_8").unwrap().call(0x1ff),
+        -1
+    );
 }
 
 #[test]

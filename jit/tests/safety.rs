@@ -66,7 +66,10 @@ fn reason(e: JitError) -> String {
 #[test]
 fn arithmetic_and_builtins_are_callable_safely() {
     let m = jit(MIXED);
-    assert_eq!(m.safe_func::<(i64, i64), i64>("add").unwrap().call((2, 3)), 5);
+    assert_eq!(
+        m.safe_func::<(i64, i64), i64>("add").unwrap().call((2, 3)),
+        5
+    );
     assert_eq!(m.safe_call_dynamic("add", &[4, 5]).unwrap(), Some(9));
     assert_eq!(m.safe_func::<i64, i64>("builtins_only").unwrap().call(2), 2);
     // A checked adstack op is safe: the overflow is reported and skipped.
@@ -132,10 +135,7 @@ fn object_ops_unchecked_adstack_and_host_symbols_are_not_safe() {
 #[test]
 fn errors_keep_their_sources_and_carry_no_error_prefix() {
     use std::error::Error;
-    let e = JitError::module(
-        "@f",
-        cranelift_module::ModuleError::Undeclared("g".into()),
-    );
+    let e = JitError::module("@f", cranelift_module::ModuleError::Undeclared("g".into()));
     assert_eq!(e.to_string(), "code generation failed: @f");
     let src = e.source().expect("the ModuleError is the source");
     assert_eq!(src.to_string(), "Undeclared identifier: g");
