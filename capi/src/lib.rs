@@ -59,38 +59,19 @@ mod tests {
 
     #[test]
     fn report_kind_codes_match_the_runtime() {
-        assert_eq!(
-            ReportKind::DictSlotTag.code() as u32,
-            GL_REPORT_DICT_SLOT_TAG
-        );
-        assert_eq!(
-            ReportKind::AdstackOverflow.code() as u32,
-            GL_REPORT_ADSTACK_OVERFLOW
-        );
-        assert_eq!(
-            ReportKind::AdstackUnderflow.code() as u32,
-            GL_REPORT_ADSTACK_UNDERFLOW
-        );
-        assert_eq!(
-            ReportKind::SlotClobber.code() as u32,
-            GL_REPORT_SLOT_CLOBBER
-        );
-        assert_eq!(
-            ReportKind::ForeignWrite.code() as u32,
-            GL_REPORT_FOREIGN_WRITE
-        );
-        assert_eq!(
-            ReportKind::UseAfterFree.code() as u32,
-            GL_REPORT_USE_AFTER_FREE
-        );
-        assert_eq!(ReportKind::DoubleFree.code() as u32, GL_REPORT_DOUBLE_FREE);
-        assert_eq!(
-            ReportKind::InvalidFree.code() as u32,
-            GL_REPORT_INVALID_FREE
-        );
-        assert_eq!(
-            ReportKind::AttrOutOfBounds.code() as u32,
-            GL_REPORT_ATTR_OUT_OF_BOUNDS
-        );
+        let table = [
+            (ReportKind::DictSlotTag, GL_REPORT_DICT_SLOT_TAG),
+            (ReportKind::AdstackOverflow, GL_REPORT_ADSTACK_OVERFLOW),
+            (ReportKind::AdstackUnderflow, GL_REPORT_ADSTACK_UNDERFLOW),
+            (ReportKind::SlotClobber, GL_REPORT_SLOT_CLOBBER),
+            (ReportKind::ForeignWrite, GL_REPORT_FOREIGN_WRITE),
+            (ReportKind::UseAfterFree, GL_REPORT_USE_AFTER_FREE),
+            (ReportKind::DoubleFree, GL_REPORT_DOUBLE_FREE),
+            (ReportKind::InvalidFree, GL_REPORT_INVALID_FREE),
+            (ReportKind::AttrOutOfBounds, GL_REPORT_ATTR_OUT_OF_BOUNDS),
+        ];
+        for (kind, code) in table {
+            assert_eq!(kind.code() as u32, code, "{kind:?}");
+        }
     }
 }
