@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Opaque handle types (never dereferenced: the value encodes a table entry).
 macro_rules! opaque {
     ($($name:ident),*) => {$(
+        /// An opaque handle of the C API (see guardlift.h).
         #[repr(C)]
         #[allow(non_camel_case_types)]
         pub struct $name {
@@ -33,15 +34,24 @@ pub type GlHostFn = Option<unsafe extern "C" fn()>;
 pub type GlReportFn =
     Option<unsafe extern "C" fn(report: *const gl_report, user_data: *mut c_void)>;
 
+/// Mode: report, then end the process.
 pub const GL_MODE_ABORT: u32 = 0;
+/// Mode: record, apply the recover effect, go on.
 pub const GL_MODE_RECOVER: u32 = 1;
+/// Mode: the check is a trapping instruction.
 pub const GL_MODE_TRAP: u32 = 2;
 
+/// Check bit: the managed-dict word's tag.
 pub const GL_CHECK_DICT: u32 = 1;
+/// Check bit: adstack capacity and emptiness.
 pub const GL_CHECK_ADSTACK: u32 = 2;
+/// Check bit: raw stores over watched dict slots.
 pub const GL_CHECK_CLOBBER: u32 = 4;
+/// Check bit: attribute index against the values capacity.
 pub const GL_CHECK_BOUNDS: u32 = 8;
+/// Check bit: use after free, double and invalid free.
 pub const GL_CHECK_LIFETIME: u32 = 16;
+/// Every check bit.
 pub const GL_CHECK_ALL: u32 = 31;
 
 /// Bumped when the header's types or functions change incompatibly.
@@ -463,6 +473,7 @@ struct CCallback {
 // SAFETY: the header documents that the callback and its user data may be
 // used from any thread that runs compiled code; the C caller vouches for it.
 unsafe impl Send for CCallback {}
+// SAFETY: as for `Send`: the header allows calls from several threads at once.
 unsafe impl Sync for CCallback {}
 
 impl CCallback {

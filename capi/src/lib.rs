@@ -40,14 +40,22 @@ pub use state::{
     GL_TYPE_VOID,
 };
 
-/// Report kinds (`gl_report::kind`), equal to the runtime's report codes.
+/// Report kind (`gl_report::kind`, equal to the runtime's report codes):
+/// `dict_slot_tag`.
 pub const GL_REPORT_DICT_SLOT_TAG: u32 = 0;
+/// `adstack_overflow`.
 pub const GL_REPORT_ADSTACK_OVERFLOW: u32 = 1;
+/// `adstack_underflow`.
 pub const GL_REPORT_ADSTACK_UNDERFLOW: u32 = 2;
+/// `slot_clobber`.
 pub const GL_REPORT_SLOT_CLOBBER: u32 = 3;
+/// `use_after_free`.
 pub const GL_REPORT_USE_AFTER_FREE: u32 = 4;
+/// `double_free`.
 pub const GL_REPORT_DOUBLE_FREE: u32 = 5;
+/// `invalid_free`.
 pub const GL_REPORT_INVALID_FREE: u32 = 6;
+/// `attr_out_of_bounds`.
 pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 /// A watched dict word written by foreign code or left malformed (`watch=`).
 pub const GL_REPORT_FOREIGN_WRITE: u32 = 8;

@@ -538,8 +538,8 @@ fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
             .func::<(Ptr, Ptr, Ptr, i64), i64>("main")
             .expect("signature");
         Box::new(move || {
-            // SAFETY: `objs` are live objects of the runtime (2 attributes).
             let args = (Ptr(objs[0]), Ptr(objs[1]), Ptr(objs[2]), n as i64);
+            // SAFETY: `objs` are live objects of the runtime (2 attributes).
             std::hint::black_box(unsafe { f.call(args) });
         })
     })

@@ -76,7 +76,7 @@ impl InstrumentArgs {
         }
         match &self.checks {
             None => Ok(CheckSet::default()),
-            Some(l) => CheckSet::parse(l).map_err(|e| CliError::tool(e)),
+            Some(l) => CheckSet::parse(l).map_err(CliError::tool),
         }
     }
     /// The mode: `--mode`, else `GUARDLIFT_OPTIONS`'s, else abort.

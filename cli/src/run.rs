@@ -158,10 +158,10 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             ))
         })?);
     }
-    let mut options = guardlift_runtime::Options::from_env().map_err(|e| CliError::tool(e))?;
+    let mut options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     // `--watch` wins over GUARDLIFT_OPTIONS' watch=; the CLI starts it below.
     let watch = match &o.watch {
-        Some(text) => Some(WatchSpec::parse(text).map_err(|e| CliError::tool(e))?),
+        Some(text) => Some(WatchSpec::parse(text).map_err(CliError::tool)?),
         None => options.watch.take(),
     };
     if o.target != Target::Host {
@@ -423,7 +423,7 @@ fn target_run(
             t.name()
         )));
     }
-    let mut options = guardlift_runtime::Options::from_env().map_err(|e| CliError::tool(e))?;
+    let mut options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     // Already answered by `target_watch_unavailable`.
     options.watch = None;
     let mode = o.inst.mode(&options);
@@ -631,7 +631,7 @@ fn jit_target(t: Target) -> guardlift_jit::Target {
 }
 
 fn emit_options(inst: &InstrumentArgs) -> Result<guardlift_jit::EmitOptions, CliError> {
-    let options = guardlift_runtime::Options::from_env().map_err(|e| CliError::tool(e))?;
+    let options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     Ok(guardlift_jit::EmitOptions {
         mode: inst.mode(&options),
         ..Default::default()

@@ -34,18 +34,18 @@ pub enum JitError {
     Cranelift {
         /// What was being compiled (`@f`, a stub, an ISA).
         context: String,
-        /// Cranelift's error.
+        /// Cranelift's error (boxed: it is large).
         #[source]
-        source: CodegenError,
+        source: Box<CodegenError>,
     },
     /// cranelift-module (JIT or object) refused a declaration or definition.
     #[error("code generation failed: {context}")]
     Module {
         /// What was being declared or defined.
         context: String,
-        /// cranelift-module's error.
+        /// cranelift-module's error (boxed: it is large).
         #[source]
-        source: ModuleError,
+        source: Box<ModuleError>,
     },
     /// The runtime could not install what the code needs (a signal handler).
     #[error("{context}")]
@@ -97,7 +97,7 @@ impl JitError {
     pub fn module(context: impl Into<String>, source: ModuleError) -> Self {
         JitError::Module {
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -105,7 +105,7 @@ impl JitError {
     pub fn cranelift(context: impl Into<String>, source: CodegenError) -> Self {
         JitError::Cranelift {
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 

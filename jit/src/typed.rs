@@ -98,10 +98,14 @@ macro_rules! tuple_params {
                 vec![$($t::TYPE),+]
             }
             unsafe fn invoke<R: Results>(addr: usize, args: Self) -> R {
+                let f: unsafe extern "C" fn($($t),+) -> R;
                 // SAFETY: the caller guarantees `addr` is a live function
                 // of exactly this native signature.
-                let f: unsafe extern "C" fn($($t),+) -> R =
-                    unsafe { std::mem::transmute(addr as *const ()) };
+                f = unsafe {
+                    std::mem::transmute::<*const (), unsafe extern "C" fn($($t),+) -> R>(
+                        addr as *const (),
+                    )
+                };
                 let ($($n,)+) = args;
                 // SAFETY: as above; what the function touches is the
                 // caller's promise.

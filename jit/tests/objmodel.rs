@@ -18,6 +18,7 @@ fn word_of(rt: &Runtime, obj: u64) -> u64 {
     let slot = rt.layout().slot_addr(obj);
     // SAFETY: `obj` is a live model object of this runtime.
     rt.with_heap(|h| assert!(h.is_valid(slot, 8)));
+    // SAFETY: the heap says the 8 bytes at `slot` are part of a live object.
     unsafe { (slot as *const u64).read_unaligned() }
 }
 
@@ -134,6 +135,7 @@ fn attrs_in_values_mode_and_after_dictify() {
         // The fast path wrote the values array: attribute 2 at values + 16.
         let w = word_of(&rt, o.0);
         let values = layout::values_ptr(w);
+        // SAFETY: attribute 2 of the live values array of `o` (4 attributes).
         let a2 = unsafe { ((values + layout::attr_offset(2) as u64) as *const i64).read() };
         assert_eq!(a2, -99);
         // Dict mode: the slow path, attributes kept.
@@ -328,6 +330,7 @@ fn dict_guards_report_and_recover() {
     assert_eq!(fns, ["gword", "gget", "gput", "gput_loop"]);
     // The values array still holds 0 at attribute 1 (nothing was written).
     let values = layout::values_ptr(good);
+    // SAFETY: attribute 1 of `o`'s values array, held by the model heap.
     assert_eq!(unsafe { ((values + 8) as *const i64).read() }, 0);
 }
 

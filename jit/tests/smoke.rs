@@ -1,3 +1,5 @@
+//! The smallest end-to-end check: compile `@add` and call it safely.
+
 mod common;
 use common::*;
 
