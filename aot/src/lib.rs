@@ -58,18 +58,36 @@ pub enum AotError {
     /// The program could not be run, or said something unexpected.
     #[error("{0}")]
     Run(String),
-    /// A bug in guardlift-aot.
+    /// A file or process operation failed (writing the object, running a
+    /// tool or the program).
+    #[error("{context}")]
+    Io {
+        /// What was being done (`cannot run qemu-aarch64`).
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An invariant of guardlift's own does not hold (a bug in guardlift).
     #[error("internal error: {0}")]
     Internal(String),
 }
 
 impl AotError {
-    /// The CLI's error line(s) for `file`.
+    /// An [`AotError::Io`] error about `context`.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        AotError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The CLI's error line(s) for `file`, with the chain of sources.
     pub fn with_file(&self, file: &str) -> String {
         match self {
             AotError::Jit(e) => e.with_file(file),
             AotError::Usage(m) => format!("{file}: error: {m}"),
-            other => format!("guardlift: error: {other}"),
+            other => format!("guardlift: error: {}", guardlift_jit::error::chain(other)),
         }
     }
 }

@@ -178,12 +178,12 @@ impl Drop for WorkDir {
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), AotError> {
     std::fs::write(path, bytes)
-        .map_err(|e| AotError::Build(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| AotError::io(format!("cannot write {}", path.display()), e))
 }
 
 fn run_tool(cmd: &mut Command, what: &str) -> Result<Output, AotError> {
     cmd.output()
-        .map_err(|e| AotError::Build(format!("cannot run {what}: {e}")))
+        .map_err(|e| AotError::io(format!("cannot run {what}"), e))
 }
 
 fn tail(bytes: &[u8], n: usize) -> String {
@@ -346,10 +346,8 @@ pub fn execute(tc: &Toolchain, exe: &Path, argv: &[String]) -> Result<Output, Ao
     };
     c.args(argv);
     c.output().map_err(|e| {
-        AotError::Run(format!(
-            "cannot run {}: {e}",
-            tc.runner.as_deref().unwrap_or(exe).display()
-        ))
+        let what = tc.runner.as_deref().unwrap_or(exe).display();
+        AotError::io(format!("cannot run {what}"), e)
     })
 }
 

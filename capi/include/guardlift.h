@@ -379,7 +379,9 @@ gl_status gl_code_free(gl_code *code);
  * bits, f64 as its bits. The result comes back the same way in *out_result
  * (nullable; 0 for a function without a result). `nargs` must equal the
  * parameter count (GL_ERR_ARGUMENT, checked before `args` is read). In GL_MODE_ABORT / GL_MODE_TRAP a
- * violation ends the process inside this call. */
+ * violation ends the process inside this call. As when calling any C
+ * function, the caller vouches that the memory the code reaches (objects
+ * passed as ptr, raw load/store, host symbols) is valid for it. */
 gl_status gl_func_call(gl_func *f, const uint64_t *args, size_t nargs, uint64_t *out_result);
 
 /* The same for functions whose parameters and result are all i64/ptr (or

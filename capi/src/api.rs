@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Opaque handle types (never dereferenced: the value encodes a table entry).
 macro_rules! opaque {
     ($($name:ident),*) => {$(
+        /// An opaque handle of the C API (see guardlift.h).
         #[repr(C)]
         #[allow(non_camel_case_types)]
         pub struct $name {
@@ -33,15 +34,24 @@ pub type GlHostFn = Option<unsafe extern "C" fn()>;
 pub type GlReportFn =
     Option<unsafe extern "C" fn(report: *const gl_report, user_data: *mut c_void)>;
 
+/// Mode: report, then end the process.
 pub const GL_MODE_ABORT: u32 = 0;
+/// Mode: record, apply the recover effect, go on.
 pub const GL_MODE_RECOVER: u32 = 1;
+/// Mode: the check is a trapping instruction.
 pub const GL_MODE_TRAP: u32 = 2;
 
+/// Check bit: the managed-dict word's tag.
 pub const GL_CHECK_DICT: u32 = 1;
+/// Check bit: adstack capacity and emptiness.
 pub const GL_CHECK_ADSTACK: u32 = 2;
+/// Check bit: raw stores over watched dict slots.
 pub const GL_CHECK_CLOBBER: u32 = 4;
+/// Check bit: attribute index against the values capacity.
 pub const GL_CHECK_BOUNDS: u32 = 8;
+/// Check bit: use after free, double and invalid free.
 pub const GL_CHECK_LIFETIME: u32 = 16;
+/// Every check bit.
 pub const GL_CHECK_ALL: u32 = 31;
 
 /// Bumped when the header's types or functions change incompatibly.
@@ -105,11 +115,7 @@ fn jit_error(e: JitError, file: &Option<String>) -> Error {
         JitError::Signature { .. } => GL_ERR_SIGNATURE,
         _ => GL_ERR_CODEGEN,
     };
-    let msg = match file {
-        Some(f) => e.with_file(f),
-        None => e.to_string(),
-    };
-    Error::new(code, msg)
+    Error::new(code, e.present(file.as_deref()))
 }
 
 fn parse_int(s: &str) -> Option<i64> {
@@ -452,6 +458,7 @@ struct CCallback {
 // SAFETY: the header documents that the callback and its user data may be
 // used from any thread that runs compiled code; the C caller vouches for it.
 unsafe impl Send for CCallback {}
+// SAFETY: as for `Send`: the header allows calls from several threads at once.
 unsafe impl Sync for CCallback {}
 
 impl CCallback {
@@ -694,13 +701,16 @@ pub unsafe extern "C" fn gl_compile(
                 ),
             ));
         }
-        let opts = CompileOptions {
-            symbols: lock(&st.symbols)
-                .iter()
-                .map(|(n, a)| (n.clone(), *a as *const u8))
-                .collect(),
-            ..Default::default()
-        };
+        let opts = lock(&st.symbols)
+            .iter()
+            .fold(CompileOptions::default(), |o, (n, a)| {
+                // SAFETY: gl_runtime_add_symbol's contract (guardlift.h): the
+                // C caller registered a function of the extern's signature
+                // that stays callable while code compiled with it lives;
+                // what it touches is on that caller's word, as for any C
+                // function it hands out.
+                unsafe { o.symbol(n.clone(), *a as *const u8) }
+            });
         let code =
             Jit::compile(&ms.module, st.rt.clone(), &opts).map_err(|e| jit_error(e, &ms.file))?;
         let handle = handles::insert(Object::Code(Arc::new(CodeState {
@@ -878,9 +888,12 @@ fn call_bits(f: &FuncState, args: &[u64], func: &str) -> Result<Option<u64>> {
             ),
         ));
     }
-    f.code
-        .call_dynamic(&f.name, args)
-        .map_err(|e| jit_error(e, &None))
+    // SAFETY: the C API is the boundary where Rust's checks end: compiled
+    // code "runs with the full privileges of native code" (guardlift.h,
+    // gl_compile) and the C caller of gl_func_call vouches for the memory it
+    // touches (objects passed as `ptr`, raw accesses, host symbols), as for
+    // any C function it calls.
+    unsafe { f.code.call_dynamic(&f.name, args) }.map_err(|e| jit_error(e, &None))
 }
 
 /// Calls a function with raw argument bits.

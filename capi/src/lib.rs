@@ -40,14 +40,22 @@ pub use state::{
     GL_TYPE_VOID,
 };
 
-/// Report kinds (`gl_report::kind`), equal to the runtime's report codes.
+/// Report kind (`gl_report::kind`, equal to the runtime's report codes):
+/// `dict_slot_tag`.
 pub const GL_REPORT_DICT_SLOT_TAG: u32 = 0;
+/// `adstack_overflow`.
 pub const GL_REPORT_ADSTACK_OVERFLOW: u32 = 1;
+/// `adstack_underflow`.
 pub const GL_REPORT_ADSTACK_UNDERFLOW: u32 = 2;
+/// `slot_clobber`.
 pub const GL_REPORT_SLOT_CLOBBER: u32 = 3;
+/// `use_after_free`.
 pub const GL_REPORT_USE_AFTER_FREE: u32 = 4;
+/// `double_free`.
 pub const GL_REPORT_DOUBLE_FREE: u32 = 5;
+/// `invalid_free`.
 pub const GL_REPORT_INVALID_FREE: u32 = 6;
+/// `attr_out_of_bounds`.
 pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 /// A watched dict word written by foreign code or left malformed (`watch=`).
 pub const GL_REPORT_FOREIGN_WRITE: u32 = 8;
@@ -59,38 +67,19 @@ mod tests {
 
     #[test]
     fn report_kind_codes_match_the_runtime() {
-        assert_eq!(
-            ReportKind::DictSlotTag.code() as u32,
-            GL_REPORT_DICT_SLOT_TAG
-        );
-        assert_eq!(
-            ReportKind::AdstackOverflow.code() as u32,
-            GL_REPORT_ADSTACK_OVERFLOW
-        );
-        assert_eq!(
-            ReportKind::AdstackUnderflow.code() as u32,
-            GL_REPORT_ADSTACK_UNDERFLOW
-        );
-        assert_eq!(
-            ReportKind::SlotClobber.code() as u32,
-            GL_REPORT_SLOT_CLOBBER
-        );
-        assert_eq!(
-            ReportKind::ForeignWrite.code() as u32,
-            GL_REPORT_FOREIGN_WRITE
-        );
-        assert_eq!(
-            ReportKind::UseAfterFree.code() as u32,
-            GL_REPORT_USE_AFTER_FREE
-        );
-        assert_eq!(ReportKind::DoubleFree.code() as u32, GL_REPORT_DOUBLE_FREE);
-        assert_eq!(
-            ReportKind::InvalidFree.code() as u32,
-            GL_REPORT_INVALID_FREE
-        );
-        assert_eq!(
-            ReportKind::AttrOutOfBounds.code() as u32,
-            GL_REPORT_ATTR_OUT_OF_BOUNDS
-        );
+        let table = [
+            (ReportKind::DictSlotTag, GL_REPORT_DICT_SLOT_TAG),
+            (ReportKind::AdstackOverflow, GL_REPORT_ADSTACK_OVERFLOW),
+            (ReportKind::AdstackUnderflow, GL_REPORT_ADSTACK_UNDERFLOW),
+            (ReportKind::SlotClobber, GL_REPORT_SLOT_CLOBBER),
+            (ReportKind::ForeignWrite, GL_REPORT_FOREIGN_WRITE),
+            (ReportKind::UseAfterFree, GL_REPORT_USE_AFTER_FREE),
+            (ReportKind::DoubleFree, GL_REPORT_DOUBLE_FREE),
+            (ReportKind::InvalidFree, GL_REPORT_INVALID_FREE),
+            (ReportKind::AttrOutOfBounds, GL_REPORT_ATTR_OUT_OF_BOUNDS),
+        ];
+        for (kind, code) in table {
+            assert_eq!(kind.code() as u32, code, "{kind:?}");
+        }
     }
 }

@@ -37,12 +37,19 @@ pub(crate) struct FuncState {
 
 // ---- type codes -------------------------------------------------------------
 
+/// Type code: no value (a function without a result).
 pub const GL_TYPE_VOID: u32 = 0;
+/// Type code: `i8`.
 pub const GL_TYPE_I8: u32 = 1;
+/// Type code: `i32`.
 pub const GL_TYPE_I32: u32 = 2;
+/// Type code: `i64`.
 pub const GL_TYPE_I64: u32 = 3;
+/// Type code: `ptr`.
 pub const GL_TYPE_PTR: u32 = 4;
+/// Type code: `f32`.
 pub const GL_TYPE_F32: u32 = 5;
+/// Type code: `f64`.
 pub const GL_TYPE_F64: u32 = 6;
 
 /// The IR type of a type code (`GL_TYPE_VOID` is not a value type).
@@ -90,6 +97,7 @@ pub struct gl_report {
     pub function: *const c_char,
     /// Source position of the guarded instruction in the IR text.
     pub line: u32,
+    /// Column of the guarded instruction.
     pub col: u32,
     /// The guarded opcode (`"dict_slot.load"`, `"store_attr"`, ...).
     pub op: *const c_char,
@@ -101,16 +109,20 @@ pub struct gl_report {
     pub value: u64,
     /// adstack kinds: capacity and length at the failing op.
     pub capacity: u64,
+    /// adstack kinds: the length.
     pub len: u64,
     /// slot_clobber: the raw store's address and width in bytes.
     pub address: u64,
+    /// slot_clobber: the width in bytes.
     pub width: u32,
     /// 1 when `last_write_*` are known (dict kinds only).
     pub has_last_write: u32,
     /// The last write to the slot the runtime saw: its value, its writer,
     /// and its site (−1 when the writer was not instrumented code).
     pub last_write_value: u64,
+    /// The last write's site (−1: not instrumented code).
     pub last_write_site: i64,
+    /// The last write's writer, as text.
     pub last_write_by: *const c_char,
     /// The sanitizer-style human text (several lines, ending in a newline).
     pub text: *const c_char,
@@ -122,8 +134,11 @@ pub struct gl_report {
     pub object_id: u64,
     /// Where it was allocated / freed: IR function (NULL when unknown) and line.
     pub alloc_site_function: *const c_char,
+    /// The allocation site's line (0: unknown).
     pub alloc_site_line: u32,
+    /// The free site's line (0: unknown).
     pub free_site_line: u32,
+    /// The free site's IR function (NULL when unknown).
     pub free_site_function: *const c_char,
 }
 
@@ -269,4 +284,5 @@ impl ReportList {
 // SAFETY: the raw pointers in `items` point into the CStrings the list owns,
 // which are never mutated; sharing them between threads is sharing `&str`s.
 unsafe impl Send for ReportList {}
+// SAFETY: as for `Send`: the list is immutable once built.
 unsafe impl Sync for ReportList {}

@@ -8,6 +8,7 @@ use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 
 fn last_error() -> String {
+    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
     unsafe { CStr::from_ptr(gl_last_error()) }
         .to_str()
         .unwrap()
@@ -17,6 +18,8 @@ fn last_error() -> String {
 macro_rules! ok {
     ($e:expr) => {{
         #[allow(unused_unsafe)]
+        // SAFETY: the tests pass the C API live handles (or ones it must
+        // reject), NULL, or pointers to live locals of the right types.
         let st = unsafe { $e };
         assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
     }};
@@ -25,6 +28,8 @@ macro_rules! ok {
 macro_rules! fails {
     ($code:expr, $e:expr) => {{
         #[allow(unused_unsafe)]
+        // SAFETY: the tests pass the C API live handles (or ones it must
+        // reject), NULL, or pointers to live locals of the right types.
         let st = unsafe { $e };
         assert_eq!(st, $code, "{}: {}", stringify!($e), last_error());
         assert!(!last_error().is_empty(), "an error leaves a message");
@@ -103,6 +108,7 @@ struct Seen {
 }
 
 unsafe fn seen(r: &gl_report) -> Seen {
+    // SAFETY: the report's strings are valid NUL-terminated text during the callback.
     let s = |p: *const std::ffi::c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string();
     Seen {
         kind: r.kind,
@@ -120,7 +126,9 @@ unsafe fn seen(r: &gl_report) -> Seen {
 }
 
 unsafe extern "C" fn collect(r: *const gl_report, user: *mut c_void) {
+    // SAFETY: `user` is the `Mutex<Vec<Seen>>` the test registered, alive throughout.
     let v = unsafe { &*(user as *const Mutex<Vec<Seen>>) };
+    // SAFETY: `r` is valid during the callback.
     v.lock().unwrap().push(unsafe { seen(&*r) });
 }
 
@@ -131,6 +139,7 @@ fn callback_and_collected_reports_name_the_site() {
     ok!(gl_module_instrument(m, GL_CHECK_DICT));
     let mut text = null();
     ok!(gl_module_print(m, &mut text));
+    // SAFETY: gl_report_text's string is valid until the next call on this thread.
     let printed = unsafe { CStr::from_ptr(text) }
         .to_str()
         .unwrap()
@@ -174,6 +183,7 @@ fn callback_and_collected_reports_name_the_site() {
     let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
     ok!(gl_runtime_take_reports(rt, &mut list, &mut items, &mut n));
     assert_eq!(n, 1);
+    // SAFETY: `items` has `n` > 0 valid reports, owned by `list`.
     let r = unsafe { seen(&*items) };
     assert_eq!((r.line, r.count), (9, 3));
     // Taking again finds none.
@@ -186,6 +196,7 @@ fn callback_and_collected_reports_name_the_site() {
     ok!(gl_code_free(code));
     ok!(gl_runtime_free(rt));
     ok!(gl_module_free(m));
+    // SAFETY: as above.
     assert_eq!(unsafe { seen(&*items) }, r);
     ok!(gl_reports_free(list));
     fails!(GL_ERR_HANDLE, gl_reports_free(list));
@@ -197,6 +208,7 @@ unsafe extern "C" fn take_inside(_r: *const gl_report, user: *mut c_void) {
     // The callback may call back into the API (no lock is held).
     let rt = user as *mut gl_runtime;
     let (mut list, mut n) = (null_mut(), 0usize);
+    // SAFETY: live runtime handle and pointers to live locals.
     let st = unsafe { gl_runtime_take_reports(rt, &mut list, null_mut(), &mut n) };
     assert_eq!(st, GL_OK);
     *REENTRANT_TAKEN.lock().unwrap() += n;
@@ -477,6 +489,7 @@ fn host_symbols_signatures_and_raw_bits() {
         "{msg}"
     );
     let hf: unsafe extern "C" fn() =
+        // SAFETY: gl_host_fn is a type-erased function pointer; the extern is declared with host_scale's signature.
         unsafe { std::mem::transmute(host_scale as extern "C" fn(f64, i32) -> f64) };
     ok!(gl_runtime_add_symbol(rt, c"@scale".as_ptr(), Some(hf)));
     let code = compile(rt, m);
@@ -537,6 +550,7 @@ fn host_faults_are_reported_not_crashes() {
     let mut msg = null();
     ok!(gl_runtime_take_host_fault(rt, &mut msg));
     assert!(!msg.is_null());
+    // SAFETY: the message is a valid NUL-terminated string.
     let text = unsafe { CStr::from_ptr(msg) }.to_str().unwrap().to_string();
     assert!(!text.is_empty());
     ok!(gl_runtime_take_host_fault(rt, &mut msg));
@@ -590,6 +604,7 @@ fn many_threads_share_handles_and_lose_no_report() {
     let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
     ok!(gl_runtime_take_reports(rt, &mut list, &mut items, &mut n));
     assert_eq!(n, 1);
+    // SAFETY: `items` points at the list's first report (n > 0).
     assert_eq!(unsafe { (*items).count }, (THREADS * CALLS) as u64);
     assert_eq!(
         THREAD_CALLBACKS.load(std::sync::atomic::Ordering::Relaxed),
@@ -613,6 +628,7 @@ fn misc_entry_points() {
     // The header's layout of gl_report, no padding: 4+4 + 8+8 + 4+4 + 8 + 8 + 8*5 + 4+4 + 8+8 + 8*3.
     assert_eq!(gl_report_struct_size(), 176);
     let name = |s| {
+        // SAFETY: gl_status_name returns a static NUL-terminated string.
         unsafe { CStr::from_ptr(gl_status_name(s)) }
             .to_str()
             .unwrap()
@@ -629,6 +645,7 @@ struct Handles {
 }
 
 unsafe extern "C" fn free_during_call(_r: *const gl_report, user: *mut c_void) {
+    // SAFETY: `user` is the `Handles` the test registered, alive throughout.
     let h = unsafe { &mut *(user as *mut Handles) };
     if !h.freed {
         h.freed = true;
@@ -717,6 +734,7 @@ fn hostile_lengths_and_pointers_are_errors_before_any_copy() {
     fails!(GL_ERR_NULL, gl_func_call(f, null(), 1, null_mut()));
     // Misaligned array and out pointers.
     let buf = [0u64; 4];
+    // SAFETY: one byte into a live buffer of several words.
     let odd = unsafe { (buf.as_ptr() as *const u8).add(1) };
     let msg = fails!(
         GL_ERR_ARGUMENT,
@@ -724,6 +742,7 @@ fn hostile_lengths_and_pointers_are_errors_before_any_copy() {
     );
     assert!(msg.contains("aligned"), "{msg}");
     let mut out = [0u64; 4];
+    // SAFETY: four bytes into a live buffer of several words.
     let odd_out = unsafe { (out.as_mut_ptr() as *mut u8).add(4) };
     fails!(
         GL_ERR_ARGUMENT,

@@ -9,6 +9,7 @@ use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 
 fn last_error() -> String {
+    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
     unsafe { CStr::from_ptr(gl_last_error()) }
         .to_string_lossy()
         .into_owned()
@@ -17,6 +18,8 @@ fn last_error() -> String {
 macro_rules! ok {
     ($e:expr) => {{
         #[allow(unused_unsafe)]
+        // SAFETY: the tests pass the C API live handles (or ones it must
+        // reject), NULL, or pointers to live locals of the right types.
         let st = unsafe { $e };
         assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
     }};
@@ -136,7 +139,9 @@ impl Rig {
         ));
         let v = (0..n)
             .map(|i| {
+                // SAFETY: `i` < n: a report of the list, which outlives this iterator.
                 let r = unsafe { &*items.add(i) };
+                // SAFETY: the report's strings are NUL-terminated and owned by the list.
                 let s = |p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
                 (s(r.kind_name), r.object_id, s(r.json))
             })
@@ -227,6 +232,7 @@ fn stale_host_pointer_is_use_after_free_and_a_recycled_address_shows_two_ids() {
     // A rogue writer clears the tag bit: the report is about the new
     // object, and the last recorded write was to the old one.
     let p = o.slot() as *mut u64;
+    // SAFETY: `p` is the dict slot of `o`, a live host object this test owns.
     unsafe { p.write_volatile(p.read_volatile() & !1) };
     r.call(r.touch, o.obj(), 1);
     let reps = r.reports();
@@ -236,6 +242,7 @@ fn stale_host_pointer_is_use_after_free_and_a_recycled_address_shows_two_ids() {
     let j: serde_json::Value = serde_json::from_str(json).unwrap();
     assert_eq!(j["object_id"], id2);
     assert_eq!(j["last_write"]["object_id"], id1, "{json}");
+    // SAFETY: as above.
     unsafe { p.write_volatile(o.values_word()) };
 }
 
@@ -244,9 +251,11 @@ fn host_object_api_misuse_is_an_error() {
     let r = rig();
     let o = HostObj::new(1);
     let mut id = 7;
+    // SAFETY: a live runtime handle, NULL (rejected) and a live local.
     let st = unsafe { gl_runtime_register_object(r.rt, null(), &mut id) };
     assert_eq!(st, GL_ERR_ARGUMENT);
     assert_eq!(id, 0);
+    // SAFETY: as above; a misaligned address is rejected before any access.
     let st = unsafe { gl_runtime_register_object(r.rt, (o.obj() + 3) as *const _, &mut id) };
     assert_eq!(st, GL_ERR_ARGUMENT, "unaligned");
     ok!(gl_runtime_register_object(
@@ -254,6 +263,7 @@ fn host_object_api_misuse_is_an_error() {
         o.obj() as *const _,
         &mut id
     ));
+    // SAFETY: a live runtime handle, a live object and a live local.
     let st = unsafe { gl_runtime_register_object(r.rt, o.obj() as *const _, &mut id) };
     assert_eq!(st, GL_ERR_ARGUMENT, "already live");
     assert!(
@@ -261,11 +271,14 @@ fn host_object_api_misuse_is_an_error() {
         "{}",
         last_error()
     );
+    // SAFETY: as above; a NULL out pointer is rejected.
     let st = unsafe { gl_runtime_register_object(r.rt, o.obj() as *const _, null_mut()) };
     assert_eq!(st, GL_ERR_NULL);
     ok!(gl_runtime_object_freed(r.rt, o.obj() as *const _));
+    // SAFETY: as above: a second free of the same object is rejected.
     let st = unsafe { gl_runtime_object_freed(r.rt, o.obj() as *const _) };
     assert_eq!(st, GL_ERR_ARGUMENT, "freed twice");
+    // SAFETY: a NULL runtime handle is rejected before anything is read.
     let st = unsafe { gl_runtime_object_freed(null_mut(), o.obj() as *const _) };
     assert_ne!(st, GL_OK, "bad handle");
 }

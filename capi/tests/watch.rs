@@ -10,6 +10,7 @@ use std::ffi::CStr;
 use std::ptr::null_mut;
 
 fn last_error() -> String {
+    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
     unsafe { CStr::from_ptr(gl_last_error()) }
         .to_string_lossy()
         .into_owned()
@@ -18,6 +19,8 @@ fn last_error() -> String {
 macro_rules! ok {
     ($e:expr) => {{
         #[allow(unused_unsafe)]
+        // SAFETY: the tests pass the C API live handles (or ones it must
+        // reject), NULL, or pointers to live locals of the right types.
         let st = unsafe { $e };
         assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
     }};
@@ -59,6 +62,7 @@ fn c_host_writer_is_named_by_its_symbol() {
     ));
     ok!(gl_runtime_configure(rt, c"watch=object:1".as_ptr()));
     let hf: unsafe extern "C" fn() =
+        // SAFETY: gl_host_fn is a type-erased function pointer; the extern is declared with this signature.
         unsafe { std::mem::transmute(c_host_clear_bit as extern "C" fn(i64)) };
     ok!(gl_runtime_add_symbol(
         rt,
@@ -92,10 +96,12 @@ fn c_host_writer_is_named_by_its_symbol() {
         "one foreign_write (none means hardware watchpoints are unavailable here: \
          they need Linux x86_64 with perf_event_open breakpoints)"
     );
+    // SAFETY: `items` points at the list's first report (n > 0).
     let rep = unsafe { &*items };
     assert_eq!(rep.kind, GL_REPORT_FOREIGN_WRITE);
     assert_eq!(rep.width, 1);
     assert_eq!(rep.value & 7, 0b110);
+    // SAFETY: the report's JSON is NUL-terminated and owned by the list.
     let json = unsafe { CStr::from_ptr(rep.json) }.to_string_lossy();
     for want in [
         "\"symbol\":\"c_host_clear_bit+0x",

@@ -338,7 +338,8 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
         let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
         Box::new(move || {
-            std::hint::black_box(f.call((Ptr(o), n as i64)));
+            // SAFETY: `o` is a live object of the runtime (2 attributes).
+            std::hint::black_box(unsafe { f.call((Ptr(o), n as i64)) });
         })
     });
     let rt = runtime(Mode::Abort);
@@ -392,7 +393,8 @@ fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
             .func::<(Ptr, i64), i64>("slot_stores")
             .expect("signature");
         move || {
-            std::hint::black_box(f.call((Ptr(o), n as i64)));
+            // SAFETY: `o` is a live object of the runtime.
+            std::hint::black_box(unsafe { f.call((Ptr(o), n as i64)) });
         }
     };
     let off_rt = runtime(Mode::Abort);
@@ -520,7 +522,8 @@ fn adstack_rows(reps: usize, rounds: u64) -> Vec<Row> {
         let code = Jit::compile(mm, runtime(mode), &CompileOptions::default()).expect("compiles");
         let f = code.func::<(i64,), f64>("grad").expect("signature");
         Box::new(move || {
-            std::hint::black_box(f.call((rounds as i64,)));
+            // SAFETY: @grad stays within the adstack buffers it allocates.
+            std::hint::black_box(unsafe { f.call((rounds as i64,)) });
         })
     })
 }
@@ -557,7 +560,9 @@ fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
             .func::<(Ptr, Ptr, Ptr, i64), i64>("main")
             .expect("signature");
         Box::new(move || {
-            std::hint::black_box(f.call((Ptr(objs[0]), Ptr(objs[1]), Ptr(objs[2]), n as i64)));
+            let args = (Ptr(objs[0]), Ptr(objs[1]), Ptr(objs[2]), n as i64);
+            // SAFETY: `objs` are live objects of the runtime (2 attributes).
+            std::hint::black_box(unsafe { f.call(args) });
         })
     })
 }

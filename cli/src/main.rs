@@ -76,9 +76,7 @@ impl InstrumentArgs {
         }
         match &self.checks {
             None => Ok(CheckSet::default()),
-            Some(l) => {
-                CheckSet::parse(l).map_err(|e| CliError::new(format!("guardlift: error: {e}")))
-            }
+            Some(l) => CheckSet::parse(l).map_err(CliError::tool),
         }
     }
     /// The mode: `--mode`, else `GUARDLIFT_OPTIONS`'s, else abort.
@@ -95,28 +93,7 @@ impl InstrumentArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a function of a module.
-    Run {
-        file: String,
-        /// Arguments for the entry function, parsed by its parameter types.
-        args: Vec<String>,
-        #[arg(long, default_value = "main")]
-        entry: String,
-        #[arg(long, value_enum, default_value = "jit")]
-        engine: Engine,
-        #[arg(long, value_enum, default_value = "host")]
-        target: Target,
-        #[command(flatten)]
-        inst: InstrumentArgs,
-        /// Print one JSON object on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Hardware watchpoints on dict words: object:N[+M...], sample:K or recent.
-        #[arg(long, value_name = "SPEC")]
-        watch: Option<String>,
-        /// Also write the reports as a SARIF 2.1.0 log to this file.
-        #[arg(long, value_name = "OUT")]
-        sarif: Option<String>,
-    },
+    Run(run::RunOpts),
     /// Parse and verify.
     Check { file: String },
     /// Print the canonical text.
@@ -217,31 +194,16 @@ fn main() -> ExitCode {
             out,
             inst,
         } => run::compile(&file, target, &out, &inst),
-        Cmd::Run {
-            file,
-            args,
-            entry,
-            engine,
-            target,
-            inst,
-            json,
-            watch,
-            sarif,
-        } => run::run(run::RunOpts {
-            file,
-            args: args
-                .into_iter()
-                .map(|a| a.trim_start_matches(NEG_MARK).to_string())
-                .collect(),
+        Cmd::Run(mut o) => {
+            for a in &mut o.args {
+                *a = a.trim_start_matches(NEG_MARK).to_string();
+            }
             // `--entry @main` names the function as IR text does.
-            entry: entry.strip_prefix('@').unwrap_or(&entry).to_string(),
-            engine,
-            target,
-            inst,
-            json,
-            watch,
-            sarif,
-        }),
+            if let Some(e) = o.entry.strip_prefix('@') {
+                o.entry = e.to_string();
+            }
+            run::run(o)
+        }
     };
     match r {
         Ok(code) => ExitCode::from(code),

@@ -15,17 +15,27 @@ use std::sync::Arc;
 /// Stack for the thread that runs programs (adstack frames can be large).
 const RUN_STACK_BYTES: usize = 512 << 20;
 
+#[derive(clap::Args)]
 pub struct RunOpts {
     pub file: String,
+    /// Arguments for the entry function, parsed by its parameter types.
     pub args: Vec<String>,
+    #[arg(long, default_value = "main")]
     pub entry: String,
+    #[arg(long, value_enum, default_value = "jit")]
     pub engine: Engine,
+    #[arg(long, value_enum, default_value = "host")]
     pub target: Target,
+    #[command(flatten)]
     pub inst: InstrumentArgs,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
     pub json: bool,
-    /// `--watch SPEC` (spec §6.1).
+    /// Hardware watchpoints on dict words: object:N[+M...], sample:K or recent.
+    #[arg(long, value_name = "SPEC")]
     pub watch: Option<String>,
-    /// `--sarif OUT`: also write the reports as a SARIF 2.1.0 log.
+    /// Also write the reports as a SARIF 2.1.0 log to this file.
+    #[arg(long, value_name = "OUT")]
     pub sarif: Option<String>,
 }
 
@@ -123,42 +133,36 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let m = load_instrumented(&o.file, &o.inst)?;
     let instrumented = m.is_instrumented();
     let fid = m.func_by_name(&o.entry).ok_or_else(|| {
-        CliError::new(format!(
-            "{}: error: no function @{}",
-            o.file,
-            guardlift_ir::error::shorten_long_words(&o.entry)
-        ))
+        let name = guardlift_ir::error::shorten_long_words(&o.entry);
+        CliError::at(&o.file, format!("no function @{name}"))
     })?;
     let f = m.func(fid);
     let loc = f.loc;
     let ret_ty = f.ret;
     if f.params.len() != o.args.len() {
-        return Err(CliError::new(format!(
-            "{}:{}:{}: error: @{} takes {} argument(s), got {}",
-            o.file,
-            loc.line,
-            loc.col,
-            o.entry,
-            f.params.len(),
-            o.args.len()
-        )));
+        return Err(CliError::at(
+            format!("{}:{loc}", o.file),
+            format!(
+                "@{} takes {} argument(s), got {}",
+                o.entry,
+                f.params.len(),
+                o.args.len()
+            ),
+        ));
     }
     let mut args = Vec::with_capacity(o.args.len());
     for (ty, text) in f.param_types().into_iter().zip(&o.args) {
         args.push(parse_arg(ty, text).map_err(|e| {
-            CliError::new(format!(
-                "guardlift: error: argument: {}",
+            CliError::tool(format!(
+                "argument: {}",
                 guardlift_ir::error::shorten_long_words(&e)
             ))
         })?);
     }
-    let mut options = guardlift_runtime::Options::from_env()
-        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    let mut options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     // `--watch` wins over GUARDLIFT_OPTIONS' watch=; the CLI starts it below.
     let watch = match &o.watch {
-        Some(text) => Some(
-            WatchSpec::parse(text).map_err(|e| CliError::new(format!("guardlift: error: {e}")))?,
-        ),
+        Some(text) => Some(WatchSpec::parse(text).map_err(CliError::tool)?),
         None => options.watch.take(),
     };
     if o.target != Target::Host {
@@ -174,7 +178,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         capture_output: o.json,
     });
     rt.configure(&options)
-        .map_err(|e| CliError::new(format!("guardlift: error: GUARDLIFT_OPTIONS log_path: {e}")))?;
+        .map_err(|e| CliError::tool(format!("GUARDLIFT_OPTIONS log_path: {e}")))?;
     if let Some(spec) = watch {
         if let WatchStatus::Unavailable { reason } = rt.enable_watch(spec) {
             eprintln!("{}", WatchStatus::unavailable_line(&reason));
@@ -218,31 +222,23 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             std::thread::Builder::new()
                 .stack_size(RUN_STACK_BYTES)
                 .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind))
-                .map_err(|e| {
-                    CliError::new(format!(
-                        "guardlift: error: cannot start the run thread: {e}"
-                    ))
-                })?
+                .map_err(|e| CliError::tool(format!("cannot start the run thread: {e}")))?
                 .join()
-                .map_err(|_| {
-                    CliError::new("guardlift: error: the run thread panicked (a bug in guardlift)")
-                })?
+                .map_err(|_| CliError::tool("the run thread panicked (a bug in guardlift)"))?
         })
     };
     let outcome = outcome?.map_err(|e| CliError::new(e.with_file(&o.file)))?;
     let reports = rt.take_reports();
     let fault = rt.take_host_fault().map(|f| format!("host fault in {f}"));
-    let ctx = Finish {
-        file: &o.file,
-        json: o.json,
-        sarif: o.sarif.as_deref(),
+    let ctx = Finish::new(
+        &o,
         engine,
         target,
         instrumented,
         mode,
         ret_ty,
-        watch: rt.watch_status(),
-    };
+        rt.watch_status(),
+    );
     finish(&ctx, &rt, reports, fault, outcome)
 }
 
@@ -294,6 +290,31 @@ struct Finish<'a> {
     ret_ty: Option<guardlift_ir::Type>,
     /// The `"watch"` object, when `--watch` was asked for.
     watch: Option<WatchStatus>,
+}
+
+impl<'a> Finish<'a> {
+    /// What the run of `o` prints at its end.
+    fn new(
+        o: &'a RunOpts,
+        engine: &'a str,
+        target: &'a str,
+        instrumented: bool,
+        mode: guardlift_runtime::Mode,
+        ret_ty: Option<guardlift_ir::Type>,
+        watch: Option<WatchStatus>,
+    ) -> Self {
+        Finish {
+            file: &o.file,
+            json: o.json,
+            sarif: o.sarif.as_deref(),
+            engine,
+            target,
+            instrumented,
+            mode,
+            ret_ty,
+            watch,
+        }
+    }
 }
 
 /// Prints the result (or JSON object), the reports and any fatal error as
@@ -398,13 +419,12 @@ fn target_run(
 ) -> Result<u8, CliError> {
     let t = jit_target(o.target);
     if o.engine == Engine::Interp {
-        return Err(CliError::new(format!(
-            "guardlift: error: --target {} runs compiled code; the interpreter (--engine interp) runs on the host only",
+        return Err(CliError::tool(format!(
+            "--target {} runs compiled code; the interpreter (--engine interp) runs on the host only",
             t.name()
         )));
     }
-    let mut options = guardlift_runtime::Options::from_env()
-        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    let mut options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     // Already answered by `target_watch_unavailable`.
     options.watch = None;
     let mode = o.inst.mode(&options);
@@ -425,7 +445,7 @@ fn target_run(
         capture_output: o.json,
     });
     rt.configure(&options)
-        .map_err(|e| CliError::new(format!("guardlift: error: GUARDLIFT_OPTIONS log_path: {e}")))?;
+        .map_err(|e| CliError::tool(format!("GUARDLIFT_OPTIONS log_path: {e}")))?;
     for p in &run.prints {
         match *p {
             guardlift_aot::Print::I64(v) => rt.print_i64(v),
@@ -469,17 +489,7 @@ fn target_run(
         )),
     };
     let fault = run.host_fault.map(|f| format!("host fault in {f}"));
-    let ctx = Finish {
-        file: &o.file,
-        json: o.json,
-        sarif: o.sarif.as_deref(),
-        engine,
-        target,
-        instrumented,
-        mode,
-        ret_ty,
-        watch,
-    };
+    let ctx = Finish::new(o, engine, target, instrumented, mode, ret_ty, watch);
     finish(&ctx, &rt, run.reports, fault, outcome)
 }
 
@@ -643,7 +653,11 @@ fn jit_execute(
 ) -> Result<Outcome, ExecError> {
     let code = guardlift_jit::Jit::compile(m, rt, &guardlift_jit::CompileOptions::default())
         .map_err(ExecError::Jit)?;
-    code.call_dynamic(entry, args)
+    // SAFETY: not provable, and not needed: `guardlift run` exists to run
+    // the user's program as native code (spec §8), trusted with this
+    // process as a compiled C program would be. A wild access is the
+    // program's bug, reported as `host_fault` when it faults (spec §6.2).
+    unsafe { code.call_dynamic(entry, args) }
         .map(Outcome::Value)
         .map_err(ExecError::Jit)
 }
@@ -658,8 +672,7 @@ fn jit_target(t: Target) -> guardlift_jit::Target {
 }
 
 fn emit_options(inst: &InstrumentArgs) -> Result<guardlift_jit::EmitOptions, CliError> {
-    let options = guardlift_runtime::Options::from_env()
-        .map_err(|e| CliError::new(format!("guardlift: error: {e}")))?;
+    let options = guardlift_runtime::Options::from_env().map_err(CliError::tool)?;
     Ok(guardlift_jit::EmitOptions {
         mode: inst.mode(&options),
         ..Default::default()
@@ -688,7 +701,6 @@ pub fn compile(
     let m = load_instrumented(file, inst)?;
     let bytes = guardlift_jit::emit_object(&m, jit_target(target), &emit_options(inst)?)
         .map_err(|e| CliError::new(e.with_file(file)))?;
-    std::fs::write(out, bytes)
-        .map_err(|e| CliError::new(format!("{out}: error: cannot write: {e}")))?;
+    std::fs::write(out, bytes).map_err(|e| CliError::at(out, format!("cannot write: {e}")))?;
     Ok(0)
 }

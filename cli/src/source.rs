@@ -14,8 +14,19 @@ pub const MAX_SOURCE_BYTES: u64 = 256 << 20;
 pub struct CliError(pub String);
 
 impl CliError {
+    /// A failure whose text is already presented (`FILE:LINE:COL: error: ...` lines).
     pub fn new(msg: impl Into<String>) -> Self {
         CliError(msg.into())
+    }
+
+    /// `guardlift: error: MSG`: a failure that belongs to no input file.
+    pub fn tool(msg: impl std::fmt::Display) -> Self {
+        Self::at("guardlift", msg)
+    }
+
+    /// `PLACE: error: MSG`: a failure at a file or at `FILE:LINE:COL`.
+    pub fn at(place: impl std::fmt::Display, msg: impl std::fmt::Display) -> Self {
+        CliError(format!("{place}: error: {msg}"))
     }
 }
 
@@ -34,7 +45,7 @@ fn line_col(bytes: &[u8], off: usize) -> (usize, usize) {
 /// Reads `path` in chunks, stopping at the first NUL byte or past
 /// [`MAX_SOURCE_BYTES`] (never holding more than that in memory).
 fn read_text(path: &str) -> Result<Vec<u8>, CliError> {
-    let cannot = |e: std::io::Error| CliError::new(format!("{path}: error: cannot read: {e}"));
+    let cannot = |e: std::io::Error| CliError::at(path, format!("cannot read: {e}"));
     let mut f = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; 64 << 10];
@@ -49,15 +60,19 @@ fn read_text(path: &str) -> Result<Vec<u8>, CliError> {
         if let Some(i) = got.iter().position(|&b| b == 0) {
             bytes.extend_from_slice(&got[..i]);
             let (l, c) = line_col(&bytes, bytes.len());
-            return Err(CliError::new(format!(
-                "{path}:{l}:{c}: error: NUL byte in input (not IR text)"
-            )));
+            return Err(CliError::at(
+                format!("{path}:{l}:{c}"),
+                "NUL byte in input (not IR text)",
+            ));
         }
         if bytes.len() as u64 + n as u64 > MAX_SOURCE_BYTES {
-            return Err(CliError::new(format!(
-                "{path}: error: input larger than {} MiB (not IR text?)",
-                MAX_SOURCE_BYTES >> 20
-            )));
+            return Err(CliError::at(
+                path,
+                format!(
+                    "input larger than {} MiB (not IR text?)",
+                    MAX_SOURCE_BYTES >> 20
+                ),
+            ));
         }
         bytes.extend_from_slice(got);
     }
@@ -70,9 +85,10 @@ pub fn load(path: &str) -> Result<Module, CliError> {
         Ok(t) => t,
         Err(e) => {
             let (l, c) = line_col(&bytes, e.valid_up_to());
-            return Err(CliError::new(format!(
-                "{path}:{l}:{c}: error: invalid UTF-8 in input"
-            )));
+            return Err(CliError::at(
+                format!("{path}:{l}:{c}"),
+                "invalid UTF-8 in input",
+            ));
         }
     };
     let m = parse_module(text).map_err(|d| CliError::new(d.with_file(path)))?;

@@ -143,12 +143,12 @@ fn run_on(
         Engine::Jit => guardlift_jit::Jit::compile(
             m,
             rt.clone(),
-            &CompileOptions {
-                opt_level: opt,
-                ..Default::default()
-            },
+            &CompileOptions::default().with_opt_level(opt),
         )
-        .and_then(|c| c.call_dynamic(entry, args))
+        // SAFETY: the generators (`gen`, `guards`) emit raw and object
+        // accesses only to objects and adstack buffers the program itself
+        // allocates, within their sizes, and no host symbol.
+        .and_then(|c| unsafe { c.call_dynamic(entry, args) })
         .map_err(|e| format!("jit: {e}")),
     }
 }

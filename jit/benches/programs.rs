@@ -60,12 +60,16 @@ done:
 /// compiled for `mode`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Config {
+    /// Uninstrumented.
     Plain,
+    /// Instrumented with these checks, lowered for this mode.
     Guarded(CheckSet, Mode),
 }
 
+/// Every mode a guarded configuration is compiled for.
 pub const MODES: [Mode; 3] = [Mode::Abort, Mode::Recover, Mode::Trap];
 
+/// The `dict` check alone.
 pub fn dict_checks() -> CheckSet {
     CheckSet {
         dict: true,
@@ -73,6 +77,7 @@ pub fn dict_checks() -> CheckSet {
     }
 }
 
+/// The `adstack` check alone.
 pub fn adstack_checks() -> CheckSet {
     CheckSet {
         adstack: true,
@@ -81,6 +86,7 @@ pub fn adstack_checks() -> CheckSet {
 }
 
 impl Config {
+    /// `uninstrumented`, or `MODE/CHECKS`.
     pub fn name(self) -> String {
         match self {
             Config::Plain => "uninstrumented".into(),
@@ -91,8 +97,11 @@ impl Config {
 
 /// A compiled loop ready to run: `f(obj, n)`.
 pub struct Bench {
+    /// The runtime the code reports to.
     pub rt: Arc<Runtime>,
+    /// The object the loop works on (2 attributes).
     pub obj: u64,
+    /// The loop, `@main(obj, n)`.
     pub f: TypedFunc<(Ptr, i64), i64>,
 }
 
@@ -117,7 +126,10 @@ pub fn build(text: &str, config: Config) -> Bench {
 }
 
 impl Bench {
+    /// Runs the loop `n` times.
     pub fn run(&self, n: i64) -> i64 {
-        self.f.call((Ptr(self.obj), n))
+        // SAFETY: `obj` is a live object of `rt`'s model heap (two
+        // attributes), the only memory the benchmark loops access.
+        unsafe { self.f.call((Ptr(self.obj), n)) }
     }
 }

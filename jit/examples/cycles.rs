@@ -35,7 +35,9 @@ fn main() {
             code.func::<(i64,), i64>("main").expect("typed lookup")
             // `code` drops here; `f` keeps the compiled code alive.
         };
-        sum += f.call((i as i64,));
+        // SAFETY: @main accesses only the object it makes with @obj_new
+        // (attribute 1 of 2) before freeing it.
+        sum += unsafe { f.call((i as i64,)) };
         // `f` drops here: the last handle frees the JIT memory.
     }
     let want = (n as i64) * (n as i64 - 1) / 2 + n as i64;

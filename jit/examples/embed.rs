@@ -54,21 +54,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let code = Jit::compile(&module, rt.clone(), &CompileOptions::default())?;
 
-    let new = code.func::<i64, Ptr>("new")?;
+    // @new and @corrupt only call built-ins, which check their arguments:
+    // safe Rust may call them. @fill dereferences the object it is given,
+    // so calling it is `unsafe`: we vouch for the pointer.
+    let new = code.safe_func::<i64, Ptr>("new")?;
+    let corrupt = code.safe_func::<Ptr, ()>("corrupt")?;
     let fill = code.func::<(Ptr, i64), i64>("fill")?;
-    let corrupt = code.func::<Ptr, ()>("corrupt")?;
 
     let obj = new.call(4);
-    println!("fill(obj, 10) = {}", fill.call((obj, 10)));
+    // SAFETY: `obj` is a live object of `rt` with 4 attributes; @fill uses
+    // attribute 1.
+    println!("fill(obj, 10) = {}", unsafe { fill.call((obj, 10)) });
     println!("reports so far: {}", rt.take_reports().len());
 
     corrupt.call(obj); // a rogue writer clears the values tag bit
-    println!("fill(obj, 10) after corruption = {}", fill.call((obj, 10)));
+                       // SAFETY: as above (the guards stop the corrupted word).
+    let after = unsafe { fill.call((obj, 10)) };
+    println!("fill(obj, 10) after corruption = {after}");
     for r in rt.take_reports() {
         print!("{}", r.to_human());
     }
     // The dynamic interface, as the command line uses it.
-    let raw = code.call_dynamic("fill", &[obj.0, 3])?;
+    // SAFETY: as above.
+    let raw = unsafe { code.call_dynamic("fill", &[obj.0, 3])? };
     println!("call_dynamic(fill, [obj, 3]) = {raw:?}");
     rt.take_reports();
     Ok(())

@@ -73,6 +73,7 @@ fn values_layout(n: usize) -> (Layout, usize) {
 /// # Safety
 /// `o` is a live object.
 unsafe fn word(o: *mut Object) -> *mut u64 {
+    // SAFETY: `o` is live (the caller's contract): its dict word is inside it.
     unsafe { (o as *mut u8).offset(DICT_OR_VALUES) as *mut u64 }
 }
 
@@ -81,6 +82,7 @@ fn word_ok(w: u64) -> bool {
 }
 
 fn object_new() -> *mut Object {
+    // SAFETY: fresh allocations of the object's and values' layouts, written in bounds.
     unsafe {
         let mem = alloc_zeroed(object_layout());
         let o = mem.add(PRE_HEADER) as *mut Object;
@@ -99,6 +101,8 @@ fn object_new() -> *mut Object {
 
 /// Dict mode (what touching `obj.__dict__` does in CPython 3.12).
 fn object_materialize_dict(o: *mut Object) {
+    // SAFETY: like CPython's C API, the interpreter passes only live objects
+    // from `object_new`; their words are values-tagged or dict pointers it made.
     unsafe {
         let w = *word(o);
         if w & 1 == 0 {
@@ -118,6 +122,7 @@ fn object_materialize_dict(o: *mut Object) {
 }
 
 fn object_free(o: *mut Object) {
+    // SAFETY: as in `object_materialize_dict`; `o` is not used after this.
     unsafe {
         let w = *word(o);
         if !word_ok(w) {
@@ -136,6 +141,8 @@ static CORRUPT_REFUSED: AtomicU64 = AtomicU64::new(0);
 
 /// The dict slow path (also the interpreter's own LoadAttr when not values-tagged).
 extern "C" fn interp_dict_get(o: *mut Object, i: i64) -> i64 {
+    // SAFETY: as in `object_materialize_dict` (a corrupt word is refused
+    // before it is followed); `i` is below the number of keys.
     unsafe {
         let w = *word(o);
         if w & 1 == 1 {
@@ -155,6 +162,7 @@ extern "C" fn interp_dict_get(o: *mut Object, i: i64) -> i64 {
 }
 
 extern "C" fn interp_dict_set(o: *mut Object, i: i64, v: i64) {
+    // SAFETY: as in `interp_dict_get`.
     unsafe {
         let w = *word(o);
         if w & 1 == 1 {
@@ -171,6 +179,7 @@ extern "C" fn interp_dict_set(o: *mut Object, i: i64, v: i64) {
 }
 
 fn get_attr(o: *mut Object, i: usize) -> i64 {
+    // SAFETY: as in `interp_dict_get`.
     unsafe {
         let w = *word(o);
         if w & 1 == 1 {
@@ -182,6 +191,7 @@ fn get_attr(o: *mut Object, i: usize) -> i64 {
 }
 
 fn set_attr(o: *mut Object, i: usize, v: i64) {
+    // SAFETY: as in `interp_dict_get`.
     unsafe {
         let w = *word(o);
         if w & 1 == 1 {
@@ -193,10 +203,12 @@ fn set_attr(o: *mut Object, i: usize, v: i64) {
 }
 
 extern "C" fn interp_incref(o: *mut Object) {
+    // SAFETY: `o` is a live object (the interpreter's contract).
     unsafe { (*o).ob_refcnt += 1 }
 }
 
 extern "C" fn interp_decref(o: *mut Object) {
+    // SAFETY: `o` is a live object (the interpreter's contract).
     unsafe { (*o).ob_refcnt -= 1 }
 }
 
@@ -208,6 +220,8 @@ static BUG_FIRED: AtomicBool = AtomicBool::new(false);
 /// word three slots before the object (meaning a field after it) and flips
 /// the managed-dict word's tag bit.
 extern "C" fn interp_incref_buggy(o: *mut Object) {
+    // SAFETY: `o` is a live object; the stray write (the bug this demo
+    // plants) stays inside its allocation's pre-header.
     unsafe {
         (*o).ob_refcnt += 1;
         let n = BUGGY_CALLS.fetch_add(1, Relaxed) + 1;
@@ -592,11 +606,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })));
     }
-    let symbols = CompileOptions::default()
-        .symbol("interp_dict_get", interp_dict_get as *const u8)
-        .symbol("interp_dict_set", interp_dict_set as *const u8)
-        .symbol("interp_incref", helpers[0] as *const u8)
-        .symbol("interp_decref", interp_decref as *const u8);
+    // SAFETY: the helpers have their externs' signatures and are the
+    // interpreter's own slow paths; the translated code passes them only
+    // the live objects `p` and `q` (the buggy incref's stray write stays
+    // inside the object's allocation, in its pre-header).
+    let symbols = unsafe {
+        CompileOptions::default()
+            .symbol("interp_dict_get", interp_dict_get as *const u8)
+            .symbol("interp_dict_set", interp_dict_set as *const u8)
+            .symbol("interp_incref", helpers[0] as *const u8)
+            .symbol("interp_decref", interp_decref as *const u8)
+    };
 
     let p = object_new();
     set_attr(p, 0, 1);
@@ -629,7 +649,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         calls += 1;
         Ok(match &compiled {
-            Some(f) => f.call((o as i64, n)),
+            // SAFETY: `o` is `p` or `q`, live objects of the interpreter's
+            // layout: the translated step's attribute accesses and helper
+            // calls stay inside them (see `symbols`).
+            Some(f) => unsafe { f.call((o as i64, n)) },
             None => interpret(STEP, &[o as i64, n], &helpers),
         })
     };
@@ -645,7 +668,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         get_attr(p, 2),
         get_attr(q, 0),
         get_attr(q, 2),
+        // SAFETY: `p` and `q` are live until the end of `main`.
         unsafe { (*p).ob_refcnt },
+        // SAFETY: as above.
         unsafe { (*q).ob_refcnt }
     );
     let refused = CORRUPT_REFUSED.load(Relaxed);

@@ -2,8 +2,10 @@
 //!
 //! - [`lower`]: the one lowering from guardlift IR to Cranelift IR (every op
 //!   of the spec, object model, adstack, guards), shared by
-//! - [`engine`]: the JIT for the host ([`Jit::compile`] → [`CompiledModule`],
-//!   typed entry points [`TypedFunc`] and [`CompiledModule::call_dynamic`]);
+//! - [`engine`]: the JIT for the host ([`Jit::compile`] → [`CompiledModule`]),
+//!   with [`call`]: typed entry points ([`TypedFunc`], `unsafe` to call, and
+//!   [`SafeFunc`] for functions [`safety`] proves memory-safe) and calls with
+//!   raw argument bits ([`CompiledModule::call_dynamic`]);
 //! - [`object`]: relocatable objects for `x86_64` / `aarch64` / `riscv64`, and the text
 //!   of `guardlift emit --what clif|asm`.
 //!
@@ -14,20 +16,25 @@
 //! # let module: guardlift_ir::Module = unimplemented!();
 //! let rt = Runtime::new(RuntimeConfig::default());
 //! let code = Jit::compile(&module, rt.clone(), &CompileOptions::default())?;
-//! let f = code.func::<(i64, i64), i64>("add")?;
+//! // `add` does arithmetic only: it is memory-safe, safe Rust may call it.
+//! let f = code.safe_func::<(i64, i64), i64>("add")?;
 //! assert_eq!(f.call((2, 3)), 5);
 //! # Ok::<(), guardlift_jit::JitError>(())
 //! ```
 
+pub mod call;
 mod codemap;
 pub mod engine;
 pub mod error;
 pub mod lower;
 pub mod object;
+pub mod safety;
 pub mod target;
+mod trampoline;
 pub mod typed;
 
-pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit, TypedFunc};
+pub use call::{SafeFunc, TypedFunc};
+pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};
 pub use error::JitError;
 pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
 pub use object::{

@@ -59,7 +59,7 @@ fn setup_with_isa<'m>(
     let externs = lower::resolve_externs(module, |name| Some(name.to_string()))?;
     let call_conv = isa.default_call_conv();
     let ob = ObjectBuilder::new(isa, "guardlift", cranelift_module::default_libcall_names())
-        .map_err(|e| JitError::Object(e.to_string()))?;
+        .map_err(|e| JitError::module("creating the object file", e))?;
     let mut om = ObjectModule::new(ob);
     let mut funcs = Vec::with_capacity(module.functions.len());
     for f in &module.functions {
@@ -190,12 +190,10 @@ fn emit_with(
             &mut ctx.func,
             &mut fctx,
         )?;
-        tiers
-            .define(&mut om, id, &mut ctx, Tier::of(f))
-            .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
+        tiers.define(&mut om, id, &mut ctx, Tier::of(f), &f.name)?;
         let code = ctx
             .compiled_code()
-            .ok_or_else(|| JitError::Codegen(format!("@{}: no compiled code", f.name)))?;
+            .ok_or_else(|| JitError::Internal(format!("@{}: no compiled code", f.name)))?;
         functions.push(guardlift_runtime::codemap::CodeFunction {
             start: 0,
             len: code.code_info().total_size as usize,
@@ -203,8 +201,7 @@ fn emit_with(
             locs: crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base),
         });
         if !lw.trap_sites().is_empty() {
-            for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites())
-                .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?
+            for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites(), &f.name)?
             {
                 traps.push(ObjectTrap {
                     function: f.name.clone(),
@@ -221,7 +218,7 @@ fn emit_with(
     let bytes = om
         .finish()
         .emit()
-        .map_err(|e| JitError::Object(e.to_string()))?;
+        .map_err(|e| JitError::Object(Box::new(e)))?;
     Ok(ObjectCode {
         bytes,
         traps,
@@ -319,9 +316,7 @@ pub fn emit_asm(
             &mut fctx,
         )?;
         let tier = Tier::of(f);
-        let code = tiers
-            .compile(om.isa(), &mut ctx, tier)
-            .map_err(|e| JitError::Codegen(format!("@{}: {e}", f.name)))?;
+        let code = tiers.compile(om.isa(), &mut ctx, tier, &f.name)?;
         let text = code.vcode.clone().unwrap_or_default();
         let size = code.code_info().total_size;
         let note = match tier {

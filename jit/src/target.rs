@@ -7,7 +7,7 @@ use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
-use cranelift_module::{FuncId as ClFuncId, Module, ModuleReloc};
+use cranelift_module::{FuncId as ClFuncId, Module, ModuleError, ModuleReloc};
 use std::fmt;
 
 /// Where code runs: the host (JIT), or an explicit architecture (Linux ELF).
@@ -111,7 +111,7 @@ impl OptLevel {
 
 fn set(b: &mut settings::Builder, name: &str, value: &str) -> Result<(), JitError> {
     b.set(name, value)
-        .map_err(|e| JitError::Codegen(format!("setting {name}={value}: {e}")))
+        .map_err(|e| JitError::module(format!("setting {name}={value}"), ModuleError::Flag(e)))
 }
 
 /// The RISC-V extensions code for [`Target::Riscv64`] may use: RV64GC
@@ -133,8 +133,9 @@ pub const RISCV64_EXTENSIONS: &[&str] = &[
 
 fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
     for ext in RISCV64_EXTENSIONS {
-        b.enable(ext)
-            .map_err(|e| JitError::Codegen(format!("riscv64 setting {ext}: {e}")))?;
+        b.enable(ext).map_err(|e| {
+            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
+        })?;
     }
     for ext in [
         "has_v",
@@ -147,8 +148,9 @@ fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
         "has_zfa",
         "has_zcb",
     ] {
-        b.set(ext, "false")
-            .map_err(|e| JitError::Codegen(format!("riscv64 setting {ext}: {e}")))?;
+        b.set(ext, "false").map_err(|e| {
+            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
+        })?;
     }
     Ok(())
 }
@@ -226,24 +228,29 @@ impl TierIsas {
         Ok(self.big.as_ref())
     }
 
-    /// Compiles `ctx.func` (function `id` of `m`) at `tier` and defines it
-    /// in `m`; `ctx.compiled_code()` is its code afterwards.
+    /// Compiles `ctx.func` (function `id` of `m`, IR function `@name`) at
+    /// `tier` and defines it in `m`; `ctx.compiled_code()` is its code afterwards.
     pub(crate) fn define<M: Module>(
         &mut self,
         m: &mut M,
         id: ClFuncId,
         ctx: &mut Context,
         tier: Tier,
-    ) -> Result<(), String> {
-        let Some(isa) = self.isa(tier).map_err(|e| e.to_string())? else {
-            return m.define_function(id, ctx).map_err(|e| format!("{e:?}"));
+        name: &str,
+    ) -> Result<(), JitError> {
+        let Some(isa) = self.isa(tier)? else {
+            return m
+                .define_function(id, ctx)
+                .map_err(|e| JitError::module(format!("@{name}"), e));
         };
         let align = ctx
             .compile(&**isa, &mut ControlPlane::default())
-            .map_err(|e| format!("{:?}", e.inner))?
+            .map_err(|e| JitError::cranelift(format!("@{name}"), e.inner))?
             .buffer
             .alignment as u64;
-        let code = ctx.compiled_code().ok_or("no compiled code")?;
+        let code = ctx
+            .compiled_code()
+            .ok_or_else(|| JitError::Internal(format!("@{name}: no compiled code")))?;
         let relocs: Vec<ModuleReloc> = code
             .buffer
             .relocs()
@@ -251,22 +258,24 @@ impl TierIsas {
             .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
             .collect();
         m.define_function_bytes(id, align, code.buffer.data(), &relocs)
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| JitError::module(format!("@{name}"), e))
     }
 
-    /// Compiles `ctx.func` at `tier` with `module_isa` as the module's own ISA.
+    /// Compiles `ctx.func` (IR function `@name`) at `tier` with
+    /// `module_isa` as the module's own ISA.
     pub(crate) fn compile<'c>(
         &mut self,
         module_isa: &dyn isa::TargetIsa,
         ctx: &'c mut Context,
         tier: Tier,
-    ) -> Result<&'c cranelift_codegen::CompiledCode, String> {
-        let isa: &dyn isa::TargetIsa = match self.isa(tier).map_err(|e| e.to_string())? {
+        name: &str,
+    ) -> Result<&'c cranelift_codegen::CompiledCode, JitError> {
+        let isa: &dyn isa::TargetIsa = match self.isa(tier)? {
             Some(i) => &**i,
             None => module_isa,
         };
         ctx.compile(isa, &mut ControlPlane::default())
-            .map_err(|e| format!("{:?}", e.inner))
+            .map_err(|e| JitError::cranelift(format!("@{name}"), e.inner))
     }
 }
 
@@ -327,7 +336,7 @@ pub(crate) fn build_isa_verified(
     }
     builder
         .finish(flags)
-        .map_err(|e| JitError::Codegen(format!("building the {target} ISA: {e}")))
+        .map_err(|e| JitError::cranelift(format!("building the {target} ISA"), e))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod sealed {
 /// A Rust type that is exactly one IR value type (`i8 i32 i64 f32 f64`, and
 /// [`Ptr`] for `ptr`). Sealed.
 pub trait NativeType: Copy + sealed::Sealed + 'static {
+    /// The IR type it stands for.
     const TYPE: Type;
 }
 
@@ -33,6 +34,7 @@ impl sealed::Sealed for () {}
 
 /// What a function returns: `()` for nothing, or one [`NativeType`]. Sealed.
 pub trait Results: sealed::Sealed + 'static {
+    /// The IR result type (`None` for no result).
     fn ir_type() -> Option<Type>;
 }
 
@@ -50,6 +52,7 @@ impl<T: NativeType> Results for T {
 
 /// Arguments: `()`, one [`NativeType`], or a tuple of up to six. Sealed.
 pub trait Params: sealed::Sealed + 'static {
+    /// The IR parameter types, in order.
     fn ir_types() -> Vec<Type>;
 
     /// Calls the native function at `addr` with these arguments.
@@ -66,8 +69,10 @@ impl Params for () {
         Vec::new()
     }
     unsafe fn invoke<R: Results>(addr: usize, _args: Self) -> R {
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: the caller guarantees `addr` is a live function of exactly
+        // this native signature.
         let f: unsafe extern "C" fn() -> R = unsafe { std::mem::transmute(addr as *const ()) };
+        // SAFETY: as above; what the function touches is the caller's promise.
         unsafe { f() }
     }
 }
@@ -77,8 +82,10 @@ impl<T: NativeType> Params for T {
         vec![T::TYPE]
     }
     unsafe fn invoke<R: Results>(addr: usize, args: Self) -> R {
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: the caller guarantees `addr` is a live function of exactly
+        // this native signature.
         let f: unsafe extern "C" fn(T) -> R = unsafe { std::mem::transmute(addr as *const ()) };
+        // SAFETY: as above; what the function touches is the caller's promise.
         unsafe { f(args) }
     }
 }
@@ -91,10 +98,17 @@ macro_rules! tuple_params {
                 vec![$($t::TYPE),+]
             }
             unsafe fn invoke<R: Results>(addr: usize, args: Self) -> R {
-                // SAFETY: guaranteed by the caller.
-                let f: unsafe extern "C" fn($($t),+) -> R =
-                    unsafe { std::mem::transmute(addr as *const ()) };
+                let f: unsafe extern "C" fn($($t),+) -> R;
+                // SAFETY: the caller guarantees `addr` is a live function
+                // of exactly this native signature.
+                f = unsafe {
+                    std::mem::transmute::<*const (), unsafe extern "C" fn($($t),+) -> R>(
+                        addr as *const (),
+                    )
+                };
                 let ($($n,)+) = args;
+                // SAFETY: as above; what the function touches is the
+                // caller's promise.
                 unsafe { f($($n),+) }
             }
         }

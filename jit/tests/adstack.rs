@@ -114,12 +114,16 @@ next(%h: adstack.f64):
     return %t
 }
 "#);
-    assert_eq!(m.func::<(), f64>("f64s").unwrap().call(()), 1.0);
-    assert_eq!(m.func::<(), f32>("f32s").unwrap().call(()), 403.0);
-    // sum of 3*i for i < 10 = 135
-    assert_eq!(m.func::<i64, i64>("i64s").unwrap().call(10), 135);
-    assert_eq!(m.func::<(), i64>("realloc_resets").unwrap().call(()), 2);
-    assert_eq!(m.func::<(), f64>("through_params").unwrap().call(()), 4.0);
+    // SAFETY: unchecked adstack ops, but these programs never push onto a
+    // full buffer nor read an empty one: every access stays in its buffer.
+    unsafe {
+        assert_eq!(m.func::<(), f64>("f64s").unwrap().call(()), 1.0);
+        assert_eq!(m.func::<(), f32>("f32s").unwrap().call(()), 403.0);
+        // sum of 3*i for i < 10 = 135
+        assert_eq!(m.func::<i64, i64>("i64s").unwrap().call(10), 135);
+        assert_eq!(m.func::<(), i64>("realloc_resets").unwrap().call(()), 2);
+        assert_eq!(m.func::<(), f64>("through_params").unwrap().call(()), 4.0);
+    }
     assert!(m.runtime().take_reports().is_empty());
 }
 
@@ -159,7 +163,7 @@ entry:
 }
 "#);
     let rt = m.runtime().clone();
-    let over = m.func::<i64, i64>("over").unwrap();
+    let over = m.safe_func::<i64, i64>("over").unwrap();
     assert_eq!(over.call(3), 302, "full, no report");
     assert!(rt.take_reports().is_empty());
     // 7 pushes into capacity 3: 4 reported and skipped; the top is still 2.
@@ -174,7 +178,7 @@ entry:
         }
     );
     assert_eq!(r[0].info.op, "adstack.push");
-    assert_eq!(m.func::<(), f32>("over_f32").unwrap().call(()), 1.0);
+    assert_eq!(m.safe_func::<(), f32>("over_f32").unwrap().call(()), 1.0);
     let r = rt.take_reports();
     assert_eq!(kinds(&r), vec![(ReportKind::AdstackOverflow, 1)]);
     assert_eq!(
@@ -235,7 +239,7 @@ entry:
 "#);
     let rt = m.runtime().clone();
     assert_eq!(
-        m.func::<(), i64>("pop_empty").unwrap().call(()),
+        m.safe_func::<(), i64>("pop_empty").unwrap().call(()),
         0,
         "pop at 0 skipped"
     );
@@ -256,16 +260,19 @@ entry:
     );
     assert_eq!(r[0].info.op, "adstack.pop");
 
-    assert_eq!(m.func::<(), f64>("top_empty").unwrap().call(()), 0.0);
-    assert_eq!(m.func::<(), f32>("top_adj_empty").unwrap().call(()), 0.0);
-    assert_eq!(m.func::<(), i64>("i64_top_empty").unwrap().call(()), 0);
+    assert_eq!(m.safe_func::<(), f64>("top_empty").unwrap().call(()), 0.0);
+    assert_eq!(
+        m.safe_func::<(), f32>("top_adj_empty").unwrap().call(()),
+        0.0
+    );
+    assert_eq!(m.safe_func::<(), i64>("i64_top_empty").unwrap().call(()), 0);
     let r = rt.take_reports();
     let ops: Vec<&str> = r.iter().map(|r| r.info.op.as_str()).collect();
     assert_eq!(ops, ["adstack.top", "adstack.top_adj", "adstack.top"]);
     assert!(r.iter().all(|r| r.kind == ReportKind::AdstackUnderflow));
 
     // acc_adj at 0 is skipped; later ops work: adj 1 + top 5 + len 0.
-    assert_eq!(m.func::<(), f64>("acc_empty").unwrap().call(()), 6.0);
+    assert_eq!(m.safe_func::<(), f64>("acc_empty").unwrap().call(()), 6.0);
     let r = rt.take_reports();
     assert_eq!(kinds(&r), vec![(ReportKind::AdstackUnderflow, 1)]);
     assert_eq!(r[0].info.op, "adstack.acc_adj");

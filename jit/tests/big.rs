@@ -44,7 +44,10 @@ fn straight(n: usize) -> guardlift_ir::Module {
 fn twenty_thousand_blocks() {
     const N: usize = 20_000;
     let m = jit(&chain("big", N));
-    assert_eq!(m.func::<i64, i64>("big").unwrap().call(5), 5 + N as i64);
+    assert_eq!(
+        m.safe_func::<i64, i64>("big").unwrap().call(5),
+        5 + N as i64
+    );
 }
 
 /// The cure of the quadratic compile time, checked by its decision rather
@@ -77,8 +80,11 @@ fn a_big_function_runs_at_the_big_tier_next_to_optimized_ones() {
     let m = jit(&text);
     assert_eq!(m.tier("big").unwrap(), Tier::Big);
     assert_eq!(m.tier("small").unwrap(), Tier::Optimized);
-    assert_eq!(m.func::<i64, i64>("big").unwrap().call(-7), N as i64 - 7);
-    assert_eq!(m.func::<i64, i64>("small").unwrap().call(1), 101);
+    assert_eq!(
+        m.safe_func::<i64, i64>("big").unwrap().call(-7),
+        N as i64 - 7
+    );
+    assert_eq!(m.safe_func::<i64, i64>("small").unwrap().call(1), 101);
     // Every function of the hot-path benchmarks stays optimized.
     let small = jit(&chain("f", 1_000));
     assert_eq!(small.tier("f").unwrap(), Tier::Optimized);
@@ -117,7 +123,7 @@ fn ten_thousand_functions() {
     }
     t.push_str(&format!("fn @main() -> i64 {{\nentry:\n    %z = iconst.i64 0\n    %r = call @f{}(%z)\n    return %r\n}}\n", N - 1));
     let m = jit(&t);
-    assert_eq!(m.func::<(), i64>("main").unwrap().call(()), N as i64);
+    assert_eq!(m.safe_func::<(), i64>("main").unwrap().call(()), N as i64);
     assert_eq!(call(&m, "f4999", &[10]), Some(5010));
     assert_eq!(m.function_names().count(), N + 1);
 }
@@ -154,7 +160,7 @@ done(%r: f64):
     return %r
 }
 "#);
-    let f = m.func::<i64, f64>("deep").unwrap();
+    let f = m.safe_func::<i64, f64>("deep").unwrap();
     let r = std::thread::Builder::new()
         .stack_size(64 << 20)
         .spawn(move || f.call(1 << 20))

@@ -207,7 +207,12 @@ fn emit_checks_externs_like_the_jit_would_not() {
     // declared with the wrong signature is still an error.
     let m = parse("extern fn @sin(i64) -> i64\nfn @main() {\nentry:\n    return\n}\n");
     let e = emit_object(&m, Target::X86_64, &EmitOptions::default()).unwrap_err();
-    assert!(e.to_string().starts_with("1:1: error: extern @sin"), "{e}");
+    assert!(e.to_string().starts_with("1:1: extern @sin"), "{e}");
+    assert!(
+        e.with_file("m.glir")
+            .starts_with("m.glir:1:1: error: extern @sin"),
+        "{e}"
+    );
 }
 
 /// One function using every op, for both targets' code generators.

@@ -19,6 +19,7 @@ fn word_of(rt: &Runtime, obj: u64) -> u64 {
     let slot = rt.layout().slot_addr(obj);
     // SAFETY: `obj` is a live model object of this runtime.
     rt.with_heap(|h| assert!(h.is_valid(slot, 8)));
+    // SAFETY: the heap says the 8 bytes at `slot` are part of a live object.
     unsafe { (slot as *const u64).read_unaligned() }
 }
 
@@ -44,18 +45,23 @@ entry:
 "
     ));
     let rt = m.runtime().clone();
-    let new = m.func::<i64, Ptr>("new").unwrap();
+    let new = m.safe_func::<i64, Ptr>("new").unwrap();
     let word = m.func::<Ptr, i64>("word").unwrap();
     let set = m.func::<(Ptr, i64), ()>("set").unwrap();
     let o = new.call(3);
-    let w = word.call(o) as u64;
+    // SAFETY: `o` is a live object of the model heap; the functions read
+    // and write its dict slot only.
+    let w = unsafe { word.call(o) } as u64;
     assert_eq!(w & layout::TAG_MASK, layout::VALUES_TAG);
     assert_eq!(w, word_of(&rt, o.0));
-    set.call((o, 0x1234_5670));
-    assert_eq!(word_of(&rt, o.0), 0x1234_5670);
-    assert_eq!(word.call(o), 0x1234_5670);
-    set.call((o, w as i64));
-    assert_eq!(word.call(o) as u64, w);
+    // SAFETY: as above.
+    unsafe {
+        set.call((o, 0x1234_5670));
+        assert_eq!(word_of(&rt, o.0), 0x1234_5670);
+        assert_eq!(word.call(o), 0x1234_5670);
+        set.call((o, w as i64));
+        assert_eq!(word.call(o) as u64, w);
+    }
     assert!(rt.take_reports().is_empty());
 }
 
@@ -112,29 +118,38 @@ fn attrs_in_values_mode_and_after_dictify() {
             ..Default::default()
         });
         let m = compile(&text, &rt);
-        let new = m.func::<i64, Ptr>("new").unwrap();
+        let new = m.safe_func::<i64, Ptr>("new").unwrap();
         let get2 = m.func::<Ptr, i64>("get2").unwrap();
         let set2 = m.func::<(Ptr, i64), ()>("set2").unwrap();
         let get0 = m.func::<Ptr, i64>("get0").unwrap();
         let set0 = m.func::<(Ptr, Ptr), ()>("set0").unwrap();
         let o = new.call(4);
-        assert_eq!(get2.call(o), 0, "attributes start at 0");
-        set2.call((o, -99));
-        set0.call((o, Ptr(7)));
-        assert_eq!(get2.call(o), -99);
-        assert_eq!(get0.call(o), 7);
+        // SAFETY: `o` is a live object of the model heap with 4
+        // attributes; the accessors use attributes 0 and 2 of it.
+        unsafe {
+            assert_eq!(get2.call(o), 0, "attributes start at 0");
+            set2.call((o, -99));
+            set0.call((o, Ptr(7)));
+            assert_eq!(get2.call(o), -99);
+            assert_eq!(get0.call(o), 7);
+        }
         // The fast path wrote the values array: attribute 2 at values + 16.
         let w = word_of(&rt, o.0);
         let values = layout::values_ptr(w);
+        // SAFETY: attribute 2 of the live values array of `o` (4 attributes).
         let a2 = unsafe { ((values + layout::attr_offset(2) as u64) as *const i64).read() };
         assert_eq!(a2, -99);
         // Dict mode: the slow path, attributes kept.
-        m.func::<Ptr, ()>("dictify").unwrap().call(o);
+        m.safe_func::<Ptr, ()>("dictify").unwrap().call(o);
         assert_eq!(word_of(&rt, o.0) & layout::TAG_MASK, layout::DICT_TAG);
-        assert_eq!(get2.call(o), -99);
-        set2.call((o, 12345));
-        assert_eq!(get2.call(o), 12345);
-        assert_eq!(get0.call(o), 7);
+        // SAFETY: `o` is still live; its dict word sends the accessors to
+        // the model heap's slow paths.
+        unsafe {
+            assert_eq!(get2.call(o), -99);
+            set2.call((o, 12345));
+            assert_eq!(get2.call(o), 12345);
+            assert_eq!(get0.call(o), 7);
+        }
         assert!(rt.take_host_fault().is_none());
         assert!(
             rt.take_reports().is_empty(),
@@ -147,11 +162,13 @@ fn attrs_in_values_mode_and_after_dictify() {
 fn uninstrumented_corruption_reaches_the_host() {
     let rt = recover_rt();
     let m = compile(&format!("{PRELUDE}{ATTRS}"), &rt);
-    let o = m.func::<i64, Ptr>("new").unwrap().call(3);
-    m.func::<Ptr, ()>("clear").unwrap().call(o);
+    let o = m.safe_func::<i64, Ptr>("new").unwrap().call(3);
+    m.safe_func::<Ptr, ()>("clear").unwrap().call(o);
     // LSB cleared: the word now looks like a dict pointer; the slow path
     // gets it unchecked (the host "crashes": a recorded host fault).
-    let _ = m.func::<Ptr, i64>("get2").unwrap().call(o);
+    // SAFETY: `o` is a live object; `get2` reads its dict slot and hands
+    // the corrupted word to the model heap's slow path, which checks it.
+    let _ = unsafe { m.func::<Ptr, i64>("get2").unwrap().call(o) };
     assert!(rt.take_host_fault().is_some());
     assert!(rt.take_reports().is_empty());
 }
@@ -213,22 +230,27 @@ done:
 fn dict_guards_pass_valid_words() {
     let rt = recover_rt();
     let m = compile(&format!("{PRELUDE}{GUARDED}"), &rt);
-    let o = m.func::<i64, Ptr>("new").unwrap().call(2);
+    let o = m.safe_func::<i64, Ptr>("new").unwrap().call(2);
     let gword = m.func::<Ptr, i64>("gword").unwrap();
     let gset = m.func::<(Ptr, i64), ()>("gset").unwrap();
     let gget = m.func::<Ptr, i64>("gget").unwrap();
     let gput = m.func::<(Ptr, i64), ()>("gput").unwrap();
-    gput.call((o, 5));
-    assert_eq!(gget.call(o), 5);
-    let w = gword.call(o);
-    gset.call((o, w)); // 0b111: fine
-    m.func::<Ptr, ()>("dictify").unwrap().call(o);
-    gput.call((o, 6)); // 0b000 dict pointer: fine, slow path
-    assert_eq!(gget.call(o), 6);
-    let d = gword.call(o);
-    gset.call((o, 0)); // 0: fine
-    gset.call((o, d));
-    assert_eq!(gget.call(o), 6);
+    // SAFETY: `o` is a live object of the model heap with 2 attributes; the
+    // guarded accessors use its dict slot and attribute 1, and every word
+    // stored is one the object had (or 0).
+    unsafe {
+        gput.call((o, 5));
+        assert_eq!(gget.call(o), 5);
+        let w = gword.call(o);
+        gset.call((o, w)); // 0b111: fine
+        m.safe_func::<Ptr, ()>("dictify").unwrap().call(o);
+        gput.call((o, 6)); // 0b000 dict pointer: fine, slow path
+        assert_eq!(gget.call(o), 6);
+        let d = gword.call(o);
+        gset.call((o, 0)); // 0: fine
+        gset.call((o, d));
+        assert_eq!(gget.call(o), 6);
+    }
     assert!(rt.take_reports().is_empty());
     assert!(rt.take_host_fault().is_none());
 }
@@ -238,7 +260,7 @@ fn dict_guards_report_and_recover() {
     let rt = recover_rt();
     let m = compile(&format!("{PRELUDE}{GUARDED}"), &rt);
     let base = m.site_base();
-    let new = m.func::<i64, Ptr>("new").unwrap();
+    let new = m.safe_func::<i64, Ptr>("new").unwrap();
     let gword = m.func::<Ptr, i64>("gword").unwrap();
     let gset = m.func::<(Ptr, i64), ()>("gset").unwrap();
     let gget = m.func::<Ptr, i64>("gget").unwrap();
@@ -249,7 +271,8 @@ fn dict_guards_report_and_recover() {
     let o = new.call(2);
     let good = word_of(&rt, o.0);
     for bad in [good & !1, 0x1001, 0x1002, 0x1003, 0x1004, 0x1005, 0x1006] {
-        gset.call((o, bad as i64));
+        // SAFETY: `o` is live; the dict guard skips each bad store.
+        unsafe { gset.call((o, bad as i64)) };
         assert_eq!(word_of(&rt, o.0), good, "store of {bad:#x} skipped");
     }
     let r = rt.take_reports();
@@ -266,17 +289,20 @@ fn dict_guards_report_and_recover() {
     assert!(r[0].site >= base);
 
     // The rogue writer clears the LSB.
-    m.func::<Ptr, ()>("clear").unwrap().call(o);
+    m.safe_func::<Ptr, ()>("clear").unwrap().call(o);
     let bad = word_of(&rt, o.0);
     assert_eq!(bad, good & !1);
 
-    // dict_slot.load: reported, returns the word as read.
-    assert_eq!(gword.call(o) as u64, bad);
-    // load_attr: reported, returns 0, no slow path (no host fault).
-    assert_eq!(gget.call(o), 0);
-    // store_attr: reported, skipped (no slow path, slot and values unchanged).
-    gput.call((o, 77));
-    gput_loop.call((o, 10));
+    // SAFETY: `o` is live; the guards stop every use of its bad word.
+    unsafe {
+        // dict_slot.load: reported, returns the word as read.
+        assert_eq!(gword.call(o) as u64, bad);
+        // load_attr: reported, returns 0, no slow path (no host fault).
+        assert_eq!(gget.call(o), 0);
+        // store_attr: reported, skipped (no slow path, slot and values unchanged).
+        gput.call((o, 77));
+        gput_loop.call((o, 10));
+    }
     assert_eq!(word_of(&rt, o.0), bad);
     assert!(
         rt.take_host_fault().is_none(),
@@ -305,6 +331,7 @@ fn dict_guards_report_and_recover() {
     assert_eq!(fns, ["gword", "gget", "gput", "gput_loop"]);
     // The values array still holds 0 at attribute 1 (nothing was written).
     let values = layout::values_ptr(good);
+    // SAFETY: attribute 1 of `o`'s values array, held by the model heap.
     assert_eq!(unsafe { ((values + 8) as *const i64).read() }, 0);
 }
 
@@ -314,11 +341,14 @@ fn abort_mode_without_exit_still_keeps_writes_inside() {
     // returns and the recover path is taken.
     let rt = quiet_abort_rt();
     let m = compile(&format!("{PRELUDE}{GUARDED}"), &rt);
-    let o = m.func::<i64, Ptr>("new").unwrap().call(2);
-    m.func::<Ptr, ()>("clear").unwrap().call(o);
+    let o = m.safe_func::<i64, Ptr>("new").unwrap().call(2);
+    m.safe_func::<Ptr, ()>("clear").unwrap().call(o);
     let bad = word_of(&rt, o.0);
-    m.func::<(Ptr, i64), ()>("gput").unwrap().call((o, 1));
-    assert_eq!(m.func::<Ptr, i64>("gget").unwrap().call(o), 0);
+    // SAFETY: `o` is live; the guards stop every use of its bad word.
+    unsafe {
+        m.func::<(Ptr, i64), ()>("gput").unwrap().call((o, 1));
+        assert_eq!(m.func::<Ptr, i64>("gget").unwrap().call(o), 0);
+    }
     assert_eq!(word_of(&rt, o.0), bad);
     assert!(rt.take_host_fault().is_none());
     assert_eq!(rt.take_reports().len(), 2);
@@ -361,16 +391,20 @@ entry:
 fn clobber_guard_skips_stores_over_watched_slots() {
     let rt = recover_rt();
     let m = compile(&format!("{PRELUDE}{CLOBBER}"), &rt);
-    let o = m.func::<i64, Ptr>("new").unwrap().call(2);
+    let o = m.safe_func::<i64, Ptr>("new").unwrap().call(2);
     let slot = rt.layout().slot_addr(o.0);
     let good = word_of(&rt, o.0);
     let raw64 = m.func::<(Ptr, i64), ()>("raw64").unwrap();
     let raw8 = m.func::<(Ptr, i8), ()>("raw8_off").unwrap();
     let rawf32 = m.func::<(Ptr, f32), ()>("rawf32").unwrap();
     // obj_new's slots are watched.
-    raw64.call((Ptr(slot), 0x96));
-    raw8.call((Ptr(slot), -2)); // writes slot + 7
-    rawf32.call((Ptr(slot + 8), -1.0)); // writes slot + 4 .. slot + 8
+    // SAFETY: each store would write inside `o`'s dict slot; the clobber
+    // guard skips all three.
+    unsafe {
+        raw64.call((Ptr(slot), 0x96));
+        raw8.call((Ptr(slot), -2)); // writes slot + 7
+        rawf32.call((Ptr(slot + 8), -1.0)); // writes slot + 4 .. slot + 8
+    }
     assert_eq!(word_of(&rt, o.0), good, "all three stores were skipped");
     let r = rt.take_reports();
     let got: Vec<(ReportKind, u64, Observed)> =
@@ -410,21 +444,30 @@ fn clobber_guard_skips_stores_over_watched_slots() {
     // A store next to the slot (not overlapping) goes through.
     let mut cell = [0u64; 2];
     let p = cell.as_mut_ptr() as u64;
-    raw64.call((Ptr(p), 5));
-    raw8.call((Ptr(p), 9));
+    // SAFETY: both stores write inside `cell[0]`, which the test owns.
+    unsafe {
+        raw64.call((Ptr(p), 5));
+        raw8.call((Ptr(p), 9));
+    }
     assert_eq!(cell[0], 5 | (9 << 56));
     assert!(rt.take_reports().is_empty());
     // guard.watch registers any address as an object: then its slot is guarded.
     let fake_obj = (p as i64 - layout::DictLayout::default().dict_slot_offset() as i64) as u64 + 8;
-    m.func::<Ptr, ()>("watch").unwrap().call(Ptr(fake_obj));
-    raw64.call((Ptr(p + 8), 42));
+    m.safe_func::<Ptr, ()>("watch").unwrap().call(Ptr(fake_obj));
+    // SAFETY: the store would write `cell[1]` (the slot `watch` just
+    // registered) and is skipped.
+    unsafe { raw64.call((Ptr(p + 8), 42)) };
     assert_eq!(cell[1], 0, "store over the newly watched slot skipped");
     let r = rt.take_reports();
     assert_eq!(kinds(&r), vec![(ReportKind::SlotClobber, 1)]);
     // Unguarded stores are never checked.
-    m.func::<(Ptr, i64), ()>("unguarded")
-        .unwrap()
-        .call((Ptr(slot), good as i64 & !1));
+    // SAFETY: writes `o`'s dict slot, which is live (the bad word is what
+    // the test wants; only the model heap reads it, and checks it).
+    unsafe {
+        m.func::<(Ptr, i64), ()>("unguarded")
+            .unwrap()
+            .call((Ptr(slot), good as i64 & !1))
+    };
     assert_eq!(word_of(&rt, o.0), good & !1);
     assert!(rt.take_reports().is_empty());
 }
@@ -433,15 +476,19 @@ fn clobber_guard_skips_stores_over_watched_slots() {
 fn guarded_dict_slot_store_records_the_last_write() {
     let rt = recover_rt();
     let m = compile(&format!("{PRELUDE}{GUARDED}"), &rt);
-    let o = m.func::<i64, Ptr>("new").unwrap().call(2);
+    let o = m.safe_func::<i64, Ptr>("new").unwrap().call(2);
     let good = word_of(&rt, o.0);
     // Re-store the same word through instrumented code: the runtime now
     // knows dict_slot.store in @gset wrote it.
-    m.func::<(Ptr, i64), ()>("gset")
-        .unwrap()
-        .call((o, good as i64));
-    m.func::<Ptr, ()>("clear").unwrap().call(o);
-    let _ = m.func::<Ptr, i64>("gword").unwrap().call(o);
+    // SAFETY: `o` is live; `gset` stores its own word back and `gword`
+    // reads its dict slot.
+    unsafe {
+        m.func::<(Ptr, i64), ()>("gset")
+            .unwrap()
+            .call((o, good as i64));
+        m.safe_func::<Ptr, ()>("clear").unwrap().call(o);
+        let _ = m.func::<Ptr, i64>("gword").unwrap().call(o);
+    }
     let r = rt.take_reports();
     assert_eq!(r.len(), 1);
     let lw = r[0].last_write.clone().expect("last write known");
@@ -519,13 +566,17 @@ out:
 }}
 "
     );
-    let opts = CompileOptions::default().symbol("host_dealloc", host_dealloc as *const u8);
+    // SAFETY: `host_dealloc(u64)` matches `extern fn @host_dealloc(ptr)` and
+    // only tells the runtime (a safe call) that an object went away.
+    let opts =
+        unsafe { CompileOptions::default().symbol("host_dealloc", host_dealloc as *const u8) };
     let m = Jit::compile(&parse(&text), rt.clone(), &opts).unwrap();
     let off = DictLayout::default().dict_slot_offset() as i64;
     // Eight fake objects 16 bytes apart: every slot gets watched.
     let cells = vec![0u64; 16];
     let base = (cells.as_ptr() as i64 - off) as u64;
-    m.func::<(Ptr, i64), ()>("watch_each")
+    // `guard.watch` only records slot addresses in the runtime: safe.
+    m.safe_func::<(Ptr, i64), ()>("watch_each")
         .unwrap()
         .call((Ptr(base), 8));
     for i in 0..8u64 {
@@ -539,7 +590,9 @@ out:
     let o = Ptr(base);
     let slot = rt.layout().slot_addr(o.0);
     let before = rt.unwatch_epoch();
-    m.func::<Ptr, ()>("refree").unwrap().call(o);
+    // SAFETY: `guard.watch` records the slot address; `host_dealloc` only
+    // tells the runtime the object went.
+    unsafe { m.func::<Ptr, ()>("refree").unwrap().call(o) };
     assert_eq!(rt.unwatch_epoch(), before + 1, "a free bumps the epoch");
     assert!(
         rt.clobber_overlaps(slot, 8),

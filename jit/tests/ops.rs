@@ -96,9 +96,9 @@ entry:
         Some(f32::NEG_INFINITY.to_bits() as u64)
     );
     // Typed calls agree.
-    assert_eq!(m.func::<(), i8>("c_i8").unwrap().call(()), -1);
-    assert_eq!(m.func::<(), f32>("c_f32").unwrap().call(()), 0.1f32);
-    assert_eq!(m.func::<(), Ptr>("c_ptr").unwrap().call(()), Ptr(4096));
+    assert_eq!(m.safe_func::<(), i8>("c_i8").unwrap().call(()), -1);
+    assert_eq!(m.safe_func::<(), f32>("c_f32").unwrap().call(()), 0.1f32);
+    assert_eq!(m.safe_func::<(), Ptr>("c_ptr").unwrap().call(()), Ptr(4096));
 }
 
 fn int_ref(op: &str, bits: u32, a: i64, b: i64) -> i64 {
@@ -387,13 +387,13 @@ fn float_ops() {
         }
     }
     // fmin/fmax signed zeros.
-    let fmin = m.func::<(f64, f64), f64>("fmin_f64").unwrap();
+    let fmin = m.safe_func::<(f64, f64), f64>("fmin_f64").unwrap();
     assert!(fmin.call((0.0, -0.0)).is_sign_negative());
-    let fmax = m.func::<(f64, f64), f64>("fmax_f64").unwrap();
+    let fmax = m.safe_func::<(f64, f64), f64>("fmax_f64").unwrap();
     assert!(fmax.call((-0.0, 0.0)).is_sign_positive());
     assert!(fmax.call((f64::NAN, 1.0)).is_nan());
     assert!(m
-        .func::<(f32, f32), f32>("fmin_f32")
+        .safe_func::<(f32, f32), f32>("fmin_f32")
         .unwrap()
         .call((1.0, f32::NAN))
         .is_nan());
@@ -470,8 +470,11 @@ entry:
         assert_eq!(call(&m, "ireduce_64_32", &[a as u64]), Some(ib(32, a)));
         assert_eq!(call(&m, "ireduce_ptr_32", &[a as u64]), Some(ib(32, a)));
     }
-    assert_eq!(m.func::<i8, i64>("uext_8_64").unwrap().call(-1), 255);
-    assert_eq!(m.func::<i64, i8>("ireduce_64_8").unwrap().call(0x1ff), -1);
+    assert_eq!(m.safe_func::<i8, i64>("uext_8_64").unwrap().call(-1), 255);
+    assert_eq!(
+        m.safe_func::<i64, i8>("ireduce_64_8").unwrap().call(0x1ff),
+        -1
+    );
 }
 
 #[test]
@@ -647,7 +650,7 @@ entry:
     );
     assert_eq!(call(&m, "i64_to_ptr", &[42]), Some(42));
     assert_eq!(
-        m.func::<f32, i32>("f32_to_i32").unwrap().call(1.0),
+        m.safe_func::<f32, i32>("f32_to_i32").unwrap().call(1.0),
         0x3f80_0000
     );
 }
@@ -677,11 +680,11 @@ entry:
     return %r
 }
 "#);
-    let s = m.func::<(i8, i64, i64), i64>("sel_i64").unwrap();
+    let s = m.safe_func::<(i8, i64, i64), i64>("sel_i64").unwrap();
     assert_eq!(s.call((1, 10, 20)), 10);
     assert_eq!(s.call((0, 10, 20)), 20);
     assert_eq!(s.call((-128, 10, 20)), 10);
-    let s = m.func::<(i64, f64, f64), f64>("sel_f64").unwrap();
+    let s = m.safe_func::<(i64, f64, f64), f64>("sel_f64").unwrap();
     assert_eq!(s.call((1 << 40, 1.5, 2.5)), 1.5);
     assert_eq!(s.call((0, 1.5, 2.5)), 2.5);
     assert_eq!(
@@ -756,17 +759,20 @@ entry:
 }
 "#);
     // -7 + -2 + 127 + 2 + (-1) = 119
-    assert_eq!(m.func::<(), i64>("roundtrip").unwrap().call(()), 119);
-    assert_eq!(
-        m.func::<(), i64>("unaligned").unwrap().call(()),
-        0x1122334455667788 - 0x88
-    );
+    // SAFETY: both functions load and store inside the values array of
+    // an object they make with 4 attributes (32 bytes; offsets up to 28).
+    unsafe {
+        assert_eq!(m.func::<(), i64>("roundtrip").unwrap().call(()), 119);
+        assert_eq!(
+            m.func::<(), i64>("unaligned").unwrap().call(()),
+            0x1122334455667788 - 0x88
+        );
+    }
     let cell: [u64; 2] = [0xdead_beef, 0];
     let p = cell.as_ptr() as u64 + 8;
-    assert_eq!(
-        m.func::<Ptr, Ptr>("load_ptr").unwrap().call(Ptr(p)),
-        Ptr(0xdead_beef)
-    );
+    // SAFETY: reads `cell[0]` (`p - 8`), which the test owns.
+    let got = unsafe { m.func::<Ptr, Ptr>("load_ptr").unwrap().call(Ptr(p)) };
+    assert_eq!(got, Ptr(0xdead_beef));
 }
 
 #[test]
@@ -830,17 +836,17 @@ entry:
     return
 }
 "#);
-    let fact = m.func::<i64, i64>("fact").unwrap();
+    let fact = m.safe_func::<i64, i64>("fact").unwrap();
     assert_eq!(fact.call(10), 3_628_800);
     assert_eq!(fact.call(0), 1);
-    let tw = m.func::<f64, f64>("twice").unwrap();
+    let tw = m.safe_func::<f64, f64>("twice").unwrap();
     assert_eq!(tw.call(0.5), 2.0 * 0.5f64.sin().exp());
     let many = m
-        .func::<(i8, i32, i64, f32, f64, Ptr), f64>("many")
+        .safe_func::<(i8, i32, i64, f32, f64, Ptr), f64>("many")
         .unwrap();
     assert_eq!(many.call((-1, -2, -3, 0.5, 0.25, Ptr(100))), 94.75);
-    assert_eq!(m.func::<(), f64>("caller").unwrap().call(()), 94.75);
-    m.func::<(), ()>("prints").unwrap().call(());
+    assert_eq!(m.safe_func::<(), f64>("caller").unwrap().call(()), 94.75);
+    m.safe_func::<(), ()>("prints").unwrap().call(());
     assert_eq!(m.runtime().take_output(), "-42\n0.1\n");
     assert_eq!(call(&m, "prints", &[]), None);
 }
@@ -909,10 +915,10 @@ out:
     return %r
 }
 "#);
-    assert_eq!(m.func::<i64, i64>("sum").unwrap().call(100), 4950);
-    assert_eq!(m.func::<i64, i64>("sum").unwrap().call(-3), 0);
+    assert_eq!(m.safe_func::<i64, i64>("sum").unwrap().call(100), 4950);
+    assert_eq!(m.safe_func::<i64, i64>("sum").unwrap().call(-3), 0);
     // sum_{i<10} i * 0.5 = 22.5
-    assert_eq!(m.func::<i64, f64>("nested").unwrap().call(10), 22.5);
-    assert_eq!(m.func::<i64, i64>("swap_params").unwrap().call(3), 21);
-    assert_eq!(m.func::<i64, i64>("swap_params").unwrap().call(4), 12);
+    assert_eq!(m.safe_func::<i64, f64>("nested").unwrap().call(10), 22.5);
+    assert_eq!(m.safe_func::<i64, i64>("swap_params").unwrap().call(3), 21);
+    assert_eq!(m.safe_func::<i64, i64>("swap_params").unwrap().call(4), 12);
 }

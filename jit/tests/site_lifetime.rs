@@ -28,7 +28,8 @@ fn compiling_and_dropping_modules_keeps_the_site_table_bounded() {
     let mut live = Vec::new();
     for i in 0..2000 {
         let m = Jit::compile(&module, rt.clone(), &CompileOptions::default()).unwrap();
-        assert_eq!(m.func::<i64, i64>("main").unwrap().call(1), 41);
+        // SAFETY: @main accesses only the object it makes with @obj_new.
+        assert_eq!(unsafe { m.func::<i64, i64>("main").unwrap().call(1) }, 41);
         if i % 500 == 0 {
             // A few stay alive: their sites stay.
             live.push(m);
@@ -73,7 +74,8 @@ fn huge_site_ids_are_stored_sparsely_and_reported() {
     let module = parse(&text);
     let m = Jit::compile(&module, rt.clone(), &CompileOptions::default()).unwrap();
     assert_eq!(rt.site_count(), 3);
-    assert_eq!(m.func::<i64, i64>("main").unwrap().call(1), 41);
+    // SAFETY: @main accesses only the object it makes with @obj_new.
+    assert_eq!(unsafe { m.func::<i64, i64>("main").unwrap().call(1) }, 41);
     // A second module does not fit beside ids up to u32::MAX: a clear error
     // at the largest site, not an allocation of 2^32 entries.
     let e = Jit::compile(&module, rt.clone(), &CompileOptions::default())

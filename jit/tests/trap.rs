@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{call, compile, parse};
+use common::{call, call_raw, compile, parse};
 use guardlift_jit::{CompileOptions, Jit};
 use guardlift_runtime::{Mode, ReportKind, Runtime, RuntimeConfig};
 use std::process::{Command, Output};
@@ -181,7 +181,9 @@ fn trap_mode_traps_and_reports_every_kind() {
 fn kind_child(sel: u64) {
     let rt = trap_rt();
     let m = compile(ALL_KINDS, &rt);
-    call(&m, "main", &[sel]);
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    unsafe { call_raw(&m, "main", &[sel]) };
     eprintln!("NOT REACHED");
 }
 
@@ -245,7 +247,9 @@ entry:
     let obj = rt.obj_new(2);
     eprintln!("OBJ {obj:#x}");
     let m = compile(text, &rt);
-    call(&m, "main", &[obj]);
+    // SAFETY: `obj` is a live object of `rt` with 2 attributes; @main
+    // accesses its dict slot and attribute 0.
+    unsafe { call_raw(&m, "main", &[obj]) };
     eprintln!("NOT REACHED");
 }
 
@@ -253,7 +257,9 @@ entry:
 fn no_violation_means_no_trap_and_the_right_result() {
     let rt = trap_rt();
     let m = compile(ALL_KINDS, &rt);
-    assert_eq!(call(&m, "main", &[9]), Some(0));
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
     assert!(rt.take_reports().is_empty());
 }
 
@@ -286,7 +292,9 @@ fn child_registry() {
     drop(m);
     // A typed handle keeps the code, and so the registration.
     assert_eq!(registered_pcs(), pcs);
-    assert_eq!(f.call(9), 0);
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new.
+    assert_eq!(unsafe { f.call(9) }, 0);
     drop(f);
     assert!(registered_pcs().is_empty());
     // Recover and abort modes register nothing.
@@ -332,7 +340,8 @@ entry:
     assert!(!asm.contains("trap=user"), "{asm}");
     let rt = trap_rt();
     let code = Jit::compile(&m, rt, &CompileOptions::default()).unwrap();
-    assert_eq!(code.call_dynamic("main", &[]).unwrap(), Some(5));
+    // SAFETY: @main accesses only the object it makes with @obj_new.
+    assert_eq!(unsafe { code.call_dynamic("main", &[]) }.unwrap(), Some(5));
 }
 
 #[test]
@@ -346,7 +355,9 @@ fn trap_mode_without_abort_process_is_lowered_like_abort() {
         layout: trap_rt().layout(),
     });
     let m = compile(ALL_KINDS, &rt);
-    call(&m, "main", &[0]);
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    unsafe { call_raw(&m, "main", &[0]) };
     let r = rt.take_reports();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].kind, ReportKind::DictSlotTag);
@@ -416,7 +427,9 @@ fn child_json_log() {
     };
     rt.configure(&opts).unwrap();
     let m = compile(ALL_KINDS, &rt);
-    call(&m, "main", &[0]);
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    unsafe { call_raw(&m, "main", &[0]) };
 }
 
 /// A trap instruction that is not guardlift's.
@@ -464,7 +477,9 @@ fn child_chain_handler() {
     }
     let rt = trap_rt();
     let m = compile(ALL_KINDS, &rt);
-    assert_eq!(call(&m, "main", &[9]), Some(0));
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
     foreign_trap();
     eprintln!("NOT REACHED");
 }
@@ -489,7 +504,9 @@ fn child_chain_default() {
     child("child_chain_default");
     let rt = trap_rt();
     let m = compile(ALL_KINDS, &rt);
-    assert_eq!(call(&m, "main", &[9]), Some(0));
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
     foreign_trap();
     eprintln!("NOT REACHED");
 }
@@ -540,7 +557,7 @@ fn child_threads() {
     let barrier = Arc::new(std::sync::Barrier::new(8));
     let hs: Vec<_> = (0..8)
         .map(|k| {
-            let f = m.func::<(), i64>(&format!("f{k}")).unwrap();
+            let f = m.safe_func::<(), i64>(&format!("f{k}")).unwrap();
             let b = barrier.clone();
             std::thread::spawn(move || {
                 b.wait();
@@ -643,8 +660,8 @@ fn with_stack_left(left: usize, f: &dyn Fn()) {
 }
 
 extern "C" fn low_stack_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
-    // SAFETY: the parent passes a TypedFunc that outlives the thread.
-    let f = unsafe { &*(arg as *const guardlift_jit::TypedFunc<(i64,), i64>) };
+    // SAFETY: the parent passes a SafeFunc that outlives the thread.
+    let f = unsafe { &*(arg as *const guardlift_jit::SafeFunc<(i64,), i64>) };
     // The first call (no violation) sets the thread up; the trapping one
     // runs with under 1.5 KiB of stack below it.
     assert_eq!(f.call((0,)), 0);
@@ -660,7 +677,7 @@ fn child_low_stack() {
     child("child_low_stack");
     let rt = trap_rt();
     let m = compile(&overflow_when_nonzero("f"), &rt);
-    let f = m.func::<(i64,), i64>("f").unwrap();
+    let f = m.safe_func::<(i64,), i64>("f").unwrap();
     // A raw pthread: unlike std threads it has no alternate signal stack.
     // SAFETY: plain pthread calls; `f` outlives the joined thread.
     unsafe {

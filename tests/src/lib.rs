@@ -8,6 +8,7 @@ use guardlift_ir::{parse_and_verify, Module};
 use guardlift_runtime::{Mode, Observed, Report, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A corpus program: its path, text and entry arguments (`; args:` header).
 pub struct Program {
@@ -158,9 +159,7 @@ pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
         Engine::Interp => guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
             .and_then(|it| it.call("main", &bits))
             .map_err(|e| e.to_string()),
-        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
-            .and_then(|c| c.call_dynamic("main", &bits))
-            .map_err(|e| e.to_string()),
+        Engine::Jit => jit_main(m, &rt, &bits),
     };
     Outcome {
         result,
@@ -168,6 +167,16 @@ pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
         reports: rt.take_reports().iter().map(CmpReport::from).collect(),
         host_fault: rt.take_host_fault().is_some(),
     }
+}
+
+/// Compiles `m` for the host and calls its `@main` with raw argument bits.
+fn jit_main(m: &Module, rt: &Arc<Runtime>, bits: &[u64]) -> Result<Option<u64>, String> {
+    let code = guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
+        .map_err(|e| e.to_string())?;
+    // SAFETY: the programs run here are the project's own corpus: their raw
+    // and object accesses stay inside the objects and buffers they allocate
+    // (the corrupting ones write only inside those objects' slots).
+    unsafe { code.call_dynamic("main", bits) }.map_err(|e| e.to_string())
 }
 
 /// A scenario program from `tests/programs/scenarios/NAME.glir` (entry
@@ -211,9 +220,7 @@ pub fn run_with_reports(
                         .and_then(|it| it.call("main", &bits))
                         .map_err(|e| e.to_string())
                 }
-                Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), &Default::default())
-                    .and_then(|c| c.call_dynamic("main", &bits))
-                    .map_err(|e| e.to_string()),
+                Engine::Jit => jit_main(m, &rt, &bits),
             })
             .expect("spawn the run thread")
             .join()

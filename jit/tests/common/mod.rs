@@ -46,10 +46,20 @@ pub fn jit(text: &str) -> CompiledModule {
     compile(text, &recover_rt())
 }
 
-/// Calls through the dynamic trampoline and unwraps.
+/// Calls a memory-safe function through the dynamic trampoline and unwraps.
 pub fn call(m: &CompiledModule, name: &str, args: &[u64]) -> Option<u64> {
-    m.call_dynamic(name, args)
+    m.safe_call_dynamic(name, args)
         .unwrap_or_else(|e| panic!("call @{name}: {e}"))
+}
+
+/// [`call`] for any function.
+///
+/// # Safety
+/// As [`CompiledModule::call_dynamic`]: every memory access of the call is
+/// to memory valid for it.
+pub unsafe fn call_raw(m: &CompiledModule, name: &str, args: &[u64]) -> Option<u64> {
+    // SAFETY: forwarded to the caller.
+    unsafe { m.call_dynamic(name, args) }.unwrap_or_else(|e| panic!("call @{name}: {e}"))
 }
 
 pub fn kinds(reports: &[Report]) -> Vec<(ReportKind, u64)> {
