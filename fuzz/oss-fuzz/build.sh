@@ -10,7 +10,9 @@
 #   RUSTFLAGS  "--cfg fuzzing -Zsanitizer=$SANITIZER -Cdebuginfo=1
 #              -Cforce-frame-pointers"; cargo fuzz adds its own flags
 # fuzz/oss-fuzz/test-build runs this script outside Docker.
-project=${GUARDLIFT_SRC:-$SRC/guardlift}
+# The physical path (test-build links the checkout into $SRC): cargo keys
+# the workspace crates' fingerprints, and the wrapper's, by path.
+project=$(cd "${GUARDLIFT_SRC:-$SRC/guardlift}" && pwd -P)
 cd "$project"
 # cargo fuzz passes --target x86_64-unknown-linux-gnu itself: a target set
 # through the environment would move the output directory.
