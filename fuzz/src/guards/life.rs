@@ -209,20 +209,31 @@ fn emit_op(b: &mut B, ext: &Externs, objs: &mut [Obj], nattrs: u32, step: usize,
                 },
             )));
         }
-        LifeOp::LoadAttr(_, i) => {
-            let i = attr(i);
+        LifeOp::LoadAttr(_, i) | LifeOp::RawLoad(_, i) => {
+            // Through `load_attr`, or a raw load from the values array.
+            let raw = matches!(op, LifeOp::RawLoad(..));
+            let i = if raw { raw_attr(i) } else { attr(i) };
             b.n += 1;
-            let r = b.fb.load_attr(o.v, i);
-            let fire = use_fire(o, k, Some(i), false);
+            let r = if raw {
+                b.fb.load(Type::I64, o.values, 8 * i as i32)
+            } else {
+                b.fb.load_attr(o.v, i)
+            };
+            let fire = use_fire(o, k, (!raw).then_some(i), raw);
             b.test(fire);
             expect_loaded(b, r, fire, o, i);
         }
-        LifeOp::StoreAttr(_, i) => {
-            let i = attr(i);
+        LifeOp::StoreAttr(_, i) | LifeOp::RawStore(_, i) => {
+            let raw = matches!(op, LifeOp::RawStore(..));
+            let i = if raw { raw_attr(i) } else { attr(i) };
             let c = b.c(Type::I64, value);
             b.n += 1;
-            b.fb.store_attr(o.v, i, c);
-            let fire = use_fire(o, k, Some(i), false);
+            if raw {
+                b.fb.store(c, o.values, 8 * i as i32);
+            } else {
+                b.fb.store_attr(o.v, i, c);
+            }
+            let fire = use_fire(o, k, (!raw).then_some(i), raw);
             b.test(fire);
             if fire.is_none() {
                 o.attrs[i as usize] = value;
@@ -238,25 +249,6 @@ fn emit_op(b: &mut B, ext: &Externs, objs: &mut [Obj], nattrs: u32, step: usize,
             let low = b.bin(BinOp::Band, w, seven);
             let c = b.c(Type::I64, if fire.is_some() { 0 } else { 7 });
             b.print_eq(low, c);
-        }
-        LifeOp::RawLoad(_, i) => {
-            let i = raw_attr(i);
-            b.n += 1;
-            let r = b.fb.load(Type::I64, o.values, 8 * i as i32);
-            let fire = use_fire(o, k, None, true);
-            b.test(fire);
-            expect_loaded(b, r, fire, o, i);
-        }
-        LifeOp::RawStore(_, i) => {
-            let i = raw_attr(i);
-            let c = b.c(Type::I64, value);
-            b.n += 1;
-            b.fb.store(c, o.values, 8 * i as i32);
-            let fire = use_fire(o, k, None, true);
-            b.test(fire);
-            if fire.is_none() {
-                o.attrs[i as usize] = value;
-            }
         }
     }
 }
