@@ -18,30 +18,63 @@
 //!   `%s = alloc`, the input's guarded ops on `%t` or `%s`,
 //!   `jump loop(%s)`. From the second iteration on `%t` and `%s` name one
 //!   buffer that the alloc has just emptied; the model runs the loop;
+//! - three fresh objects and the input's frees and uses of them, some
+//!   after a free, some past the attribute capacity ([`life`]);
 //! - every canary read back at the end.
 //!
 //! The guards are written by hand on exactly the ops under test, or put
-//! there by the instrumentation pass (`dict,adstack`; then every other
-//! dict and adstack op is guarded too and must stay silent). Either way,
-//! in recover mode on both engines: a guard fires exactly when the
-//! invariant is broken (word low bits not `0b000`/`0b111`; push at
-//! len = capacity; pop/top/top_adj/acc_adj at len 0), with the right
-//! observation, and every canary is intact.
+//! there by the instrumentation pass (`lifetime,dict,bounds,adstack`;
+//! then every other object, raw memory and adstack op is guarded too and
+//! must stay silent). Either way, in recover mode on both engines: a
+//! guard fires exactly when the invariant is broken (word low bits not
+//! `0b000`/`0b111`; push at len = capacity; pop/top/top_adj/acc_adj at
+//! len 0; a use or free of a freed object, a free of a non-object, an
+//! attribute index ≥ the capacity), with the right observation, and every
+//! canary is intact.
 
-use crate::exec::{run_raw, Engine};
+use crate::exec::{run_raw_opt, Engine};
 use crate::gen::renumber;
 use arbitrary::Arbitrary;
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::builder::{FunctionBuilder, ModuleBuilder};
 use guardlift_ir::{print_module, BinOp, ConvOp, FloatCC, Module, SrcLoc, Type, Value};
+use guardlift_jit::OptLevel;
 use guardlift_runtime::adstack::AdElem;
 use guardlift_runtime::layout::{tag_ok, DictLayout};
 use guardlift_runtime::{Mode, Observed, ReportKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// What a tested instruction must report: the kind, the dict word's low
-/// bits (dict kinds) and the adstack `(capacity, len)` (adstack kinds).
-type Fire = (ReportKind, Option<u64>, Option<(u64, u64)>);
+mod life;
+
+pub use life::LifeOp;
+
+/// What a tested instruction must report: the kind and what it observes.
+type Fire = (ReportKind, Want);
+
+/// What a report must have observed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// A dict word with these low bits (its address part differs per run).
+    DictLow(u64),
+    /// The adstack's `(capacity, len)`.
+    Adstack(u64, u64),
+    /// A lifetime report about object `obj` of the lifetime part: the
+    /// reported object pointer is that object's address plus `delta` (an
+    /// interior pointer freed), the address is the object pointer (`None`:
+    /// a raw access, somewhere in the object's memory) and `width` bytes.
+    Life {
+        obj: usize,
+        delta: u64,
+        raw: bool,
+        width: u32,
+    },
+    /// A bounds report about object `obj` of the lifetime part.
+    Bounds {
+        obj: usize,
+        index: u64,
+        capacity: u64,
+    },
+}
 
 /// A managed-dict word to try.
 #[derive(Arbitrary, Clone, Copy, Debug)]
@@ -92,11 +125,21 @@ pub struct GuardsInput {
     pub loop_init: u8,
     pub loop_pre: u8,
     pub loop_ops: Vec<LoopOp>,
+    /// The lifetime and bounds part ([`life`]): the objects' attribute
+    /// count and the frees and uses of them (a count byte, then the ops:
+    /// sequences long enough to free an object twice are common).
+    pub life_nattrs: u8,
+    #[arbitrary(with = life::arbitrary_ops)]
+    pub life_ops: Vec<LifeOp>,
+    /// Compile with Cranelift's `none` optimization level instead of
+    /// `speed` (guards lowered without the e-graph pass; a cheaper compile).
+    pub opt_none: bool,
 }
 
 const MAX_WORDS: usize = 12;
 const MAX_OPS: usize = 48;
 const MAX_LOOP_OPS: usize = 16;
+const MAX_LIFE_OPS: usize = 16;
 const CANARY_STACK_CAP: u32 = 4;
 
 /// The layouts the target tries (the presets and custom offsets below,
@@ -236,8 +279,7 @@ enum Step {
 struct Expect {
     at: (usize, usize),
     kind: ReportKind,
-    low_bits: Option<u64>,
-    adstack: Option<(u64, u64)>,
+    want: Want,
 }
 
 /// The builder with an instruction counter (every builder call here adds one instruction).
@@ -303,8 +345,7 @@ impl B<'_> {
         self.expect.push(Expect {
             at,
             kind,
-            low_bits: None,
-            adstack: Some((cap as u64, len as u64)),
+            want: Want::Adstack(cap as u64, len as u64),
         });
     }
     /// Marks the last instruction as under test: guarded by hand (unless
@@ -313,12 +354,11 @@ impl B<'_> {
         if self.hand {
             self.fb.guard_last(SrcLoc::default());
         }
-        if let Some((kind, low_bits, adstack)) = fire.filter(|_| !self.quiet) {
+        if let Some((kind, want)) = fire.filter(|_| !self.quiet) {
             self.expect.push(Expect {
                 at: self.last(),
                 kind,
-                low_bits,
-                adstack,
+                want,
             });
         }
     }
@@ -327,6 +367,8 @@ impl B<'_> {
 /// The module of an input, the reports it must produce and its output.
 pub struct GuardsCase {
     pub module: Module,
+    /// The JIT's optimization level.
+    pub opt: OptLevel,
     expect: Vec<Expect>,
     pub output: Vec<String>,
 }
@@ -337,6 +379,11 @@ impl GuardsCase {
     /// `%t` after the alloc emptied its buffer.
     pub fn loop_fires(&self) -> usize {
         self.expect.iter().filter(|e| e.at.0 == 2).count()
+    }
+
+    /// The kinds of report the model expects (spec names), each once.
+    pub fn expected_kinds(&self) -> BTreeSet<&'static str> {
+        self.expect.iter().map(|e| e.kind.name()).collect()
     }
 }
 
@@ -354,6 +401,10 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     let mut mb = ModuleBuilder::new(layout);
     let obj_new = mb.declare_extern("obj_new", &[Type::I64], Some(Type::Ptr));
     let print_i64 = mb.declare_extern("print_i64", &[Type::I64], None);
+    let life_ext = life::Externs {
+        obj_new,
+        obj_free: mb.declare_extern("obj_free", &[Type::Ptr], None),
+    };
     let main = mb.declare_function("main", &[], None);
     let mut fb = mb.function(main);
     let entry = fb.create_block("entry");
@@ -406,7 +457,7 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
             }
         };
         let bad = !tag_ok(low);
-        let dict_fire = bad.then_some((ReportKind::DictSlotTag, Some(low), None));
+        let dict_fire = bad.then_some((ReportKind::DictSlotTag, Want::DictLow(low)));
         // dict_slot.store: written iff the tag is valid.
         b.n += 1;
         b.fb.dict_slot_store(o, wv);
@@ -634,6 +685,10 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     }
     b.switch(exit);
 
+    // ---- frees and uses of objects, attribute indices past the capacity ----
+    let life_ops = &input.life_ops[..input.life_ops.len().min(MAX_LIFE_OPS)];
+    life::emit(&mut b, &life_ext, input.life_nattrs, life_ops);
+
     // ---- every canary, read back ----
     for (k, &o) in objs.iter().enumerate() {
         for &w in &cans {
@@ -692,13 +747,18 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
                 dict: true,
                 adstack: true,
                 clobber: false,
-                bounds: false,
-                lifetime: false,
+                bounds: true,
+                lifetime: true,
             },
         );
     }
     GuardsCase {
         module,
+        opt: if input.opt_none {
+            OptLevel::None
+        } else {
+            OptLevel::Speed
+        },
         expect,
         output,
     }
@@ -706,8 +766,14 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
 
 /// Runs a case on `engine` in recover mode and checks it against the model.
 pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
-    let r = run_raw(&case.module, "main", &[], engine, Mode::Recover);
-    let ctx = || format!("engine {engine:?}\n{}", print_module(&case.module));
+    let r = run_raw_opt(&case.module, "main", &[], engine, Mode::Recover, case.opt);
+    let ctx = || {
+        format!(
+            "engine {engine:?}, opt {:?}\n{}",
+            case.opt,
+            print_module(&case.module)
+        )
+    };
     match &r.result {
         Ok(None) => {}
         other => return Err(format!("run failed: {other:?}\n{}", ctx())),
@@ -744,6 +810,7 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
         w.1 += 1;
     }
     let mut got: BTreeMap<(u32, &'static str), _> = BTreeMap::new();
+    let mut bases = BTreeMap::new();
     for rep in &r.reports {
         got.insert((rep.info.line, rep.kind.name()), rep);
     }
@@ -756,12 +823,7 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
                 ctx()
             ));
         };
-        let ok = rep.count == count
-            && match rep.observed {
-                Observed::Dict { value, .. } => e.low_bits == Some(value & 7),
-                Observed::Adstack { capacity, len } => e.adstack == Some((capacity, len)),
-                _ => false,
-            };
+        let ok = rep.count == count && observed_as(e.want, &rep.observed, &mut bases);
         if !ok {
             return Err(format!(
                 "wrong report at line {}: {rep:?}, expected {e:?}\n{}",
@@ -780,4 +842,68 @@ pub fn check(case: &GuardsCase, engine: Engine) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Does `seen` match `want`? Besides the fields the model knows, the
+/// reports about one object of the lifetime part must all name that
+/// object's address, and different objects different addresses (`bases`:
+/// the address of each object seen so far).
+fn observed_as(want: Want, seen: &Observed, bases: &mut BTreeMap<usize, u64>) -> bool {
+    let (obj, base) = match (want, *seen) {
+        (Want::DictLow(low), Observed::Dict { value, .. }) => return low == value & 7,
+        (Want::Adstack(c, l), Observed::Adstack { capacity, len }) => {
+            return (c, l) == (capacity, len)
+        }
+        (
+            Want::Life {
+                obj,
+                delta,
+                raw,
+                width: w,
+            },
+            Observed::Lifetime {
+                object,
+                address,
+                width,
+            },
+        ) => {
+            // A raw access is somewhere in the object's memory (its values
+            // array: 8-aligned words); an object op names the object itself.
+            let at = if raw {
+                address != object && address % 8 == 0
+            } else {
+                address == object
+            };
+            if !at || w != width {
+                return false;
+            }
+            (obj, object.wrapping_sub(delta))
+        }
+        (
+            Want::Bounds {
+                obj,
+                index: i,
+                capacity: c,
+            },
+            Observed::Bounds {
+                object,
+                index,
+                capacity,
+            },
+        ) => {
+            if (i, c) != (index, capacity) {
+                return false;
+            }
+            (obj, object)
+        }
+        _ => return false,
+    };
+    match bases.get(&obj) {
+        Some(&b) => b == base,
+        None => {
+            let fresh = !bases.values().any(|&b| b == base);
+            bases.insert(obj, base);
+            fresh
+        }
+    }
 }

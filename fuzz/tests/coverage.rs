@@ -87,3 +87,72 @@ fn guards_inputs_reexecute_allocs_with_carried_handles() {
     );
     assert!(pct(stale) >= 5.0 && pct(firing) >= 5.0, "too rare");
 }
+
+/// The `guards` inputs (as the replay test draws them): the share of
+/// inputs whose model expects each report kind (every kind the target
+/// checks: dict, adstack, lifetime, bounds), and of inputs with each op
+/// family of the lifetime part. Every kind and family must show up in at
+/// least 2 % of them.
+#[test]
+fn guards_inputs_expect_every_check_kind() {
+    const INPUTS: usize = 4000;
+    let mut kinds: BTreeMap<&str, usize> = GUARDS_KINDS.iter().map(|&k| (k, 0)).collect();
+    let mut fams: BTreeMap<&str, usize> = LIFE_FAMILIES.iter().map(|&f| (f, 0)).collect();
+    let mut decoded = 0;
+    for data in random_inputs(3, INPUTS, 256) {
+        let Ok(input) = GuardsInput::arbitrary(&mut Unstructured::new(&data)) else {
+            continue;
+        };
+        decoded += 1;
+        for k in build(&input).expected_kinds() {
+            *kinds.entry(k).or_default() += 1;
+        }
+        let mut seen: Vec<&str> = input.life_ops.iter().map(|o| o.family()).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for f in seen {
+            *fams.entry(f).or_default() += 1;
+        }
+    }
+    let pct = |n: usize| 100.0 * n as f64 / decoded.max(1) as f64;
+    let mut table = format!(
+        "guards: {decoded} inputs\n{:<24} {:>8}\n",
+        "expects / has", "inputs"
+    );
+    for (k, &n) in kinds.iter().chain(&fams) {
+        table.push_str(&format!("{k:<24} {:>7.1}%\n", pct(n)));
+    }
+    eprintln!("{table}");
+    let rare: Vec<&str> = kinds
+        .iter()
+        .chain(&fams)
+        .filter(|&(_, &n)| pct(n) < 2.0)
+        .map(|(k, _)| *k)
+        .collect();
+    assert!(
+        rare.is_empty(),
+        "too rare in guards inputs: {rare:?}\n{table}"
+    );
+}
+
+/// Every report kind the `guards` model expects somewhere.
+const GUARDS_KINDS: [&str; 7] = [
+    "dict_slot_tag",
+    "adstack_overflow",
+    "adstack_underflow",
+    "use_after_free",
+    "double_free",
+    "invalid_free",
+    "attr_out_of_bounds",
+];
+
+/// The op families of the `guards` lifetime part (`LifeOp::family`).
+const LIFE_FAMILIES: [&str; 7] = [
+    "life.free",
+    "life.free_interior",
+    "life.load_attr",
+    "life.store_attr",
+    "life.dict_slot_load",
+    "life.raw_load",
+    "life.raw_store",
+];
