@@ -25,13 +25,13 @@ struct Cli {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Engine {
+pub(crate) enum Engine {
     Jit,
     Interp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Target {
+pub(crate) enum Target {
     Host,
     #[value(name = "x86_64")]
     X86_64,
@@ -42,14 +42,14 @@ pub enum Target {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
+pub(crate) enum ModeArg {
     Abort,
     Recover,
     Trap,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum What {
+pub(crate) enum What {
     Ir,
     Clif,
     Asm,
@@ -57,7 +57,7 @@ pub enum What {
 
 /// Instrumentation flags shared by run, emit and compile.
 #[derive(Args, Clone, Debug)]
-pub struct InstrumentArgs {
+pub(crate) struct InstrumentArgs {
     /// Insert every check (dict, adstack, clobber).
     #[arg(long, conflicts_with = "checks")]
     instrument: bool,
@@ -70,7 +70,7 @@ pub struct InstrumentArgs {
 }
 
 impl InstrumentArgs {
-    pub fn check_set(&self) -> Result<CheckSet, CliError> {
+    pub(crate) fn check_set(&self) -> Result<CheckSet, CliError> {
         if self.instrument {
             return Ok(CheckSet::ALL);
         }

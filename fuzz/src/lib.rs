@@ -13,6 +13,10 @@
 //!
 //! See `fuzz/README.md` for running them under libFuzzer.
 
+// A test crate, not a library for others: its public items are documented
+// where it helps, not as an API.
+#![allow(missing_docs)]
+
 pub mod aarch64;
 pub mod coverage;
 pub mod exec;

@@ -2,6 +2,10 @@
 //! `store_attr` for the JIT and the reference interpreter.
 //! `cargo bench -p guardlift-tests --bench engines`
 
+// A test crate, not a library for others: its public items are documented
+// where it helps, not as an API.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use guardlift_interp::Interpreter;
 use guardlift_jit::{CompileOptions, Jit, Ptr};
@@ -88,9 +92,9 @@ fn store_attr(c: &mut Criterion) {
         let obj = rt.obj_new(2);
         let code = Jit::compile(&mm, rt.clone(), &CompileOptions::default()).unwrap();
         let f = code.func::<(Ptr, i64), i64>("stores").unwrap();
-        // SAFETY: `obj` is a live object of `rt` with 2 attributes, the only
-        // memory @stores touches.
         g.bench_function(format!("jit_{tag}"), |b| {
+            // SAFETY: `obj` is a live object of `rt` with 2 attributes, the
+            // only memory @stores touches.
             b.iter(|| unsafe { f.call((Ptr(obj), N)) })
         });
         let it = Interpreter::new(&mm, rt.clone(), &HashMap::new()).unwrap();

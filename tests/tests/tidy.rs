@@ -27,7 +27,7 @@ const MAX_FN_LINES: usize = 150;
 /// The marker of a written reason, at the start of a `//!` line.
 const LONG_REASON: &str = "tidy: long because";
 /// Files the code map names that the build generates (not in the tree).
-const GENERATED: &[&str] = &["gl_layout.h"];
+const GENERATED: &[&str] = &["gl_layout.h", "gl_traps.c"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -269,7 +269,15 @@ fn code_map_paths_exist() {
                 crate_dir.join(&tok),
                 root.join(&tok),
             ];
-            if !candidates.iter().any(|c| c.exists()) {
+            // A file of a module directory (`trap/scratch.rs`, named
+            // `scratch.rs` in a list under `trap/`) is found in the crate's
+            // source tree.
+            let in_src_tree = || {
+                let mut files = Vec::new();
+                rust_files(&crate_dir.join("src"), &mut files);
+                files.iter().any(|p| p.ends_with(&tok))
+            };
+            if !candidates.iter().any(|c| c.exists()) && !in_src_tree() {
                 missing.push(format!("`{tok}` (section `{dir}/`)"));
             }
         }
@@ -277,7 +285,7 @@ fn code_map_paths_exist() {
     assert!(checked > 30, "checked only {checked} paths of the code map");
     assert!(
         missing.is_empty(),
-        "docs/ARCHITECTURE.md's code map names paths that do not exist (looked under \
+        "docs/ARCHITECTURE.md's code map names paths that do not exist (looked in the crate's source tree, under \
          <crate>/src/, <crate>/tests/, <crate>/ and the root):\n  {}",
         missing.join("\n  ")
     );
