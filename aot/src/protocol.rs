@@ -288,9 +288,10 @@ impl TargetFault {
                 pc: self.pc as usize,
                 in_host: self.in_host,
             },
-            // Target return addresses are not host code: the site only
+            // Target return addresses are not host code: the site alone as
+            // frame #0, as the JIT prints a fault with no IR caller
             // (docs/TARGETS.md).
-            backtrace: None,
+            backtrace: guardlift_runtime::backtrace::enabled().then_some(&[][..]),
         }
     }
 }

@@ -104,9 +104,19 @@ fn bench_measures_every_engine_mode_and_phase() {
         on > off,
         "a trapped store costs more than a plain one: {on} vs {off}"
     );
+    for mode in ["abort", "recover", "trap"] {
+        positive(
+            &ratios["store_attr_all_checks_over_plain"][mode],
+            &format!("every check over plain, {mode}"),
+        );
+    }
     positive(
-        &ratios["store_attr_all_checks_over_plain"],
-        "every check over plain",
+        &ratios["store_attr_lifetime_bounds_over_plain"],
+        "lifetime and bounds over plain",
+    );
+    positive(
+        &ratios["adstack_all_checks_over_plain"],
+        "adstack, every check over plain",
     );
     let interp_over_jit = positive(&ratios["interp_over_jit"], "interp/jit");
     let jit = positive(&ns("store_attr jit"), "jit");

@@ -275,5 +275,16 @@ fn verify_errors_come_back_with_positions() {
     m.functions[0].ret = Some(guardlift_ir::Type::F64);
     let err = Jit::compile(&m, recover_rt(), &CompileOptions::default()).unwrap_err();
     assert!(matches!(err, JitError::Verify(_)), "{err:?}");
-    assert!(err.to_string().contains(": error: "), "{err}");
+    // Display is the message with its position; presenting it adds `error:`.
+    assert!(
+        err.to_string().starts_with("4:5: return type mismatch"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("error:"), "{err}");
+    assert!(
+        err.present(None)
+            .starts_with("4:5: error: return type mismatch"),
+        "{}",
+        err.present(None)
+    );
 }
