@@ -1,7 +1,9 @@
 //! Adstack statements: single ops with exactly modelled depths, and loops
 //! that re-run an `adstack.alloc` while the header still holds the old handle.
 
-use super::*;
+use super::FnGen;
+use guardlift_ir::{BinOp, IntCC, Type, Value};
+use guardlift_runtime::adstack::AdElem;
 
 impl FnGen<'_, '_, '_> {
     /// One op on an adstack, legal unless this module injects faults.

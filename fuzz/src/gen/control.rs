@@ -1,7 +1,9 @@
 //! Structured control flow: `if`/`else` diamonds, counted `while` and
 //! `do … while` loops, and tape loops that push or pop a constant number of times.
 
-use super::*;
+use super::FnGen;
+use guardlift_ir::{BinOp, ConvOp, IntCC, Type, Value};
+use guardlift_runtime::adstack::AdElem;
 
 impl FnGen<'_, '_, '_> {
     /// `if`/`else` with optional arm params, merge params, and adstack

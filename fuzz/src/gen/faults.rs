@@ -2,7 +2,8 @@
 //! adstack overflow and underflow, lifetime and bounds faults) and how
 //! each is guarded by hand or recorded in [`Needs`].
 
-use super::*;
+use super::{FnGen, Needs};
+use guardlift_ir::{BinOp, ConvOp, Type};
 
 impl FnGen<'_, '_, '_> {
     /// An injected fault.

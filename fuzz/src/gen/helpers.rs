@@ -1,11 +1,10 @@
 //! Small helpers of [`FnGen`]: types, constants, picking values and
 //! objects from the pools, conditions, scopes and hand guards.
 
-use super::*;
+use super::{FnGen, Obj, Scope};
+use guardlift_ir::{ConvOp, FloatCC, IntCC, SrcLoc, Type, Value};
 
 impl FnGen<'_, '_, '_> {
-    // ---- small helpers ----
-
     pub(super) fn ty(&self, v: Value) -> Type {
         self.fb.ty(v)
     }

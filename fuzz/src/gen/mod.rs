@@ -62,13 +62,10 @@ mod src;
 
 pub(crate) use src::Src;
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Unstructured;
 use guardlift_instrument::CheckSet;
 use guardlift_ir::builder::{FunctionBuilder, ModuleBuilder};
-use guardlift_ir::{
-    print_module, verify_module, BinOp, ConvOp, ExternId, FloatCC, FuncId, IntCC, Module, SrcLoc,
-    Type, UnOp, Value,
-};
+use guardlift_ir::{print_module, verify_module, ExternId, FuncId, Module, SrcLoc, Type, Value};
 use guardlift_runtime::adstack::AdElem;
 use guardlift_runtime::layout::DictLayout;
 use std::collections::BTreeSet;

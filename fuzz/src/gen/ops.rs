@@ -2,7 +2,8 @@
 //! in-bounds memory, calls to helpers and builtins, printing, attributes
 //! and managed-dict slots.
 
-use super::*;
+use super::{FnGen, Obj, Param};
+use guardlift_ir::{BinOp, ConvOp, IntCC, Type, Value};
 
 impl FnGen<'_, '_, '_> {
     pub(super) fn int_binary(&mut self) {

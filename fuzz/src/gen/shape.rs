@@ -2,7 +2,9 @@
 //! buffer), regions of statements and the statement choice, and the
 //! epilogue that prints and returns what the function computed.
 
-use super::*;
+use super::{Buf, FnGen, Obj, Stack, BUF_ATTRS, BUF_BYTES};
+use guardlift_ir::{BinOp, ConvOp, FloatCC, IntCC, Type, UnOp, Value};
+use guardlift_runtime::adstack::AdElem;
 
 impl FnGen<'_, '_, '_> {
     pub(super) fn prologue(&mut self) {

@@ -1,6 +1,7 @@
 //! Choices over `arbitrary` bytes: [`Src`], which every generator decision goes through.
 
-use super::*;
+use arbitrary::{Arbitrary, Unstructured};
+use guardlift_ir::Type;
 
 /// Choices over `arbitrary` bytes. Every method returns its first option
 /// once the bytes run out, and no loop depends on a choice to end.
