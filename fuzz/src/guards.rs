@@ -390,11 +390,13 @@ impl GuardsCase {
 /// Builds the module of `input` (instrumented if the input says so).
 pub fn build(input: &GuardsInput) -> GuardsCase {
     let layout = layout_of(input.layout);
-    let off = layout.dict_slot_offset();
     let nattrs = 1 + (input.nattrs % 6) as u32;
     let elem = [AdElem::F32, AdElem::F64, AdElem::I64][(input.elem % 3) as usize];
-    let et = Type::of_elem(elem);
-    let cap = 1 + (input.cap % 6) as u32;
+    let ad = Ad {
+        elem,
+        et: Type::of_elem(elem),
+        cap: 1 + (input.cap % 6) as u32,
+    };
     let words = &input.words[..input.words.len().min(MAX_WORDS)];
     let ops = &input.ops[..input.ops.len().min(MAX_OPS)];
 
@@ -421,7 +423,68 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
         output: Vec::new(),
     };
 
-    // ---- managed-dict words ----
+    let objs = emit_words(&mut b, layout, obj_new, nattrs, words);
+    let handles = emit_adstacks(&mut b, ad, ops);
+    emit_realloc_loop(&mut b, ad, input);
+    // ---- frees and uses of objects, attribute indices past the capacity ----
+    let life_ops = &input.life_ops[..input.life_ops.len().min(MAX_LIFE_OPS)];
+    life::emit(&mut b, &life_ext, input.life_nattrs, life_ops);
+    emit_canary_checks(&mut b, ad, layout, &objs, nattrs, &handles);
+    b.n += 1;
+    b.fb.ret(None);
+    b.sizes.push(b.n);
+    let B {
+        sizes,
+        expect,
+        output,
+        ..
+    } = b;
+    let text = print_module(mb.module());
+    let mut module = mb
+        .build()
+        .unwrap_or_else(|e| panic!("guards: the module does not verify: {e}\n{text}"));
+    let got: Vec<usize> = module.functions[0]
+        .blocks
+        .iter()
+        .map(|b| b.insts.len())
+        .collect();
+    assert_eq!(got, sizes, "guards: instruction count is off\n{text}");
+    renumber(&mut module);
+    if input.instrument {
+        module = instrument(
+            &module,
+            CheckSet {
+                dict: true,
+                adstack: true,
+                clobber: false,
+                bounds: true,
+                lifetime: true,
+            },
+        );
+    }
+    GuardsCase {
+        module,
+        opt: if input.opt_none {
+            OptLevel::None
+        } else {
+            OptLevel::Speed
+        },
+        expect,
+        output,
+    }
+}
+
+/// Managed-dict words: two canaried objects, then every word of the
+/// input stored into the first one's dict slot, checked and raw, and read
+/// back through guarded ops. Returns the objects.
+fn emit_words(
+    b: &mut B,
+    layout: DictLayout,
+    obj_new: guardlift_ir::ExternId,
+    nattrs: u32,
+    words: &[WordCase],
+) -> Vec<Value> {
+    let off = layout.dict_slot_offset();
     let mut objs = Vec::new();
     for _ in 0..2 {
         let n = b.c(Type::I64, nattrs as i64);
@@ -491,31 +554,49 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
         b.n += 1;
         b.fb.store(orig, o, off);
     }
+    objs
+}
 
-    // ---- adstacks ----
-    let canary_elem = |s: usize, k: u32, adj: bool| -> u64 {
+/// The adstack element type and capacity of a case: its canaries, its
+/// constants, printing its elements, and emitting and modelling its ops.
+#[derive(Clone, Copy)]
+struct Ad {
+    elem: AdElem,
+    /// The IR type of `elem`.
+    et: Type,
+    /// The capacity of the stack under test and of the loop's stacks.
+    cap: u32,
+}
+
+impl Ad {
+    /// The canary element `k` of stack `s` (or its adjoint).
+    fn canary_elem(self, s: usize, k: u32, adj: bool) -> u64 {
         let x = (s as u64) * 10 + k as u64 + if adj { 100 } else { 1 };
-        match elem {
+        match self.elem {
             AdElem::F32 => (x as f32).to_bits() as u64,
             AdElem::F64 => (x as f64).to_bits(),
             AdElem::I64 => x,
         }
-    };
-    let konst = |b: &mut B, bits: u64| -> Value {
-        match elem {
+    }
+
+    /// A constant element of these bits.
+    fn konst(self, b: &mut B, bits: u64) -> Value {
+        match self.elem {
             AdElem::F32 => b.f(Type::F32, f32::from_bits(bits as u32) as f64),
             AdElem::F64 => b.f(Type::F64, f64::from_bits(bits)),
             AdElem::I64 => b.c(Type::I64, bits as i64),
         }
-    };
-    // Prints an element's bits (canonical NaN) as an i64.
-    let print_elem = |b: &mut B, v: Value, bits: u64| {
+    }
+
+    /// Prints an element's bits (canonical NaN) as an i64.
+    fn print_elem(self, b: &mut B, v: Value, bits: u64) {
+        let elem = self.elem;
         let p = match elem {
             AdElem::I64 => v,
             AdElem::F32 | AdElem::F64 => {
                 b.n += 1;
                 let c = b.fb.fcmp(FloatCC::Ne, v, v);
-                let nan = b.f(et, f64::NAN);
+                let nan = b.f(self.et, f64::NAN);
                 b.n += 1;
                 let v = b.fb.select(c, nan, v);
                 if elem == AdElem::F32 {
@@ -527,31 +608,14 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
             }
         };
         b.print(p, elem_print(elem, bits));
-    };
-    let mut handles = Vec::new();
-    for (s, c) in [CANARY_STACK_CAP, cap, CANARY_STACK_CAP]
-        .into_iter()
-        .enumerate()
-    {
-        b.n += 1;
-        let h = b.fb.adstack_alloc(elem, c);
-        handles.push(h);
-        if s != 1 {
-            for k in 0..c {
-                let v = konst(&mut b, canary_elem(s, k, false));
-                b.n += 1;
-                b.fb.adstack_push(h, v);
-                let d = konst(&mut b, canary_elem(s, k, true));
-                b.n += 1;
-                b.fb.adstack_acc_adj(h, d);
-            }
-        }
     }
-    // Emits `op` on `h` (guarded, quiet: the model runs it later); its position.
-    let emit = |b: &mut B, h: Value, op: AdOp| -> (usize, usize) {
+
+    /// Emits `op` on `h` (guarded, quiet: the model runs it later); its position.
+    fn emit(self, b: &mut B, h: Value, op: AdOp) -> (usize, usize) {
+        let elem = self.elem;
         let at = match op {
             AdOp::Push(x) => {
-                let v = konst(b, elem_bits(elem, x));
+                let v = self.konst(b, elem_bits(elem, x));
                 b.n += 1;
                 b.fb.adstack_push(h, v);
                 b.last()
@@ -570,11 +634,11 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
                 };
                 b.test(None);
                 let at = b.last();
-                print_elem(b, r, 0);
+                self.print_elem(b, r, 0);
                 return at;
             }
             AdOp::AccAdj(x) => {
-                let d = konst(b, elem_bits(elem, x));
+                let d = self.konst(b, elem_bits(elem, x));
                 b.n += 1;
                 b.fb.adstack_acc_adj(h, d);
                 b.last()
@@ -588,52 +652,85 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
         };
         b.test(None);
         at
-    };
-    // Runs emitted steps on the model: `t_is_s` when %t names the loop's buffer.
-    let run = |b: &mut B,
-               steps: &[Step],
-               t: &mut Vec<(u64, u64)>,
-               s: &mut Vec<(u64, u64)>,
-               t_is_s: bool| {
+    }
+
+    /// Runs emitted steps on the model: `t_is_s` when %t names the loop's buffer.
+    fn run(
+        self,
+        b: &mut B,
+        steps: &[Step],
+        t: &mut Vec<(u64, u64)>,
+        s: &mut Vec<(u64, u64)>,
+        t_is_s: bool,
+    ) {
         for step in steps {
             match *step {
                 Step::Alloc => s.clear(),
                 Step::Op { at, on_new, op } => {
                     let m = if on_new || t_is_s { &mut *s } else { &mut *t };
-                    let (fire, printed) = model_op(elem, cap, m, op);
+                    let (fire, printed) = model_op(self.elem, self.cap, m, op);
                     if let Some((kind, len)) = fire {
-                        b.expect_adstack(at, kind, cap, len);
+                        b.expect_adstack(at, kind, self.cap, len);
                     }
                     b.output.extend(printed);
                 }
             }
         }
-    };
+    }
+}
+
+/// Adstacks: the stack under test between two full canary stacks, and the
+/// input's ops on it. Returns the three handles.
+fn emit_adstacks(b: &mut B, ad: Ad, ops: &[AdOp]) -> Vec<Value> {
+    let mut handles = Vec::new();
+    for (s, c) in [CANARY_STACK_CAP, ad.cap, CANARY_STACK_CAP]
+        .into_iter()
+        .enumerate()
+    {
+        b.n += 1;
+        let h = b.fb.adstack_alloc(ad.elem, c);
+        handles.push(h);
+        if s != 1 {
+            for k in 0..c {
+                let v = ad.konst(b, ad.canary_elem(s, k, false));
+                b.n += 1;
+                b.fb.adstack_push(h, v);
+                let d = ad.konst(b, ad.canary_elem(s, k, true));
+                b.n += 1;
+                b.fb.adstack_acc_adj(h, d);
+            }
+        }
+    }
     let a = handles[1];
     let mut model: Vec<(u64, u64)> = Vec::new();
     b.quiet = true;
     let steps: Vec<Step> = ops
         .iter()
         .map(|&op| Step::Op {
-            at: emit(&mut b, a, op),
+            at: ad.emit(b, a, op),
             on_new: false,
             op,
         })
         .collect();
     b.quiet = false;
-    run(&mut b, &steps, &mut model, &mut Vec::new(), false);
+    ad.run(b, &steps, &mut model, &mut Vec::new(), false);
     b.n += 1;
     let r = b.fb.adstack_len(a);
     b.print(r, model.len().to_string());
+    handles
+}
 
-    // ---- a loop that re-runs an alloc while %t names its buffer ----
+/// A loop that re-runs an alloc while %t names its buffer; leaves `b` in
+/// the exit block.
+fn emit_realloc_loop(b: &mut B, ad: Ad, input: &GuardsInput) {
+    let (elem, cap) = (ad.elem, ad.cap);
     let trips = (input.loop_trips % 4) as i64;
     b.n += 1;
     let p = b.fb.adstack_alloc(elem, cap);
     let mut p_model = Vec::new();
     for k in 0..(input.loop_init as u32 % (cap + 1)) {
-        let bits = canary_elem(3, k, false);
-        let v = konst(&mut b, bits);
+        let bits = ad.canary_elem(3, k, false);
+        let v = ad.konst(b, bits);
         b.n += 1;
         b.fb.adstack_push(p, v);
         p_model.push((bits, 0));
@@ -656,9 +753,9 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     b.quiet = true;
     let mut steps = Vec::new();
     for j in 0..(input.loop_pre % 3) as u32 {
-        let op = AdOp::Push(canary_elem(4, j, false));
+        let op = AdOp::Push(ad.canary_elem(4, j, false));
         steps.push(Step::Op {
-            at: emit(&mut b, t, op),
+            at: ad.emit(b, t, op),
             on_new: false,
             op,
         });
@@ -669,7 +766,7 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     for lop in &input.loop_ops[..input.loop_ops.len().min(MAX_LOOP_OPS)] {
         let h = if lop.on_new { s_new } else { t };
         steps.push(Step::Op {
-            at: emit(&mut b, h, lop.op),
+            at: ad.emit(b, h, lop.op),
             on_new: lop.on_new,
             op: lop.op,
         });
@@ -681,15 +778,22 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     b.quiet = false;
     let mut s_model = Vec::new();
     for it in 0..trips {
-        run(&mut b, &steps, &mut p_model, &mut s_model, it > 0);
+        ad.run(b, &steps, &mut p_model, &mut s_model, it > 0);
     }
     b.switch(exit);
+}
 
-    // ---- frees and uses of objects, attribute indices past the capacity ----
-    let life_ops = &input.life_ops[..input.life_ops.len().min(MAX_LIFE_OPS)];
-    life::emit(&mut b, &life_ext, input.life_nattrs, life_ops);
-
-    // ---- every canary, read back ----
+/// Every canary, read back: the objects' words and attributes, and the
+/// two canary adstacks popped to empty.
+fn emit_canary_checks(
+    b: &mut B,
+    ad: Ad,
+    layout: DictLayout,
+    objs: &[Value],
+    nattrs: u32,
+    handles: &[Value],
+) {
+    let cans = canary_offsets(layout);
     for (k, &o) in objs.iter().enumerate() {
         for &w in &cans {
             b.n += 1;
@@ -712,55 +816,13 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
         for k in (0..CANARY_STACK_CAP).rev() {
             b.n += 1;
             let t = b.fb.adstack_top(h);
-            print_elem(&mut b, t, canary_elem(s, k, false));
+            ad.print_elem(b, t, ad.canary_elem(s, k, false));
             b.n += 1;
             let d = b.fb.adstack_top_adj(h);
-            print_elem(&mut b, d, canary_elem(s, k, true));
+            ad.print_elem(b, d, ad.canary_elem(s, k, true));
             b.n += 1;
             b.fb.adstack_pop(h);
         }
-    }
-    b.n += 1;
-    b.fb.ret(None);
-    b.sizes.push(b.n);
-    let B {
-        sizes,
-        expect,
-        output,
-        ..
-    } = b;
-    let text = print_module(mb.module());
-    let mut module = mb
-        .build()
-        .unwrap_or_else(|e| panic!("guards: the module does not verify: {e}\n{text}"));
-    let got: Vec<usize> = module.functions[0]
-        .blocks
-        .iter()
-        .map(|b| b.insts.len())
-        .collect();
-    assert_eq!(got, sizes, "guards: instruction count is off\n{text}");
-    renumber(&mut module);
-    if input.instrument {
-        module = instrument(
-            &module,
-            CheckSet {
-                dict: true,
-                adstack: true,
-                clobber: false,
-                bounds: true,
-                lifetime: true,
-            },
-        );
-    }
-    GuardsCase {
-        module,
-        opt: if input.opt_none {
-            OptLevel::None
-        } else {
-            OptLevel::Speed
-        },
-        expect,
-        output,
     }
 }
 
