@@ -51,7 +51,7 @@ const CASES: [Case; 4] = [
         report_line: Some(6),
         signal: (11, "SIGSEGV"),
         in_host: false,
-        head: "==guardlift== ERROR: host_fault at @main 7:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (load)\n    #0 @main 7:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
     },
     Case {
         program: "report_wild_store.glir",
@@ -60,7 +60,7 @@ const CASES: [Case; 4] = [
         report_line: Some(6),
         signal: (11, "SIGSEGV"),
         in_host: false,
-        head: "==guardlift== ERROR: host_fault at @main 7:5 (store)\n    SIGSEGV at address 0x20, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (store)\n    #0 @main 7:5 (store)\n    SIGSEGV at address 0x20, pc 0x",
     },
     // A null dereference in a host function is placed at the IR call.
     Case {
@@ -70,7 +70,7 @@ const CASES: [Case; 4] = [
         report_line: Some(7),
         signal: (11, "SIGSEGV"),
         in_host: true,
-        head: "==guardlift== ERROR: host_fault at @main 8:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 8:5 (call)\n    #0 @main 8:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
     },
     // A SIGILL that is not a guard's trap is a host_fault like a segfault.
     Case {
@@ -80,7 +80,7 @@ const CASES: [Case; 4] = [
         report_line: None,
         signal: (4, "SIGILL"),
         in_host: true,
-        head: "==guardlift== ERROR: host_fault at @main 5:5 (call)\n    SIGILL at address 0x",
+        head: "==guardlift== ERROR: host_fault at @main 5:5 (call)\n    #0 @main 5:5 (call)\n    SIGILL at address 0x",
     },
 ];
 
@@ -128,6 +128,7 @@ fn recursion_1e8_deep_is_a_stack_overflow_at_the_call() {
         assert!(
             text.starts_with(
                 "==guardlift== ERROR: stack_overflow at @down 12:5 (call)\n    \
+                 #0 @down 12:5 (call)\n    \
                  the stack is exhausted (SIGSEGV at address 0x"
             ),
             "{t}: {text}"

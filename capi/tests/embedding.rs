@@ -486,9 +486,17 @@ fn c_pyish_rogue_c_writer_is_named_by_the_watchpoint() {
             bt.first().is_some_and(|f| f.contains(symbol)),
             "{rogue}: the writer first: {bt:?}"
         );
+        // The compiled IR caller, at its IR site (`@step L:C (call)`), not
+        // a code offset.
+        let caller = bt.get(1).copied().unwrap_or_default();
+        let at = caller.split("@step ").nth(1).unwrap_or_default();
         assert!(
-            bt.get(1).is_some_and(|f| f.contains("@step")),
-            "{rogue}: then the compiled IR function that called it: {bt:?}"
+            at.split(' ').next().is_some_and(|lc| {
+                lc.split_once(':').is_some_and(|(l, c)| {
+                    l.parse::<u32>().is_ok_and(|l| l > 0) && c.parse::<u32>().is_ok()
+                })
+            }) && at.contains("(call)"),
+            "{rogue}: then the compiled IR call that called it, at its L:C: {bt:?}"
         );
     }
 }
