@@ -710,13 +710,10 @@ mod tests {
             (f.address, f.pc, f.in_host, f.stack_overflow),
             (0x18, 0x4008e8, false, false)
         );
-        assert!(f
-            .report()
-            .to_string()
-            .starts_with(
-                "==guardlift== ERROR: host_fault at @f 3:5 (load)\n    #0 @f 3:5 (load)\n    \
+        assert!(f.report().to_string().starts_with(
+            "==guardlift== ERROR: host_fault at @f 3:5 (load)\n    #0 @f 3:5 (load)\n    \
                  SIGSEGV at address 0x18, pc 0x4008e8\n"
-            ));
+        ));
         // No source location at the PC (a prologue): the link register's call.
         let (r, _) = parse("C b 10 9 0 1 0 1a 0 a\n", &sites, &code()).unwrap();
         let f = r.fault.unwrap();
