@@ -204,31 +204,17 @@ impl OwnedReport {
             free_site_function,
         };
         match r.observed {
-            Observed::Dict { object, value } => {
-                c.object = object;
-                c.value = value;
-            }
-            Observed::Adstack { capacity, len } => {
-                c.capacity = capacity;
-                c.len = len;
-            }
+            Observed::Dict { object, value } => (c.object, c.value) = (object, value),
+            Observed::Adstack { capacity, len } => (c.capacity, c.len) = (capacity, len),
             Observed::Clobber {
                 address,
                 width,
                 value,
-            } => {
-                c.address = address;
-                c.width = width;
-                c.value = value;
-            }
+            } => (c.address, c.width, c.value) = (address, width, value),
             // foreign_write: the object, the word written and the store's width.
             Observed::Write {
                 object, new, width, ..
-            } => {
-                c.object = object;
-                c.value = new;
-                c.width = width;
-            }
+            } => (c.object, c.value, c.width) = (object, new, width),
             Observed::Lifetime {
                 object,
                 address,
@@ -236,19 +222,14 @@ impl OwnedReport {
             } => {
                 c.object = object;
                 if width > 0 {
-                    c.address = address;
-                    c.width = width;
+                    (c.address, c.width) = (address, width);
                 }
             }
             Observed::Bounds {
                 object,
                 index,
                 capacity,
-            } => {
-                c.object = object;
-                c.index = index;
-                c.capacity = capacity;
-            }
+            } => (c.object, c.index, c.capacity) = (object, index, capacity),
         }
         OwnedReport {
             c,

@@ -230,15 +230,15 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let outcome = outcome?.map_err(|e| CliError::new(e.with_file(&o.file)))?;
     let reports = rt.take_reports();
     let fault = rt.take_host_fault().map(|f| format!("host fault in {f}"));
-    let ctx = Finish::new(
-        &o,
+    let ctx = Finish {
+        o: &o,
         engine,
         target,
         instrumented,
         mode,
         ret_ty,
-        rt.watch_status(),
-    );
+        watch: rt.watch_status(),
+    };
     finish(&ctx, &rt, reports, fault, outcome)
 }
 
@@ -280,9 +280,8 @@ fn aborted_json(
 
 /// What the end of a run prints, whatever ran it.
 struct Finish<'a> {
-    file: &'a str,
-    json: bool,
-    sarif: Option<&'a str>,
+    /// The run's options (the file, `--json`, `--sarif`).
+    o: &'a RunOpts,
     engine: &'a str,
     target: &'a str,
     instrumented: bool,
@@ -290,31 +289,6 @@ struct Finish<'a> {
     ret_ty: Option<guardlift_ir::Type>,
     /// The `"watch"` object, when `--watch` was asked for.
     watch: Option<WatchStatus>,
-}
-
-impl<'a> Finish<'a> {
-    /// What the run of `o` prints at its end.
-    fn new(
-        o: &'a RunOpts,
-        engine: &'a str,
-        target: &'a str,
-        instrumented: bool,
-        mode: guardlift_runtime::Mode,
-        ret_ty: Option<guardlift_ir::Type>,
-        watch: Option<WatchStatus>,
-    ) -> Self {
-        Finish {
-            file: &o.file,
-            json: o.json,
-            sarif: o.sarif.as_deref(),
-            engine,
-            target,
-            instrumented,
-            mode,
-            ret_ty,
-            watch,
-        }
-    }
 }
 
 /// Prints the result (or JSON object), the reports and any fatal error as
@@ -326,8 +300,14 @@ fn finish(
     fault: Option<String>,
     outcome: Outcome,
 ) -> Result<u8, CliError> {
-    let (file, engine, target, instrumented, mode, ret_ty) =
-        (c.file, c.engine, c.target, c.instrumented, c.mode, c.ret_ty);
+    let (file, engine, target, instrumented, mode, ret_ty) = (
+        &*c.o.file,
+        c.engine,
+        c.target,
+        c.instrumented,
+        c.mode,
+        c.ret_ty,
+    );
     let mut interp_fault = None;
     let (result, fatal) = match outcome {
         // A host fault is where native code would have crashed: no result.
@@ -350,11 +330,11 @@ fn finish(
     if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
         a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
     }
-    let sarif = match (c.sarif, &all) {
+    let sarif = match (c.o.sarif.as_deref(), &all) {
         (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
         _ => None,
     };
-    if c.json {
+    if c.o.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
             _ => "null".into(),
@@ -489,7 +469,15 @@ fn target_run(
         )),
     };
     let fault = run.host_fault.map(|f| format!("host fault in {f}"));
-    let ctx = Finish::new(o, engine, target, instrumented, mode, ret_ty, watch);
+    let ctx = Finish {
+        o,
+        engine,
+        target,
+        instrumented,
+        mode,
+        ret_ty,
+        watch,
+    };
     finish(&ctx, &rt, run.reports, fault, outcome)
 }
 

@@ -187,6 +187,25 @@ macro_rules! visit_operands {
 }
 pub(crate) use visit_operands;
 
+/// The pattern of the scalar forms — constants, arithmetic, comparisons,
+/// `select`, conversions: values in, a value out, no memory, no control
+/// flow, never guarded — written once for every `match` on
+/// [`InstKind`] that treats them as one family (the verifier's type rules,
+/// the lowering).
+#[macro_export]
+macro_rules! scalar_inst {
+    () => {
+        $crate::InstKind::Iconst { .. }
+            | $crate::InstKind::Fconst { .. }
+            | $crate::InstKind::Binary { .. }
+            | $crate::InstKind::Unary { .. }
+            | $crate::InstKind::Icmp { .. }
+            | $crate::InstKind::Fcmp { .. }
+            | $crate::InstKind::Select { .. }
+            | $crate::InstKind::Conv { .. }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

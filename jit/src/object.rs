@@ -264,47 +264,23 @@ fn name_comments(
     s
 }
 
-/// The Cranelift IR of every function, as lowered (before Cranelift's own
-/// optimizations), preceded by a table of the external names it uses.
-pub fn emit_clif(
+/// Lowers every function of `module` for `target` into a fresh context,
+/// in order, and hands each to `each` with the object module and the
+/// lowerer (for the names of what it references).
+fn each_lowered(
     module: &guardlift_ir::Module,
     target: Target,
     opts: &EmitOptions,
-) -> Result<String, JitError> {
+    mut each: impl FnMut(
+        &ObjectModule,
+        &Lowerer<'_>,
+        &guardlift_ir::Function,
+        &mut Context,
+    ) -> Result<(), JitError>,
+) -> Result<(), JitError> {
     let Setup { mut om, mut lw, .. } = setup(module, target, opts)?;
     let mut fctx = FunctionBuilderContext::new();
-    let mut bodies = String::new();
-    let mut func = cranelift_codegen::ir::Function::new();
-    for (i, f) in module.functions.iter().enumerate() {
-        lw.lower_function(
-            &mut om,
-            FuncId(i as u32),
-            UserFuncName::testcase(&f.name),
-            &mut func,
-            &mut fctx,
-        )?;
-        let _ = writeln!(bodies, "; @{}", f.name);
-        bodies.push_str(&name_comments(&om, &lw, &func));
-        let _ = writeln!(bodies, "{}", func.display());
-    }
-    drop(lw);
-    let mut s = format!("; target {} ({})\n\n", target, target.triple());
-    s.push_str(&bodies);
-    Ok(s)
-}
-
-/// Machine code of every function as Cranelift's disassembly of its final
-/// instructions (after register allocation).
-pub fn emit_asm(
-    module: &guardlift_ir::Module,
-    target: Target,
-    opts: &EmitOptions,
-) -> Result<String, JitError> {
-    let Setup { mut om, mut lw, .. } = setup(module, target, opts)?;
-    let mut fctx = FunctionBuilderContext::new();
-    let mut bodies = String::new();
     let mut ctx = Context::new();
-    let mut tiers = TierIsas::new(target, true);
     for (i, f) in module.functions.iter().enumerate() {
         ctx.clear();
         ctx.set_disasm(true);
@@ -315,8 +291,45 @@ pub fn emit_asm(
             &mut ctx.func,
             &mut fctx,
         )?;
+        each(&om, &lw, f, &mut ctx)?;
+    }
+    Ok(())
+}
+
+/// The text of an `emit`: the target line, then `bodies`.
+fn with_target_line(target: Target, bodies: &str) -> String {
+    format!("; target {} ({})\n\n{bodies}", target, target.triple())
+}
+
+/// The Cranelift IR of every function, as lowered (before Cranelift's own
+/// optimizations), preceded by a table of the external names it uses.
+pub fn emit_clif(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<String, JitError> {
+    let mut bodies = String::new();
+    each_lowered(module, target, opts, |om, lw, f, ctx| {
+        let _ = writeln!(bodies, "; @{}", f.name);
+        bodies.push_str(&name_comments(om, lw, &ctx.func));
+        let _ = writeln!(bodies, "{}", ctx.func.display());
+        Ok(())
+    })?;
+    Ok(with_target_line(target, &bodies))
+}
+
+/// Machine code of every function as Cranelift's disassembly of its final
+/// instructions (after register allocation).
+pub fn emit_asm(
+    module: &guardlift_ir::Module,
+    target: Target,
+    opts: &EmitOptions,
+) -> Result<String, JitError> {
+    let mut bodies = String::new();
+    let mut tiers = TierIsas::new(target, true);
+    each_lowered(module, target, opts, |om, lw, f, ctx| {
         let tier = Tier::of(f);
-        let code = tiers.compile(om.isa(), &mut ctx, tier, &f.name)?;
+        let code = tiers.compile(om.isa(), ctx, tier, &f.name)?;
         let text = code.vcode.clone().unwrap_or_default();
         let size = code.code_info().total_size;
         let note = match tier {
@@ -324,12 +337,10 @@ pub fn emit_asm(
             Tier::Big => ", big tier",
         };
         let _ = writeln!(bodies, "@{}:  ; {size} bytes{note}", f.name);
-        bodies.push_str(&name_comments(&om, &lw, &ctx.func));
+        bodies.push_str(&name_comments(om, lw, &ctx.func));
         bodies.push_str(&text);
         bodies.push('\n');
-    }
-    drop(lw);
-    let mut s = format!("; target {} ({})\n\n", target, target.triple());
-    s.push_str(&bodies);
-    Ok(s)
+        Ok(())
+    })?;
+    Ok(with_target_line(target, &bodies))
 }

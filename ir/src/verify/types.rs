@@ -9,14 +9,7 @@ impl FnVerifier<'_> {
         use InstKind::*;
         let loc = inst.loc;
         match &inst.kind {
-            Iconst { .. }
-            | Fconst { .. }
-            | Binary { .. }
-            | Unary { .. }
-            | Icmp { .. }
-            | Fcmp { .. }
-            | Select { .. }
-            | Conv { .. } => self.check_arith_types(inst),
+            crate::scalar_inst!() => self.check_arith_types(inst),
             Load { ty, addr, .. } => {
                 if ty.is_adstack() {
                     self.err(loc, format!("load type cannot be an adstack handle ({ty})"));

@@ -69,14 +69,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         };
         let r = inst.result;
         match &inst.kind {
-            Iconst { .. }
-            | Fconst { .. }
-            | Binary { .. }
-            | Unary { .. }
-            | Icmp { .. }
-            | Fcmp { .. }
-            | Select { .. }
-            | Conv { .. } => {
+            guardlift_ir::scalar_inst!() => {
                 let v = self.scalar(&inst.kind)?;
                 self.def(r, v);
             }
