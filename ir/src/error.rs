@@ -1,4 +1,5 @@
-//! Errors with a source position: parse and verify errors.
+//! Errors with a source position: parse and verify errors, and the
+//! parser's internal errors (broken invariants, not errors in the text).
 //!
 //! `Display` is the error itself (`LINE:COL: MSG`); the presentation
 //! `FILE:LINE:COL: error: MSG` of the command line and the C API is added
@@ -62,16 +63,20 @@ impl Diagnostic {
     /// The error as shown to a user: `FILE:LINE:COL: error: MSG`, or
     /// `LINE:COL: error: MSG` without a file name.
     pub fn render(&self, file: Option<&str>) -> String {
-        let (l, c, m) = (self.loc.line, self.loc.col, &self.msg);
-        match file {
-            Some(file) => format!("{file}:{l}:{c}: error: {m}"),
-            None => format!("{l}:{c}: error: {m}"),
-        }
+        format!("{}: error: {}", position(file, self.loc), self.msg)
     }
 
     /// `FILE:LINE:COL: error: MSG` ([`Diagnostic::render`] with a file).
     pub fn with_file(&self, file: &str) -> String {
         self.render(Some(file))
+    }
+}
+
+/// `FILE:LINE:COL`, or `LINE:COL` without a file name.
+fn position(file: Option<&str>, loc: SrcLoc) -> String {
+    match file {
+        Some(file) => format!("{file}:{}:{}", loc.line, loc.col),
+        None => format!("{}:{}", loc.line, loc.col),
     }
 }
 
@@ -81,8 +86,69 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// A text that did not parse.
-pub type ParseError = Diagnostic;
+/// A text that did not parse: an error in the text ([`Diagnostic`]), or a
+/// broken invariant of the parser itself (a bug in guardlift, whatever the
+/// text says).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// The text is not valid IR.
+    #[error(transparent)]
+    Invalid(#[from] Diagnostic),
+    /// The parser reached a state it should never reach, at `loc`.
+    #[error("{}:{}: internal error: {what}", loc.line, loc.col)]
+    Internal {
+        /// Where the parser was.
+        loc: SrcLoc,
+        /// Which invariant broke.
+        what: String,
+    },
+}
+
+impl ParseError {
+    /// An error in the text at `loc` ([`Diagnostic::new`]).
+    pub fn new(loc: SrcLoc, msg: impl Into<String>) -> Self {
+        ParseError::Invalid(Diagnostic::new(loc, msg))
+    }
+
+    /// The error in the text, or `None` for an internal error.
+    pub fn diagnostic(&self) -> Option<&Diagnostic> {
+        match self {
+            ParseError::Invalid(d) => Some(d),
+            ParseError::Internal { .. } => None,
+        }
+    }
+
+    /// The error as shown to a user: [`Diagnostic::render`] for an error in
+    /// the text; `FILE:LINE:COL: error: internal error: WHAT (a guardlift
+    /// bug)`
+    /// for a broken invariant.
+    pub fn render(&self, file: Option<&str>) -> String {
+        match self {
+            ParseError::Invalid(d) => d.render(file),
+            ParseError::Internal { loc, what } => format!(
+                "{}: error: internal error: {what} (a guardlift bug)",
+                position(file, *loc)
+            ),
+        }
+    }
+
+    /// The error with a file name ([`ParseError::render`]).
+    pub fn with_file(&self, file: &str) -> String {
+        self.render(Some(file))
+    }
+}
+
+/// A text that did not parse, or a module that did not verify
+/// ([`crate::parse_and_verify`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The text did not parse.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The module did not verify.
+    #[error(transparent)]
+    Verify(#[from] VerifyErrors),
+}
 
 /// All verifier errors for a module, in source order (never empty).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -142,5 +208,26 @@ mod tests {
             v.render(Some("f")),
             "f:3:7: error: bad thing\nf:4:1: error: other"
         );
+    }
+
+    #[test]
+    fn parse_errors_render_as_diagnostics_and_internal_ones_say_so() {
+        let e = ParseError::new(SrcLoc::new(3, 7), "bad thing");
+        assert_eq!(e.with_file("a.glir"), "a.glir:3:7: error: bad thing");
+        assert_eq!(e.to_string(), "3:7: bad thing");
+        assert_eq!(e.diagnostic().map(|d| d.loc), Some(SrcLoc::new(3, 7)));
+        let i = ParseError::Internal {
+            loc: SrcLoc::new(2, 5),
+            what: "no operand reader for Foo".into(),
+        };
+        assert_eq!(
+            i.with_file("a.glir"),
+            "a.glir:2:5: error: internal error: no operand reader for Foo (a guardlift bug)"
+        );
+        assert_eq!(
+            i.to_string(),
+            "2:5: internal error: no operand reader for Foo"
+        );
+        assert_eq!(i.diagnostic(), None);
     }
 }

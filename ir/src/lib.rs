@@ -28,7 +28,7 @@ pub mod verify;
 
 pub use analysis::elide;
 
-pub use error::{Diagnostic, ParseError, VerifyErrors};
+pub use error::{Diagnostic, ParseError, SourceError, VerifyErrors};
 pub use inst::*;
 pub use module::*;
 pub use parse::parse_module;
@@ -37,8 +37,8 @@ pub use types::Type;
 pub use verify::verify_module;
 
 /// Parses and verifies, the way every front door (CLI, API) does.
-pub fn parse_and_verify(text: &str) -> Result<Module, VerifyErrors> {
-    let m = parse_module(text).map_err(|e| VerifyErrors(vec![e]))?;
+pub fn parse_and_verify(text: &str) -> Result<Module, SourceError> {
+    let m = parse_module(text)?;
     verify_module(&m)?;
     Ok(m)
 }

@@ -217,6 +217,7 @@ mod tests {
         );
         let ir = "fn @f() -> f64 {\nentry:\n    %x = fconst.f64 1e309\n    return %x\n}\n";
         let e = crate::parse_module(ir).unwrap_err();
+        let e = e.diagnostic().expect("an error in the text");
         assert_eq!((e.loc.line, e.loc.col), (3, 21), "{e}");
         assert_eq!(
             e.msg,

@@ -29,7 +29,7 @@
 //! Rust tests stay for what text cannot express (modules built through the
 //! API that the parser would never produce, robustness limits, round trips).
 
-use guardlift_ir::{parse_module, verify_module, Diagnostic};
+use guardlift_ir::{parse_module, verify_module, Diagnostic, ParseError};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -181,7 +181,8 @@ fn run_cases(dir: &str, run: impl Fn(&str) -> Result<Vec<Diagnostic>, String>) {
 fn parse_error_cases() {
     run_cases("parse", |text| match parse_module(text) {
         Ok(_) => Err("  parsed without error".into()),
-        Err(e) => Ok(vec![e]),
+        Err(ParseError::Invalid(d)) => Ok(vec![d]),
+        Err(e) => Err(format!("  {e}")),
     });
 }
 

@@ -89,35 +89,59 @@ impl<'a> Parser<'a> {
         Ok(Head { result, guard, op })
     }
 
-    /// The operands of `op`'s form.
+    /// The operands of `op`'s form: the first operand-group reader that
+    /// knows `op` reads them. Every opcode has one; an opcode none knows is
+    /// a parser bug ([`ParseError::Internal`]), not an error in the text.
     fn operands(f: &mut FnState<'a>, c: &mut Cur<'_, 'a>, op: Op) -> PResult<Body<'a>> {
-        let (mut ty, mut call) = (None, None);
-        let kind = match Self::arith_operands(f, c, op, &mut ty)? {
-            Some(k) => k,
-            None => match Self::memory_control_operands(f, c, op, &mut ty, &mut call)? {
-                Some(k) => k,
-                None => match Self::object_adstack_operands(f, c, op, &mut ty)? {
-                    Some(k) => k,
-                    None => {
-                        let msg = format!("internal error: no operand reader for {op:?}");
-                        return err(c.loc(), msg);
-                    }
-                },
-            },
+        let mut r = Operands {
+            f,
+            c,
+            ty: None,
+            call: None,
         };
+        let kind = if let Some(k) = r.arith(op)? {
+            k
+        } else if let Some(k) = r.memory_control(op)? {
+            k
+        } else if let Some(k) = r.object_adstack(op)? {
+            k
+        } else {
+            return Err(ParseError::Internal {
+                loc: r.c.loc(),
+                what: format!("no operand reader for {op:?}"),
+            });
+        };
+        let (ty, call) = (r.ty, r.call);
         Ok(Body { kind, ty, call })
+    }
+}
+
+/// What the operand readers work with: the function's names, the cursor
+/// after the opcode, and what they find besides the instruction (the
+/// result type when the opcode fixes it, a call's callee name).
+struct Operands<'s, 'c, 'a> {
+    f: &'s mut FnState<'a>,
+    c: &'s mut Cur<'c, 'a>,
+    ty: Option<Type>,
+    call: Option<(&'a str, SrcLoc)>,
+}
+
+impl<'a> Operands<'_, '_, 'a> {
+    /// The first operand.
+    fn first(&mut self) -> PResult<Value> {
+        self.f.operand(self.c)
+    }
+
+    /// `, OPERAND`.
+    fn next(&mut self) -> PResult<Value> {
+        self.f.next_operand(self.c)
     }
 
     /// Constants, arithmetic, comparisons, `select`, conversions.
-    fn arith_operands(
-        f: &mut FnState<'a>,
-        c: &mut Cur<'_, 'a>,
-        op: Op,
-        ty: &mut Option<Type>,
-    ) -> PResult<Option<InstKind>> {
+    fn arith(&mut self, op: Op) -> PResult<Option<InstKind>> {
         Ok(Some(match op {
             Op::Iconst(t) => {
-                let (w, l) = c.word("an integer")?;
+                let (w, l) = self.c.word("an integer")?;
                 let v = int_lit(w, l)?;
                 let bits = t.bits();
                 let lo = -(1i128 << (bits - 1));
@@ -125,53 +149,51 @@ impl<'a> Parser<'a> {
                 if v < lo || v > hi {
                     return err(l, format!("integer literal out of range for {t}: {w}"));
                 }
-                *ty = Some(t);
+                self.ty = Some(t);
                 InstKind::Iconst {
                     ty: t,
                     imm: sext_imm(v as u64 as i64, bits),
                 }
             }
             Op::Fconst(t) => {
-                let (w, l) = c.word("a float")?;
-                *ty = Some(t);
+                let (w, l) = self.c.word("a float")?;
+                self.ty = Some(t);
                 InstKind::Fconst {
                     ty: t,
                     value: float_lit(w, t, l)?,
                 }
             }
             Op::Bin(op) => {
-                let a = f.operand(c)?;
-                let b = f.next_operand(c)?;
+                let a = self.first()?;
+                let b = self.next()?;
                 InstKind::Binary { op, a, b }
             }
             Op::Un(op) => InstKind::Unary {
                 op,
-                a: f.operand(c)?,
+                a: self.first()?,
             },
             Op::Icmp(cc) => {
-                let a = f.operand(c)?;
-                let b = f.next_operand(c)?;
-                *ty = Some(Type::I8);
+                let (a, b) = (self.first()?, self.next()?);
+                self.ty = Some(Type::I8);
                 InstKind::Icmp { cc, a, b }
             }
             Op::Fcmp(cc) => {
-                let a = f.operand(c)?;
-                let b = f.next_operand(c)?;
-                *ty = Some(Type::I8);
+                let (a, b) = (self.first()?, self.next()?);
+                self.ty = Some(Type::I8);
                 InstKind::Fcmp { cc, a, b }
             }
             Op::Select => {
-                let cond = f.operand(c)?;
-                let a = f.next_operand(c)?;
-                let b = f.next_operand(c)?;
+                let cond = self.first()?;
+                let a = self.next()?;
+                let b = self.next()?;
                 InstKind::Select { cond, a, b }
             }
             Op::Conv(op, t) => {
-                *ty = Some(t);
+                self.ty = Some(t);
                 InstKind::Conv {
                     op,
                     ty: t,
-                    a: f.operand(c)?,
+                    a: self.first()?,
                 }
             }
             _ => return Ok(None),
@@ -179,18 +201,12 @@ impl<'a> Parser<'a> {
     }
 
     /// Raw memory, calls and branches.
-    fn memory_control_operands(
-        f: &mut FnState<'a>,
-        c: &mut Cur<'_, 'a>,
-        op: Op,
-        ty: &mut Option<Type>,
-        call: &mut Option<(&'a str, SrcLoc)>,
-    ) -> PResult<Option<InstKind>> {
+    fn memory_control(&mut self, op: Op) -> PResult<Option<InstKind>> {
         Ok(Some(match op {
             Op::Load(t) => {
-                let addr = f.operand(c)?;
-                let offset = offset(c)?;
-                *ty = Some(t);
+                let addr = self.first()?;
+                let offset = offset(self.c)?;
+                self.ty = Some(t);
                 InstKind::Load {
                     ty: t,
                     addr,
@@ -198,9 +214,9 @@ impl<'a> Parser<'a> {
                 }
             }
             Op::Store => {
-                let value = f.operand(c)?;
-                let addr = f.next_operand(c)?;
-                let offset = offset(c)?;
+                let value = self.first()?;
+                let addr = self.next()?;
+                let offset = offset(self.c)?;
                 InstKind::Store {
                     value,
                     addr,
@@ -208,24 +224,24 @@ impl<'a> Parser<'a> {
                 }
             }
             Op::Call => {
-                let (name, nloc) = c.func()?;
-                c.expect(Tok::LParen)?;
-                let args = f.args(c)?;
-                *call = Some((name, nloc));
+                let (name, nloc) = self.c.func()?;
+                self.c.expect(Tok::LParen)?;
+                let args = self.f.args(self.c)?;
+                self.call = Some((name, nloc));
                 InstKind::Call {
                     callee: Callee::Extern(ExternId(u32::MAX)),
                     args,
                 }
             }
             Op::Jump => InstKind::Jump {
-                dest: f.block_call(c)?,
+                dest: self.f.block_call(self.c)?,
             },
             Op::Brif => {
-                let cond = f.operand(c)?;
-                c.expect(Tok::Comma)?;
-                let then_dest = f.block_call(c)?;
-                c.expect(Tok::Comma)?;
-                let else_dest = f.block_call(c)?;
+                let cond = self.first()?;
+                self.c.expect(Tok::Comma)?;
+                let then_dest = self.f.block_call(self.c)?;
+                self.c.expect(Tok::Comma)?;
+                let else_dest = self.f.block_call(self.c)?;
                 InstKind::Brif {
                     cond,
                     then_dest,
@@ -233,10 +249,9 @@ impl<'a> Parser<'a> {
                 }
             }
             Op::Return => {
-                let value = if c.peek().is_some() {
-                    Some(f.operand(c)?)
-                } else {
-                    None
+                let value = match self.c.peek() {
+                    Some(_) => Some(self.first()?),
+                    None => None,
                 };
                 InstKind::Return { value }
             }
@@ -245,79 +260,76 @@ impl<'a> Parser<'a> {
     }
 
     /// Object-model and adstack instructions, `guard.watch`.
-    fn object_adstack_operands(
-        f: &mut FnState<'a>,
-        c: &mut Cur<'_, 'a>,
-        op: Op,
-        ty: &mut Option<Type>,
-    ) -> PResult<Option<InstKind>> {
+    fn object_adstack(&mut self, op: Op) -> PResult<Option<InstKind>> {
         Ok(Some(match op {
             Op::DictLoad => {
-                *ty = Some(Type::I64);
-                InstKind::DictSlotLoad { obj: f.operand(c)? }
+                self.ty = Some(Type::I64);
+                InstKind::DictSlotLoad { obj: self.first()? }
             }
             Op::DictStore => {
-                let obj = f.operand(c)?;
-                let word = f.next_operand(c)?;
+                let obj = self.first()?;
+                let word = self.next()?;
                 InstKind::DictSlotStore { obj, word }
             }
             Op::LoadAttr => {
-                let obj = f.operand(c)?;
-                c.expect(Tok::Comma)?;
-                let index = attr_index(c)?;
-                *ty = Some(Type::I64);
+                let obj = self.first()?;
+                self.c.expect(Tok::Comma)?;
+                let index = attr_index(self.c)?;
+                self.ty = Some(Type::I64);
                 InstKind::LoadAttr { obj, index }
             }
             Op::StoreAttr => {
-                let obj = f.operand(c)?;
-                c.expect(Tok::Comma)?;
-                let index = attr_index(c)?;
-                let value = f.next_operand(c)?;
+                let obj = self.first()?;
+                self.c.expect(Tok::Comma)?;
+                let index = attr_index(self.c)?;
+                let value = self.next()?;
                 InstKind::StoreAttr { obj, index, value }
             }
             Op::AdAlloc(elem) => {
-                let cap = c.int_in(
+                let cap = self.c.int_in(
                     "a capacity",
                     1,
                     MAX_ADSTACK_CAPACITY as i128,
                     &format!("an adstack capacity (1 to {MAX_ADSTACK_CAPACITY})"),
                 )?;
-                *ty = Some(Type::AdStack(elem));
+                self.ty = Some(Type::AdStack(elem));
                 InstKind::AdAlloc {
                     elem,
                     capacity: u32::try_from(cap).unwrap_or(1),
                 }
             }
             Op::AdPush => {
-                let stack = f.operand(c)?;
-                let value = f.next_operand(c)?;
+                let stack = self.first()?;
+                let value = self.next()?;
                 InstKind::AdPush { stack, value }
             }
             Op::AdPop => InstKind::AdPop {
-                stack: f.operand(c)?,
+                stack: self.first()?,
             },
             Op::AdTop => InstKind::AdTop {
-                stack: f.operand(c)?,
+                stack: self.first()?,
             },
             Op::AdTopAdj => InstKind::AdTopAdj {
-                stack: f.operand(c)?,
+                stack: self.first()?,
             },
             Op::AdAccAdj => {
-                let stack = f.operand(c)?;
-                let delta = f.next_operand(c)?;
+                let stack = self.first()?;
+                let delta = self.next()?;
                 InstKind::AdAccAdj { stack, delta }
             }
             Op::AdLen => {
-                *ty = Some(Type::I64);
+                self.ty = Some(Type::I64);
                 InstKind::AdLen {
-                    stack: f.operand(c)?,
+                    stack: self.first()?,
                 }
             }
-            Op::Watch => InstKind::Watch { obj: f.operand(c)? },
+            Op::Watch => InstKind::Watch { obj: self.first()? },
             _ => return Ok(None),
         }))
     }
+}
 
+impl<'a> Parser<'a> {
     /// The optional `!site(ID, LINE:COL[, CHECK...])`.
     fn site_annotation(c: &mut Cur<'_, 'a>, head: &Head<'a>) -> PResult<Option<SiteAnnotation>> {
         let Some(Tok::Bang(name)) = c.peek() else {
