@@ -142,6 +142,10 @@ enum {
     GL_REPORT_FOREIGN_WRITE = 8
 };
 
+/* gl_report.site of a report that no guard site made (foreign_write: the
+ * writer is in line/col/op when it is compiled IR, else in text and json). */
+#define GL_NO_SITE 0xffffffffu
+
 /* ---- opaque handles ------------------------------------------------------- */
 
 typedef struct gl_module gl_module;   /* parsed (maybe instrumented) IR */
@@ -157,7 +161,7 @@ typedef struct gl_reports gl_reports; /* reports taken from a runtime */
  * so far. Fields that do not apply to the kind are 0 / NULL. */
 typedef struct gl_report {
     uint32_t kind;              /* GL_REPORT_* */
-    uint32_t site;              /* runtime-global site id */
+    uint32_t site;              /* runtime-global site id; GL_NO_SITE for foreign_write */
     const char *kind_name;      /* "dict_slot_tag", "adstack_overflow", ... */
     const char *function;       /* IR function of the guarded instruction, without '@' */
     uint32_t line;              /* its position in the IR text (1-based) */

@@ -204,9 +204,8 @@ pub unsafe extern "C" fn gl_module_parse(
 ) -> c_int {
     const F: &str = "gl_module_parse";
     ffi(|| {
-        non_null(out, F, "out")?;
-        // SAFETY: checked non-null; valid for writes by contract.
-        unsafe { put(out, std::ptr::null_mut()) };
+        // SAFETY: `out` is NULL or valid for a write by contract.
+        unsafe { clear_out(out, std::ptr::null_mut(), F, "out") }?;
         // SAFETY: NUL-terminated by contract.
         let text = unsafe { str_arg(text, F, "text") }?;
         let file = if filename.is_null() {
@@ -284,9 +283,8 @@ pub unsafe extern "C" fn gl_module_set_layout(m: *mut gl_module, layout: *const 
 pub unsafe extern "C" fn gl_module_get_layout(m: *mut gl_module, out_offset: *mut i32) -> c_int {
     const F: &str = "gl_module_get_layout";
     ffi(|| {
-        non_null(out_offset, F, "out_offset")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out_offset, 0) };
+        // SAFETY: `out_offset` is NULL or valid for a write by contract.
+        unsafe { clear_out(out_offset, 0, F, "out_offset") }?;
         let ms = get_as!(Module, m, Kind::Module, F, "module");
         let off = lock(&ms).module.layout.dict_slot_offset();
         // SAFETY: checked non-null.
@@ -303,9 +301,8 @@ pub unsafe extern "C" fn gl_module_get_layout(m: *mut gl_module, out_offset: *mu
 pub unsafe extern "C" fn gl_module_print(m: *mut gl_module, out_text: *mut *const c_char) -> c_int {
     const F: &str = "gl_module_print";
     ffi(|| {
-        non_null(out_text, F, "out_text")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out_text, std::ptr::null()) };
+        // SAFETY: `out_text` is NULL or valid for a write by contract.
+        unsafe { clear_out(out_text, std::ptr::null(), F, "out_text") }?;
         let ms = get_as!(Module, m, Kind::Module, F, "module");
         let text = guardlift_ir::print_module(&lock(&ms).module);
         // SAFETY: checked non-null.
@@ -334,9 +331,8 @@ pub unsafe extern "C" fn gl_runtime_new(
 ) -> c_int {
     const F: &str = "gl_runtime_new";
     ffi(|| {
-        non_null(out, F, "out")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out, std::ptr::null_mut()) };
+        // SAFETY: `out` is NULL or valid for a write by contract.
+        unsafe { clear_out(out, std::ptr::null_mut(), F, "out") }?;
         let layout = if layout.is_null() {
             DictLayout::Cpython312
         } else {
@@ -542,9 +538,8 @@ pub unsafe extern "C" fn gl_runtime_pending_reports(
 ) -> c_int {
     const F: &str = "gl_runtime_pending_reports";
     ffi(|| {
-        non_null(out_count, F, "out_count")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out_count, 0) };
+        // SAFETY: `out_count` is NULL or valid for a write by contract.
+        unsafe { clear_out(out_count, 0, F, "out_count") }?;
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         // SAFETY: checked non-null.
         unsafe { put(out_count, st.rt.peek_reports().len()) };
@@ -563,9 +558,8 @@ pub unsafe extern "C" fn gl_runtime_take_host_fault(
 ) -> c_int {
     const F: &str = "gl_runtime_take_host_fault";
     ffi(|| {
-        non_null(out_msg, F, "out_msg")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out_msg, std::ptr::null()) };
+        // SAFETY: `out_msg` is NULL or valid for a write by contract.
+        unsafe { clear_out(out_msg, std::ptr::null(), F, "out_msg") }?;
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         if let Some(fault) = st.rt.take_host_fault() {
             // SAFETY: checked non-null.
@@ -589,9 +583,8 @@ pub unsafe extern "C" fn gl_runtime_register_object(
 ) -> c_int {
     const F: &str = "gl_runtime_register_object";
     ffi(|| {
-        non_null(out_id, F, "out_id")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out_id, 0) };
+        // SAFETY: `out_id` is NULL or valid for a write by contract.
+        unsafe { clear_out(out_id, 0, F, "out_id") }?;
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         let id = st
             .rt
@@ -685,9 +678,8 @@ pub unsafe extern "C" fn gl_compile(
 ) -> c_int {
     const F: &str = "gl_compile";
     ffi(|| {
-        non_null(out, F, "out")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out, std::ptr::null_mut()) };
+        // SAFETY: `out` is NULL or valid for a write by contract.
+        unsafe { clear_out(out, std::ptr::null_mut(), F, "out") }?;
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         let ms = get_as!(Module, m, Kind::Module, F, "module");
         let ms = lock(&ms);
@@ -795,9 +787,8 @@ pub unsafe extern "C" fn gl_code_get_func(
 ) -> c_int {
     const F: &str = "gl_code_get_func";
     ffi(|| {
-        non_null(out, F, "out")?;
-        // SAFETY: checked non-null.
-        unsafe { put(out, std::ptr::null_mut()) };
+        // SAFETY: `out` is NULL or valid for a write by contract.
+        unsafe { clear_out(out, std::ptr::null_mut(), F, "out") }?;
         let c = get_as!(Code, code, Kind::Code, F, "code");
         // SAFETY: NUL-terminated by contract.
         let name = unsafe { str_arg(name, F, "name") }?;

@@ -231,6 +231,20 @@ pub(crate) unsafe fn str_arg<'a>(p: *const c_char, func: &str, arg: &str) -> Res
         .map_err(|_| Error::new(GL_ERR_ARGUMENT, format!("{func}: `{arg}` is not UTF-8")))
 }
 
+/// Checks the out-parameter `out` (argument `arg` of `func`) as
+/// [`non_null`] does, then stores `empty` in it, so that it holds no stale
+/// value if the call fails.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of `T`.
+pub(crate) unsafe fn clear_out<T>(out: *mut T, empty: T, func: &str, arg: &str) -> Result<()> {
+    non_null(out, func, arg)?;
+    // SAFETY: checked non-null and aligned; valid for writes by the
+    // caller's contract.
+    unsafe { out.write(empty) };
+    Ok(())
+}
+
 /// Writes `v` through an out pointer (checked non-NULL by the caller).
 ///
 /// # Safety

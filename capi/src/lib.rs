@@ -59,6 +59,8 @@ pub const GL_REPORT_INVALID_FREE: u32 = 6;
 pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 /// A watched dict word written by foreign code or left malformed (`watch=`).
 pub const GL_REPORT_FOREIGN_WRITE: u32 = 8;
+/// `gl_report.site` of a report that no guard site made (`foreign_write`).
+pub const GL_NO_SITE: u32 = guardlift_runtime::report::NO_SITE;
 
 #[cfg(test)]
 mod tests {

@@ -2,78 +2,13 @@
 //! messages, handle misuse, the report callback, collected reports,
 //! threads, layouts, signatures and raw-bit calls.
 
+mod common;
+
+use common::{all_ok, compile, fails, func, last_error, ok, parse, runtime};
 use guardlift::*;
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
 use std::sync::Mutex;
-
-fn last_error() -> String {
-    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
-    unsafe { CStr::from_ptr(gl_last_error()) }
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-macro_rules! ok {
-    ($e:expr) => {{
-        #[allow(unused_unsafe)]
-        // SAFETY: the tests pass the C API live handles (or ones it must
-        // reject), NULL, or pointers to live locals of the right types.
-        let st = unsafe { $e };
-        assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
-    }};
-}
-
-macro_rules! fails {
-    ($code:expr, $e:expr) => {{
-        #[allow(unused_unsafe)]
-        // SAFETY: the tests pass the C API live handles (or ones it must
-        // reject), NULL, or pointers to live locals of the right types.
-        let st = unsafe { $e };
-        assert_eq!(st, $code, "{}: {}", stringify!($e), last_error());
-        assert!(!last_error().is_empty(), "an error leaves a message");
-        last_error()
-    }};
-}
-
-fn c(s: &str) -> CString {
-    CString::new(s).unwrap()
-}
-
-fn parse(text: &str) -> *mut gl_module {
-    let mut m = null_mut();
-    let t = c(text);
-    ok!(gl_module_parse(t.as_ptr(), c"test.glir".as_ptr(), &mut m));
-    m
-}
-
-fn runtime(layout: &str, mode: u32) -> *mut gl_runtime {
-    let mut rt = null_mut();
-    let l = c(layout);
-    ok!(gl_runtime_new(l.as_ptr(), mode, &mut rt));
-    rt
-}
-
-fn compile(rt: *mut gl_runtime, m: *mut gl_module) -> *mut gl_code {
-    let mut code = null_mut();
-    ok!(gl_compile(rt, m, &mut code));
-    code
-}
-
-fn func(code: *mut gl_code, name: &str, params: &[u32], ret: u32) -> *mut gl_func {
-    let mut f = null_mut();
-    let n = c(name);
-    ok!(gl_code_get_func(
-        code,
-        n.as_ptr(),
-        params.as_ptr(),
-        params.len(),
-        ret,
-        &mut f
-    ));
-    f
-}
 
 /// A function that reads attribute 1 of an object whose tag bit a rogue
 /// writer cleared: one dict_slot_tag report per call at 9:5.
@@ -234,17 +169,12 @@ fn the_callback_may_reenter_the_api() {
     ok!(gl_runtime_free(rt));
     ok!(gl_func_call(f, null(), 0, null_mut()));
     assert_eq!(*REENTRANT_TAKEN.lock().unwrap(), 2);
-    for st in [gl_func_free(f), gl_code_free(code), gl_module_free(m)] {
-        assert_eq!(st, GL_OK);
-    }
+    all_ok([gl_func_free(f), gl_code_free(code), gl_module_free(m)])
 }
 
 #[test]
 fn stale_double_foreign_and_null_handles_are_errors_not_crashes() {
-    let rt = runtime("cpython312", GL_MODE_RECOVER);
-    let m = parse("fn @id(%x: i64) -> i64 {\nentry:\n    return %x\n}\n");
-    let code = compile(rt, m);
-    let f = func(code, "id", &[GL_TYPE_I64], GL_TYPE_I64);
+    let (rt, m, code, f) = identity();
     ok!(gl_func_free(f));
     let msg = fails!(
         GL_ERR_HANDLE,
@@ -413,14 +343,12 @@ fn errors_carry_status_and_position() {
         GL_ERR_ARGUMENT,
         gl_func_call(f, [1u64].as_ptr(), 1, null_mut())
     );
-    for st in [
+    all_ok([
         gl_func_free(f),
         gl_code_free(code),
         gl_module_free(m),
         gl_runtime_free(rt),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 unsafe extern "C" fn noop() {}
@@ -455,7 +383,7 @@ fn layouts_must_agree_or_be_overridden() {
     assert_eq!(off, 24);
     let ph = runtime("phoenix", GL_MODE_RECOVER);
     let code2 = compile(ph, m);
-    for st in [
+    all_ok([
         gl_func_free(f),
         gl_code_free(code),
         gl_code_free(code2),
@@ -463,9 +391,7 @@ fn layouts_must_agree_or_be_overridden() {
         gl_runtime_free(cpy),
         gl_runtime_free(custom),
         gl_runtime_free(ph),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 extern "C" fn host_scale(x: f64, k: i32) -> f64 {
@@ -523,15 +449,13 @@ fn host_symbols_signatures_and_raw_bits() {
     let neg = func(code, "neg", &[GL_TYPE_I8], GL_TYPE_I8);
     ok!(gl_func_call(neg, [5u64].as_ptr(), 1, &mut r));
     assert_eq!(r as i64, -5, "i8 results come back sign-extended");
-    for st in [
+    all_ok([
         gl_func_free(f),
         gl_func_free(neg),
         gl_code_free(code),
         gl_module_free(m),
         gl_runtime_free(rt),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 #[test]
@@ -555,14 +479,12 @@ fn host_faults_are_reported_not_crashes() {
     assert!(!text.is_empty());
     ok!(gl_runtime_take_host_fault(rt, &mut msg));
     assert!(msg.is_null(), "taken");
-    for st in [
+    all_ok([
         gl_func_free(f),
         gl_code_free(code),
         gl_module_free(m),
         gl_runtime_free(rt),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 static THREAD_CALLBACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -610,15 +532,13 @@ fn many_threads_share_handles_and_lose_no_report() {
         THREAD_CALLBACKS.load(std::sync::atomic::Ordering::Relaxed),
         (THREADS * CALLS) as u64
     );
-    for st in [
+    all_ok([
         gl_reports_free(list),
         gl_func_free(f as *mut gl_func),
         gl_code_free(code),
         gl_module_free(m),
         gl_runtime_free(rt),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 #[test]
@@ -636,6 +556,16 @@ fn misc_entry_points() {
     assert_eq!(name(GL_OK), "GL_OK");
     assert_eq!(name(GL_ERR_SIGNATURE), "GL_ERR_SIGNATURE");
     assert_eq!(name(-1), "GL_ERR_UNKNOWN");
+}
+
+/// A recover-mode cpython312 runtime, the module of `fn @id(%x: i64) ->
+/// i64`, its code and `@id`.
+fn identity() -> (*mut gl_runtime, *mut gl_module, *mut gl_code, *mut gl_func) {
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    let m = parse("fn @id(%x: i64) -> i64 {\nentry:\n    return %x\n}\n");
+    let code = compile(rt, m);
+    let f = func(code, "id", &[GL_TYPE_I64], GL_TYPE_I64);
+    (rt, m, code, f)
 }
 
 struct Handles {
@@ -686,23 +616,18 @@ fn freeing_handles_during_a_call_never_unmaps_running_code() {
     let (mut list, mut n) = (null_mut(), 0usize);
     ok!(gl_runtime_take_reports(rt, &mut list, null_mut(), &mut n));
     assert_eq!(n, 2);
-    for st in [
+    all_ok([
         gl_reports_free(list),
         gl_module_free(m),
         gl_runtime_free(rt),
-    ] {
-        assert_eq!(st, GL_OK);
-    }
+    ])
 }
 
 /// Issue 13 (4): every entry validates pointers, lengths and handles before
 /// it reads, allocates or copies: one case per class of bad argument.
 #[test]
 fn hostile_lengths_and_pointers_are_errors_before_any_copy() {
-    let rt = runtime("cpython312", GL_MODE_RECOVER);
-    let m = parse("fn @id(%x: i64) -> i64 {\nentry:\n    return %x\n}\n");
-    let code = compile(rt, m);
-    let f = func(code, "id", &[GL_TYPE_I64], GL_TYPE_I64);
+    let (rt, m, code, f) = identity();
     let one = [5i64];
     let mut r = 0i64;
     // Huge counts with a valid (short) array: rejected by the count, nothing copied.

@@ -471,6 +471,17 @@ fn c_pyish_rogue_c_writer_is_named_by_the_watchpoint() {
         let j: serde_json::Value = serde_json::from_str(&format!("{{{line}"))
             .unwrap_or_else(|e| panic!("{rogue}: {e}: {line}"));
         assert_eq!(j["kind"], "foreign_write", "{rogue}: {j}");
+        // The callback's line: at the IR call, and no site id (a
+        // foreign_write has none), as guardlift's own report prints it.
+        let head = r
+            .stderr
+            .lines()
+            .find(|l| {
+                l.starts_with("==pyish== guardlift report: foreign_write in @step at IR line ")
+            })
+            .unwrap_or_else(|| panic!("{rogue}: no report line: {}", r.stderr));
+        assert!(head.ends_with(" (call)"), "{rogue}: {head}");
+        assert!(!head.contains("site"), "{rogue}: {head}");
         assert_eq!(j["object_id"], 1, "{rogue}: {j}");
         assert_eq!(j["width"], width, "{rogue}: {j}");
         assert_eq!(j["new_low_bits"], "0b110", "{rogue}: {j}");

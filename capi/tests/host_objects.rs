@@ -4,26 +4,12 @@
 //! (issue 13, defect 3); instrumented code using it is a `use_after_free`;
 //! an address recycled for a new object shows two different object ids.
 
+mod common;
+
+use common::{last_error, ok, runtime};
 use guardlift::*;
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
-
-fn last_error() -> String {
-    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
-    unsafe { CStr::from_ptr(gl_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-macro_rules! ok {
-    ($e:expr) => {{
-        #[allow(unused_unsafe)]
-        // SAFETY: the tests pass the C API live handles (or ones it must
-        // reject), NULL, or pointers to live locals of the right types.
-        let st = unsafe { $e };
-        assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
-    }};
-}
 
 /// `@touch` writes and reads attribute 0; `@setw` stores a dict word;
 /// `@poke` is an ordinary raw store.
@@ -86,12 +72,8 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let (mut rt, mut m, mut code) = (null_mut(), null_mut(), null_mut());
-    ok!(gl_runtime_new(
-        c"cpython312".as_ptr(),
-        GL_MODE_RECOVER,
-        &mut rt
-    ));
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    let (mut m, mut code) = (null_mut(), null_mut());
     let text = CString::new(IR).unwrap();
     ok!(gl_module_parse(
         text.as_ptr(),

@@ -5,26 +5,12 @@
 //! Needs `perf_event_open` hardware breakpoints (Linux x86_64,
 //! `kernel.perf_event_paranoid` <= 2): FAILS where they are unavailable.
 
+mod common;
+
+use common::{ok, runtime};
 use guardlift::*;
 use std::ffi::CStr;
 use std::ptr::null_mut;
-
-fn last_error() -> String {
-    // SAFETY: gl_last_error always returns a valid NUL-terminated string.
-    unsafe { CStr::from_ptr(gl_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-macro_rules! ok {
-    ($e:expr) => {{
-        #[allow(unused_unsafe)]
-        // SAFETY: the tests pass the C API live handles (or ones it must
-        // reject), NULL, or pointers to live locals of the right types.
-        let st = unsafe { $e };
-        assert_eq!(st, GL_OK, "{} failed: {}", stringify!($e), last_error());
-    }};
-}
 
 /// The host's rogue writer: clears bit 0 of the managed-dict word
 /// (cpython312: at obj - 24) with one byte store.
@@ -54,12 +40,7 @@ entry:
 
 #[test]
 fn c_host_writer_is_named_by_its_symbol() {
-    let mut rt = null_mut();
-    ok!(gl_runtime_new(
-        c"cpython312".as_ptr(),
-        GL_MODE_RECOVER,
-        &mut rt
-    ));
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
     ok!(gl_runtime_configure(rt, c"watch=object:1".as_ptr()));
     let hf: unsafe extern "C" fn() =
         // SAFETY: gl_host_fn is a type-erased function pointer; the extern is declared with this signature.
@@ -99,6 +80,7 @@ fn c_host_writer_is_named_by_its_symbol() {
     // SAFETY: `items` points at the list's first report (n > 0).
     let rep = unsafe { &*items };
     assert_eq!(rep.kind, GL_REPORT_FOREIGN_WRITE);
+    assert_eq!(rep.site, GL_NO_SITE, "no guard site made it");
     assert_eq!(rep.width, 1);
     assert_eq!(rep.value & 7, 0b110);
     // SAFETY: the report's JSON is NUL-terminated and owned by the list.

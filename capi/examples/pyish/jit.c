@@ -350,8 +350,12 @@ static void ir_line(const char *text, uint32_t line, char *out, size_t cap) {
 
 void jit_print_report(const gl_report *r, const char *ir_text) {
     char line[512];
-    fprintf(stderr, "==pyish== guardlift report: %s in @%s at IR line %u:%u (%s), site %u\n", r->kind_name,
-            r->function, r->line, r->col, r->op, r->site);
+    /* As guardlift's own report: a writer known only by its function has no
+     * line, and a report with no guard site (foreign_write) no site id. */
+    fprintf(stderr, "==pyish== guardlift report: %s in @%s", r->kind_name, r->function);
+    if (r->line != 0 || r->site != GL_NO_SITE) fprintf(stderr, " at IR line %u:%u (%s)", r->line, r->col, r->op);
+    if (r->site != GL_NO_SITE) fprintf(stderr, ", site %u", r->site);
+    fputc('\n', stderr);
     if (r->kind == GL_REPORT_DICT_SLOT_TAG)
         fprintf(stderr, "==pyish==   object %#llx: managed-dict word %#llx (low bits 0b%d%d%d)\n",
                 (unsigned long long)r->object, (unsigned long long)r->value, (int)(r->value >> 2 & 1),
