@@ -11,22 +11,7 @@ use std::fmt::Write as _;
 /// by a `brif` whose both edges go to the next block); returns `x + n`.
 fn chain(name: &str, n: usize) -> String {
     let mut t = format!("fn @{name}(%x: i64) -> i64 {{\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n");
-    for i in 0..n {
-        let _ = writeln!(t, "b{i}(%v{i}: i64):");
-        let _ = writeln!(t, "    %w{i} = iadd %v{i}, %one");
-        let next = if i + 1 == n {
-            "done".to_string()
-        } else {
-            format!("b{}", i + 1)
-        };
-        if i % 2 == 0 {
-            let _ = writeln!(t, "    %c{i} = icmp.slt %w{i}, %lim");
-            let _ = writeln!(t, "    brif %c{i}, {next}(%w{i}), {next}(%v{i})");
-        } else {
-            let _ = writeln!(t, "    jump {next}(%w{i})");
-        }
-    }
-    t.push_str("done(%r: i64):\n    return %r\n}\n");
+    push_chain(&mut t, n, |_| String::new());
     t
 }
 

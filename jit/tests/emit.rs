@@ -69,6 +69,13 @@ fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
+/// The host and every cross target.
+const TARGETS: [Target; 4] = [
+    Target::Host,
+    Target::X86_64,
+    Target::Aarch64,
+    Target::Riscv64,
+];
 #[test]
 fn objects_for_every_target() {
     let m = parse(PROGRAM);
@@ -118,12 +125,7 @@ fn objects_for_every_target() {
 #[test]
 fn clif_text_names_functions_and_guards() {
     let m = parse(PROGRAM);
-    for target in [
-        Target::Host,
-        Target::X86_64,
-        Target::Aarch64,
-        Target::Riscv64,
-    ] {
+    for target in TARGETS {
         let clif = emit_clif(&m, target, &EmitOptions::default()).unwrap();
         assert!(clif.contains("function %main("), "{clif}");
         assert!(clif.contains("function %helper("), "{clif}");
@@ -147,12 +149,7 @@ fn clif_text_names_functions_and_guards() {
 #[test]
 fn asm_text_for_host_and_targets() {
     let m = parse(PROGRAM);
-    for target in [
-        Target::Host,
-        Target::X86_64,
-        Target::Aarch64,
-        Target::Riscv64,
-    ] {
+    for target in TARGETS {
         let asm = emit_asm(&m, target, &EmitOptions::default()).unwrap();
         assert!(asm.contains("@main:"), "{asm}");
         assert!(asm.contains("@helper:"), "{asm}");

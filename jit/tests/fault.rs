@@ -4,62 +4,21 @@
 //! Faults elsewhere go to the handler installed before guardlift's.
 //!
 //! A fault ends the process, so each case runs in a child process: this
-//! binary re-executed with `GL_FAULT_CHILD=<case>` and `--ignored`. The
+//! binary re-executed with `GL_TEST_CHILD=<case>` and `--ignored`. The
 //! `child_*` tests are `#[ignore]`d helpers: a plain `cargo test` runs only
 //! their parents (which assert on the child's exit and output), and a
 //! `child_*` run any other way fails saying so.
 
 mod common;
 
-use common::{call, call_raw, parse};
+use common::{
+    assert_aborted, call, call_raw, child, install_previous_handler, parse, run_child, stderr,
+    PREVIOUS_HANDLER_RAN,
+};
 use guardlift_jit::{CompileOptions, Jit};
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
-
-const ENV: &str = "GL_FAULT_CHILD";
-
-/// The guard of an ignored `child_*` helper: it runs only in the child
-/// process its parent test starts, and fails loudly when run any other way
-/// (e.g. by `cargo test -- --ignored`), since the case ends the process.
-fn child(name: &str) {
-    assert_eq!(
-        std::env::var(ENV).as_deref(),
-        Ok(name),
-        "{name} is a helper: its parent test runs it in a child process with {ENV}={name}"
-    );
-}
-
-fn run_child(name: &str, extra_env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    Command::new(exe)
-        .args([
-            &format!("child_{name}"),
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV, format!("child_{name}"))
-        .envs(extra_env.iter().copied())
-        .output()
-        .expect("re-run the test binary")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_aborted(o: &Output) {
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(
-        o.status.signal(),
-        Some(libc::SIGABRT),
-        "want SIGABRT (134), got {:?}; stderr:\n{}",
-        o.status,
-        stderr(o)
-    );
-}
 
 /// A recover-mode runtime (reports are recorded, the run goes on).
 fn recover_rt() -> Arc<Runtime> {
@@ -189,15 +148,6 @@ fn child_host_null() {
     run_ir(&text, &opts, 0);
 }
 
-extern "C" fn host_segv_handler(_sig: libc::c_int) {
-    let msg = b"host handler ran\n";
-    // SAFETY: write and _exit are async-signal-safe.
-    unsafe {
-        libc::write(2, msg.as_ptr().cast(), msg.len());
-        libc::_exit(42);
-    }
-}
-
 /// A fault outside guardlift code goes to the handler installed before
 /// guardlift's (here a host's; Rust's own or the default otherwise).
 #[test]
@@ -205,7 +155,7 @@ fn a_fault_outside_guardlift_code_goes_to_the_previous_handler() {
     let o = run_child("chain", &[]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(42), "{err}");
-    assert!(err.contains("host handler ran"), "{err}");
+    assert!(err.contains(PREVIOUS_HANDLER_RAN), "{err}");
     assert!(!err.contains("==guardlift=="), "{err}");
 }
 
@@ -213,13 +163,7 @@ fn a_fault_outside_guardlift_code_goes_to_the_previous_handler() {
 #[ignore = "helper: run in a child process by its parent test"]
 fn child_chain() {
     child("child_chain");
-    // SAFETY: installs a plain SIGSEGV handler before guardlift's.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = host_segv_handler as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
-    }
+    install_previous_handler(libc::SIGSEGV);
     let m = Jit::compile(
         &parse(&report_then("%v = iadd %p, %p")),
         recover_rt(),

@@ -42,6 +42,28 @@ fn summary(reports: &[Report]) -> Vec<(ReportKind, u32, u64, Option<u64>)> {
         .collect()
 }
 
+/// Runs `@main(args)` of `m`, asserts that it returns `want` and that its
+/// reports are `expected` (as [`summary`] gives them; `what` names the case
+/// in a failure), and returns the reports.
+///
+/// # Safety
+/// As [`call_raw`]: every memory access of the call is to memory valid for
+/// it, or skipped by a guard.
+unsafe fn assert_reports(
+    m: &CompiledModule,
+    args: &[u64],
+    want: Option<u64>,
+    expected: &[(ReportKind, u32, u64, Option<u64>)],
+    what: &str,
+) -> Vec<Report> {
+    // SAFETY: forwarded to the caller.
+    let got = unsafe { call_raw(m, "main", args) };
+    assert_eq!(got, want, "{what}");
+    let r = m.runtime().take_reports();
+    assert_eq!(summary(&r), expected, "{what}: {r:?}");
+    r
+}
+
 const OBJ: &str = r#"
 fn @new(%n: i64) -> ptr {
 entry:
@@ -145,21 +167,22 @@ done:
 ",
         "lifetime",
     );
-    let rt = m.runtime().clone();
     // 0+1+...+5 before the free; the load after it gives 0.
     // SAFETY: @main accesses only the objects it makes with @obj_new; its
     // accesses after the free hit quarantined memory and are skipped by the
     // lifetime guard.
-    assert_eq!(unsafe { call_raw(&m, "main", &[10]) }, Some(15));
-    let r = rt.take_reports();
-    assert_eq!(
-        summary(&r),
-        vec![
-            (ReportKind::UseAfterFree, 17, 4, Some(1)),
-            (ReportKind::UseAfterFree, 18, 4, Some(1)),
-        ],
-        "{r:?}"
-    );
+    let r = unsafe {
+        assert_reports(
+            &m,
+            &[10],
+            Some(15),
+            &[
+                (ReportKind::UseAfterFree, 17, 4, Some(1)),
+                (ReportKind::UseAfterFree, 18, 4, Some(1)),
+            ],
+            "",
+        )
+    };
     let obj = r[0].object.as_ref().unwrap();
     assert_eq!(obj.alloc_site.as_ref().unwrap().line, 9);
     assert_eq!(obj.free_site.as_ref().unwrap().line, 27);
@@ -193,21 +216,22 @@ entry:
 ",
         "lifetime",
     );
-    let rt = m.runtime().clone();
     // SAFETY: the raw accesses are inside the object @main makes (values
     // array of 2 attributes); those after the free hit quarantined memory
     // and are skipped by the lifetime guard.
-    assert_eq!(unsafe { call_raw(&m, "main", &[]) }, Some(0));
-    let r = rt.take_reports();
-    assert_eq!(
-        summary(&r),
-        vec![
-            (ReportKind::UseAfterFree, 17, 1, Some(1)),
-            (ReportKind::UseAfterFree, 18, 1, Some(1)),
-            (ReportKind::UseAfterFree, 19, 1, Some(1)),
-        ],
-        "{r:?}"
-    );
+    let r = unsafe {
+        assert_reports(
+            &m,
+            &[],
+            Some(0),
+            &[
+                (ReportKind::UseAfterFree, 17, 1, Some(1)),
+                (ReportKind::UseAfterFree, 18, 1, Some(1)),
+                (ReportKind::UseAfterFree, 19, 1, Some(1)),
+            ],
+            "",
+        )
+    };
     let Observed::Lifetime {
         object,
         address,
@@ -251,22 +275,23 @@ entry:
 ",
         "lifetime",
     );
-    let rt = m.runtime().clone();
     // SAFETY: @main's attribute accesses are to the object it makes, the
     // one after the free skipped by the lifetime guard (`obj_free` checks
     // its argument itself).
-    assert_eq!(unsafe { call_raw(&m, "main", &[]) }, Some(0));
-    let r = rt.take_reports();
-    assert_eq!(
-        summary(&r),
-        vec![
-            (ReportKind::InvalidFree, 12, 1, None),
-            (ReportKind::DoubleFree, 15, 1, Some(1)),
-            (ReportKind::UseAfterFree, 16, 1, Some(1)),
-        ],
-        "{r:?}"
-    );
-    assert!(rt.take_host_fault().is_none());
+    unsafe {
+        assert_reports(
+            &m,
+            &[],
+            Some(0),
+            &[
+                (ReportKind::InvalidFree, 12, 1, None),
+                (ReportKind::DoubleFree, 15, 1, Some(1)),
+                (ReportKind::UseAfterFree, 16, 1, Some(1)),
+            ],
+            "",
+        )
+    };
+    assert!(m.runtime().take_host_fault().is_none());
 }
 
 /// Indices at and past the capacity: the load gives 0, the store is
@@ -302,21 +327,21 @@ entry:
 ",
             checks,
         );
-        let rt = m.runtime().clone();
         // SAFETY: @main accesses only the two objects it makes; the bounds
         // guard skips the out-of-capacity attributes.
-        let got = unsafe { call_raw(&m, "main", &[]) };
-        assert_eq!(got, Some(2 * 4242 + 2), "{checks}");
-        let r = rt.take_reports();
-        assert_eq!(
-            summary(&r),
-            vec![
-                (ReportKind::AttrOutOfBounds, 15, 1, Some(1)),
-                (ReportKind::AttrOutOfBounds, 16, 1, Some(1)),
-                (ReportKind::AttrOutOfBounds, 17, 1, Some(1)),
-            ],
-            "{checks}: {r:?}"
-        );
+        let r = unsafe {
+            assert_reports(
+                &m,
+                &[],
+                Some(2 * 4242 + 2),
+                &[
+                    (ReportKind::AttrOutOfBounds, 15, 1, Some(1)),
+                    (ReportKind::AttrOutOfBounds, 16, 1, Some(1)),
+                    (ReportKind::AttrOutOfBounds, 17, 1, Some(1)),
+                ],
+                checks,
+            )
+        };
         let Observed::Bounds {
             index, capacity, ..
         } = r[1].observed
@@ -324,7 +349,7 @@ entry:
             panic!("{:?}", r[1].observed)
         };
         assert_eq!((index, capacity), (5, 2), "{checks}");
-        assert!(rt.take_host_fault().is_none());
+        assert!(m.runtime().take_host_fault().is_none());
     }
 }
 

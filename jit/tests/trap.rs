@@ -3,7 +3,7 @@
 //! installed handler, and several threads trapping at once.
 //!
 //! A trap ends the process, so each trapping case runs in a child process:
-//! this test binary re-executed with `GL_TRAP_CHILD=<case>`, `--ignored` and
+//! this test binary re-executed with `GL_TEST_CHILD=<case>`, `--ignored` and
 //! a filter selecting the `child_*` test of that name. The `child_*` tests
 //! are `#[ignore]`d helpers: a plain `cargo test` runs only their parents
 //! (which assert on the child's exit and output), and a `child_*` run any
@@ -11,60 +11,13 @@
 
 mod common;
 
-use common::{call, call_raw, compile, parse};
+use common::{
+    assert_aborted, call, call_raw, child, compile, install_previous_handler, parse, run_child,
+    signal_of, stderr, PREVIOUS_HANDLER_RAN,
+};
 use guardlift_jit::{CompileOptions, Jit};
 use guardlift_runtime::{Mode, ReportKind, Runtime, RuntimeConfig};
-use std::process::{Command, Output};
 use std::sync::Arc;
-
-const ENV: &str = "GL_TRAP_CHILD";
-
-/// The guard of an ignored `child_*` helper: it runs only in the child
-/// process its parent test starts, and fails loudly when run any other way
-/// (e.g. by `cargo test -- --ignored`), since the case ends the process.
-fn child(name: &str) {
-    assert_eq!(
-        std::env::var(ENV).as_deref(),
-        Ok(name),
-        "{name} is a helper: its parent test runs it in a child process with {ENV}={name}"
-    );
-}
-
-/// Runs the `child_<name>` test of this binary in a child process.
-fn run_child(name: &str) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    Command::new(exe)
-        .args([
-            &format!("child_{name}"),
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(ENV, format!("child_{name}"))
-        .output()
-        .expect("re-run the test binary")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[cfg(unix)]
-fn signal_of(o: &Output) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    o.status.signal()
-}
-
-fn assert_aborted(o: &Output) {
-    assert_eq!(
-        signal_of(o),
-        Some(libc::SIGABRT),
-        "want SIGABRT, got {:?}; stderr:\n{}",
-        o.status,
-        stderr(o)
-    );
-}
 
 /// A trap-mode runtime that ends the process on a violation (phoenix
 /// layout, as every module here).
@@ -164,7 +117,7 @@ fn trap_mode_traps_and_reports_every_kind() {
         ),
     ];
     for (case, want) in cases {
-        let o = run_child(&format!("kind_{case}"));
+        let o = run_child(&format!("kind_{case}"), &[]);
         assert_aborted(&o);
         let err = stderr(&o);
         for w in *want {
@@ -214,7 +167,7 @@ fn child_kind_clob() {
 
 #[test]
 fn dict_report_object_and_word_are_the_observed_ones() {
-    let o = run_child("dict_values");
+    let o = run_child("dict_values", &[]);
     assert_aborted(&o);
     let err = stderr(&o);
     let obj_line = err
@@ -266,7 +219,7 @@ fn no_violation_means_no_trap_and_the_right_result() {
 #[test]
 fn trap_sites_are_registered_while_the_code_lives() {
     // In a child: no other test registers concurrently there.
-    let o = run_child("registry");
+    let o = run_child("registry", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("REGISTRY OK"), "{}", stderr(&o));
 }
@@ -393,12 +346,8 @@ fn json_log_gets_a_json_line() {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("log.jsonl");
     let _ = std::fs::remove_file(&log);
-    let o = Command::new(std::env::current_exe().unwrap())
-        .args(["child_json_log", "--exact", "--ignored", "--nocapture"])
-        .env(ENV, "child_json_log")
-        .env("GL_TRAP_LOG", &log)
-        .output()
-        .unwrap();
+    let log_path = log.to_str().expect("a UTF-8 temp path");
+    let o = run_child("json_log", &[("GL_TRAP_LOG", log_path)]);
     assert_aborted(&o);
     let text = std::fs::read_to_string(&log).unwrap();
     let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
@@ -432,8 +381,14 @@ fn child_json_log() {
     unsafe { call_raw(&m, "main", &[0]) };
 }
 
-/// A trap instruction that is not guardlift's.
-fn foreign_trap() {
+/// Runs guardlift code that traps nothing (its handler is installed),
+/// then a trap instruction that is not guardlift's; should not return.
+fn foreign_trap_after_guardlift_code() {
+    let rt = trap_rt();
+    let m = compile(ALL_KINDS, &rt);
+    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
+    // @obj_new (its raw store is to that object's dict slot).
+    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
     // SAFETY: deliberately raises SIGILL.
     unsafe {
         #[cfg(target_arch = "x86_64")]
@@ -441,52 +396,28 @@ fn foreign_trap() {
         #[cfg(target_arch = "aarch64")]
         std::arch::asm!("udf #0");
     }
+    eprintln!("NOT REACHED");
 }
 
 #[test]
 fn a_foreign_trap_goes_to_the_previous_handler() {
-    let o = run_child("chain_handler");
+    let o = run_child("chain_handler", &[]);
     assert_eq!(o.status.code(), Some(42), "stderr:\n{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("previous handler ran"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(PREVIOUS_HANDLER_RAN), "{}", stderr(&o));
     assert!(!stderr(&o).contains("==guardlift=="));
-}
-
-extern "C" fn previous_handler(_sig: libc::c_int) {
-    let msg = b"previous handler ran\n";
-    // SAFETY: write and _exit are async-signal-safe.
-    unsafe {
-        libc::write(2, msg.as_ptr().cast(), msg.len());
-        libc::_exit(42);
-    }
 }
 
 #[test]
 #[ignore = "helper: run in a child process by its parent test"]
 fn child_chain_handler() {
     child("child_chain_handler");
-    // SAFETY: installs a plain handler before guardlift's.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = previous_handler as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGILL, &sa, std::ptr::null_mut()), 0);
-    }
-    let rt = trap_rt();
-    let m = compile(ALL_KINDS, &rt);
-    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
-    // @obj_new (its raw store is to that object's dict slot).
-    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
-    foreign_trap();
-    eprintln!("NOT REACHED");
+    install_previous_handler(libc::SIGILL);
+    foreign_trap_after_guardlift_code();
 }
 
 #[test]
 fn a_foreign_trap_without_previous_handler_dies_of_sigill() {
-    let o = run_child("chain_default");
+    let o = run_child("chain_default", &[]);
     assert_eq!(
         signal_of(&o),
         Some(libc::SIGILL),
@@ -502,19 +433,13 @@ fn a_foreign_trap_without_previous_handler_dies_of_sigill() {
 #[ignore = "helper: run in a child process by its parent test"]
 fn child_chain_default() {
     child("child_chain_default");
-    let rt = trap_rt();
-    let m = compile(ALL_KINDS, &rt);
-    // SAFETY: ALL_KINDS's @main accesses only the object it makes with
-    // @obj_new (its raw store is to that object's dict slot).
-    assert_eq!(unsafe { call_raw(&m, "main", &[9]) }, Some(0));
-    foreign_trap();
-    eprintln!("NOT REACHED");
+    foreign_trap_after_guardlift_code();
 }
 
 #[test]
 fn eight_threads_trapping_at_once_give_one_consistent_report() {
     for _ in 0..3 {
-        let o = run_child("threads");
+        let o = run_child("threads", &[]);
         assert_aborted(&o);
         let err = stderr(&o);
         assert_eq!(err.matches("==guardlift==").count(), 1, "{err}");
@@ -599,7 +524,7 @@ done:
 /// was cut at 128 characters without a marker).
 #[test]
 fn a_long_function_name_is_reported_whole() {
-    let o = run_child("long_name");
+    let o = run_child("long_name", &[]);
     assert_aborted(&o);
     let name = format!("f{}", "n".repeat(400));
     let err = stderr(&o);
@@ -625,7 +550,7 @@ fn child_long_name() {
 /// stack of its own) is still reported instead of dying of SIGSEGV.
 #[test]
 fn a_trap_with_little_stack_left_is_reported() {
-    let o = run_child("low_stack");
+    let o = run_child("low_stack", &[]);
     assert_aborted(&o);
     let err = stderr(&o);
     assert!(err.contains("adstack_overflow at @f 10:5"), "{err}");

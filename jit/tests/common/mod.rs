@@ -1,6 +1,10 @@
 //! Helpers shared by the JIT tests.
 #![allow(dead_code)]
 
+mod chain;
+#[allow(unused_imports)]
+pub use chain::push_chain;
+
 use guardlift_jit::{CompileOptions, CompiledModule, Jit, JitError};
 use guardlift_runtime::{Mode, Report, ReportKind, Runtime, RuntimeConfig};
 use std::sync::Arc;
@@ -114,3 +118,83 @@ macro_rules! shadow_tests {
 }
 #[allow(unused_imports)]
 pub(crate) use shadow_tests;
+
+/// The variable naming the `child_*` case a child process runs.
+const CHILD_ENV: &str = "GL_TEST_CHILD";
+
+/// The guard of an ignored `child_*` helper: it runs only in the child
+/// process its parent test starts ([`run_child`]), and fails loudly when
+/// run any other way (e.g. by `cargo test -- --ignored`), since the case
+/// ends the process.
+pub fn child(name: &str) {
+    assert_eq!(
+        std::env::var(CHILD_ENV).as_deref(),
+        Ok(name),
+        "{name} is a helper: its parent test runs it in a child process with {CHILD_ENV}={name}"
+    );
+}
+
+/// Runs the `child_<name>` test of this binary in a child process, with
+/// `extra_env` set.
+pub fn run_child(name: &str, extra_env: &[(&str, &str)]) -> std::process::Output {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    std::process::Command::new(exe)
+        .args([
+            &format!("child_{name}"),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("child_{name}"))
+        .envs(extra_env.iter().copied())
+        .output()
+        .expect("re-run the test binary")
+}
+
+/// A child's standard error.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The signal that ended a child, if one did.
+pub fn signal_of(o: &std::process::Output) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    o.status.signal()
+}
+
+/// The child died of SIGABRT (exit 134), as a guardlift abort ends it.
+pub fn assert_aborted(o: &std::process::Output) {
+    assert_eq!(
+        signal_of(o),
+        Some(libc::SIGABRT),
+        "want SIGABRT (134), got {:?}; stderr:\n{}",
+        o.status,
+        stderr(o)
+    );
+}
+
+/// What [`install_previous_handler`]'s handler writes before `_exit(42)`.
+pub const PREVIOUS_HANDLER_RAN: &str = "previous handler ran";
+
+extern "C" fn previous_handler(_sig: libc::c_int) {
+    let msg = b"previous handler ran\n";
+    // SAFETY: write and _exit are async-signal-safe.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(42);
+    }
+}
+
+/// Installs, for `sig`, a plain handler (a host's, installed before
+/// guardlift's) that writes [`PREVIOUS_HANDLER_RAN`] and exits with 42.
+pub fn install_previous_handler(sig: libc::c_int) {
+    // SAFETY: a zeroed sigaction with a handler that only calls
+    // async-signal-safe functions is a valid disposition.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = previous_handler as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(sig, &sa, std::ptr::null_mut()), 0);
+    }
+}
