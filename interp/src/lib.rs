@@ -15,13 +15,15 @@
 //! Modules: `frame` (frames, branches, what an instruction asks of the
 //! loop), `step` (the frame loop and the pure value ops), `values` (the
 //! arithmetic on raw bits), `memory` (raw memory and the object model),
-//! `adstack` (adstack buffers and ops, elision verification), `checks`
+//! `adstack` (adstack buffers and ops, elision verification), `hoist`
+//! (verification of the loop-versioning claims), `checks`
 //! (guards, reports, backtraces), `calls` (IR, extern and built-in calls).
 
 mod adstack;
 mod calls;
 mod checks;
 mod frame;
+mod hoist;
 mod memory;
 mod step;
 mod values;
@@ -34,6 +36,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use adstack::elision_claims;
+use hoist::{loop_claims, LoopClaims};
 use values::canon;
 
 /// A host function the embedder provides for a non-built-in extern: raw
@@ -114,6 +117,9 @@ pub struct Interpreter<'m> {
     elision: Option<Vec<HashSet<(u32, u32)>>>,
     /// A failed claim is an [`InterpError::Internal`] (else a debug assertion).
     verify_elision: bool,
+    /// The blocks of the loops `guardlift_ir::hoist` claims free nothing
+    /// (checked like `elision`).
+    loops: Option<LoopClaims>,
 }
 
 impl<'m> Interpreter<'m> {
@@ -155,17 +161,31 @@ impl<'m> Interpreter<'m> {
             max_depth: DEFAULT_MAX_DEPTH,
             elision: cfg!(debug_assertions).then(|| elision_claims(m)),
             verify_elision: false,
+            loops: cfg!(debug_assertions).then(|| loop_claims(m)),
         })
     }
 
     /// With `on`, an underflow check the elision analysis claims cannot
     /// fail that fails while running ends the run with
-    /// [`InterpError::Internal`] (the analysis is unsound), in any build.
+    /// [`InterpError::Internal`] (the analysis is unsound), in any build;
+    /// so does a free inside a loop `guardlift_ir::hoist` claims frees
+    /// nothing.
     pub fn set_verify_elision(&mut self, on: bool) {
         self.verify_elision = on;
         if on && self.elision.is_none() {
             self.elision = Some(elision_claims(self.m));
         }
+        if on && self.loops.is_none() {
+            self.loops = Some(loop_claims(self.m));
+        }
+    }
+
+    /// Replaces the loop claims checked while running (per function, per
+    /// block: in a loop that frees nothing): for tests that the
+    /// verification catches a false claim.
+    #[doc(hidden)]
+    pub fn set_loop_claims(&mut self, claims: Vec<Vec<bool>>) {
+        self.loops = Some(claims);
     }
 
     /// Replaces the claims checked while running (per function, the

@@ -42,7 +42,10 @@ impl<'m> Interpreter<'m> {
                 at: (fr.block, fr.ip),
             };
             fr.ip += 1;
-            match self.exec(fr, &cx)? {
+            let epoch = self.hoist_epoch(fr.func, cx.at.0);
+            let step = self.exec(fr, &cx)?;
+            self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
+            match step {
                 Step::Set(r) => {
                     if let Some(d) = inst.result {
                         fr.vals[d.0 as usize] = r;

@@ -9,7 +9,8 @@
 //!   adstack handle rules, layout; errors carry `LINE:COL`.
 //! - [`analysis`]: the CFG (`flowgraph`, `dominator_tree`) and the
 //!   analyses the engines share (adstack capacities, linking, [`elide`]:
-//!   underflow checks that cannot fail).
+//!   underflow checks that cannot fail; [`hoist`]: loops whose object
+//!   tests run once per entry).
 //!
 //! This crate knows nothing of execution: it depends only on the runtime's
 //! layout definitions.
@@ -27,6 +28,7 @@ pub mod types;
 pub mod verify;
 
 pub use analysis::elide;
+pub use analysis::hoist;
 
 pub use error::{Diagnostic, ParseError, SourceError, VerifyErrors};
 pub use inst::*;

@@ -5,6 +5,8 @@
 //!   the parser's type inference, [`elide`] and the lowering all walk the
 //!   CFG through these two.
 //! - [`elide`]: the adstack underflow checks that cannot fail.
+//! - [`hoist`]: the loops whose object tests can run once per entry
+//!   (the JIT's loop versioning).
 //!
 //! [`adstack_capacities`]: every adstack handle is traced back to the
 //! `adstack.alloc` it came from, through block params. Guards need the
@@ -17,6 +19,7 @@
 pub mod dominator_tree;
 pub mod elide;
 pub mod flowgraph;
+pub mod hoist;
 
 use crate::error::Diagnostic;
 use crate::inst::{InstKind, Value};

@@ -68,6 +68,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         self.b.switch_to_block(cl_entry);
         self.init_watch_caches(&rpo);
+        self.plan_versions();
         if entry_targeted {
             self.b.ins().jump(ir_entry, &[]);
         }
@@ -76,23 +77,30 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             if blk != cl_entry {
                 self.b.switch_to_block(blk);
             }
-            let bd = &f.blocks[bi as usize];
-            for (ii, inst) in bd.insts.iter().enumerate() {
-                self.b.set_srcloc(SourceLoc::new(inst.loc.line));
-                self.elide_check = self.elided.contains(&(bi, ii as u32));
-                self.at = (bi, ii as u32);
-                self.inst(inst)?;
-            }
-            if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
-                return Err(internal(
-                    self.fname,
-                    format!("block `{}` does not end in a terminator", bd.name),
-                ));
-            }
+            self.lower_block(bi)?;
         }
+        self.lower_versions(&rpo)?;
         self.b.seal_all_blocks();
         Ok(())
     }
+    /// Lowers the instructions of IR block `bi` at the builder's position.
+    pub(super) fn lower_block(&mut self, bi: u32) -> Result<(), JitError> {
+        let bd = &self.f.blocks[bi as usize];
+        for (ii, inst) in bd.insts.iter().enumerate() {
+            self.b.set_srcloc(SourceLoc::new(inst.loc.line));
+            self.elide_check = self.elided.contains(&(bi, ii as u32));
+            self.at = (bi, ii as u32);
+            self.inst(inst)?;
+        }
+        if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
+            return Err(internal(
+                self.fname,
+                format!("block `{}` does not end in a terminator", bd.name),
+            ));
+        }
+        Ok(())
+    }
+
     /// `addr + offset` (the bytes a raw access touches start there).
     pub(super) fn effective_addr(&mut self, addr: cl::Value, offset: i32) -> cl::Value {
         if offset == 0 {
@@ -323,6 +331,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     pub(super) fn target(&self, b: Block) -> Result<cl::Block, JitError> {
+        if let Some(d) = self.entry_redirect(b.0) {
+            return Ok(d);
+        }
         self.blocks
             .get(b.0 as usize)
             .copied()

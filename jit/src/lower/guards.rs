@@ -125,7 +125,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// The checks guarding `inst` that the lowering emits: its site's,
-    /// less an underflow check [`crate::elide`] proved cannot fail.
+    /// less an underflow check [`crate::elide`] proved cannot fail and a
+    /// lifetime check the clean copy of a loop drops (`version`).
     pub(super) fn checks_of(&self, inst: &guardlift_ir::Inst) -> Checks {
         let Some(site) = inst.site.and_then(|id| self.lw.ir.site(id)) else {
             return Checks::EMPTY;
@@ -133,6 +134,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let c = site
             .checks
             .intersect(self.lw.ir.applicable_checks(&inst.kind));
+        let c = self.clean_copy_checks(inst, c);
         if self.elide_check {
             c.iter().filter(|&k| k != CheckKind::Adstack).collect()
         } else {
@@ -224,7 +226,58 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// site already found this very object live at the current epoch (the
     /// frame cache; no free since means it is still live). Leaves the
     /// builder where the object is live.
+    ///
+    /// Right after a fused `guard.watch` of `o` (the builder is then in the
+    /// watch's cold path, after its call) the watch's fast path goes
+    /// straight to where the object is live: the shadow said the runtime
+    /// watches `o`'s slot, and the runtime never watches a freed object
+    /// (it refuses to, and a free unwatches first: `Heap::watch`,
+    /// `Heap::obj_free_at`, `Heap::host_object_freed`), so `gl_check_live`
+    /// would find `o` live. Only the cold path tests it.
     pub(super) fn obj_live_check(
+        &mut self,
+        id: SiteId,
+        o: cl::Value,
+        join: cl::Block,
+        recover: Recover,
+    ) -> Result<(), JitError> {
+        let fused = self.fused_watch.take();
+        self.obj_live_check_here(id, o, join, recover)?;
+        if let Some((watched, fast)) = fused {
+            if watched != o {
+                return Err(internal(self.fname, "fused watch of another object"));
+            }
+            let ok = self
+                .b
+                .current_block()
+                .ok_or_else(|| internal(self.fname, "no block"))?;
+            self.b.switch_to_block(fast);
+            self.b.ins().jump(ok, &[]);
+            self.b.switch_to_block(ok);
+        }
+        Ok(())
+    }
+
+    /// Is the instruction after the `guard.watch` being lowered an object
+    /// op on the same object under the lifetime check (a fused pair)?
+    fn next_checks_life_of_watched(&self) -> bool {
+        let insts = &self.f.blocks[self.at.0 as usize].insts;
+        let (Some(w), Some(next)) = (
+            insts.get(self.at.1 as usize),
+            insts.get(self.at.1 as usize + 1),
+        ) else {
+            return false;
+        };
+        let InstKind::Watch { obj } = w.kind else {
+            return false;
+        };
+        !matches!(next.kind, InstKind::Watch { .. })
+            && next.kind.dict_obj() == Some(obj)
+            && self.checks_of(next).contains(CheckKind::Lifetime)
+    }
+
+    /// [`Self::obj_live_check`] from the builder's position.
+    fn obj_live_check_here(
         &mut self,
         id: SiteId,
         o: cl::Value,
@@ -334,6 +387,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if let Some(done) = self.shadow_watch_gate(o) {
             let rt = self.rt()?;
             self.call_entry(Entry::Watch, &[rt, o])?;
+            if self.next_checks_life_of_watched() {
+                // Fused with the next instruction's lifetime check, which
+                // runs only here, after the call (`obj_live_check`).
+                self.fused_watch = Some((o, done));
+                return Ok(());
+            }
             self.b.ins().jump(done, &[]);
             self.b.switch_to_block(done);
             return Ok(());

@@ -92,6 +92,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             | AdTopAdj { .. }
             | AdAccAdj { .. }
             | AdLen { .. } => self.adstack_op(g.on(CheckKind::Adstack), r, &inst.kind)?,
+            Watch { obj } if self.clean_copy_drops_watch(*obj) => {}
             Watch { obj } => {
                 let o = self.val(*obj)?;
                 self.watch(o)?;

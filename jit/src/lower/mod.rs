@@ -28,7 +28,9 @@
 //! - `guards`: the check code of every check kind (dict, bounds, lifetime,
 //!   adstack, clobber, watch) and how a failed check reports or traps;
 //! - `shadow`: the JIT's inline hot paths of the lifetime, clobber and
-//!   watch checks on the runtime's shadow bytes.
+//!   watch checks on the runtime's shadow bytes;
+//! - `version`: loops lowered twice, with and without the lifetime and
+//!   watch tests of their invariant objects.
 
 mod abi;
 mod adstack;
@@ -38,6 +40,7 @@ mod inst;
 mod memory;
 mod shadow;
 mod stubs;
+mod version;
 
 pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs, ExternBinding};
 pub use guardlift_abi::Entry;
@@ -243,6 +246,11 @@ impl<'m> Lowerer<'m> {
             elide_check: false,
             cache_slots: HashMap::new(),
             at: (0, 0),
+            versions: Vec::new(),
+            version_of_header: HashMap::new(),
+            version_of_block: HashMap::new(),
+            in_clean: None,
+            fused_watch: None,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -274,6 +282,17 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     cache_slots: HashMap<(u32, u32), cl::StackSlot>,
     /// (block, inst) of the instruction being lowered.
     at: (u32, u32),
+    /// The loops lowered twice (`version`).
+    versions: Vec<version::Versioned>,
+    /// Index in `versions` of the loop each versioned header starts.
+    version_of_header: HashMap<u32, usize>,
+    /// Index in `versions` of the loop each versioned block belongs to.
+    version_of_block: HashMap<u32, usize>,
+    /// The loop whose clean copy is being lowered.
+    in_clean: Option<usize>,
+    /// A `guard.watch` of this object just lowered whose fast path (this
+    /// block) the next instruction's lifetime check joins (`guards`).
+    fused_watch: Option<(cl::Value, cl::Block)>,
 }
 
 #[cfg(test)]

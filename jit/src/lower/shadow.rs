@@ -74,6 +74,84 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Some(done)
     }
 
+    /// The dispatch test of a versioned loop (`version`): non-zero unless
+    /// the shadow says that every object of `life` passes its lifetime
+    /// check and the runtime watches the slot of every object of `watch`;
+    /// `None` without a shadow (or, with watches, without a watch id or
+    /// with a slot offset that is not a multiple of 8).
+    ///
+    /// The same bytes as the checks test, computed by other expressions on
+    /// purpose: Cranelift would share equal expressions with the checks
+    /// after the loop, and the shared values would then stay live (in
+    /// registers) across the clean loop.
+    pub(super) fn shadow_entry_miss(
+        &mut self,
+        life: &[cl::Value],
+        watch: &[cl::Value],
+    ) -> Option<cl::Value> {
+        let sh = self.lw.shadow?;
+        let mut tests = Vec::new();
+        for &o in life {
+            let byte = self.shadow_load_alt(sh.base, o, 0);
+            let bits = self.b.ins().band_imm_u(byte, shadow::FREED_OBJ as i64);
+            tests.push(self.b.ins().uextend(types::I64, bits));
+        }
+        if !watch.is_empty() {
+            let id = sh.watch_id?;
+            let off = i64::from(self.slot_offset());
+            if off % 8 != 0 {
+                return None;
+            }
+            for &o in watch {
+                tests.push(self.watch_entry_miss(sh.base, id, o, off));
+            }
+        }
+        tests.into_iter().reduce(|a, b| self.b.ins().bor(a, b))
+    }
+
+    /// The shadow byte of granule `(o >> 3) + delta` (masked into the
+    /// mapping), as `((o & (INDEX_MASK << 3)) >> 3) + delta`.
+    fn shadow_load_alt(&mut self, base: u64, o: cl::Value, delta: i64) -> cl::Value {
+        let hi = self
+            .b
+            .ins()
+            .band_imm_u(o, (shadow::INDEX_MASK << shadow::GRANULE_SHIFT) as i64);
+        let mut g = self.b.ins().ushr_imm_u(hi, shadow::GRANULE_SHIFT as i64);
+        if delta != 0 {
+            let d = self.b.ins().iadd_imm_s(g, delta);
+            g = self.b.ins().band_imm_u(d, shadow::INDEX_MASK as i64);
+        }
+        let at = self.b.ins().iadd_imm_u(g, base as i64);
+        self.b.ins().uload8(types::I32, shadow_mem(), at, 0)
+    }
+
+    /// Non-zero unless the slot `o + off` (`off` a multiple of 8) is
+    /// 8-aligned, in `[0, 2^47)` and watched by the runtime of id `id`
+    /// ([`Self::shadow_watch_miss`], by other expressions).
+    fn watch_entry_miss(&mut self, base: u64, id: u8, o: cl::Value, off: i64) -> cl::Value {
+        use cranelift_codegen::ir::condcodes::IntCC;
+        let byte = self.shadow_load_alt(base, o, off >> shadow::GRANULE_SHIFT);
+        let field = self.b.ins().band_imm_u(byte, shadow::WATCH_MASK as i64);
+        let other = self.b.ins().bxor_imm_u(field, id as i64);
+        let mut miss = self.b.ins().uextend(types::I64, other);
+        let unaligned = self.b.ins().band_imm_u(o, 7);
+        miss = self.b.ins().bor(miss, unaligned);
+        // o + off must not wrap and must stay below 2^47.
+        let top = (1i64 << shadow::ADDR_BITS) - off;
+        let high = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, o, top);
+        let high = self.b.ins().uextend(types::I64, high);
+        miss = self.b.ins().bor(miss, high);
+        if off < 0 {
+            let low = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, o, -off);
+            let low = self.b.ins().uextend(types::I64, low);
+            miss = self.b.ins().bor(miss, low);
+        }
+        miss
+    }
+
     /// Branches to a new cold block (left current) when `slow` is
     /// non-zero, else to `pass`.
     fn branch_to_slow_path(&mut self, slow: cl::Value, pass: cl::Block) {

@@ -1,0 +1,224 @@
+//! Loops whose object tests can be checked once per entry: an IR analysis
+//! for loop versioning (the JIT's clean loop copies, docs/CODEGEN.md).
+//!
+//! A **clean loop** is an innermost natural loop (the blocks that reach a
+//! back edge `t → h` without passing `h`, where `h` dominates `t`) that
+//! - contains no `call` (so nothing in it frees an object, unwatches a
+//!   slot or runs host code: `@obj_free`, an IR function and every extern
+//!   are calls), no raw `store` and no adstack op;
+//! - does not start at the entry block, holds at most [`MAX_BLOCKS`]
+//!   blocks, and defines no value used outside it (its results leave it
+//!   only as branch arguments), so a second copy of its blocks needs no
+//!   new merges;
+//! - touches at least one **loop-invariant object**: a `guard.watch`,
+//!   `load_attr`, `store_attr` or `dict_slot.*` whose object is defined
+//!   outside the loop.
+//!
+//! The claim: **no instruction of a clean loop changes what the lifetime
+//! check or `guard.watch` of an object sees.** Only freeing changes it (a
+//! free takes the object's slot off the watch list and puts the object in
+//! quarantine, `Runtime::unwatch_epoch` counts both), and the only ways to
+//! free are `@obj_free`, the host (through an extern or an IR function
+//! that calls one) and the embedding API — each a call. The other
+//! instructions a clean loop may hold call the runtime only for its slow
+//! paths (`load_attr_slow`, `store_attr_slow`, the dict write record) and
+//! for reports, none of which frees. A raw `store` could not free either;
+//! it is kept out because it writes arbitrary memory, which is one more
+//! thing a proof would have to rule out. So when every object of the loop
+//! passes its lifetime check and is watched when control enters the loop
+//! at its header, every lifetime check and every `guard.watch` of those
+//! objects inside passes / changes nothing until control leaves it — in
+//! every mode, and whatever the other checks report (a report never
+//! frees). The JIT tests the objects once at each entry and runs a copy of
+//! the loop without those tests when they pass, the checked loop when one
+//! does not. The interpreter verifies the claim while it runs
+//! (`Interpreter::set_verify_elision`): an instruction of a clean loop
+//! that moves the unwatch epoch is an internal error.
+
+use super::dominator_tree::DominatorTree;
+use super::flowgraph::ControlFlowGraph;
+use crate::inst::{Block, InstKind, Value};
+use crate::module::{Function, ValueDef};
+use cranelift_entity::EntityRef;
+use std::collections::HashMap;
+
+/// Largest loop (in blocks) that is versioned: the copy doubles its code.
+pub const MAX_BLOCKS: usize = 64;
+
+/// Most loop-invariant objects one loop is versioned for (each costs a
+/// test at every entry).
+pub const MAX_OBJECTS: usize = 8;
+
+/// A loop whose invariant objects' lifetime and watch tests can be made
+/// once at each entry (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CleanLoop {
+    /// The loop header (the only block entered from outside).
+    pub header: u32,
+    /// The loop's blocks (header included), ascending.
+    pub blocks: Vec<u32>,
+    /// The objects defined outside the loop that its object ops and
+    /// `guard.watch`es touch, in first-use order.
+    pub objects: Vec<Value>,
+}
+
+impl CleanLoop {
+    /// Is block `b` part of the loop?
+    pub fn contains(&self, b: u32) -> bool {
+        self.blocks.binary_search(&b).is_ok()
+    }
+}
+
+/// The clean loops of `f` (disjoint: innermost loops only).
+pub fn clean_loops(f: &Function) -> Vec<CleanLoop> {
+    if f.blocks.len() < 2 {
+        return Vec::new();
+    }
+    let cfg = ControlFlowGraph::with_function(f);
+    let dt = DominatorTree::with_cfg(&cfg);
+    // Headers and their latches (back edges t -> h, h dominating t).
+    let mut latches: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &t in dt.cfg_rpo() {
+        for &h in cfg.succs(t) {
+            if dt.dominates(h, t) {
+                latches.entry(h.0).or_default().push(t.0);
+            }
+        }
+    }
+    let mut headers: Vec<u32> = latches.keys().copied().collect();
+    headers.sort_unstable();
+    let mut loops: Vec<Vec<u32>> = Vec::new();
+    let mut hdrs = Vec::new();
+    for h in headers {
+        if h == 0 {
+            continue;
+        }
+        if let Some(body) = natural_loop(&cfg, &dt, h, &latches[&h]) {
+            // Innermost: no other header inside.
+            if body.iter().all(|b| *b == h || !latches.contains_key(b)) {
+                loops.push(body);
+                hdrs.push(h);
+            }
+        }
+    }
+    // Which loop each block belongs to (a block claimed twice: neither).
+    let mut loop_of: Vec<Option<usize>> = vec![None; f.blocks.len()];
+    let mut ok = vec![true; loops.len()];
+    for (k, body) in loops.iter().enumerate() {
+        for &b in body {
+            match loop_of[b as usize] {
+                None => loop_of[b as usize] = Some(k),
+                Some(j) => {
+                    ok[j] = false;
+                    ok[k] = false;
+                }
+            }
+        }
+    }
+    let def_block = |v: Value| match f.values.get(v.index()).map(|d| d.def) {
+        Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
+        _ => None,
+    };
+    let inside = |b: Option<u32>, k: usize| b.and_then(|b| loop_of[b as usize]) == Some(k);
+    let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
+    for (bi, blk) in f.blocks.iter().enumerate() {
+        let here = loop_of[bi];
+        for inst in &blk.insts {
+            // A value of a loop used outside it: no copy without merges.
+            inst.kind.for_each_operand(|v| {
+                if let Some(k) = def_block(v).and_then(|b| loop_of[b as usize]) {
+                    if here != Some(k) {
+                        ok[k] = false;
+                    }
+                }
+            });
+            let Some(k) = here else { continue };
+            match &inst.kind {
+                InstKind::Call { .. }
+                | InstKind::Store { .. }
+                | InstKind::AdAlloc { .. }
+                | InstKind::AdPush { .. }
+                | InstKind::AdPop { .. }
+                | InstKind::AdTop { .. }
+                | InstKind::AdTopAdj { .. }
+                | InstKind::AdAccAdj { .. }
+                | InstKind::AdLen { .. } => ok[k] = false,
+                k2 => {
+                    if let Some(o) = k2.dict_obj() {
+                        if !inside(def_block(o), k) && !objects[k].contains(&o) {
+                            objects[k].push(o);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    loops
+        .into_iter()
+        .zip(hdrs)
+        .zip(objects)
+        .enumerate()
+        .filter(|(k, (_, objs))| ok[*k] && !objs.is_empty() && objs.len() <= MAX_OBJECTS)
+        .map(|(_, ((mut blocks, header), objects))| {
+            blocks.sort_unstable();
+            CleanLoop {
+                header,
+                blocks,
+                objects,
+            }
+        })
+        .collect()
+}
+
+/// The natural loop of header `h` with back edges from `latches`: `h` and
+/// every reachable block that reaches a latch without passing `h`. `None` when it
+/// has more than [`MAX_BLOCKS`] blocks.
+fn natural_loop(
+    cfg: &ControlFlowGraph,
+    dt: &DominatorTree,
+    h: u32,
+    latches: &[u32],
+) -> Option<Vec<u32>> {
+    let mut body = vec![h];
+    let mut work: Vec<u32> = Vec::new();
+    for &t in latches {
+        if !body.contains(&t) {
+            body.push(t);
+            work.push(t);
+        }
+    }
+    while let Some(b) = work.pop() {
+        for &p in cfg.preds(Block(b)) {
+            if dt.is_reachable(p) && !body.contains(&p.0) {
+                if body.len() >= MAX_BLOCKS {
+                    return None;
+                }
+                body.push(p.0);
+                work.push(p.0);
+            }
+        }
+    }
+    Some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The versioning cases as programs: ir/tests/hoist/*.glir (ir/tests/hoist.rs).
+
+    #[test]
+    fn big_loops_are_not_versioned() {
+        let mut text = String::from(
+            "fn @f(%o: ptr, %n: i64) -> i64 {\nentry:\n    %z = iconst.i64 0\n    jump h(%z)\nh(%i: i64):\n    %a = load_attr %o, 0\n    jump b0\n",
+        );
+        for i in 0..MAX_BLOCKS {
+            text.push_str(&format!("b{i}:\n    jump b{}\n", i + 1));
+        }
+        text.push_str(&format!(
+            "b{MAX_BLOCKS}:\n    %one = iconst.i64 1\n    %j = iadd %i, %one\n    %c = icmp.slt %j, %n\n    brif %c, h(%j), out\nout:\n    return %n\n}}\n"
+        ));
+        let m = crate::parse_and_verify(&text).expect("valid");
+        assert!(clean_loops(&m.functions[0]).is_empty());
+    }
+}
