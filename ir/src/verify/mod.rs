@@ -160,6 +160,8 @@ struct FnVerifier<'a> {
     /// Running total of adstack bytes.
     frame_bytes: u64,
     frame_reported: bool,
+    /// The operands of the instruction being checked (a reused buffer).
+    ops: Vec<Value>,
 }
 
 impl<'a> FnVerifier<'a> {
@@ -180,6 +182,7 @@ impl<'a> FnVerifier<'a> {
             domtree: DominatorTree::default(),
             frame_bytes: 0,
             frame_reported: false,
+            ops: Vec::new(),
         }
     }
 
@@ -409,8 +412,10 @@ impl<'a> FnVerifier<'a> {
 
     fn check_inst(&mut self, b: u32, i: u32, inst: &Inst, reachable: bool) {
         let loc = inst.loc;
-        // Uses: existence and dominance.
-        let mut ops: Vec<Value> = Vec::new();
+        // Uses: existence and dominance. One operand buffer for the whole
+        // function, not an allocation per instruction.
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.clear();
         inst.kind.for_each_operand(|v| ops.push(v));
         for (k, &v) in ops.iter().enumerate() {
             if ops[..k].contains(&v) {
@@ -439,6 +444,7 @@ impl<'a> FnVerifier<'a> {
         if !self.check_adstack_operands(inst, &ops) {
             self.check_types(inst);
         }
+        self.ops = ops;
         self.check_site(inst);
     }
 
@@ -562,11 +568,14 @@ impl<'a> FnVerifier<'a> {
             self.err(inst.loc, format!("branch to unknown block #{}", bc.block.0));
             return;
         };
-        let bn = self.bname(bc.block.0);
+        // The block's name is formatted only for an error: branches are a
+        // large share of a big function's instructions.
         if bc.block.0 == 0 {
+            let bn = self.bname(bc.block.0);
             self.err(inst.loc, format!("cannot branch to the entry block {bn}"));
         }
         if target.params.len() != bc.args.len() {
+            let bn = self.bname(bc.block.0);
             self.err(
                 inst.loc,
                 format!(
@@ -580,7 +589,7 @@ impl<'a> FnVerifier<'a> {
         for (k, (&p, &a)) in target.params.iter().zip(&bc.args).enumerate() {
             if let (Some(pt), Some(at)) = (self.ty(p), self.ty(a)) {
                 if !at.compatible(pt) {
-                    let d = self.desc(a);
+                    let (bn, d) = (self.bname(bc.block.0), self.desc(a));
                     self.err(
                         inst.loc,
                         format!("argument {} to block {bn} must be {pt}, got {d}", k + 1),

@@ -196,10 +196,11 @@ impl FnVerifier<'_> {
         }
         if let (Some(r), Some(rt)) = (inst.result, ret) {
             if let Some(t) = self.ty(r) {
-                let n = self.vname(r);
                 if t.is_adstack() {
+                    let n = self.vname(r);
                     self.err(loc, format!("call result {n} cannot be an adstack handle"));
                 } else if !t.compatible(rt) {
+                    let n = self.vname(r);
                     self.err(
                         loc,
                         format!("result {n} of call to {name} has type {t}, expected {rt}"),
@@ -323,7 +324,8 @@ impl FnVerifier<'_> {
             return;
         }
         let Some(ta) = self.ty(a) else { return };
-        let da = self.desc(a);
+        // Described only for an error.
+        let da = || self.desc(a);
         let problem: Option<String> = match cop {
             ConvOp::Sext | ConvOp::Uext | ConvOp::Ireduce => {
                 let widen = cop != ConvOp::Ireduce;
@@ -335,7 +337,8 @@ impl FnVerifier<'_> {
                 {
                     let rel = if widen { "narrower" } else { "wider" };
                     Some(format!(
-                        "{op}.{ty} needs an int operand {rel} than {ty}, got {da}"
+                        "{op}.{ty} needs an int operand {rel} than {ty}, got {da}",
+                        da = da()
                     ))
                 } else {
                     None
@@ -345,7 +348,10 @@ impl FnVerifier<'_> {
                 if !ty.is_float() {
                     Some(format!("{op}.{ty}: result type must be a float"))
                 } else if !ta.is_int() {
-                    Some(format!("{op}.{ty} needs an int operand, got {da}"))
+                    Some(format!(
+                        "{op}.{ty} needs an int operand, got {da}",
+                        da = da()
+                    ))
                 } else {
                     None
                 }
@@ -354,7 +360,10 @@ impl FnVerifier<'_> {
                 if !ty.is_int() {
                     Some(format!("{op}.{ty}: result type must be an int"))
                 } else if !ta.is_float() {
-                    Some(format!("{op}.{ty} needs a float operand, got {da}"))
+                    Some(format!(
+                        "{op}.{ty} needs a float operand, got {da}",
+                        da = da()
+                    ))
                 } else {
                     None
                 }
@@ -368,7 +377,10 @@ impl FnVerifier<'_> {
                 if ty != to {
                     Some(format!("{op}.{ty}: result type must be {to}"))
                 } else if ta != from {
-                    Some(format!("{op}.{ty} needs an {from} operand, got {da}"))
+                    Some(format!(
+                        "{op}.{ty} needs an {from} operand, got {da}",
+                        da = da()
+                    ))
                 } else {
                     None
                 }
@@ -377,7 +389,8 @@ impl FnVerifier<'_> {
                 if ta.bits() != ty.bits() {
                     Some(format!(
                         "{op}.{ty} needs a {}-bit operand, got {da}",
-                        ty.bits()
+                        ty.bits(),
+                        da = da()
                     ))
                 } else {
                     None
