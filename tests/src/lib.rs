@@ -146,6 +146,18 @@ pub fn with_checks(m: &Module, checks: CheckSet) -> Module {
 
 /// Runs `@main` of `m` with text arguments on `engine`, in `mode`, on a fresh runtime.
 pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
+    run_on(m, args, engine, mode, None).0
+}
+
+/// [`run`] and [`run_with_reports`]: on this thread, or on a new one with
+/// a `stack_bytes` stack.
+fn run_on(
+    m: &Module,
+    args: &[String],
+    engine: Engine,
+    mode: Mode,
+    stack_bytes: Option<usize>,
+) -> (Outcome, Vec<Report>) {
     let f = m.func(m.func_by_name("main").expect("@main"));
     let bits: Vec<u64> = f
         .param_types()
@@ -159,18 +171,31 @@ pub fn run(m: &Module, args: &[String], engine: Engine, mode: Mode) -> Outcome {
         abort_process: false,
         capture_output: true,
     });
-    let result = match engine {
+    let call = || match engine {
         Engine::Interp => guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
             .and_then(|it| it.call("main", &bits))
             .map_err(|e| e.to_string()),
         Engine::Jit => jit_main(m, &rt, &bits),
     };
-    Outcome {
+    let result = match stack_bytes {
+        None => call(),
+        Some(bytes) => std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(bytes)
+                .spawn_scoped(s, call)
+                .expect("spawn the run thread")
+                .join()
+                .expect("the run thread panicked")
+        }),
+    };
+    let reports = rt.take_reports();
+    let outcome = Outcome {
         result,
         output: rt.take_output(),
-        reports: rt.take_reports().iter().map(CmpReport::from).collect(),
+        reports: reports.iter().map(CmpReport::from).collect(),
         host_fault: rt.take_host_fault().is_some(),
-    }
+    };
+    (outcome, reports)
 }
 
 /// Compiles `m` for the host and calls its `@main` with raw argument bits.
@@ -202,40 +227,5 @@ pub fn run_with_reports(
     mode: Mode,
     stack_bytes: usize,
 ) -> (Outcome, Vec<Report>) {
-    let f = m.func(m.func_by_name("main").expect("@main"));
-    let bits: Vec<u64> = f
-        .param_types()
-        .into_iter()
-        .zip(args)
-        .map(|(t, a)| parse_arg(t, a).expect("argument"))
-        .collect();
-    let rt = Runtime::new(RuntimeConfig {
-        layout: m.layout,
-        mode,
-        abort_process: false,
-        capture_output: true,
-    });
-    let result = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(stack_bytes)
-            .spawn_scoped(s, || match engine {
-                Engine::Interp => {
-                    guardlift_interp::Interpreter::new(m, rt.clone(), &HashMap::new())
-                        .and_then(|it| it.call("main", &bits))
-                        .map_err(|e| e.to_string())
-                }
-                Engine::Jit => jit_main(m, &rt, &bits),
-            })
-            .expect("spawn the run thread")
-            .join()
-            .expect("the run thread panicked")
-    });
-    let reports = rt.take_reports();
-    let outcome = Outcome {
-        result,
-        output: rt.take_output(),
-        reports: reports.iter().map(CmpReport::from).collect(),
-        host_fault: rt.take_host_fault().is_some(),
-    };
-    (outcome, reports)
+    run_on(m, args, engine, mode, Some(stack_bytes))
 }
