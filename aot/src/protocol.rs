@@ -18,7 +18,7 @@
 //! object known), 1 if it was freed, and the runtime-global site ids of the
 //! IR calls that allocated and freed it, each `-` when unknown.
 //! | `S SIGNAL` | the program is dying of a signal outside any IR call (in the support itself) |
-//! | `C SIGNAL ADDR PC HOST OVERFLOW SITE ALT` | a fatal signal (SIGSEGV, SIGBUS, SIGFPE, a SIGILL that is not a guard's) in IR code (HOST 0) or in a host function IR code called (HOST 1), at data address ADDR; OVERFLOW 1 when it hit the end of the stack; SITE the faulting instruction or the IR call into the host function, ALT the call in the link register (used when SITE has no IR site: a fault in a prologue); the reports recorded before it precede it |
+//! | `C SIGNAL ADDR PC HOST OVERFLOW SITE ALT` | a fatal signal (SIGSEGV, SIGBUS, SIGFPE, a SIGILL that is not a guard's) in IR code (HOST 0) or in a host function IR code called (HOST 1), at data address ADDR; OVERFLOW 1 when it hit the end of the stack; SITE the faulting instruction or the IR call into the host function, ALT the call in the link register (used when SITE has no IR site: a fault in a prologue), LEAF 1 when the first of the N PCs that follow is ALT (a function without a frame record of its own), then `N` and N PCs (`FN OFF`): the IR calls outside the site, innermost first (the frame-record walk); the reports recorded before it precede it |
 //!
 //! A PC in IR code (`SITE`, `ALT`, a report's frames) is two fields `FN OFF`:
 //! the function's index in the program's code table (`gl_code`, the order
@@ -32,7 +32,7 @@
 use crate::wrap::FUNC_PREFIX;
 use guardlift_runtime::backtrace::{self, MAX_FRAMES};
 use guardlift_runtime::codemap::CodeFunction;
-use guardlift_runtime::fault::{FaultCause, FaultReport};
+use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::trap::decode_observed;
@@ -271,6 +271,8 @@ pub struct TargetFault {
     pub in_host: bool,
     /// The IR site: the instruction executing or the call into host code.
     pub at: IrPc,
+    /// The IR calls outside the site, innermost first (the backtrace after `#0`).
+    pub outer: Vec<String>,
 }
 
 impl TargetFault {
@@ -284,14 +286,12 @@ impl TargetFault {
             op: self.at.op,
             cause: FaultCause::Signal {
                 signal: crate::signal_name(self.signal),
-                address: self.address as usize,
-                pc: self.pc as usize,
+                address: Some(self.address as usize),
+                pc: Some(self.pc as usize),
                 in_host: self.in_host,
             },
-            // Target return addresses are not host code: the site alone as
-            // frame #0, as the JIT prints a fault with no IR caller
-            // (docs/TARGETS.md).
-            backtrace: guardlift_runtime::backtrace::enabled().then_some(&[][..]),
+            backtrace: guardlift_runtime::backtrace::enabled()
+                .then_some(OuterFrames::Frames(&self.outer)),
         }
     }
 }
@@ -406,15 +406,12 @@ fn code_pc<'a>(
     }))
 }
 
-/// The backtrace of a report at `info`: its own frame, then the IR callers
-/// the target found (`N` PCs ending the line; the first must be the
-/// report's own call, else only the site is given), as the host JIT lists them.
-fn report_backtrace<'a>(
+/// `N` and N PCs ending a line (none when the line ends first).
+fn code_pcs<'a>(
     it: &mut impl Iterator<Item = &'a str>,
     line: &str,
     code: &[CodeFunction],
-    info: &SiteInfo,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<Option<IrPc>>, String> {
     let n = match it.next() {
         None => 0,
         f => hex(f, line)?,
@@ -426,6 +423,19 @@ fn report_backtrace<'a>(
     for _ in 0..n {
         pcs.push(code_pc(it, line, code)?);
     }
+    Ok(pcs)
+}
+
+/// The backtrace of a report at `info`: its own frame, then the IR callers
+/// the target found (`N` PCs ending the line; the first must be the
+/// report's own call, else only the site is given), as the host JIT lists them.
+fn report_backtrace<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    code: &[CodeFunction],
+    info: &SiteInfo,
+) -> Result<Vec<String>, String> {
+    let pcs = code_pcs(it, line, code)?;
     if !backtrace::enabled() {
         return Ok(Vec::new());
     }
@@ -457,12 +467,23 @@ fn crash<'a>(
     let [signal, address, pc, in_host, overflow] = n;
     let site = code_pc(it, line, code)?;
     let alt = code_pc(it, line, code)?;
-    let at = match (site, alt) {
-        (Some(s), Some(a)) if s.line == 0 => a,
-        (Some(s), _) => s,
+    let (at, at_alt) = match (site, alt) {
+        (Some(s), Some(a)) if s.line == 0 => (a, true),
+        (Some(s), _) => (s, false),
         (None, _) => return Err(format!("a fault without a site in `{line}`")),
     };
+    let leaf = match it.next() {
+        None => false,
+        f => hex(f, line)? != 0,
+    };
+    let mut outer = code_pcs(it, line, code)?;
+    // A fault in a leaf's prologue: the link register's call is the site
+    // and heads the walk too.
+    if at_alt && leaf && !outer.is_empty() {
+        outer.remove(0);
+    }
     Ok(TargetFault {
+        outer: outer.iter().flatten().map(IrPc::frame).collect(),
         stack_overflow: overflow != 0,
         signal: u32::try_from(signal).map_err(|_| format!("bad signal in `{line}`"))?,
         address,
@@ -711,14 +732,26 @@ mod tests {
             (0x18, 0x4008e8, false, false)
         );
         assert!(f.report().to_string().starts_with(
-            "==guardlift== ERROR: host_fault at @f 3:5 (load)\n    #0 @f 3:5 (load)\n    \
-                 SIGSEGV at address 0x18, pc 0x4008e8\n"
+            "==guardlift== ERROR: host_fault at @f 3:5 (load)\n    \
+                 SIGSEGV at address 0x18, pc 0x4008e8\n    #0 @f 3:5 (load)\n"
         ));
         // No source location at the PC (a prologue): the link register's call.
         let (r, _) = parse("C b 10 9 0 1 0 1a 0 a\n", &sites, &code()).unwrap();
         let f = r.fault.unwrap();
         assert!(f.stack_overflow);
         assert_eq!((f.at.line, f.at.op), (4, "call"));
+        assert_eq!(f.outer, Vec::<String>::new());
+        // The walk's calls follow the site; a leaf's link register heads
+        // them and is dropped when it is the site already.
+        let (r, _) = parse("C b 18 4008e8 0 0 0 2 - - 0 2 0 a 0 c\n", &sites, &code()).unwrap();
+        assert_eq!(r.fault.unwrap().outer, ["@f 4:5 (call)", "@f 4:5 (call)"]);
+        let (r, _) = parse("C b 10 9 0 1 0 1a 0 a 1 2 0 a 0 c\n", &sites, &code()).unwrap();
+        let f = r.fault.unwrap();
+        assert_eq!(f.outer, ["@f 4:5 (call)"]);
+        assert!(f
+            .report()
+            .to_string()
+            .contains("    #0 @f 4:5 (call)\n    #1 @f 4:5 (call)\n"));
         assert!(parse("C b 10 9 0 1 - - - -\n", &sites, &code()).is_err());
         assert!(
             parse("C b 10 9 0 1 5 0 - -\n", &sites, &code()).is_err(),

@@ -120,58 +120,70 @@ static u64 scan_end(u64 from, u64 top) {
     return top - from > GL_SCAN_BYTES ? from + GL_SCAN_BYTES : top;
 }
 
-/* The IR call chain of the report being recorded, innermost first, as PCs
- * (return address - 1) in IR code: the frame record `[fp, return address]`
- * the report stub pushed is the first one up the stack whose return address
- * is in IR code; then the chain of frame records (Cranelift sets one up in
- * every function that calls) until a return address leaves IR code (the
- * entry wrapper). The host checks that the first PC is the report's site. */
-unsigned gl_capture_frames(u64 *out) {
-    u64 here = (u64)(uintptr_t)__builtin_frame_address(0), top = g_entry_sp;
-    u64 end = scan_end(here, top), rec = 0;
-    for (u64 a = (here + 7) & ~(u64)7; a + 16 <= end; a += 8) {
+/* The first frame record `[fp, return address]` in [from, top) whose
+ * return address is in IR code, or 0. */
+static u64 first_ir_record(u64 from, u64 top) {
+    u64 end = scan_end(from, top);
+    for (u64 a = (from + 7) & ~(u64)7; a + 16 <= end; a += 8) {
         u64 fp = stack_word(a), ra = stack_word(a + 8);
-        if (fp > a && fp < top && ra > 1 && in_code(ra - 1)) {
-            rec = a;
-            break;
-        }
+        if (fp > a && fp < top && ra > 1 && in_code(ra - 1)) return a;
     }
-    if (!rec) return 0;
-    unsigned n = 0;
-    out[n++] = stack_word(rec + 8) - 1;
-    while (n < GL_MAX_FRAMES) {
-        u64 next = stack_word(rec);
-        if (next <= rec || next + 16 > top) break;
-        rec = next;
+    return 0;
+}
+
+/* Appends to out[n..max) the calls (return address - 1) of the chain of
+ * frame records from `rec` (Cranelift sets one up in every function that
+ * calls) until a return address leaves IR code (the entry wrapper is not
+ * in gl_code), the chain leaves [rec, top) or goes down; returns the new
+ * count. Reads the stack only: the fault handler uses it. */
+static unsigned walk_records(u64 rec, u64 top, u64 *out, unsigned n, unsigned max) {
+    while (n < max && rec && !(rec & 7) && rec + 16 <= top) {
         u64 ra = stack_word(rec + 8);
         if (ra <= 1 || !in_code(ra - 1)) break;
         out[n++] = ra - 1;
+        u64 next = stack_word(rec);
+        if (next <= rec) break;
+        rec = next;
     }
     return n;
 }
 
+/* The IR call chain of the report being recorded, innermost first, as PCs
+ * (return address - 1) in IR code: the frame record the report stub pushed
+ * is the first one up the stack whose return address is in IR code; then
+ * the chain of frame records. The host checks that the first PC is the
+ * report's site. */
+unsigned gl_capture_frames(u64 *out) {
+    u64 here = (u64)(uintptr_t)__builtin_frame_address(0), top = g_entry_sp;
+    return walk_records(first_ir_record(here, top), top, out, 0, GL_MAX_FRAMES);
+}
+
 /* ---- signals ------------------------------------------------------------------ */
 
-/* What a fault handler needs of the interrupted context: PC, stack pointer
- * and link register (the return address of a leaf; 0 on x86_64). */
+/* What a fault handler needs of the interrupted context: PC, stack pointer,
+ * link register (the return address of a leaf; 0 on x86_64) and frame
+ * pointer. */
 typedef struct {
-    u64 pc, sp, lr;
+    u64 pc, sp, lr, fp;
 } regs_t;
 
 static regs_t signal_regs(void *uctx) {
     ucontext_t *uc = uctx;
-    regs_t r = {0, 0, 0};
+    regs_t r = {0, 0, 0, 0};
 #if defined(__aarch64__)
     r.pc = uc->uc_mcontext.pc;
     r.sp = uc->uc_mcontext.sp;
     r.lr = uc->uc_mcontext.regs[30];
+    r.fp = uc->uc_mcontext.regs[29];
 #elif defined(__x86_64__)
     r.pc = (u64)uc->uc_mcontext.gregs[REG_RIP];
     r.sp = (u64)uc->uc_mcontext.gregs[REG_RSP];
+    r.fp = (u64)uc->uc_mcontext.gregs[REG_RBP];
 #elif defined(__riscv)
     r.pc = (u64)uc->uc_mcontext.__gregs[REG_PC];
     r.sp = (u64)uc->uc_mcontext.__gregs[REG_SP];
     r.lr = (u64)uc->uc_mcontext.__gregs[REG_RA];
+    r.fp = (u64)uc->uc_mcontext.__gregs[REG_S0];
 #else
     (void)uc;
 #endif
@@ -201,6 +213,35 @@ static u64 call_on_stack(u64 sp, u64 top) {
         if (w > 1 && in_code(w - 1)) return w - 1;
     }
     return 0;
+}
+
+/* The IR call chain outside a fault's site, innermost first, as calls
+ * (return address - 1), as the host JIT's fault handler lists it. In IR
+ * code: from the frame pointer's record (an aarch64 or riscv64 leaf without
+ * a record of its own: the link register, in another function, is its
+ * caller). In a host function (`site`: the IR call into it): the first
+ * frame record up the stack returning into IR code is the host function's
+ * (returning to `site`, skipped) or else the IR function's own. */
+static unsigned fault_frames(const regs_t *r, int in_host, u64 site, u64 *out, int *leaf_lr) {
+    u64 top = g_entry_sp, max = GL_MAX_FRAMES - 1;
+    if (!top || r->sp >= top) return 0;
+    if (in_host) {
+        /* The scan reads from sp: only within the stack (an overflow's sp
+         * may lie below it). */
+        if (r->sp < g_stack_lo) return 0;
+        u64 rec = first_ir_record(r->sp, top);
+        if (rec && stack_word(rec + 8) - 1 == site) rec = stack_word(rec);
+        return walk_records(rec, top, out, 0, (unsigned)max);
+    }
+    u64 rec = r->fp >= r->sp && r->fp < top ? r->fp : 0;
+    unsigned n = 0;
+    u64 off_pc, off_lr;
+    long fn_pc = code_index(r->pc, &off_pc);
+    long fn_lr = r->lr > 1 ? code_index(r->lr - 1, &off_lr) : -1;
+    int leaf = fn_lr >= 0 && fn_lr != fn_pc && !(rec && stack_word(rec + 8) == r->lr);
+    if (leaf) out[n++] = r->lr - 1;
+    *leaf_lr = leaf;
+    return walk_records(rec, top, out, n, (unsigned)max);
 }
 
 /* A fatal signal. In IR code, or in a host function IR code called (the
@@ -233,12 +274,18 @@ static void on_crash(int sig, siginfo_t *si, void *uctx) {
     int overflow = sig == SIGSEGV && lo && addr + GL_OVERFLOW_SLACK >= lo &&
                    addr < lo + GL_OVERFLOW_SLACK;
     gl_emit_reports();
+    u64 frames[GL_MAX_FRAMES];
+    int leaf_lr = 0;
+    unsigned n = fault_frames(&r, in_host, site, frames, &leaf_lr);
     u64 f[5] = {(u64)sig, addr, r.pc, (u64)in_host, (u64)overflow};
     gl_out_char(GL_EV_CRASH);
     for (int k = 0; k < 5; k++) gl_out_field(f[k]);
     gl_out_code_pc(site);
     /* A fault in a prologue has no IR site: the call that entered it does. */
     gl_out_code_pc(!in_host && r.lr > 1 ? r.lr - 1 : 0);
+    gl_out_field((u64)leaf_lr);
+    gl_out_field(n);
+    for (unsigned k = 0; k < n; k++) gl_out_code_pc(frames[k]);
     gl_out_nl();
     gl_flush_out();
     die_of(sig);

@@ -51,7 +51,7 @@ const CASES: [Case; 4] = [
         report_line: Some(6),
         signal: (11, "SIGSEGV"),
         in_host: false,
-        head: "==guardlift== ERROR: host_fault at @main 7:5 (load)\n    #0 @main 7:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (load)\n    SIGSEGV at address 0x18, pc 0x",
     },
     Case {
         program: "report_wild_store.glir",
@@ -60,7 +60,7 @@ const CASES: [Case; 4] = [
         report_line: Some(6),
         signal: (11, "SIGSEGV"),
         in_host: false,
-        head: "==guardlift== ERROR: host_fault at @main 7:5 (store)\n    #0 @main 7:5 (store)\n    SIGSEGV at address 0x20, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 7:5 (store)\n    SIGSEGV at address 0x20, pc 0x",
     },
     // A null dereference in a host function is placed at the IR call.
     Case {
@@ -70,7 +70,7 @@ const CASES: [Case; 4] = [
         report_line: Some(7),
         signal: (11, "SIGSEGV"),
         in_host: true,
-        head: "==guardlift== ERROR: host_fault at @main 8:5 (call)\n    #0 @main 8:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
+        head: "==guardlift== ERROR: host_fault at @main 8:5 (call)\n    SIGSEGV at address 0x0, pc 0x",
     },
     // A SIGILL that is not a guard's trap is a host_fault like a segfault.
     Case {
@@ -80,7 +80,7 @@ const CASES: [Case; 4] = [
         report_line: None,
         signal: (4, "SIGILL"),
         in_host: true,
-        head: "==guardlift== ERROR: host_fault at @main 5:5 (call)\n    #0 @main 5:5 (call)\n    SIGILL at address 0x",
+        head: "==guardlift== ERROR: host_fault at @main 5:5 (call)\n    SIGILL at address 0x",
     },
 ];
 
@@ -103,6 +103,16 @@ fn faults_are_reports_at_their_ir_site_after_the_earlier_reports() {
             assert_eq!(f.in_host, c.in_host, "{what}");
             let text = f.report().to_string();
             assert!(text.starts_with(c.head), "{what}: {text}");
+            // What, then where: the site as frame #0 (main's caller is the
+            // entry wrapper, not an IR frame).
+            let site = format!(
+                "@{} {}:{} ({})",
+                f.at.function, f.at.line, f.at.col, f.at.op
+            );
+            assert!(
+                text.ends_with(&format!("    #0 {site}\n    seen 1 time(s)\n")),
+                "{what}: {text}"
+            );
             assert_eq!(
                 text.contains("    in a host function called by this IR call\n"),
                 c.in_host,
@@ -128,11 +138,12 @@ fn recursion_1e8_deep_is_a_stack_overflow_at_the_call() {
         assert!(
             text.starts_with(
                 "==guardlift== ERROR: stack_overflow at @down 12:5 (call)\n    \
-                 #0 @down 12:5 (call)\n    \
                  the stack is exhausted (SIGSEGV at address 0x"
             ),
             "{t}: {text}"
         );
+        // The backtrace: the site and 63 recursive calls (64 frames at most).
+        assert_eq!(f.outer, vec!["@down 12:5 (call)"; 63], "{t}");
         // The documented legal depth runs.
         let r = run_on(t, "deep.glir", 99_998, &[]);
         assert_eq!((r.end, r.result), (End::Exited, Some(99_998)), "{t}");
@@ -151,6 +162,32 @@ fn reports_carry_the_ir_call_chain() {
                 "@mid 11:5 (call)",
                 "@main 16:5 (call)"
             ],
+            "{t}"
+        );
+    }
+}
+
+/// A fault inside a host function lists the IR call chain above the call
+/// that entered it, as the host JIT does: the frame-record walk from the
+/// interrupted stack (the host function's own record, if it keeps one, is
+/// skipped).
+#[test]
+fn a_fault_in_a_host_function_lists_the_ir_call_chain() {
+    for t in TARGETS {
+        let r = run_on(t, "nested_host_null.glir", 0, &["deref.c"]);
+        assert_eq!(r.end, End::Crashed { signal: 11 }, "{t}: {r:?}");
+        let f = r.fault.unwrap_or_else(|| panic!("{t}: no fault"));
+        assert!(f.in_host, "{t}");
+        assert_eq!(f.outer, ["@main 10:5 (call)"], "{t}");
+        let text = f.report().to_string();
+        assert!(
+            text.contains("    in a host function called by this IR call\n    #0 @mid 5:5 (call)\n    #1 @main 10:5 (call)\n    seen 1 time(s)\n"),
+            "{t}: {text}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&f.report().json().to_string()).unwrap();
+        assert_eq!(
+            j["backtrace"],
+            serde_json::json!(["@mid 5:5 (call)", "@main 10:5 (call)"]),
             "{t}"
         );
     }

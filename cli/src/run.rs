@@ -63,10 +63,9 @@ enum Outcome {
     Value(Option<u64>),
     /// A host fault or a wild access in the interpreter: what would have crashed.
     Fatal(String),
-    /// The interpreter's wild access or depth limit, as the report native
-    /// code's fault handler prints (`host_fault` / `stack_overflow`), and
-    /// the fatal message.
-    Fault(InterpFault, String),
+    /// The interpreter's wild access or depth limit: it ends the run as
+    /// native code's fault handler does (`host_fault` / `stack_overflow`).
+    Fault(InterpFault),
 }
 
 /// An interpreter fault placed at its IR instruction.
@@ -77,11 +76,22 @@ struct InterpFault {
     col: u32,
     op: &'static str,
     msg: String,
+    /// A wild access's address (else the fault is no memory access).
+    address: Option<u64>,
+    /// The IR frames outside the faulting one, innermost first.
+    outer: Vec<String>,
 }
 
 impl InterpFault {
-    /// The instruction on `loc`'s line (one instruction per line) and its function.
-    fn new(m: &Module, loc: guardlift_ir::SrcLoc, msg: String, stack_overflow: bool) -> Self {
+    /// The instruction on `loc`'s line (one instruction per line) and its
+    /// function; `backtrace` is the interpreter's, the site first.
+    fn new(
+        m: &Module,
+        loc: guardlift_ir::SrcLoc,
+        msg: String,
+        address: Option<u64>,
+        mut backtrace: Vec<String>,
+    ) -> Self {
         let found = m.functions.iter().find_map(|f| {
             f.blocks
                 .iter()
@@ -90,25 +100,50 @@ impl InterpFault {
                 .map(|i| (f.name.clone(), i.kind.opcode()))
         });
         let (function, op) = found.unwrap_or_else(|| ("?".into(), "?"));
+        if !backtrace.is_empty() {
+            backtrace.remove(0);
+        }
         InterpFault {
-            stack_overflow,
+            stack_overflow: false,
             function,
             line: loc.line,
             col: loc.col,
             op,
             msg,
+            address,
+            outer: backtrace,
         }
     }
 
+    /// The report native code's fault handler prints for this fault: a
+    /// wild access or the depth limit is the SIGSEGV native code dies of,
+    /// without a PC (docs/INSTRUMENTATION.md, "Faults").
     fn report(&self) -> guardlift_runtime::fault::FaultReport<'_> {
-        guardlift_runtime::fault::FaultReport {
+        use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
+        let cause = match self.address {
+            _ if self.stack_overflow => FaultCause::Signal {
+                signal: "SIGSEGV",
+                address: None,
+                pc: None,
+                in_host: false,
+            },
+            Some(a) => FaultCause::Signal {
+                signal: "SIGSEGV",
+                address: Some(a as usize),
+                pc: None,
+                in_host: false,
+            },
+            None => FaultCause::Interp(&self.msg),
+        };
+        FaultReport {
             stack_overflow: self.stack_overflow,
             function: &self.function,
             line: self.line,
             col: self.col,
             op: self.op,
-            cause: guardlift_runtime::fault::FaultCause::Interp(&self.msg),
-            backtrace: None,
+            cause,
+            backtrace: guardlift_runtime::backtrace::enabled()
+                .then_some(OuterFrames::Frames(&self.outer)),
         }
     }
 }
@@ -308,14 +343,13 @@ fn finish(
         c.mode,
         c.ret_ty,
     );
-    let mut interp_fault = None;
     let (result, fatal) = match outcome {
         // A host fault is where native code would have crashed: no result.
         Outcome::Value(v) => (if fault.is_some() { None } else { v }, fault),
         Outcome::Fatal(msg) => (None, Some(msg)),
-        Outcome::Fault(f, msg) => {
-            interp_fault = Some(f);
-            (None, Some(msg))
+        Outcome::Fault(f) => {
+            let ends = (engine, target, instrumented);
+            write_fault_report_and_abort(rt, c.o, &reports, Some(f.report()), ends, &c.watch)
         }
     };
     let fatal = fatal.map(|m| format!("{file}: fatal: {m}"));
@@ -326,10 +360,7 @@ fn finish(
     } else {
         0
     };
-    let mut all = reports_json(&reports);
-    if let (Some(f), serde_json::Value::Array(a)) = (&interp_fault, &mut all) {
-        a.push(serde_json::from_str(&f.report().json().to_string()).unwrap_or_default());
-    }
+    let all = reports_json(&reports);
     let sarif = match (c.o.sarif.as_deref(), &all) {
         (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
         _ => None,
@@ -364,9 +395,6 @@ fn finish(
         println!("{}", format_value(ty, bits));
     }
     rt.write_reports(&reports);
-    if let Some(f) = &interp_fault {
-        rt.write_fault_report(&f.report());
-    }
     let mut err = std::io::stderr().lock();
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
@@ -460,7 +488,9 @@ fn target_run(
         },
         // In IR code or a host function it called: the JIT fault handler's report.
         guardlift_aot::End::Crashed { .. } if run.fault.is_some() => {
-            write_fault_report_and_abort(&rt, o, &run, (engine, target, instrumented), &watch)
+            let fault = run.fault.as_ref().map(|f| f.report());
+            let ends = (engine, target, instrumented);
+            write_fault_report_and_abort(&rt, o, &run.reports, fault, ends, &watch)
         }
         // Elsewhere (the support itself): a fatal error, as the interpreter reports it.
         guardlift_aot::End::Crashed { signal } => Outcome::Fatal(format!(
@@ -481,35 +511,35 @@ fn target_run(
     finish(&ctx, &rt, run.reports, fault, outcome)
 }
 
-/// A fatal signal in a target's IR code or a host function it called: what
-/// the host JIT's fault handler writes (the reports recorded before it and
-/// the `host_fault` / `stack_overflow` report, human or JSON lines, to the
-/// log or stderr; with `--json` one object on stdout), the SARIF log if
-/// asked, then abort (134).
+/// A fatal signal in a target's IR code or a host function it called, or
+/// the interpreter's wild access or depth limit: what the host JIT's fault
+/// handler writes (the reports recorded before it and the `host_fault` /
+/// `stack_overflow` report, human or JSON lines, to the log or stderr; with
+/// `--json` one object on stdout), the SARIF log if asked, then abort (134).
 fn write_fault_report_and_abort(
     rt: &Runtime,
     o: &RunOpts,
-    run: &guardlift_aot::TargetRun,
+    reports: &[Report],
+    fault: Option<guardlift_runtime::fault::FaultReport<'_>>,
     (engine, target, instrumented): (&str, &str, bool),
     watch: &Option<WatchStatus>,
 ) -> ! {
-    let fault = run.fault.as_ref().map(|f| f.report());
     let fault_json: Vec<serde_json::Value> = fault
         .iter()
         .filter_map(|f| serde_json::from_str(&f.json().to_string()).ok())
         .collect();
-    let mut all = report_jsons(&run.reports);
+    let mut all = report_jsons(reports);
     all.extend(fault_json);
     write_sarif_or_note(o.sarif.as_deref(), &o.file, &all);
     if o.json {
-        let mut j = aborted_json(&run.reports, engine, target, instrumented, rt.take_output());
+        let mut j = aborted_json(reports, engine, target, instrumented, rt.take_output());
         j["reports"] = serde_json::Value::Array(all);
         if let Some(w) = watch {
             j["watch"] = w.to_json();
         }
         println!("{j}");
     }
-    rt.write_reports(&run.reports);
+    rt.write_reports(reports);
     if let Some(f) = &fault {
         rt.write_fault_report(f);
     }
@@ -615,14 +645,24 @@ fn execute(
             };
             match it.call(entry, args) {
                 Ok(v) => Ok(Outcome::Value(v)),
-                Err(InterpError::Fault { loc, msg }) => {
-                    let f = InterpFault::new(m, loc, msg.clone(), false);
-                    Ok(Outcome::Fault(f, format!("{loc}: {msg}")))
-                }
-                Err(InterpError::StackOverflow { loc, limit }) => {
+                Err(InterpError::Fault {
+                    loc,
+                    msg,
+                    address,
+                    backtrace,
+                }) => Ok(Outcome::Fault(InterpFault::new(
+                    m, loc, msg, address, backtrace,
+                ))),
+                Err(InterpError::StackOverflow {
+                    loc,
+                    limit,
+                    backtrace,
+                }) => {
                     let msg = format!("call depth limit {limit} exceeded");
-                    let f = InterpFault::new(m, loc, msg.clone(), true);
-                    Ok(Outcome::Fault(f, format!("{loc}: stack overflow: {msg}")))
+                    Ok(Outcome::Fault(InterpFault {
+                        stack_overflow: true,
+                        ..InterpFault::new(m, loc, msg, None, backtrace)
+                    }))
                 }
                 Err(InterpError::Aborted) => Ok(Outcome::Fatal("aborted".into())),
                 Err(InterpError::Link(d)) => Err(ExecError::Diag(d)),

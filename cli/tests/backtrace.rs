@@ -96,7 +96,7 @@ fn object_paths_give_the_jit_s_ir_frames() {
 }
 
 #[test]
-fn human_form_lists_frames_after_the_where_line() {
+fn human_form_lists_frames_after_what_was_observed() {
     for engine in ["jit", "interp"] {
         let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
             .arg("run")
@@ -111,12 +111,18 @@ fn human_form_lists_frames_after_the_where_line() {
             .iter()
             .position(|l| l.contains("ERROR: adstack_overflow at @leaf 5:5"))
             .unwrap_or_else(|| panic!("{engine}: {err}"));
+        // What (the observation), then where (the frames), as ASan.
         assert_eq!(
             lines[at + 1],
+            "    push into a full adstack: len 1, capacity 1",
+            "{engine}: {err}"
+        );
+        assert_eq!(
+            lines[at + 2],
             "    #0 @leaf 5:5 (adstack.push)",
             "{engine}: {err}"
         );
-        assert_eq!(lines[at + 2], "    #1 @main 10:5 (call)", "{engine}: {err}");
+        assert_eq!(lines[at + 3], "    #1 @main 10:5 (call)", "{engine}: {err}");
     }
 }
 

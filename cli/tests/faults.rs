@@ -249,12 +249,10 @@ fn object_paths_print_what_the_jit_prints_for_a_fault() {
     let reports = |o: &Output| {
         let out = String::from_utf8_lossy(&o.stdout);
         let mut j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-        // The PC differs; the JIT's fault handler writes its JSON without
-        // backtraces (its async-signal-safe writer, runtime/src/trap.rs).
+        // The PC differs (the JIT's fault handler writes backtraces too).
         for r in j["reports"].as_array_mut().unwrap() {
             let r = r.as_object_mut().unwrap();
             r.remove("pc");
-            r.remove("backtrace");
         }
         j["reports"].clone()
     };
@@ -317,41 +315,51 @@ fn deep_but_legal_recursion_runs_the_same_everywhere() {
 }
 
 /// A fault report's backtrace is the IR call chain, as other reports' are
-/// (the JIT walks the frame records from the faulting frame);
-/// `backtrace=0` turns it off.
+/// (the JIT and the object paths walk the frame records from the faulting
+/// frame, the interpreter reads its frames), after what happened (ASan's
+/// order); `backtrace=0` turns it off.
 #[test]
 fn a_fault_in_a_callee_has_the_ir_call_chain_as_backtrace() {
     let p = write_tmp("wild_callee.glir", WILD_IN_CALLEE);
-    let o = run(&p, &["16"]);
-    let err = stderr(&o);
-    assert_eq!(exit_code(&o), 134, "{err}");
-    assert!(
-        err.contains(
-            "ERROR: host_fault at @leaf 3:5 (load)\n    #0 @leaf 3:5 (load)\n    #1 @main 8:5 (call)\n    SIGSEGV"
-        ),
-        "{err}"
-    );
-    let o = run(&p, &["16", "--json"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let j: serde_json::Value =
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(
-        j["reports"][0]["backtrace"],
-        serde_json::json!(["@leaf 3:5 (load)", "@main 8:5 (call)"]),
-        "{j}"
-    );
-    let o = Command::new(bin())
-        .arg("run")
-        .arg(&p)
-        .arg("16")
-        .env("GUARDLIFT_OPTIONS", "backtrace=0")
-        .output()
-        .expect("run guardlift");
-    let err = stderr(&o);
-    assert_eq!(exit_code(&o), 134, "{err}");
-    assert!(
-        err.contains("ERROR: host_fault at @leaf 3:5 (load)"),
-        "{err}"
-    );
-    assert!(!err.contains("    #0 "), "{err}");
+    for flags in FAULT_ENGINES {
+        let engine = flags.join(" ");
+        let o = run(&p, &["16", flags[0], flags[1]]);
+        let err = stderr(&o);
+        assert_eq!(exit_code(&o), 134, "{engine}: {err}");
+        assert!(
+            err.contains("ERROR: host_fault at @leaf 3:5 (load)\n    SIGSEGV at address 0x18"),
+            "{engine}: {err}"
+        );
+        assert!(
+            err.contains(
+                "\n    #0 @leaf 3:5 (load)\n    #1 @main 8:5 (call)\n    seen 1 time(s)\n"
+            ),
+            "{engine}: {err}"
+        );
+        let o = run(&p, &["16", flags[0], flags[1], "--json"]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let j: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{engine}: {e}: {out}"));
+        assert_eq!(
+            j["reports"][0]["backtrace"],
+            serde_json::json!(["@leaf 3:5 (load)", "@main 8:5 (call)"]),
+            "{engine}: {j}"
+        );
+    }
+    for flags in FAULT_ENGINES {
+        let o = Command::new(bin())
+            .arg("run")
+            .arg(&p)
+            .args(["16", flags[0], flags[1]])
+            .env("GUARDLIFT_OPTIONS", "backtrace=0")
+            .output()
+            .expect("run guardlift");
+        let err = stderr(&o);
+        assert_eq!(exit_code(&o), 134, "{flags:?}: {err}");
+        assert!(
+            err.contains("ERROR: host_fault at @leaf 3:5 (load)"),
+            "{flags:?}: {err}"
+        );
+        assert!(!err.contains("    #0 "), "{flags:?}: {err}");
+    }
 }

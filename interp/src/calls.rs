@@ -26,6 +26,7 @@ impl<'m> Interpreter<'m> {
                     return Err(InterpError::StackOverflow {
                         loc: inst.loc,
                         limit: self.max_depth,
+                        backtrace: Vec::new(),
                     });
                 }
                 let callee_f = self.m.func(*fid);

@@ -129,6 +129,18 @@ impl<'m> Interpreter<'m> {
         backtrace::with_outer_frames(&outer, f)
     }
 
+    /// `e` with its backtrace when it is a fault: the frames of `stack`
+    /// (outermost first) when it happened, innermost first, each at the
+    /// instruction it was executing.
+    pub(crate) fn with_fault_backtrace(&self, mut e: InterpError, stack: &[Frame]) -> InterpError {
+        if let InterpError::Fault { backtrace, .. } | InterpError::StackOverflow { backtrace, .. } =
+            &mut e
+        {
+            *backtrace = self.call_frames(stack);
+        }
+        e
+    }
+
     /// The IR calls `callers` (outermost first) are in, innermost first, as
     /// backtrace frames: each frame's current instruction is its call.
     fn call_frames(&self, callers: &[Frame]) -> Vec<String> {

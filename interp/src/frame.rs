@@ -54,11 +54,25 @@ pub(crate) struct Cx<'a, 'm> {
     pub(crate) at: (usize, usize),
 }
 
-/// What would have been a crash in native code, at `loc`.
+/// What would have been a crash in native code, at `loc` (its backtrace
+/// is filled in where the frames are, [`Interpreter::call`]).
 pub(crate) fn fault<T>(loc: SrcLoc, msg: impl Into<String>) -> Result<T, InterpError> {
     Err(InterpError::Fault {
         loc,
         msg: msg.into(),
+        address: None,
+        backtrace: Vec::new(),
+    })
+}
+
+/// A wild access of `bytes` at `address` by the `load` or `store` (`what`)
+/// at `loc`: where native code dies of SIGSEGV.
+pub(crate) fn wild<T>(loc: SrcLoc, what: &str, bytes: u32, address: u64) -> Result<T, InterpError> {
+    Err(InterpError::Fault {
+        loc,
+        msg: format!("{what} of {bytes} byte(s) at {address:#x} is outside every live heap block"),
+        address: Some(address),
+        backtrace: Vec::new(),
     })
 }
 

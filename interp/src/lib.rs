@@ -73,6 +73,13 @@ pub enum InterpError {
         loc: SrcLoc,
         /// What went wrong.
         msg: String,
+        /// The address of a wild access (what native code's SIGSEGV
+        /// names); `None` for other faults.
+        address: Option<u64>,
+        /// The IR call chain, innermost first: the faulting instruction,
+        /// then each call outside it (at most
+        /// [`guardlift_runtime::backtrace::MAX_FRAMES`] frames).
+        backtrace: Vec<String>,
     },
     /// A call deeper than the depth limit: what native code reports as
     /// `stack_overflow` (spec §6.2). `loc` is the call's.
@@ -82,6 +89,9 @@ pub enum InterpError {
         loc: SrcLoc,
         /// The depth limit.
         limit: usize,
+        /// The IR call chain, innermost first: the call, then the calls
+        /// outside it (at most [`guardlift_runtime::backtrace::MAX_FRAMES`]).
+        backtrace: Vec<String>,
     },
     /// A check failed in abort or trap mode (the runtime did not end the process).
     #[error("aborted after a violation")]
@@ -228,9 +238,10 @@ impl<'m> Interpreter<'m> {
             .collect();
         let mut stack = vec![self.new_frame(fid, &args, None)];
         loop {
-            match self.step_frame(&mut stack)? {
-                Some(ret) => return Ok(ret),
-                None => continue,
+            match self.step_frame(&mut stack) {
+                Ok(Some(ret)) => return Ok(ret),
+                Ok(None) => continue,
+                Err(e) => return Err(self.with_fault_backtrace(e, &stack)),
             }
         }
     }

@@ -5,7 +5,7 @@
 //! / [`Interpreter::write_mem`], which refuse anything outside a live block
 //! of the runtime's heap: a wild access is a fault here, not a crash.
 
-use crate::frame::{fault, Cx, Frame, Step};
+use crate::frame::{wild, Cx, Frame, Step};
 use crate::values::{canon, store_bits};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::{CheckKind, Checks, InstKind, SrcLoc};
@@ -26,10 +26,7 @@ impl<'m> Interpreter<'m> {
     pub(crate) fn read_mem(&self, loc: SrcLoc, addr: u64, bytes: u32) -> Result<u64, InterpError> {
         let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
         if !ok {
-            return fault(
-                loc,
-                format!("load of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
-            );
+            return wild(loc, "load", bytes, addr);
         }
         // SAFETY: the heap just said [addr, addr+bytes) lies inside one of its
         // live blocks, which stay allocated while the runtime (held by `self`)
@@ -54,10 +51,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<(), InterpError> {
         let ok = self.rt.with_heap(|h| h.is_valid(addr, bytes as u64));
         if !ok {
-            return fault(
-                loc,
-                format!("store of {bytes} byte(s) at {addr:#x} is outside every live heap block"),
-            );
+            return wild(loc, "store", bytes, addr);
         }
         // SAFETY: the heap just said [addr, addr+bytes) lies inside one of its
         // live blocks (program data, no Rust object aliases it), which stay

@@ -900,7 +900,7 @@ entry:
 }
 ";
     match exec_text(wild_load, &[]).0 {
-        Err(InterpError::Fault { loc, msg }) => {
+        Err(InterpError::Fault { loc, msg, .. }) => {
             assert_eq!(loc.line, 5, "fault at the load");
             assert!(msg.contains("0x10"), "{msg}");
         }

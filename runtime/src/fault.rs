@@ -134,19 +134,57 @@ pub fn signal_name(sig: i32) -> &'static str {
 /// How a fault was caught.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FaultCause<'a> {
-    /// A fatal signal in native code.
+    /// A fatal signal: in native code, or the interpreter's wild access or
+    /// depth limit, reported as the signal native code dies of (SIGSEGV,
+    /// docs/INSTRUMENTATION.md) without a PC.
     Signal {
         /// Its name (`SIGSEGV`, ...).
         signal: &'static str,
-        /// The faulting address (`si_addr`).
-        address: usize,
-        /// The PC of the faulting instruction.
-        pc: usize,
+        /// The faulting address (`si_addr`; the interpreter's: the wild
+        /// access's address, `None` for a stack overflow).
+        address: Option<usize>,
+        /// The PC of the faulting instruction (`None`: the interpreter).
+        pc: Option<usize>,
         /// In a host function called at the site (not in IR code itself).
         in_host: bool,
     },
-    /// The interpreter's checked access or depth limit: its message.
+    /// The interpreter's fault that is no memory access (undefined
+    /// behaviour it refuses to run): its message.
     Interp(&'a str),
+}
+
+/// The frames of a fault's backtrace after the site (`#0`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OuterFrames<'a> {
+    /// Return addresses into host-registered code, innermost first, each
+    /// printed as the IR call it returns to (through [`crate::codemap`]):
+    /// the fault handler's, which must not allocate.
+    ReturnAddrs(&'a [usize]),
+    /// IR frames as backtraces print them (the interpreter's; a target's,
+    /// mapped on the host).
+    Frames(&'a [String]),
+}
+
+impl OuterFrames<'_> {
+    /// Calls `f` with each frame's text, innermost first.
+    fn each(
+        &self,
+        mut f: impl FnMut(&dyn std::fmt::Display) -> std::fmt::Result,
+    ) -> std::fmt::Result {
+        match *self {
+            OuterFrames::ReturnAddrs(ras) => {
+                for &ra in ras {
+                    f(&crate::backtrace::ReturnFrame(ra))?;
+                }
+            }
+            OuterFrames::Frames(frames) => {
+                for fr in frames {
+                    f(fr)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A `host_fault` or `stack_overflow` report, formatted without
@@ -166,11 +204,10 @@ pub struct FaultReport<'a> {
     pub op: &'a str,
     /// What happened.
     pub cause: FaultCause<'a>,
-    /// The backtrace: `None` when not captured (`backtrace=0`, or the
-    /// interpreter); else the site as frame #0 and then these return
-    /// addresses of the IR call chain, innermost first, each printed as
-    /// the IR call it returns to (through [`crate::codemap`]).
-    pub backtrace: Option<&'a [usize]>,
+    /// The backtrace: `None` when not captured (`backtrace=0`); else the
+    /// site as frame #0 and then these frames of the IR call chain,
+    /// innermost first.
+    pub backtrace: Option<OuterFrames<'a>>,
 }
 
 impl FaultReport<'_> {
@@ -210,12 +247,6 @@ impl std::fmt::Display for FaultReport<'_> {
             self.col,
             self.op
         )?;
-        if let Some(outer) = self.backtrace {
-            writeln!(s, "    #0 {}", self.frame())?;
-            for (i, &ra) in outer.iter().enumerate() {
-                writeln!(s, "    #{} {}", i + 1, crate::backtrace::ReturnFrame(ra))?;
-            }
-        }
         match self.cause {
             FaultCause::Signal {
                 signal,
@@ -223,13 +254,15 @@ impl std::fmt::Display for FaultReport<'_> {
                 pc,
                 in_host,
             } => {
+                let at = SignalAt {
+                    signal,
+                    address,
+                    pc,
+                };
                 if self.stack_overflow {
-                    writeln!(
-                        s,
-                        "    the stack is exhausted ({signal} at address {address:#x}, pc {pc:#x})"
-                    )?;
+                    writeln!(s, "    the stack is exhausted ({at})")?;
                 } else {
-                    writeln!(s, "    {signal} at address {address:#x}, pc {pc:#x}")?;
+                    writeln!(s, "    {at}")?;
                 }
                 if in_host {
                     writeln!(s, "    in a host function called by this IR call")?;
@@ -237,7 +270,48 @@ impl std::fmt::Display for FaultReport<'_> {
             }
             FaultCause::Interp(msg) => writeln!(s, "    {msg}")?,
         }
+        // ASan's order: what (above), then where (the backtrace).
+        if let Some(outer) = self.backtrace {
+            writeln!(s, "    #0 {}", self.frame())?;
+            let mut i = 0;
+            outer.each(|fr| {
+                i += 1;
+                writeln!(s, "    #{i} {fr}")
+            })?;
+        }
         writeln!(s, "    seen 1 time(s)")
+    }
+}
+
+/// `SIGSEGV at address 0x8, pc 0x…`: the parts that are known.
+struct SignalAt {
+    signal: &'static str,
+    address: Option<usize>,
+    pc: Option<usize>,
+}
+
+impl std::fmt::Display for SignalAt {
+    fn fmt(&self, s: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        s.write_str(self.signal)?;
+        if let Some(a) = self.address {
+            write!(s, " at address {a:#x}")?;
+        }
+        if let Some(pc) = self.pc {
+            write!(s, ", pc {pc:#x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An optional hex field of the JSON line: `"0x…"` or `null`.
+struct HexOrNull(Option<usize>);
+
+impl std::fmt::Display for HexOrNull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "\"{v:#x}\""),
+            None => f.write_str("null"),
+        }
     }
 }
 
@@ -265,7 +339,9 @@ impl std::fmt::Display for FaultJson<'_> {
                 in_host,
             } => write!(
                 f,
-                ",\"signal\":\"{signal}\",\"address\":\"{address:#x}\",\"pc\":\"{pc:#x}\",\"in_host\":{in_host}"
+                ",\"signal\":\"{signal}\",\"address\":{},\"pc\":{},\"in_host\":{in_host}",
+                HexOrNull(address),
+                HexOrNull(pc)
             )?,
             FaultCause::Interp(msg) => write!(
                 f,
@@ -275,9 +351,7 @@ impl std::fmt::Display for FaultJson<'_> {
         }
         if let Some(outer) = r.backtrace {
             write!(f, ",\"backtrace\":[{}", JsonStr(r.frame()))?;
-            for &ra in outer {
-                write!(f, ",{}", JsonStr(crate::backtrace::ReturnFrame(ra)))?;
-            }
+            outer.each(|fr| write!(f, ",{}", JsonStr(fr)))?;
             f.write_str("]")?;
         }
         f.write_str("}\n")
@@ -428,11 +502,12 @@ mod imp {
             op: site.op,
             cause: FaultCause::Signal {
                 signal: signal_name(s.sig),
-                address: s.fault_addr(),
-                pc: s.pc(),
+                address: Some(s.fault_addr()),
+                pc: Some(s.pc()),
                 in_host: placed.in_host,
             },
-            backtrace: crate::backtrace::enabled().then_some(&frames[..n]),
+            backtrace: crate::backtrace::enabled()
+                .then_some(OuterFrames::ReturnAddrs(&frames[..n])),
         };
         let (fd, json) = rt.trap_scratch().output();
         if json {
@@ -457,7 +532,15 @@ mod imp {
                 let _ = write!(w, "{},", r.human().json());
             }
         });
-        let _ = writeln!(w, "{}],{tail},\"aborted\":true}}", report.json());
+        let _ = write!(w, "{}],{tail},\"aborted\":true,\"stdout\":", report.json());
+        // The `print_*` output so far, as the CLI's other abort paths give it.
+        let written = rt.try_with_output(|out| {
+            let _ = write!(w, "{}", crate::report::JsonStr(out));
+        });
+        if written.is_none() {
+            let _ = w.write_str("\"\"");
+        }
+        let _ = writeln!(w, "}}");
         let _ = w.finish();
     }
 }

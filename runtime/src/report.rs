@@ -108,6 +108,24 @@ fn site_json(s: &Option<SiteInfo>) -> Json {
     }
 }
 
+/// [`site_json`] formatted without allocating.
+struct SiteJson<'a>(&'a Option<SiteInfo>);
+
+impl fmt::Display for SiteJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(s) => write!(
+                f,
+                "{{\"function\":{},\"line\":{},\"col\":{}}}",
+                JsonStr(&s.function),
+                s.line,
+                s.col
+            ),
+            None => f.write_str("null"),
+        }
+    }
+}
+
 /// `@fn L:C` or "an unknown site", formatted without allocating (the
 /// signal handlers print object notes of pending reports).
 struct SiteText<'a>(&'a Option<SiteInfo>);
@@ -383,9 +401,6 @@ impl fmt::Display for HumanReport<'_> {
         } else {
             writeln!(s, ", site {}", self.site)?;
         }
-        for (i, f) in self.backtrace.iter().enumerate() {
-            writeln!(s, "    #{i} {f}")?;
-        }
         match self.observed {
             Some(Observed::Dict { object, value }) => {
                 writeln!(
@@ -448,6 +463,11 @@ impl fmt::Display for HumanReport<'_> {
                     "    observed values not captured: another thread's trap overwrote them"
                 )?;
             }
+        }
+        // ASan's order: what (above), where (the backtrace), then the
+        // object and its history.
+        for (i, f) in self.backtrace.iter().enumerate() {
+            writeln!(s, "    #{i} {f}")?;
         }
         if let Some(n) = self.object {
             writeln!(
@@ -610,6 +630,42 @@ impl fmt::Display for JsonReport<'_> {
                 ",\"object\":\"{object:#x}\",\"index\":{index},\"capacity\":{capacity}"
             )?,
             Some(Observed::Write { .. }) | None => {}
+        }
+        if let Some(n) = r.object {
+            write!(
+                f,
+                ",\"object_id\":{},\"alloc_site\":{}",
+                n.id,
+                SiteJson(&n.alloc_site)
+            )?;
+            if r.kind.is_lifetime() || n.freed {
+                write!(f, ",\"free_site\":{}", SiteJson(&n.free_site))?;
+            }
+        }
+        if let (Some(w), Some(Observed::Dict { value, .. })) = (r.last_write, r.observed) {
+            write!(f, ",\"last_write\":{{\"by\":{},\"site\":", JsonStr(&w.by))?;
+            match w.site {
+                Some(site) => write!(f, "{site}")?,
+                None => f.write_str("null")?,
+            }
+            write!(
+                f,
+                ",\"value\":\"{:#x}\",\"changed_behind\":{},\"object_id\":",
+                w.value,
+                w.value != value
+            )?;
+            match w.object_id {
+                Some(id) => write!(f, "{id}}}")?,
+                None => f.write_str("null}")?,
+            }
+        }
+        if !r.backtrace.is_empty() {
+            f.write_str(",\"backtrace\":[")?;
+            for (i, fr) in r.backtrace.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                write!(f, "{sep}{}", JsonStr(fr))?;
+            }
+            f.write_str("]")?;
         }
         if let Some(t) = r.trap {
             write!(
@@ -879,5 +935,48 @@ mod tests {
         assert_eq!(j["width"], 1);
         assert_eq!(j["value"], "0xfe");
         assert_eq!(j["trap_pc"], "0x1234");
+    }
+
+    /// The signal handlers' JSON line carries every member of
+    /// [`Report::to_json`] (object note, last write, backtrace).
+    #[test]
+    fn json_line_is_the_reports_json() {
+        let site = |line| SiteInfo {
+            function: "f".into(),
+            line,
+            col: 5,
+            op: "call".into(),
+        };
+        let mut r = Report {
+            kind: ReportKind::DictSlotTag,
+            site: 3,
+            info: site(7),
+            observed: Observed::Dict {
+                object: 0x1000,
+                value: 0x5,
+            },
+            last_write: Some(LastWrite {
+                by: "obj_dictify".into(),
+                site: None,
+                value: 0x4,
+                object_id: Some(2),
+            }),
+            object: Some(ObjectNote {
+                id: 2,
+                alloc_site: Some(site(3)),
+                free_site: None,
+                freed: true,
+            }),
+            count: 2,
+            backtrace: vec!["@f 7:5 (dict_slot.load)".into(), "@main 9:5 (call)".into()],
+        };
+        for _ in 0..2 {
+            let text = r.human().json().to_string();
+            let j: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+            assert_eq!(j, r.to_json(), "{text}");
+            r.last_write = None;
+            r.object = None;
+            r.backtrace.clear();
+        }
     }
 }

@@ -368,6 +368,17 @@ impl Runtime {
         Some(f(g.reports()))
     }
 
+    /// Runs `f` on the captured `print_*` output without waiting for its
+    /// lock (`None` when it is held): what a signal handler can read.
+    pub(crate) fn try_with_output<R>(&self, f: impl FnOnce(&str) -> R) -> Option<R> {
+        let g = match self.output.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(f(&g))
+    }
+
     /// A copy of the recorded reports, leaving them in place.
     pub fn peek_reports(&self) -> Vec<Report> {
         self.drain_watch();
