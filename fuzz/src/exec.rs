@@ -109,13 +109,26 @@ pub fn run_raw_opt(
     mode: Mode,
     opt: OptLevel,
 ) -> RawRun {
+    let jit = CompileOptions::default().with_opt_level(opt);
+    run_raw_with(m, entry, args, engine, mode, &jit)
+}
+
+/// [`run_raw`] with the JIT's compile options `jit`.
+pub fn run_raw_with(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    mode: Mode,
+    jit: &CompileOptions,
+) -> RawRun {
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
         mode,
         abort_process: false,
         capture_output: true,
     });
-    let result = run_on(m, entry, args, engine, opt, &rt);
+    let result = run_on(m, entry, args, engine, jit, &rt);
     RawRun {
         result,
         output: rt.take_output(),
@@ -129,7 +142,7 @@ fn run_on(
     entry: &str,
     args: &[u64],
     engine: Engine,
-    opt: OptLevel,
+    jit: &CompileOptions,
     rt: &Arc<Runtime>,
 ) -> Result<Option<u64>, String> {
     match engine {
@@ -140,16 +153,12 @@ fn run_on(
                 it.call(entry, args)
             })
             .map_err(|e| format!("interp: {e}")),
-        Engine::Jit => guardlift_jit::Jit::compile(
-            m,
-            rt.clone(),
-            &CompileOptions::default().with_opt_level(opt),
-        )
-        // SAFETY: the generators (`gen`, `guards`) emit raw and object
-        // accesses only to objects and adstack buffers the program itself
-        // allocates, within their sizes, and no host symbol.
-        .and_then(|c| unsafe { c.call_dynamic(entry, args) })
-        .map_err(|e| format!("jit: {e}")),
+        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), jit)
+            // SAFETY: the generators (`gen`, `guards`) emit raw and object
+            // accesses only to objects and adstack buffers the program itself
+            // allocates, within their sizes, and no host symbol.
+            .and_then(|c| unsafe { c.call_dynamic(entry, args) })
+            .map_err(|e| format!("jit: {e}")),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::error::JitError;
 use crate::lower::{self, Entry, ExternBinding, Lowerer, RtRef};
-use crate::target::{build_isa, OptLevel, Target, Tier, TierIsas};
+use crate::target::{build_isa, build_isa_verified, OptLevel, Target, Tier, TierIsas};
 use cranelift_codegen::ir::UserFuncName;
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_codegen::CompiledCode;
@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 pub struct CompileOptions {
     /// Cranelift's optimization level for the module's functions.
     pub opt_level: OptLevel,
+    /// Cranelift's verifier on every compiled function: `None` in debug
+    /// builds only (the default), `Some(on)` whatever the build profile.
+    pub verifier: Option<bool>,
     /// Host functions for externs that are not built-ins: (IR name without
     /// `@`, address). Added only through the `unsafe` [`Self::symbol`].
     symbols: Vec<(String, *const u8)>,
@@ -34,6 +37,12 @@ impl CompileOptions {
     /// These options at optimization level `level`.
     pub fn with_opt_level(mut self, level: OptLevel) -> Self {
         self.opt_level = level;
+        self
+    }
+
+    /// These options with Cranelift's verifier on or off (see [`Self::verifier`]).
+    pub fn with_verifier(mut self, on: bool) -> Self {
+        self.verifier = Some(on);
         self
     }
 
@@ -83,7 +92,10 @@ impl Jit {
             opts.symbols.iter().map(|(n, p)| (n.as_str(), *p)).collect();
         let externs =
             lower::resolve_externs(module, |name| host.get(name).map(|_| host_symbol(name)))?;
-        let isa = build_isa(Target::Host, opts.opt_level, Tier::Optimized, false)?;
+        let isa = match opts.verifier {
+            None => build_isa(Target::Host, opts.opt_level, Tier::Optimized, false)?,
+            Some(v) => build_isa_verified(Target::Host, opts.opt_level, Tier::Optimized, false, v)?,
+        };
         let call_conv = isa.default_call_conv();
         let mut jm = jit_module(isa, opts);
         // From here on, any early return must free the module's memory and
@@ -235,7 +247,7 @@ fn compile_functions(
     let module = lw.ir;
     let mut ctx = jm.make_context();
     let mut fctx = FunctionBuilderContext::new();
-    let mut tiers = TierIsas::new(Target::Host, false);
+    let mut tiers = TierIsas::new(Target::Host, false).verified(jm.isa().flags().enable_verifier());
     let mut out = Lowered {
         pcmaps: Vec::with_capacity(module.functions.len()),
         ..Lowered::default()

@@ -205,6 +205,8 @@ impl Tier {
 pub(crate) struct TierIsas {
     target: Target,
     pic: bool,
+    /// Cranelift's verifier in the big tier's ISA.
+    verifier: bool,
     big: Option<OwnedTargetIsa>,
 }
 
@@ -213,8 +215,15 @@ impl TierIsas {
         TierIsas {
             target,
             pic,
+            verifier: cfg!(debug_assertions),
             big: None,
         }
+    }
+
+    /// With Cranelift's verifier on or off in the big tier (as in the module's own ISA).
+    pub(crate) fn verified(mut self, on: bool) -> TierIsas {
+        self.verifier = on;
+        self
     }
 
     /// The ISA that compiles functions of `tier`; `None` for the module's own.
@@ -223,7 +232,13 @@ impl TierIsas {
             return Ok(None);
         }
         if self.big.is_none() {
-            self.big = Some(build_isa(self.target, OptLevel::None, tier, self.pic)?);
+            self.big = Some(build_isa_verified(
+                self.target,
+                OptLevel::None,
+                tier,
+                self.pic,
+                self.verifier,
+            )?);
         }
         Ok(self.big.as_ref())
     }
