@@ -5,8 +5,13 @@
 //! in recover and in trap mode.
 //! (A missing qemu or cross toolchain fails the run with its install hint.)
 
+#[path = "../../jit/tests/common/chain.rs"]
+mod chain;
+mod common;
+
+use chain::push_chain;
+use common::mask_hex;
 use guardlift_jit::{Tier, BIG_FUNCTION_INSTS};
-use std::fmt::Write as _;
 use std::process::Command;
 
 const BLOCKS: usize = 6_000;
@@ -19,41 +24,17 @@ fn program() -> String {
          fn @main(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %two = iconst.i64 2\n\
          \x20   %lim = iconst.i64 0x7fffffffffff\n    %o = call @obj_new(%two)\n    jump b0(%x)\n",
     );
-    for i in 0..BLOCKS {
-        let _ = writeln!(t, "b{i}(%v{i}: i64):\n    %w{i} = iadd %v{i}, %one");
+    push_chain(&mut t, BLOCKS, |i| {
+        let mut extra = String::new();
         if i % 500 == 0 {
-            let _ = writeln!(t, "    store_attr %o, 1, %w{i}");
+            extra += &format!("    store_attr %o, 1, %w{i}\n");
         }
         if i == BLOCKS / 2 {
-            let _ = writeln!(t, "    call @fault_clear_lsb(%o)");
+            extra += "    call @fault_clear_lsb(%o)\n";
         }
-        let next = if i + 1 == BLOCKS {
-            "done".to_string()
-        } else {
-            format!("b{}", i + 1)
-        };
-        if i % 2 == 0 {
-            let _ = writeln!(t, "    %c{i} = icmp.slt %w{i}, %lim");
-            let _ = writeln!(t, "    brif %c{i}, {next}(%w{i}), {next}(%v{i})");
-        } else {
-            let _ = writeln!(t, "    jump {next}(%w{i})");
-        }
-    }
-    t.push_str("done(%r: i64):\n    return %r\n}\n");
+        extra
+    });
     t
-}
-
-/// Heap addresses differ between runs and architectures: `0x…` → `0x?`.
-fn mask_hex(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find("0x") {
-        out.push_str(&rest[..i]);
-        out.push_str("0x?");
-        rest = rest[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
-    }
-    out.push_str(rest);
-    out
 }
 
 #[test]

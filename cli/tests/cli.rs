@@ -3,11 +3,10 @@
 //! `run`; valid programs (the shared examples, large generated ones) run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_guardlift")
-}
+use common::{bin, gl, stderr, stdout, tmp};
+use std::process::{Command, Output};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
@@ -32,28 +31,6 @@ fn examples() -> Vec<PathBuf> {
         dir.display()
     );
     v
-}
-
-fn gl(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run guardlift")
-}
-
-fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("guardlift-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Asserts exit 2 and a first stderr line `FILE:LINE:COL: error: ...` containing `frag`.

@@ -3,42 +3,19 @@
 //! out-of-range floats. Each test fails on the code before the fix.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_guardlift")
-}
+use common::{bin, gl, stderr, stdout, tmp};
+use std::process::{Command, Output, Stdio};
 
 fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/programs")
 }
 
-fn gl(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run guardlift")
-}
-
-fn tmp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("guardlift-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Exit 2 and a first stderr line `FILE:LINE:COL: error: ...` with `frag`.
 #[track_caller]
 fn assert_diag(o: &Output, file: &str, line_col: &str, frag: &str) {
-    let e = err(o);
+    let e = stderr(o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     let first = e.lines().next().unwrap_or("");
     assert!(
@@ -64,7 +41,7 @@ fn closed_stdout_pipe_ends_quietly_like_other_tools() {
     // Close the read end at once: every write of the child hits EPIPE.
     drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
-    let e = err(&o);
+    let e = stderr(&o);
     assert!(!e.contains("panicked"), "{e}");
     assert_ne!(o.status.code(), Some(101), "{e}");
     assert_eq!(
@@ -107,14 +84,14 @@ fn a_utf8_bom_is_accepted() {
     let p = tmp("bom.glir", format!("\u{feff}{MAIN}").as_bytes());
     let ps = p.to_str().unwrap();
     let o = gl(&["check", ps]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = gl(&["run", ps]);
-    assert_eq!(out(&o).trim(), "42", "{}", err(&o));
+    assert_eq!(stdout(&o).trim(), "42", "{}", stderr(&o));
     let o = gl(&["fmt", ps]);
     assert!(
-        out(&o).starts_with("layout cpython312\n\nfn @main"),
+        stdout(&o).starts_with("layout cpython312\n\nfn @main"),
         "{}",
-        out(&o)
+        stdout(&o)
     );
 }
 
@@ -124,12 +101,12 @@ fn entry_may_be_written_with_its_at_sign() {
     let ps = p.to_str().unwrap();
     for e in ["main", "@main"] {
         let o = gl(&["run", ps, "--entry", e]);
-        assert_eq!(out(&o).trim(), "42", "--entry {e}: {}", err(&o));
+        assert_eq!(stdout(&o).trim(), "42", "--entry {e}: {}", stderr(&o));
     }
     let o = gl(&["run", ps, "--entry", "@nope"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("no function @nope"), "{}", err(&o));
-    assert!(!err(&o).contains("@@"), "{}", err(&o));
+    assert!(stderr(&o).contains("no function @nope"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("@@"), "{}", stderr(&o));
 }
 
 #[test]
@@ -141,7 +118,7 @@ fn huge_literals_are_not_echoed_whole() {
     let ps = p.to_str().unwrap();
     let o = gl(&["check", ps]);
     assert_diag(&o, ps, "3:21", "more characters)");
-    assert!(err(&o).len() < 400, "{}", err(&o));
+    assert!(stderr(&o).len() < 400, "{}", stderr(&o));
     // Entry arguments likewise.
     let p2 = tmp(
         "f.glir",
@@ -149,7 +126,7 @@ fn huge_literals_are_not_echoed_whole() {
     );
     let o = gl(&["run", p2.to_str().unwrap(), &big]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).len() < 400, "{}", err(&o));
+    assert!(stderr(&o).len() < 400, "{}", stderr(&o));
 }
 
 #[test]
@@ -160,10 +137,14 @@ fn out_of_range_floats_are_rejected_as_arguments_and_literals() {
     );
     let ps = p.to_str().unwrap();
     let o = gl(&["run", ps, "1e309"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
-    assert!(err(&o).contains("out of range for f64"), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("out of range for f64"),
+        "{}",
+        stderr(&o)
+    );
     let o = gl(&["run", ps, "inf"]);
-    assert_eq!(out(&o).trim(), "inf", "{}", err(&o));
+    assert_eq!(stdout(&o).trim(), "inf", "{}", stderr(&o));
     let q = tmp(
         "lit.glir",
         b"fn @main() -> f64 {\nentry:\n    %x = fconst.f64 1e309\n    return %x\n}\n",
@@ -182,7 +163,7 @@ fn boolean_options_accept_what_the_error_lists() {
             .env("GUARDLIFT_OPTIONS", format!("json={v}"))
             .output()
             .unwrap();
-        assert_eq!(out(&o).trim(), "42", "json={v}: {}", err(&o));
+        assert_eq!(stdout(&o).trim(), "42", "json={v}: {}", stderr(&o));
     }
     let o = Command::new(bin())
         .args(["run", ps])
@@ -190,7 +171,7 @@ fn boolean_options_accept_what_the_error_lists() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let e = err(&o);
+    let e = stderr(&o);
     assert!(
         e.contains("yes/no") && !e.contains("expected 0 or 1"),
         "{e}"
@@ -202,7 +183,7 @@ fn huge_site_ids_cost_no_memory() {
     let p = programs().join("guard_site_huge_id.glir");
     let ps = p.to_str().unwrap();
     let o = gl(&["check", ps]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for engine in ["jit", "interp"] {
         // Before the fix: a 4294967296-entry site table (an abort).
         let o = Command::new("sh")
@@ -215,14 +196,18 @@ fn huge_site_ids_cost_no_memory() {
             ])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{engine}: {}", err(&o));
-        let j: serde_json::Value = serde_json::from_str(&out(&o)).unwrap();
+        assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(j["result"], 32031, "{engine}");
         assert_eq!(j["reports"][0]["site"], 4294967295u64, "{engine}");
         assert_eq!(j["reports"][0]["line"], 19, "{engine}");
         assert_eq!(j["reports"][0]["count"], 34, "{engine}");
     }
     let o = gl(&["emit", ps, "--what", "ir", "--instrument"]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(out(&o).contains("!site(4294967295, 19:5"), "{}", out(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("!site(4294967295, 19:5"),
+        "{}",
+        stdout(&o)
+    );
 }

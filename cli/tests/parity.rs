@@ -12,15 +12,14 @@
 //! The tools are required, never skipped: without them the test fails and
 //! says how to install them.
 
+mod common;
+
+use common::{bin, mask_hex};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_guardlift")
-}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -165,19 +164,6 @@ fn run_all(progs: &[Prog], jobs: &[Job]) -> Vec<Output> {
         .into_iter()
         .map(|o| o.expect("every job ran"))
         .collect()
-}
-
-/// Heap addresses differ between runs and architectures: `0x…` → `0x?`.
-fn mask_hex(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find("0x") {
-        out.push_str(&rest[..i]);
-        out.push_str("0x?");
-        rest = rest[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
-    }
-    out.push_str(rest);
-    out
 }
 
 /// A report with what must agree across targets.

@@ -5,11 +5,10 @@
 //! handler reports; the interpreter's trap mode behaves as abort.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_guardlift")
-}
+use common::{exit_134, gl, gl_env, stderr};
+use std::process::Output;
 
 fn scenario(name: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -19,35 +18,9 @@ fn scenario(name: &str) -> PathBuf {
     p
 }
 
-fn gl(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(bin());
-    c.args(args).env_remove("GUARDLIFT_OPTIONS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run guardlift")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Exit status 134: killed by SIGABRT (or exited with 134).
 fn assert_134(o: &Output, what: &str) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if o.status.signal() == Some(6) {
-            return;
-        }
-    }
-    assert_eq!(
-        o.status.code(),
-        Some(134),
-        "{what}: {:?}\n{}",
-        o.status,
-        stderr(o)
-    );
+    assert!(exit_134(o), "{what}: {:?}\n{}", o.status, stderr(o));
 }
 
 /// Runs scenario `name` with `args` on both engines in abort and trap mode,
@@ -60,7 +33,7 @@ fn stops_in_abort_and_trap(name: &str, args: &[&str], want: &[&str]) {
             let mut a = vec!["run", file];
             a.extend_from_slice(args);
             a.extend_from_slice(&["--instrument", "--mode", mode, "--engine", engine]);
-            let o = gl(&a, &[]);
+            let o = gl(&a);
             let what = format!("{name} {engine} {mode}");
             assert_134(&o, &what);
             let err = stderr(&o);
@@ -127,7 +100,7 @@ fn adstack_overflow_stops_in_abort_and_trap() {
 fn tagflip_nested_managers_recover_via_the_cli() {
     let file = scenario("ctxmgr_nested_tagflip");
     for engine in ["jit", "interp"] {
-        let o = gl(
+        let o = gl_env(
             &[
                 "run",
                 file.to_str().unwrap(),
@@ -166,7 +139,7 @@ fn trap_mode_honours_the_json_log_option() {
     let _ = std::fs::remove_file(&log);
     let opts = format!("json=1:log_path={}", log.display());
     let file = scenario("ctxmgr_nested_tagflip");
-    let o = gl(
+    let o = gl_env(
         &[
             "run",
             file.to_str().unwrap(),
@@ -192,7 +165,7 @@ fn trap_mode_honours_the_json_log_option() {
 #[test]
 fn trap_mode_without_violation_runs_to_the_end() {
     let file = scenario("ctxmgr_nested_tagflip");
-    let o = gl(
+    let o = gl_env(
         &[
             "run",
             file.to_str().unwrap(),

@@ -9,9 +9,12 @@
 //! `kernel.perf_event_paranoid` <= 2 or CAP_PERFMON): without them the
 //! tests FAIL with the reason guardlift printed.
 
+mod common;
+
+use common::{exit_134, gl, gl_env, stderr};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn repo(rel: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
@@ -21,19 +24,6 @@ fn repo(rel: &str) -> String {
 
 fn tagflip() -> String {
     repo("../tests/programs/scenarios/ctxmgr_nested_tagflip.glir")
-}
-
-fn gl(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_guardlift"));
-    c.args(args).env_remove("GUARDLIFT_OPTIONS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run guardlift")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The JSON object on stdout; fails (not skips) when watchpoints were unavailable.
@@ -56,17 +46,6 @@ fn json_with_watch(o: &Output, what: &str) -> Value {
     j
 }
 
-fn exit_134(o: &Output) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if o.status.signal() == Some(6) {
-            return true;
-        }
-    }
-    o.status.code() == Some(134)
-}
-
 fn has_line(bt: &Value, pat: &str) -> bool {
     bt.as_array().is_some_and(|a| {
         a.iter()
@@ -85,7 +64,7 @@ fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
             if let Some(c) = checks {
                 a.extend_from_slice(&["--checks", c]);
             }
-            let o = gl(&a, &[]);
+            let o = gl(&a);
             // Dict checks abort at the first bad store_attr; without checks
             // the corrupted word kills the run in the host's slow path.
             assert!(exit_134(&o), "{what}: {:?}\n{}", o.status, stderr(&o));
@@ -139,7 +118,7 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
     // clobber_byte_lsb: an uninstrumented 1-byte `store` in IR code.
     let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
     for engine in ["jit", "interp"] {
-        let o = gl(
+        let o = gl_env(
             &[
                 "run", &byte, "--watch", "object:1", "--json", "--engine", engine,
             ],
@@ -172,7 +151,7 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
         );
     }
     // The heap's rogue writer stores the whole word.
-    let o = gl(
+    let o = gl_env(
         &[
             "run",
             &tagflip(),
@@ -191,7 +170,7 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
 fn clean_run_with_watchpoints_reports_nothing() {
     let legit = repo("tests/watch/legit_writes.glir");
     for engine in ["jit", "interp"] {
-        let o = gl(
+        let o = gl_env(
             &[
                 "run", &legit, "--watch", "object:1", "--json", "--engine", engine,
             ],
@@ -212,8 +191,8 @@ fn clean_run_with_watchpoints_reports_nothing() {
     }
     // The tag-flip program with the rogue writer never reached, every new
     // object watched: same result as without watchpoints, nothing reported.
-    let plain = gl(&["run", &tagflip(), "40", "40"], &[]);
-    let o = gl(&["run", &tagflip(), "40", "40", "--watch", "recent"], &[]);
+    let plain = gl_env(&["run", &tagflip(), "40", "40"], &[]);
+    let o = gl_env(&["run", &tagflip(), "40", "40", "--watch", "recent"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(o.stdout, plain.stdout);
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
@@ -221,7 +200,7 @@ fn clean_run_with_watchpoints_reports_nothing() {
 
 #[test]
 fn guardlift_options_watch_is_the_same_as_the_flag() {
-    let o = gl(
+    let o = gl_env(
         &[
             "run",
             &tagflip(),
@@ -242,9 +221,9 @@ fn guardlift_options_watch_is_the_same_as_the_flag() {
 #[test]
 fn aarch64_says_unavailable_and_gives_the_same_result() {
     let legit = repo("tests/watch/legit_writes.glir");
-    let plain = gl(&["run", &legit, "--target", "aarch64"], &[]);
+    let plain = gl(&["run", &legit, "--target", "aarch64"]);
     assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
-    let o = gl(
+    let o = gl_env(
         &["run", &legit, "--target", "aarch64", "--watch", "object:1"],
         &[],
     );
@@ -257,7 +236,7 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
         lines[0].starts_with("guardlift: watchpoints unavailable: ") && lines[0].contains("qemu"),
         "{err}"
     );
-    let o = gl(
+    let o = gl_env(
         &[
             "run", &legit, "--target", "aarch64", "--watch", "object:1", "--json",
         ],
@@ -275,7 +254,7 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
 #[test]
 fn bad_watch_specs_are_usage_errors() {
     for spec in ["object:", "object:0", "sample:x", "everything"] {
-        let o = gl(&["run", &tagflip(), "1", "2", "--watch", spec], &[]);
+        let o = gl_env(&["run", &tagflip(), "1", "2", "--watch", spec], &[]);
         assert_eq!(o.status.code(), Some(2), "{spec}: {}", stderr(&o));
         assert!(stderr(&o).contains("watch spec"), "{spec}: {}", stderr(&o));
         assert!(o.stdout.is_empty());
@@ -291,7 +270,7 @@ fn bad_watch_specs_are_usage_errors() {
 fn trap_mode_and_watchpoints_do_not_crash() {
     let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
     for engine in ["jit", "interp"] {
-        let o = gl(
+        let o = gl_env(
             &[
                 "run", &byte, "--mode", "trap", "--checks", "dict", "--watch", "object:1",
                 "--engine", engine,
@@ -319,7 +298,7 @@ fn trap_mode_and_watchpoints_do_not_crash() {
         );
     }
     // The same as JSON lines in the log.
-    let o = gl(
+    let o = gl_env(
         &[
             "run", &byte, "--mode", "trap", "--checks", "dict", "--watch", "object:1",
         ],

@@ -170,23 +170,17 @@ pub fn run(
     engine: Engine,
     mode: Mode,
 ) -> Result<Outcome, String> {
-    run_opt(m, entry, args, engine, mode, OptLevel::default())
+    comparable(m, entry, run_raw(m, entry, args, engine, mode))
 }
 
-/// [`run`] with the JIT's Cranelift optimization level `opt`.
-pub fn run_opt(
-    m: &Module,
-    entry: &str,
-    args: &[u64],
-    engine: Engine,
-    mode: Mode,
-    opt: OptLevel,
-) -> Result<Outcome, String> {
+/// What engines must agree on in `r`, a run of `entry` of `m`
+/// ([`run_raw`], [`run_raw_opt`]): the result canonicalized, the reports
+/// made comparable; a failed run is its error.
+pub fn comparable(m: &Module, entry: &str, r: RawRun) -> Result<Outcome, String> {
     let ret = m
         .func_by_name(entry)
         .map(|f| m.func(f).ret)
         .ok_or_else(|| format!("no function @{entry}"))?;
-    let r = run_raw_opt(m, entry, args, engine, mode, opt);
     let result = r.result?;
     Ok(Outcome {
         result: match (ret, result) {

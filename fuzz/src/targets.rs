@@ -1,7 +1,7 @@
 //! The bodies of the fuzz targets. Each takes the raw fuzzer input and
 //! panics on a finding (libFuzzer records the input as a crash).
 
-use crate::exec::{run_opt, with_checks, Engine, CHECK_SETS};
+use crate::exec::{comparable, run_raw_opt, with_checks, Engine, CHECK_SETS};
 use crate::gen::{self, GenConfig, Generated, ENTRY};
 use crate::guards::{self, GuardsInput};
 use arbitrary::{Arbitrary, Unstructured};
@@ -67,14 +67,7 @@ fn round_trip(text: &str) -> Option<Module> {
         return None;
     };
     let printed = print_module(&m);
-    let m2 = parse_module(&printed).unwrap_or_else(|e| {
-        panic!("printed text does not parse: {e}\n--- input\n{text}\n--- printed\n{printed}")
-    });
-    let again = print_module(&m2);
-    assert!(
-        printed == again,
-        "print(parse(print(m))) != print(m)\n--- input\n{text}\n--- printed\n{printed}\n--- printed again\n{again}"
-    );
+    let m2 = reparse(&printed, "printed", &format!("--- input\n{text}\n"));
     let v1 = verify_module(&m);
     let v2 = verify_module(&m2);
     assert!(
@@ -84,6 +77,19 @@ fn round_trip(text: &str) -> Option<Module> {
     v1.is_ok().then_some(m)
 }
 
+/// `printed` (a printed module) parsed back, checked to print the same
+/// again; a failure names the text (`what`) and adds `ctx`.
+fn reparse(printed: &str, what: &str, ctx: &str) -> Module {
+    let m = parse_module(printed)
+        .unwrap_or_else(|e| panic!("{what} text does not parse: {e}\n{ctx}--- printed\n{printed}"));
+    let again = print_module(&m);
+    assert!(
+        printed == again,
+        "{what}: print(parse(print(m))) != print(m)\n{ctx}--- printed\n{printed}\n--- printed again\n{again}"
+    );
+    m
+}
+
 /// Instrumented IR verifies, prints, parses and verifies like any IR.
 fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
     let mi = instrument(m, checks);
@@ -91,14 +97,7 @@ fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
     if let Err(e) = verify_module(&mi) {
         panic!("instrumented [{checks}] module does not verify: {e}\n--- input\n{text}\n--- instrumented\n{printed}");
     }
-    let back = parse_module(&printed).unwrap_or_else(|e| {
-        panic!("instrumented [{checks}] text does not parse: {e}\n--- printed\n{printed}")
-    });
-    let again = print_module(&back);
-    assert!(
-        printed == again,
-        "instrumented [{checks}]: print(parse(print(m))) != print(m)\n--- printed\n{printed}\n--- again\n{again}"
-    );
+    let back = reparse(&printed, &format!("instrumented [{checks}]"), "");
     if let Err(e) = verify_module(&back) {
         panic!("instrumented [{checks}] text does not verify after parsing: {e}\n--- printed\n{printed}");
     }
@@ -172,7 +171,11 @@ pub fn check_generated_opt(g: &Generated, sets: &[CheckSet], opt: OptLevel) {
                 print_module(&m)
             )
         };
-        let a = match run_opt(&m, ENTRY, &g.args, Engine::Interp, Mode::Recover, opt) {
+        let run = |engine| {
+            let raw = run_raw_opt(&m, ENTRY, &g.args, engine, Mode::Recover, opt);
+            comparable(&m, ENTRY, raw)
+        };
+        let a = match run(Engine::Interp) {
             Ok(a) => a,
             Err(e) => panic!(
                 "the interpreter failed (a fault: a generator bug, the program is undefined; \
@@ -180,7 +183,7 @@ pub fn check_generated_opt(g: &Generated, sets: &[CheckSet], opt: OptLevel) {
                 ctx()
             ),
         };
-        let b = match run_opt(&m, ENTRY, &g.args, Engine::Jit, Mode::Recover, opt) {
+        let b = match run(Engine::Jit) {
             Ok(b) => b,
             Err(e) => panic!("the JIT failed: {e}\n{}", ctx()),
         };
