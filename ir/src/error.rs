@@ -150,6 +150,16 @@ pub enum SourceError {
     Verify(#[from] VerifyErrors),
 }
 
+impl SourceError {
+    /// `FILE:LINE:COL: error: MSG` lines, as the CLI prints them.
+    pub fn with_file(&self, file: &str) -> String {
+        match self {
+            SourceError::Parse(e) => e.with_file(file),
+            SourceError::Verify(e) => e.with_file(file),
+        }
+    }
+}
+
 /// All verifier errors for a module, in source order (never empty).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct VerifyErrors(pub Vec<Diagnostic>);
