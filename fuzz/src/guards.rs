@@ -32,7 +32,7 @@
 //! attribute index ≥ the capacity), with the right observation, and every
 //! canary is intact.
 
-use crate::exec::{run_raw_with, Engine};
+use crate::exec::{canon_result, run_raw_with, Engine};
 use crate::gen::renumber;
 use arbitrary::Arbitrary;
 use guardlift_instrument::{instrument, CheckSet};
@@ -172,25 +172,12 @@ fn canary(obj: usize, k: i64) -> i64 {
 
 /// The element value (canonical bits) of raw input bits, as `fconst`/`iconst` build it.
 fn elem_bits(e: AdElem, x: u64) -> u64 {
-    match e {
-        AdElem::F32 => {
-            let f = f32::from_bits(x as u32);
-            if f.is_nan() {
-                f32::NAN.to_bits() as u64
-            } else {
-                f.to_bits() as u64
-            }
-        }
-        AdElem::F64 => {
-            let f = f64::from_bits(x);
-            if f.is_nan() {
-                f64::NAN.to_bits()
-            } else {
-                x
-            }
-        }
-        AdElem::I64 => x,
-    }
+    let ty = match e {
+        AdElem::F32 => Type::F32,
+        AdElem::F64 => Type::F64,
+        AdElem::I64 => Type::I64,
+    };
+    canon_result(ty, x)
 }
 
 /// `old + d` in the element type (bits in, bits out).

@@ -242,7 +242,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         recover: Recover,
     ) -> Result<(), JitError> {
         let fused = self.fused_watch.take();
-        self.obj_live_check_here(id, o, join, recover)?;
+        let (site, ok, fail) = self.live_check_blocks(id)?;
+        let gated = self.shadow_gate(o, 1, shadow::FREED_OBJ, ok);
+        if let (RtRef::Const(p), Some(&ss), false) =
+            (self.lw.rt, self.cache_slots.get(&self.at), gated)
+        {
+            self.cached_live_check((p, ss), o, site, (ok, fail), join, recover)?;
+        } else {
+            let live = self.call_check_live(o, site)?;
+            self.live_verdict(live, ok, fail, join, recover);
+        }
         if let Some((watched, fast)) = fused {
             if watched != o {
                 return Err(internal(self.fname, "fused watch of another object"));
@@ -276,23 +285,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             && self.checks_of(next).contains(CheckKind::Lifetime)
     }
 
-    /// [`Self::obj_live_check`] from the builder's position.
-    fn obj_live_check_here(
+    /// The frame-cached form of [`Self::obj_live_check`] (no shadow): skip
+    /// the call while the epoch is 0 or this site already found `o` live at
+    /// this epoch.
+    fn cached_live_check(
         &mut self,
-        id: SiteId,
+        (p, ss): (u64, cl::StackSlot),
         o: cl::Value,
+        site: u32,
+        (ok, fail): (cl::Block, cl::Block),
         join: cl::Block,
         recover: Recover,
     ) -> Result<(), JitError> {
-        let (site, ok, fail) = self.live_check_blocks(id)?;
-        let gated = self.shadow_gate(o, 1, shadow::FREED_OBJ, ok);
-        let (RtRef::Const(p), Some(&ss), false) =
-            (self.lw.rt, self.cache_slots.get(&self.at), gated)
-        else {
-            let live = self.call_check_live(o, site)?;
-            self.live_verdict(live, ok, fail, join, recover);
-            return Ok(());
-        };
         let epoch = self.load_epoch(p);
         let probe = self.b.create_block();
         self.b.ins().brif(epoch, probe, &[], ok, &[]);
