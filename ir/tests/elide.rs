@@ -4,6 +4,8 @@
 //! (block and instruction indices of the checks claimed redundant, sorted)
 //! or `; elided: none`. The other `;` lines say why.
 
+mod common;
+
 use guardlift_ir::analysis::adstack_capacities;
 use guardlift_ir::elide::redundant_underflow_checks;
 use std::path::Path;
@@ -28,22 +30,14 @@ fn expected(path: &Path, text: &str) -> Vec<(u32, u32)> {
 
 #[test]
 fn elision_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/elide");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).expect("tests/elide") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_none_or(|e| e != "glir") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("readable");
-        let m = guardlift_ir::parse_and_verify(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cases = common::glir_cases("elide");
+    for (path, text, m) in &cases {
         let f = &m.functions[0];
         let caps = adstack_capacities(f).expect("one capacity per handle");
         let mut got: Vec<(u32, u32)> = redundant_underflow_checks(f, &caps).into_iter().collect();
         got.sort();
-        assert_eq!(got, expected(&path, &text), "{}", path.display());
-        n += 1;
+        assert_eq!(got, expected(path, text), "{}", path.display());
     }
-    assert!(n >= 11, "only {n} cases in {}", dir.display());
+    let n = cases.len();
+    assert!(n >= 11, "only {n} cases in tests/elide");
 }

@@ -5,6 +5,8 @@
 //! first-use order; loops separated by ` | `) or `; clean: none`. The
 //! other `;` lines say why.
 
+mod common;
+
 use guardlift_ir::hoist::clean_loops;
 use std::path::Path;
 
@@ -36,16 +38,8 @@ fn expected(path: &Path, text: &str) -> Vec<Expected> {
 
 #[test]
 fn versioning_cases() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hoist");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).expect("tests/hoist") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_none_or(|e| e != "glir") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("readable");
-        let m = guardlift_ir::parse_and_verify(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cases = common::glir_cases("hoist");
+    for (path, text, m) in &cases {
         let f = m.func(m.func_by_name("f").expect("@f"));
         let got: Vec<Expected> = clean_loops(f)
             .iter()
@@ -64,8 +58,8 @@ fn versioning_cases() {
                 (b, o)
             })
             .collect();
-        assert_eq!(got, expected(&path, &text), "{}", path.display());
-        n += 1;
+        assert_eq!(got, expected(path, text), "{}", path.display());
     }
-    assert!(n >= 7, "only {n} cases in {}", dir.display());
+    let n = cases.len();
+    assert!(n >= 7, "only {n} cases in tests/hoist");
 }
