@@ -182,9 +182,10 @@ impl FnPrinter<'_> {
         if let Some(r) = inst.result {
             let _ = write!(out, "{} = ", self.v(r));
         }
-        let site = inst
-            .site
-            .filter(|_| !self.m.applicable_checks(&inst.kind).is_empty());
+        // Faithful: a guard the verifier rejects (a guarded call of a
+        // function that is not an object call) prints as written, so that
+        // printing never turns an invalid module into a valid one.
+        let site = inst.site;
         if site.is_some() || matches!(inst.kind, Watch { .. }) {
             out.push_str("guard.");
         }

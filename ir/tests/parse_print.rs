@@ -902,3 +902,16 @@ fn huge_literals_and_names_are_not_echoed_whole() {
     let e = parse_module(&text).unwrap_err();
     assert!(e.to_string().len() < 300, "{e}");
 }
+
+/// A guard the verifier rejects (a guarded call of a plain function) prints
+/// as written: printing must not turn an invalid module into a valid one
+/// (found by the `parse` fuzz target, fuzz/corpus/parse/regressions/).
+#[test]
+fn a_rejected_guard_prints_as_written() {
+    let text = "fn @f() {\nentry:\n    guard.call @f()\n    return\n}\n";
+    let (m, printed) = roundtrip(text);
+    assert!(printed.contains("guard.call @f()"), "{printed}");
+    let again = parse_ok(&printed);
+    assert!(guardlift_ir::verify_module(&m).is_err());
+    assert!(guardlift_ir::verify_module(&again).is_err());
+}
