@@ -94,8 +94,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             if blk != cl_entry {
                 self.b.switch_to_block(blk);
             }
+            self.alias_objects(Some(bi))?;
             self.lower_block(bi)?;
         }
+        self.alias_objects(None)?;
         self.lower_versions(&rpo)?;
         self.b.seal_all_blocks();
         Ok(())

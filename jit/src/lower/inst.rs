@@ -211,8 +211,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         match kind {
             InstKind::Jump { dest } => {
                 let t = self.target(dest.block)?;
-                let args = self.block_args(&dest.args)?;
-                self.b.ins().jump(t, &args);
+                let mut args = self.block_args(&dest.args)?;
+                args.extend(self.alias_args(dest.block.0, t));
+                let x = self.exit_edge(dest.block.0);
+                self.b.ins().jump(x.unwrap_or(t), &args);
+                if let Some(x) = x {
+                    self.fill_exit_edge(x, t);
+                }
             }
             InstKind::Brif {
                 cond,
@@ -221,9 +226,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             } => {
                 let c = self.val(*cond)?;
                 let (t1, t2) = (self.target(then_dest.block)?, self.target(else_dest.block)?);
-                let a1 = self.block_args(&then_dest.args)?;
-                let a2 = self.block_args(&else_dest.args)?;
-                self.b.ins().brif(c, t1, &a1, t2, &a2);
+                let mut a1 = self.block_args(&then_dest.args)?;
+                a1.extend(self.alias_args(then_dest.block.0, t1));
+                let mut a2 = self.block_args(&else_dest.args)?;
+                a2.extend(self.alias_args(else_dest.block.0, t2));
+                let (x1, x2) = (
+                    self.exit_edge(then_dest.block.0),
+                    self.exit_edge(else_dest.block.0),
+                );
+                (self.b.ins()).brif(c, x1.unwrap_or(t1), &a1, x2.unwrap_or(t2), &a2);
+                for (x, t) in [(x1, t1), (x2, t2)] {
+                    if let Some(x) = x {
+                        self.fill_exit_edge(x, t);
+                    }
+                }
             }
             InstKind::Return { value } => {
                 let rv: Vec<cl::Value> = value

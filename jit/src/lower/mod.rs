@@ -250,6 +250,7 @@ impl<'m> Lowerer<'m> {
             version_of_header: HashMap::new(),
             version_of_block: HashMap::new(),
             in_clean: None,
+            aliased: None,
             fused_watch: None,
         };
         fl.run()?;
@@ -290,6 +291,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     version_of_block: HashMap<u32, usize>,
     /// The loop whose clean copy is being lowered.
     in_clean: Option<usize>,
+    /// The loop whose checked copy is being lowered (its objects are
+    /// the header's params: `version`).
+    aliased: Option<usize>,
     /// A `guard.watch` of this object just lowered whose fast path (this
     /// block) the next instruction's lifetime check joins (`guards`).
     fused_watch: Option<(cl::Value, cl::Block)>,

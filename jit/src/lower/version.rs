@@ -10,7 +10,10 @@
 //!   this runtime's — `guard.watch` would change nothing) and a branch to
 //!   the clean copy's header when all pass, to the checked copy's
 //!   otherwise. Back edges stay in their copy; exits leave both for the
-//!   same blocks.
+//!   same blocks, each exit edge through a block of its own.
+//! - The checked copy takes the objects as params of its header, so that
+//!   what it derives from them stays inside it instead of being hoisted
+//!   in front of it and taking the registers of the clean copy's values.
 //!
 //! The analysis proves that nothing inside a clean loop frees or unwatches
 //! anything, so a test that passes at the entry would pass at every
@@ -38,6 +41,12 @@ pub(super) struct Versioned {
     watch: Vec<Value>,
     /// Where entries from outside go.
     dispatch: cl::Block,
+    /// The objects the dispatch tests (`life` and `watch`, once each) ...
+    objs: Vec<Value>,
+    /// ... their values in the checked copy: params of its header ...
+    alias: Vec<cl::Value>,
+    /// ... and outside the loop (set when its header is lowered).
+    orig: Vec<cl::Value>,
     /// The clean copy's block of each loop block.
     clean: Vec<(u32, cl::Block)>,
 }
@@ -68,16 +77,23 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     }
                 }
             }
-            // Without a `guard.watch` to drop, the copy costs more than it
-            // saves: the lifetime test is a load and a bit test off the
-            // critical path, and two copies of a loop make the register
-            // allocator spill the loop's invariants (measured: the store
-            // loop under `--checks lifetime,bounds` went from 1.00x to 1.45x).
+            // Without a `guard.watch` to drop, the copy does not pay: the
+            // lifetime test is a load and a bit test off the critical path
+            // (measured, the store loop under `--checks lifetime,bounds`:
+            // 1.00x -> 1.45x before exit edges and aliases, no gain after).
             if watch.is_empty() {
                 continue;
             }
             let header = lp.header;
+            let Some(checked) = self.blocks[header as usize] else {
+                continue;
+            };
             let dispatch = self.block_like(header);
+            let mut objs = life.clone();
+            objs.extend(watch.iter().filter(|o| !life.contains(o)));
+            let alias = (objs.iter())
+                .map(|&o| self.b.append_block_param(checked, cl_type(self.f.ty(o))))
+                .collect();
             let clean = lp.blocks.iter().map(|&b| (b, self.block_like(b))).collect();
             self.version_of_header.insert(header, self.versions.len());
             for &b in &lp.blocks {
@@ -88,6 +104,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 life,
                 watch,
                 dispatch,
+                objs,
+                alias,
+                orig: Vec::new(),
                 clean,
             });
         }
@@ -125,6 +144,81 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn clean_copy_drops_watch(&self, o: Value) -> bool {
         self.in_clean
             .is_some_and(|k| self.versions[k].watch.contains(&o))
+    }
+
+    /// Before lowering IR block `bi` of the checked lowering (`None`: after
+    /// it): inside a versioned loop its objects are the params of the
+    /// checked header, outside they are the values from before the loop.
+    /// The checked copy thus shares no object value with the clean one,
+    /// and what it derives from them (the shadow addresses, the watch
+    /// test) stays in its body: Cranelift hoists loop-invariant values in
+    /// front of a loop, where they would live across its calls, take the
+    /// callee-saved registers and have regalloc2 spill the invariants of
+    /// the clean copy.
+    pub(super) fn alias_objects(&mut self, bi: Option<u32>) -> Result<(), JitError> {
+        let inside = bi.and_then(|b| self.version_of_block.get(&b).copied());
+        if inside == self.aliased {
+            return Ok(());
+        }
+        if let Some(k) = self.aliased.take() {
+            let v = &self.versions[k];
+            for (&o, &x) in v.objs.iter().zip(&v.orig) {
+                self.vals[o.0 as usize] = Some(x);
+            }
+        }
+        if let Some(k) = inside {
+            // The header comes first: the values from before the loop.
+            if self.versions[k].orig.len() < self.versions[k].objs.len() {
+                let orig = (self.versions[k].objs.clone().into_iter())
+                    .map(|o| self.val(o))
+                    .collect::<Result<_, _>>()?;
+                self.versions[k].orig = orig;
+            }
+            let v = &self.versions[k];
+            for (&o, &x) in v.objs.iter().zip(&v.alias) {
+                self.vals[o.0 as usize] = Some(x);
+            }
+            self.aliased = Some(k);
+        }
+        Ok(())
+    }
+
+    /// The extra arguments of a branch to IR block `b` (`t`: its lowered
+    /// target): on a back edge of a checked copy, its objects.
+    pub(super) fn alias_args(&mut self, b: u32, t: cl::Block) -> Vec<BlockArg> {
+        let Some(&k) = self.version_of_header.get(&b) else {
+            return Vec::new();
+        };
+        if self.in_clean.is_some() || t == self.versions[k].dispatch {
+            return Vec::new();
+        }
+        // Not the param itself: Cranelift drops a param that is only ever
+        // passed itself or one other value (`remove_constant_phis`, before
+        // its optimizer folds the `band` with -1 away).
+        (self.versions[k].alias.clone().into_iter())
+            .map(|a| BlockArg::Value(self.b.ins().band_imm_s(a, -1)))
+            .collect()
+    }
+
+    /// A block of its own for a branch of the block being lowered to IR
+    /// block `b` when the branch leaves a versioned loop (either copy).
+    /// Both copies exit to the same blocks, so without it each exit edge
+    /// is a critical one, and Cranelift places the block that splits it
+    /// right after the branch: between the loop's header and its body,
+    /// which then costs a taken jump per iteration.
+    pub(super) fn exit_edge(&mut self, b: u32) -> Option<cl::Block> {
+        let &k = self.version_of_block.get(&self.at.0)?;
+        (!self.versions[k].lp.contains(b)).then(|| self.block_like(b))
+    }
+
+    /// Fills exit block `x` (from [`Self::exit_edge`]): a jump to `t`
+    /// with its params. Leaves the builder in `x`.
+    pub(super) fn fill_exit_edge(&mut self, x: cl::Block, t: cl::Block) {
+        self.b.switch_to_block(x);
+        let args: Vec<BlockArg> = (self.b.block_params(x).iter())
+            .map(|&v| BlockArg::Value(v))
+            .collect();
+        self.b.ins().jump(t, &args);
     }
 
     /// After the checked lowering: every versioned loop's dispatch block
@@ -203,9 +297,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .brif(miss, pre_checked, &args, pre_clean, &args);
         for (pre, to) in [(pre_checked, checked), (pre_clean, clean)] {
             self.b.switch_to_block(pre);
-            let args: Vec<BlockArg> = (self.b.block_params(pre).iter())
+            let mut args: Vec<BlockArg> = (self.b.block_params(pre).iter())
                 .map(|&v| BlockArg::Value(v))
                 .collect();
+            if to == checked {
+                let objs = self.versions[k].objs.clone();
+                for o in objs {
+                    args.push(BlockArg::Value(self.val(o)?));
+                }
+            }
             self.b.ins().jump(to, &args);
         }
         Ok(())
