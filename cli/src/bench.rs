@@ -650,10 +650,22 @@ impl Shape {
     }
 }
 
-/// Seconds of each phase of one compile of `text`: parse and verify,
-/// instrument (every check), lower, Cranelift; and the module, the
-/// number of its functions compiled at [`Tier::Big`].
-fn compile_once(text: &str) -> ([f64; 4], Module, usize) {
+/// One compile of a module text, as [`compile_once`] measures it.
+struct CompileRun {
+    /// Wall seconds of each phase: parse and verify, instrument (every
+    /// check), lower, Cranelift.
+    phases: [f64; 4],
+    /// Thread CPU seconds of the whole compile (the four phases).
+    cpu_s: f64,
+    /// The parsed module.
+    module: Module,
+    /// How many of its functions were compiled at [`Tier::Big`].
+    big: usize,
+}
+
+/// Compiles `text` once (parse, instrument with every check, JIT).
+fn compile_once(text: &str) -> CompileRun {
+    let cpu0 = thread_cpu_ns();
     let t = Instant::now();
     let m = parse(text);
     let parse_s = t.elapsed().as_secs_f64();
@@ -670,12 +682,18 @@ fn compile_once(text: &str) -> ([f64; 4], Module, usize) {
         .iter()
         .filter(|f| code.tier(&f.name).ok() == Some(Tier::Big))
         .count();
+    let cpu_s = (thread_cpu_ns() - cpu0) / 1e9;
     drop(code);
     let cranelift_s = times.codegen.as_secs_f64();
     // Jit::compile's own verification and setup count as lowering too.
     let lower_s = times.lower.as_secs_f64();
     let lower_s = lower_s + (compile_s - lower_s - cranelift_s).max(0.0);
-    ([parse_s, inst_s, lower_s, cranelift_s], m, big)
+    CompileRun {
+        phases: [parse_s, inst_s, lower_s, cranelift_s],
+        cpu_s,
+        module: m,
+        big,
+    }
 }
 
 fn compile_rows(sizes: &[usize]) -> Vec<Json> {
@@ -686,10 +704,18 @@ fn compile_rows(sizes: &[usize]) -> Vec<Json> {
             // Small sizes take milliseconds: the run of median total time
             // out of several.
             let reps = if n <= 10_000 { 5 } else { 1 };
-            let mut runs: Vec<([f64; 4], Module, usize)> =
-                (0..reps).map(|_| compile_once(&text)).collect();
-            runs.sort_by(|a, b| a.0.iter().sum::<f64>().total_cmp(&b.0.iter().sum::<f64>()));
-            let ([parse_s, inst_s, lower_s, cranelift_s], m, big) = runs.swap_remove(reps / 2);
+            let mut runs: Vec<CompileRun> = (0..reps).map(|_| compile_once(&text)).collect();
+            let cpu_s = median(runs.iter().map(|r| r.cpu_s).collect());
+            runs.sort_by(|a, b| {
+                let total = |r: &CompileRun| r.phases.iter().sum::<f64>();
+                total(a).total_cmp(&total(b))
+            });
+            let CompileRun {
+                phases: [parse_s, inst_s, lower_s, cranelift_s],
+                module: m,
+                big,
+                ..
+            } = runs.swap_remove(reps / 2);
             let insts = m.inst_count();
             let total = parse_s + inst_s + lower_s + cranelift_s;
             out.push(json!({
@@ -705,6 +731,7 @@ fn compile_rows(sizes: &[usize]) -> Vec<Json> {
                 "total_s": total,
                 "insts_per_s_total": insts as f64 / total,
                 "us_per_inst": total * 1e6 / insts as f64,
+                "cpu_us_per_inst": cpu_s * 1e6 / insts as f64,
                 "lower_and_instrument_share": (inst_s + lower_s) / total,
                 "guardlift_share": (parse_s + inst_s + lower_s) / total,
             }));
@@ -713,14 +740,14 @@ fn compile_rows(sizes: &[usize]) -> Vec<Json> {
     out
 }
 
-/// Per-instruction compile time of the largest size over the smallest,
-/// for `shape`.
-fn compile_scaling(compile: &[Json], shape: Shape) -> Option<f64> {
+/// Per-instruction compile time (`key`: wall `us_per_inst` or
+/// `cpu_us_per_inst`) of the largest size over the smallest, for `shape`.
+fn compile_scaling(compile: &[Json], shape: Shape, key: &str) -> Option<f64> {
     let rows: Vec<&Json> = compile
         .iter()
         .filter(|c| c["shape"] == shape.name())
         .collect();
-    let per = |c: &Json| c["us_per_inst"].as_f64();
+    let per = |c: &Json| c[key].as_f64();
     ratio(per(rows.last()?), per(rows.first()?))
 }
 
@@ -786,8 +813,12 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             "instrument": ctx("instrument"),
         },
         "compile_per_inst_largest_over_smallest": {
-            "one_function": compile_scaling(&compile, Shape::OneFunction),
-            "many_functions": compile_scaling(&compile, Shape::ManyFunctions),
+            "one_function": compile_scaling(&compile, Shape::OneFunction, "us_per_inst"),
+            "many_functions": compile_scaling(&compile, Shape::ManyFunctions, "us_per_inst"),
+        },
+        "compile_cpu_per_inst_largest_over_smallest": {
+            "one_function": compile_scaling(&compile, Shape::OneFunction, "cpu_us_per_inst"),
+            "many_functions": compile_scaling(&compile, Shape::ManyFunctions, "cpu_us_per_inst"),
         },
         "store_attr_instrumented_over_plain": {
             "abort": ratio(find(&rows, "store_attr jit+dict abort"), jit),
@@ -839,10 +870,10 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         }
     }
     println!(
-        "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier)"
+        "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
     );
     println!(
-        "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>14}",
+        "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>9} {:>14}",
         "shape",
         "insts",
         "blocks",
@@ -853,12 +884,13 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         "cranelift",
         "insts/s",
         "us/inst",
+        "cpu us",
         "instr+lower"
     );
     let ms = |c: &Json, k: &str| c[k].as_f64().unwrap_or(0.0) * 1e3;
     for c in &compile {
         println!(
-            "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>13.1}%",
+            "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>9.2} {:>13.1}%",
             c["shape"].as_str().unwrap_or(""),
             c["instructions"].as_u64().unwrap_or(0),
             c["blocks"].as_u64().unwrap_or(0),
@@ -869,6 +901,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             ms(c, "cranelift_s"),
             c["insts_per_s_total"].as_f64().unwrap_or(0.0),
             c["us_per_inst"].as_f64().unwrap_or(0.0),
+            c["cpu_us_per_inst"].as_f64().unwrap_or(0.0),
             c["lower_and_instrument_share"].as_f64().unwrap_or(0.0) * 100.0,
         );
     }

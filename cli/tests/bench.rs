@@ -134,6 +134,7 @@ fn bench_measures_every_engine_mode_and_phase() {
         assert_eq!(rows.len(), 2, "{shape}: {compile:?}");
         let mut sizes = Vec::new();
         let mut per_inst = Vec::new();
+        let mut cpu_per_inst = Vec::new();
         for c in &rows {
             let parse = positive(&c["parse_verify_s"], "parse");
             let inst = positive(&c["instrument_s"], "instrument");
@@ -150,6 +151,7 @@ fn bench_measures_every_engine_mode_and_phase() {
             assert!((total * 1e6 / insts as f64 - us).abs() < 1e-6 * us, "{c}");
             sizes.push(insts);
             per_inst.push(us);
+            cpu_per_inst.push(positive(&c["cpu_us_per_inst"], "cpu us/inst"));
         }
         assert!(
             sizes[1] >= 19 * sizes[0],
@@ -161,6 +163,11 @@ fn bench_measures_every_engine_mode_and_phase() {
             "scaling",
         );
         assert!((scaling - per_inst[1] / per_inst[0]).abs() < 1e-6 * scaling);
+        let cpu_scaling = positive(
+            &ratios["compile_cpu_per_inst_largest_over_smallest"][&key],
+            "cpu scaling",
+        );
+        assert!((cpu_scaling - cpu_per_inst[1] / cpu_per_inst[0]).abs() < 1e-6 * cpu_scaling);
         // The tier decision (deterministic, unlike the times): only the one
         // function of 20 000 instructions is compiled at the big tier.
         let big: Vec<u64> = rows
