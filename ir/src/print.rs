@@ -185,8 +185,7 @@ impl FnPrinter<'_> {
         // Faithful: a guard the verifier rejects (a guarded call of a
         // function that is not an object call) prints as written, so that
         // printing never turns an invalid module into a valid one.
-        let site = inst.site;
-        if site.is_some() || matches!(inst.kind, Watch { .. }) {
+        if inst.site.is_some() || matches!(inst.kind, Watch { .. }) {
             out.push_str("guard.");
         }
         let op = inst.kind.opcode();
@@ -264,7 +263,7 @@ impl FnPrinter<'_> {
             Watch { obj } => format!("{op} {}", self.v(*obj)),
         };
         out.push_str(&text);
-        if let Some(id) = site {
+        if let Some(id) = inst.site {
             let (loc, checks): (SrcLoc, Checks) = self
                 .m
                 .site(id)

@@ -210,14 +210,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     fn terminator(&mut self, kind: &InstKind) -> Result<(), JitError> {
         match kind {
             InstKind::Jump { dest } => {
-                let t = self.target(dest.block)?;
-                let mut args = self.block_args(&dest.args)?;
-                args.extend(self.alias_args(dest.block.0, t));
-                let x = self.exit_edge(dest.block.0);
-                self.b.ins().jump(x.unwrap_or(t), &args);
-                if let Some(x) = x {
-                    self.fill_exit_edge(x, t);
-                }
+                let e = self.edge(dest)?;
+                self.b.ins().jump(e.to, &e.args);
+                self.fill_exit_edges([e.exit]);
             }
             InstKind::Brif {
                 cond,
@@ -225,21 +220,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 else_dest,
             } => {
                 let c = self.val(*cond)?;
-                let (t1, t2) = (self.target(then_dest.block)?, self.target(else_dest.block)?);
-                let mut a1 = self.block_args(&then_dest.args)?;
-                a1.extend(self.alias_args(then_dest.block.0, t1));
-                let mut a2 = self.block_args(&else_dest.args)?;
-                a2.extend(self.alias_args(else_dest.block.0, t2));
-                let (x1, x2) = (
-                    self.exit_edge(then_dest.block.0),
-                    self.exit_edge(else_dest.block.0),
-                );
-                (self.b.ins()).brif(c, x1.unwrap_or(t1), &a1, x2.unwrap_or(t2), &a2);
-                for (x, t) in [(x1, t1), (x2, t2)] {
-                    if let Some(x) = x {
-                        self.fill_exit_edge(x, t);
-                    }
-                }
+                let (e1, e2) = (self.edge(then_dest)?, self.edge(else_dest)?);
+                (self.b.ins()).brif(c, e1.to, &e1.args, e2.to, &e2.args);
+                self.fill_exit_edges([e1.exit, e2.exit]);
             }
             InstKind::Return { value } => {
                 let rv: Vec<cl::Value> = value

@@ -30,7 +30,17 @@ use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
 use cranelift_module::Module as ClModule;
 use guardlift_ir::hoist::{clean_loops, CleanLoop};
-use guardlift_ir::{CheckKind, Checks, Inst, InstKind, Value};
+use guardlift_ir::{BlockCall, CheckKind, Checks, Inst, InstKind, Value};
+
+/// A branch destination as lowered ([`FnLower::edge`]).
+pub(super) struct Edge {
+    /// The block to branch to.
+    pub(super) to: cl::Block,
+    /// The arguments of that branch.
+    pub(super) args: Vec<BlockArg>,
+    /// When `to` is an exit block of its own: it and the real target.
+    pub(super) exit: Option<(cl::Block, cl::Block)>,
+}
 
 /// One versioned loop of the function being lowered.
 pub(super) struct Versioned {
@@ -183,9 +193,32 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
+    /// A branch's destination `dest` as the block being lowered branches
+    /// to it: its target and arguments, plus, on a back edge of a checked
+    /// copy, its objects; through an exit block of its own when the branch
+    /// leaves a versioned loop (either copy). Both copies exit to the same
+    /// blocks, so without it each exit edge is a critical one, and
+    /// Cranelift places the block that splits it right after the branch:
+    /// between the loop's header and its body, which then costs a taken
+    /// jump per iteration.
+    pub(super) fn edge(&mut self, dest: &BlockCall) -> Result<Edge, JitError> {
+        let b = dest.block.0;
+        let t = self.target(dest.block)?;
+        let mut args = self.block_args(&dest.args)?;
+        args.extend(self.alias_args(b, t));
+        let exit = (self.version_of_block.get(&self.at.0))
+            .is_some_and(|&k| !self.versions[k].lp.contains(b))
+            .then(|| (self.block_like(b), t));
+        Ok(Edge {
+            to: exit.map_or(t, |(x, _)| x),
+            args,
+            exit,
+        })
+    }
+
     /// The extra arguments of a branch to IR block `b` (`t`: its lowered
     /// target): on a back edge of a checked copy, its objects.
-    pub(super) fn alias_args(&mut self, b: u32, t: cl::Block) -> Vec<BlockArg> {
+    fn alias_args(&mut self, b: u32, t: cl::Block) -> Vec<BlockArg> {
         let Some(&k) = self.version_of_header.get(&b) else {
             return Vec::new();
         };
@@ -200,25 +233,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .collect()
     }
 
-    /// A block of its own for a branch of the block being lowered to IR
-    /// block `b` when the branch leaves a versioned loop (either copy).
-    /// Both copies exit to the same blocks, so without it each exit edge
-    /// is a critical one, and Cranelift places the block that splits it
-    /// right after the branch: between the loop's header and its body,
-    /// which then costs a taken jump per iteration.
-    pub(super) fn exit_edge(&mut self, b: u32) -> Option<cl::Block> {
-        let &k = self.version_of_block.get(&self.at.0)?;
-        (!self.versions[k].lp.contains(b)).then(|| self.block_like(b))
-    }
-
-    /// Fills exit block `x` (from [`Self::exit_edge`]): a jump to `t`
-    /// with its params. Leaves the builder in `x`.
-    pub(super) fn fill_exit_edge(&mut self, x: cl::Block, t: cl::Block) {
-        self.b.switch_to_block(x);
-        let args: Vec<BlockArg> = (self.b.block_params(x).iter())
-            .map(|&v| BlockArg::Value(v))
-            .collect();
-        self.b.ins().jump(t, &args);
+    /// After the branch: fills each exit block of [`Self::edge`] with a
+    /// jump to its target, passing its params on. Leaves the builder in
+    /// the last one filled.
+    pub(super) fn fill_exit_edges<const N: usize>(
+        &mut self,
+        exits: [Option<(cl::Block, cl::Block)>; N],
+    ) {
+        for (x, t) in exits.into_iter().flatten() {
+            self.b.switch_to_block(x);
+            let args: Vec<BlockArg> = (self.b.block_params(x).iter())
+                .map(|&v| BlockArg::Value(v))
+                .collect();
+            self.b.ins().jump(t, &args);
+        }
     }
 
     /// After the checked lowering: every versioned loop's dispatch block
