@@ -83,3 +83,56 @@ fn a_missing_free_guard_is_a_finding() {
         );
     }
 }
+
+/// The read-back compares every canary (folded into one printed value per
+/// part): one canary stored wrong — here the first object word's fill
+/// constant with one bit flipped — is a finding on both engines.
+#[test]
+fn a_clobbered_canary_is_a_finding() {
+    let mut case = build(&input(true, false));
+    let fill = case.module.functions[0]
+        .blocks
+        .iter_mut()
+        .flat_map(|b| b.insts.iter_mut())
+        .find_map(|inst| match &mut inst.kind {
+            InstKind::Iconst { imm, .. } if (*imm as u64) >> 48 == 0x5a5a => Some(imm),
+            _ => None,
+        })
+        .expect("a canary fill constant");
+    *fill ^= 1 << 7;
+    for engine in [Engine::Interp, Engine::Jit] {
+        let e = check(&case, engine).expect_err("a wrong canary must be caught");
+        assert!(e.contains("output"), "{engine:?}: {e}");
+    }
+}
+
+/// The adstack part's observations (top, top_adj, len) are folded into
+/// one printed hash: a pushed value that differs from the model's is a
+/// finding on both engines.
+#[test]
+fn a_wrong_adstack_value_is_a_finding() {
+    use guardlift_fuzz::guards::AdOp;
+    let mut inp = input(true, false);
+    inp.elem = 2; // i64 elements: the pushed value is an iconst
+    inp.cap = 3;
+    inp.ops = vec![AdOp::Push(0x1234_5678), AdOp::Top, AdOp::Len];
+    let case = build(&inp);
+    for engine in [Engine::Interp, Engine::Jit] {
+        check(&case, engine).unwrap_or_else(|e| panic!("{engine:?}: {e}"));
+    }
+    let mut case = case;
+    let pushed = case.module.functions[0]
+        .blocks
+        .iter_mut()
+        .flat_map(|b| b.insts.iter_mut())
+        .find_map(|inst| match &mut inst.kind {
+            InstKind::Iconst { imm, .. } if *imm == 0x1234_5678 => Some(imm),
+            _ => None,
+        })
+        .expect("the pushed constant");
+    *pushed += 1;
+    for engine in [Engine::Interp, Engine::Jit] {
+        let e = check(&case, engine).expect_err("a wrong top must be caught");
+        assert!(e.contains("output"), "{engine:?}: {e}");
+    }
+}
