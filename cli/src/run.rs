@@ -83,7 +83,9 @@ struct InterpFault {
 }
 
 impl InterpFault {
-    /// The instruction on `loc`'s line (one instruction per line) and its
+    /// The instruction on `loc`'s line (one instruction per line; of an
+    /// instrumented access, the access, not the `guard.watch` put on its
+    /// line before it: the last, as the JIT's code map has it) and its
     /// function; `backtrace` is the interpreter's, the site first.
     fn new(
         m: &Module,
@@ -96,6 +98,7 @@ impl InterpFault {
             f.blocks
                 .iter()
                 .flat_map(|b| &b.insts)
+                .rev()
                 .find(|i| i.loc == loc)
                 .map(|i| (f.name.clone(), i.kind.opcode()))
         });

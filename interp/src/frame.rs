@@ -20,6 +20,10 @@ pub(crate) struct Frame {
     pub(crate) alloc_slot: HashMap<(usize, usize), usize>,
     /// Where the caller wants the result.
     pub(crate) ret_dst: Option<Value>,
+    /// Called from an instruction of a loop `guardlift_ir::hoist` claims
+    /// frees nothing (or from such a frame): every instruction it runs is
+    /// under the claim (`crate::hoist`).
+    pub(crate) claimed: bool,
 }
 
 impl Frame {
@@ -92,6 +96,7 @@ impl<'m> Interpreter<'m> {
             stacks: Vec::new(),
             alloc_slot: HashMap::new(),
             ret_dst,
+            claimed: false,
         }
     }
 

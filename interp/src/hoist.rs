@@ -3,8 +3,12 @@
 //! `guard.watch`es of its invariant objects when they pass at the entry,
 //! on the claim that no instruction of the loop frees or unwatches
 //! anything. Both move the runtime's unwatch epoch, so an instruction of a
-//! clean loop across which the epoch moves refutes the claim.
+//! clean loop across which the epoch moves refutes the claim. A call of a
+//! clean loop (a leaf callee's) runs in a frame of its own: that frame is
+//! marked claimed ([`Frame::claimed`]), and so are the frames it calls, so
+//! every instruction the callee runs is verified the same way.
 
+use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::hoist::clean_loops;
 use guardlift_ir::{FuncId, Module, SrcLoc};
@@ -18,7 +22,7 @@ pub(crate) fn loop_claims(m: &Module) -> LoopClaims {
         .iter()
         .map(|f| {
             let mut in_loop = vec![false; f.blocks.len()];
-            for b in clean_loops(f).iter().flat_map(|l| l.blocks.iter()) {
+            for b in clean_loops(m, f).iter().flat_map(|l| l.blocks.iter()) {
                 if let Some(x) = in_loop.get_mut(*b as usize) {
                     *x = true;
                 }
@@ -29,15 +33,15 @@ pub(crate) fn loop_claims(m: &Module) -> LoopClaims {
 }
 
 impl Interpreter<'_> {
-    /// Before an instruction of `block` of `func` runs: the unwatch epoch
-    /// if the block is claimed to be in a clean loop.
-    pub(crate) fn hoist_epoch(&self, func: FuncId, block: usize) -> Option<u64> {
-        let claimed = self
-            .loops
-            .as_ref()?
-            .get(func.0 as usize)?
-            .get(block)
-            .copied()?;
+    /// Before an instruction of `block` of frame `fr` runs: the unwatch
+    /// epoch if the block is claimed to be in a clean loop or the frame
+    /// was called from one.
+    pub(crate) fn hoist_epoch(&self, fr: &Frame, block: usize) -> Option<u64> {
+        let loops = self.loops.as_ref()?;
+        let claimed = fr.claimed
+            || (loops.get(fr.func.0 as usize))
+                .and_then(|b| b.get(block).copied())
+                .unwrap_or(false);
         claimed.then(|| self.rt.unwatch_epoch())
     }
 
@@ -54,7 +58,7 @@ impl Interpreter<'_> {
             _ => return Ok(()),
         }
         let msg = format!(
-            "@{}: block {block} is in a loop claimed to free and unwatch nothing, and an instruction of it freed",
+            "@{}: block {block} is in (or called from) a loop claimed to free and unwatch nothing, and an instruction of it freed",
             self.m.func(func).name
         );
         if self.verify_elision {

@@ -42,7 +42,7 @@ impl<'m> Interpreter<'m> {
                 at: (fr.block, fr.ip),
             };
             fr.ip += 1;
-            let epoch = self.hoist_epoch(fr.func, cx.at.0);
+            let epoch = self.hoist_epoch(fr, cx.at.0);
             let step = self.exec(fr, &cx)?;
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
             match step {
@@ -52,7 +52,11 @@ impl<'m> Interpreter<'m> {
                     }
                 }
                 Step::Next => {}
-                Step::Call(nf) => break Exit::Call(nf),
+                Step::Call(mut nf) => {
+                    // What a call of a claimed loop runs is claimed too.
+                    nf.claimed = epoch.is_some();
+                    break Exit::Call(nf);
+                }
                 Step::Return(r) => break Exit::Return(r, fr.ret_dst),
             }
         };

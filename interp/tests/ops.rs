@@ -2509,3 +2509,50 @@ entry:
     assert_eq!(r, Ok(Some(1)));
     assert!(rt.take_reports().is_empty());
 }
+
+// ---------------------------------------------------------------------------
+// The loop-versioning claim (guardlift_ir::hoist), verified while running
+
+/// A loop claimed to free nothing whose call frees (in the callee's frame):
+/// the verification follows the call into the frames it runs and refutes
+/// the claim; the loop the analysis itself finds (calling a leaf function)
+/// runs clean.
+#[test]
+fn a_free_in_a_callee_of_a_claimed_loop_is_an_internal_error() {
+    let text = "extern fn @obj_new(i64) -> ptr\nextern fn @obj_free(ptr)\n\
+        fn @leaf(%o: ptr, %v: i64) {\nentry:\n    store_attr %o, 0, %v\n    return\n}\n\
+        fn @kill(%o: ptr) {\nentry:\n    call @obj_free(%o)\n    return\n}\n\
+        fn @main(%n: i64, %free: i64) -> i64 {\nentry:\n    %two = iconst.i64 2\n    %o = call @obj_new(%two)\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+        body:\n    call @leaf(%o, %i)\n    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %free\n    brif %f, kill, loop(%i2)\n\
+        kill:\n    call @kill(%o)\n    jump loop(%i2)\n\
+        exit:\n    return %n\n}\n";
+    let m = module(text);
+    let main = m.func_by_name("main").expect("@main");
+    let claims = |kill_claimed: bool| -> Vec<Vec<bool>> {
+        (m.functions.iter().enumerate())
+            .map(|(i, f)| {
+                (f.blocks.iter())
+                    .map(|b| {
+                        i == main.0 as usize
+                            && (["loop", "body"].contains(&b.name.as_str())
+                                || (kill_claimed && b.name == "kill"))
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    for (kill_claimed, free_at, fails) in [(false, 2, false), (true, 99, false), (true, 2, true)] {
+        let mut it =
+            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
+        it.set_verify_elision(true);
+        it.set_loop_claims(claims(kill_claimed));
+        let r = it.call("main", &[4, free_at]);
+        match r {
+            Err(InterpError::Internal { msg, .. }) if fails => {
+                assert!(msg.contains("@kill"), "{msg}")
+            }
+            r => assert!(!fails && r.is_ok(), "{kill_claimed} {free_at}: {r:?}"),
+        }
+    }
+}

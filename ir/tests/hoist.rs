@@ -41,7 +41,7 @@ fn versioning_cases() {
     let cases = common::glir_cases("hoist");
     for (path, text, m) in &cases {
         let f = m.func(m.func_by_name("f").expect("@f"));
-        let got: Vec<Expected> = clean_loops(f)
+        let got: Vec<Expected> = clean_loops(m, f)
             .iter()
             .map(|l| {
                 let mut b: Vec<String> = l

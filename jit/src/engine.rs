@@ -157,16 +157,21 @@ struct Built {
 #[derive(Default)]
 struct Lowered {
     times: CompileTimes,
-    /// (function index, code offset, site, kind) of every trap.
+    /// (code unit, code offset, site, kind) of every trap; a code unit is
+    /// an IR function by index, then the clean variants in the order of
+    /// [`Lowerer::clean_funcs`] (`lower::version`).
     traps: Vec<(usize, u32, u32, ReportKind)>,
-    /// (PC → IR-site map, code size) of each function, for the fault
+    /// (PC → IR-site map, code size) of each code unit, for the fault
     /// handler and watchpoints.
     pcmaps: Vec<(Vec<PcLoc>, usize)>,
 }
 
 /// Declares, lowers, compiles and finalizes every function of `module` in
-/// `jm`, then registers its sites (`*site_reg`: their base, as soon as they
-/// are), trap PCs and code ranges with `rt`.
+/// `jm` (and the clean variants of the leaf functions clean loops call,
+/// `lower::version`), then registers its sites (`*site_reg`: their base,
+/// as soon as they are), trap PCs and code ranges with `rt`. A clean
+/// variant's code is registered under its IR function's name: its PCs map
+/// to the same IR instructions.
 fn build(
     jm: &mut JITModule,
     module: &guardlift_ir::Module,
@@ -175,14 +180,13 @@ fn build(
     externs: Vec<ExternBinding>,
     site_reg: &mut Option<u32>,
 ) -> Result<Built, JitError> {
-    let ids = module
-        .functions
-        .iter()
-        .map(|f| {
-            let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
-            jm.declare_anonymous_function(&sig)
-                .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
-        })
+    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function| {
+        let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
+        jm.declare_anonymous_function(&sig)
+            .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
+    };
+    let ids = (module.functions.iter())
+        .map(|f| declare(jm, f))
         .collect::<Result<Vec<_>, _>>()?;
     let site_base = module
         .register_sites(|s| rt.register_sites(s))
@@ -203,7 +207,16 @@ fn build(
         false,
     );
     lw.shadow = lower::ShadowRef::of(rt);
-    let mut lowered = compile_functions(jm, &mut lw, &ids)?;
+    lw.plan_clean_variants();
+    let mut variants = Vec::new();
+    for i in 0..module.functions.len() {
+        if lw.variant_drops(FuncId(i as u32)).is_some() {
+            let id = declare(jm, &module.functions[i])?;
+            lw.clean_funcs[i] = Some(id);
+            variants.push((i, id));
+        }
+    }
+    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants)?;
     let t = Instant::now();
     lw.define_stubs(jm, &mut FunctionBuilderContext::new())?;
     jm.finalize_definitions()
@@ -225,8 +238,13 @@ fn build(
             unsafety,
         })
         .collect();
-    let traps = register_traps(rt, module, &funcs, &lowered.traps, site_base)?;
-    let code = register_code(rt, &funcs, lowered.pcmaps)?;
+    // The code units: (IR function, address).
+    let units: Vec<(usize, usize)> = (funcs.iter().enumerate())
+        .map(|(i, f)| (i, f.addr))
+        .chain((variants.iter()).map(|&(i, id)| (i, jm.get_finalized_function(id) as usize)))
+        .collect();
+    let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
+    let code = register_code(rt, module, &units, lowered.pcmaps)?;
     Ok(Built {
         funcs,
         site_base,
@@ -237,31 +255,40 @@ fn build(
 }
 
 /// Lowers and compiles every function of `lw`'s module (Cranelift function
-/// `ids[i]` for IR function `i`), reading what cranelift-jit does not keep:
-/// trap offsets and PC → IR-site maps.
+/// `ids[i]` for IR function `i`), then each clean variant `(i, id)` of
+/// `variants`, reading what cranelift-jit does not keep: trap offsets and
+/// PC → IR-site maps.
 fn compile_functions(
     jm: &mut JITModule,
     lw: &mut Lowerer<'_>,
     ids: &[ClFuncId],
+    variants: &[(usize, ClFuncId)],
 ) -> Result<Lowered, JitError> {
     let module = lw.ir;
     let mut ctx = jm.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut tiers = TierIsas::new(Target::Host, false).verified(jm.isa().flags().enable_verifier());
     let mut out = Lowered {
-        pcmaps: Vec::with_capacity(module.functions.len()),
+        pcmaps: Vec::with_capacity(module.functions.len() + variants.len()),
         ..Lowered::default()
     };
     let all_sites = module.site_infos();
-    for (i, (f, &id)) in module.functions.iter().zip(ids).enumerate() {
+    let units = (ids
+        .iter()
+        .copied()
+        .enumerate()
+        .map(|(i, id)| (i, id, false)))
+    .chain(variants.iter().map(|&(i, id)| (i, id, true)));
+    for (unit, (i, id, clean)) in units.enumerate() {
+        let f = &module.functions[i];
         let t = Instant::now();
-        lw.lower_function(
-            jm,
-            FuncId(i as u32),
-            UserFuncName::user(0, id.as_u32()),
-            &mut ctx.func,
-            &mut fctx,
-        )?;
+        let name = UserFuncName::user(0, id.as_u32());
+        let fid = FuncId(i as u32);
+        if clean {
+            lw.lower_clean_variant(jm, fid, name, &mut ctx.func, &mut fctx)?;
+        } else {
+            lw.lower_function(jm, fid, name, &mut ctx.func, &mut fctx)?;
+        }
         let t2 = Instant::now();
         out.times.lower += t2 - t;
         tiers.define(jm, id, &mut ctx, Tier::of(f), &f.name)?;
@@ -276,7 +303,7 @@ fn compile_functions(
             .push((locs, code.code_info().total_size as usize));
         if !lw.trap_sites().is_empty() {
             for (off, site, kind) in trap_offsets(code, lw.trap_sites(), &f.name)? {
-                out.traps.push((i, off, site, kind));
+                out.traps.push((unit, off, site, kind));
             }
         }
         jm.clear_context(&mut ctx);
@@ -284,12 +311,13 @@ fn compile_functions(
     Ok(out)
 }
 
-/// Registers the trap PCs of the module's code (`traps`: function index,
-/// code offset, site, kind) with the trap handler; `None` without traps.
+/// Registers the trap PCs of the module's code (`traps`: code unit, code
+/// offset, site, kind; `units`: each code unit's IR function and address)
+/// with the trap handler; `None` without traps.
 fn register_traps(
     rt: &Arc<Runtime>,
     module: &guardlift_ir::Module,
-    funcs: &[FuncInfo],
+    units: &[(usize, usize)],
     traps: &[(usize, u32, u32, ReportKind)],
     site_base: u32,
 ) -> Result<Option<TrapRegistration>, JitError> {
@@ -299,15 +327,15 @@ fn register_traps(
     let site_infos = module.site_infos();
     let sites = traps
         .iter()
-        .map(|&(i, off, site, kind)| TrapSite {
-            pc: funcs[i].addr + off as usize,
+        .map(|&(u, off, site, kind)| TrapSite {
+            pc: units[u].1 + off as usize,
             site,
             kind,
             info: site_infos
                 .get(&(site - site_base))
                 .cloned()
                 .unwrap_or_else(|| SiteInfo {
-                    function: funcs[i].name.clone(),
+                    function: module.functions[units[u].0].name.clone(),
                     line: 0,
                     col: 0,
                     op: "?".into(),
@@ -323,22 +351,24 @@ fn register_traps(
     Ok(Some(reg))
 }
 
-/// Registers the code ranges of `funcs` (with their PC → IR-site maps) with
-/// the code registry (faults, backtraces, watchpoints).
+/// Registers the code ranges of `units` (IR function, address; with their
+/// PC → IR-site maps) with the code registry (faults, backtraces,
+/// watchpoints), each under its IR function's name.
 fn register_code(
     rt: &Arc<Runtime>,
-    funcs: &[FuncInfo],
+    module: &guardlift_ir::Module,
+    units: &[(usize, usize)],
     pcmaps: Vec<(Vec<PcLoc>, usize)>,
 ) -> Result<CodeRegistration, JitError> {
     let code = rt
         .register_code(
-            funcs
+            units
                 .iter()
                 .zip(pcmaps)
-                .map(|(fi, (locs, len))| CodeFunction {
-                    start: fi.addr,
+                .map(|(&(i, addr), (locs, len))| CodeFunction {
+                    start: addr,
                     len,
-                    function: fi.name.clone(),
+                    function: module.functions[i].name.clone(),
                     locs,
                 })
                 .collect(),

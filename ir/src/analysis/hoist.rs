@@ -3,16 +3,24 @@
 //!
 //! A **clean loop** is an innermost natural loop (the blocks that reach a
 //! back edge `t → h` without passing `h`, where `h` dominates `t`) that
-//! - contains no `call` (so nothing in it frees an object, unwatches a
-//!   slot or runs host code: `@obj_free`, an IR function and every extern
-//!   are calls), no raw `store` and no adstack op;
+//! - contains no raw `store`, no adstack op and no `call` (so nothing in
+//!   it frees an object, unwatches a slot or runs host code: `@obj_free`,
+//!   an IR function and every extern are calls) except calls of **leaf
+//!   object functions**: IR functions with no `call`, no raw `store` and
+//!   no adstack op ([`leaf_object_params`]; their own loops are fine),
+//!   which can no more free or run host code than the loop's own
+//!   instructions. The object ops of such a callee whose object is a
+//!   pointer param take their object from the call's argument: each such
+//!   argument must be defined outside the loop, and is one of the loop's
+//!   invariant objects (the JIT's clean copy calls the callee's **clean
+//!   variant**, compiled without those objects' tests);
 //! - does not start at the entry block, holds at most [`MAX_BLOCKS`]
 //!   blocks, and defines no value used outside it (its results leave it
 //!   only as branch arguments), so a second copy of its blocks needs no
 //!   new merges;
 //! - touches at least one **loop-invariant object**: a `guard.watch`,
 //!   `load_attr`, `store_attr` or `dict_slot.*` whose object is defined
-//!   outside the loop.
+//!   outside the loop, directly or in a leaf callee through a param.
 //!
 //! The claim: **no instruction of a clean loop changes what the lifetime
 //! check or `guard.watch` of an object sees.** Only freeing changes it (a
@@ -33,12 +41,14 @@
 //! the loop without those tests when they pass, the checked loop when one
 //! does not. The interpreter verifies the claim while it runs
 //! (`Interpreter::set_verify_elision`): an instruction of a clean loop
-//! that moves the unwatch epoch is an internal error.
+//! (a call: with everything its callee runs) that moves the unwatch epoch
+//! is an internal error.
 
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
-use crate::inst::{Block, InstKind, Value};
-use crate::module::{Function, ValueDef};
+use crate::inst::{Block, Callee, FuncId, InstKind, Value};
+use crate::module::{Function, Module, ValueDef};
+use crate::types::Type;
 use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 
@@ -58,7 +68,8 @@ pub struct CleanLoop {
     /// The loop's blocks (header included), ascending.
     pub blocks: Vec<u32>,
     /// The objects defined outside the loop that its object ops and
-    /// `guard.watch`es touch, in first-use order.
+    /// `guard.watch`es touch, directly or as the argument of a leaf
+    /// callee's object param, in first-use order.
     pub objects: Vec<Value>,
 }
 
@@ -69,8 +80,47 @@ impl CleanLoop {
     }
 }
 
-/// The clean loops of `f` (disjoint: innermost loops only).
-pub fn clean_loops(f: &Function) -> Vec<CleanLoop> {
+/// Is `k` an instruction that keeps a loop checked whatever it touches
+/// (a raw `store` or an adstack op; calls are judged by their callee)?
+fn bars_loop(k: &InstKind) -> bool {
+    matches!(
+        k,
+        InstKind::Store { .. }
+            | InstKind::AdAlloc { .. }
+            | InstKind::AdPush { .. }
+            | InstKind::AdPop { .. }
+            | InstKind::AdTop { .. }
+            | InstKind::AdTopAdj { .. }
+            | InstKind::AdAccAdj { .. }
+            | InstKind::AdLen { .. }
+    )
+}
+
+/// `None` unless `f` is a **leaf object function** (no `call`, no raw
+/// `store`, no adstack op: calling it frees, unwatches and runs nothing);
+/// then the indices of its pointer params that an object op or
+/// `guard.watch` of it takes as its object, ascending.
+pub fn leaf_object_params(f: &Function) -> Option<Vec<usize>> {
+    let mut objs = Vec::new();
+    for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+        if bars_loop(&inst.kind) || matches!(inst.kind, InstKind::Call { .. }) {
+            return None;
+        }
+        if let Some(o) = inst.kind.dict_obj() {
+            objs.push(o);
+        }
+    }
+    Some(
+        (f.params.iter().enumerate())
+            .filter(|&(_, &p)| f.ty(p) == Type::Ptr && objs.contains(&p))
+            .map(|(i, _)| i)
+            .collect(),
+    )
+}
+
+/// The clean loops of `f`, a function of `m` (disjoint: innermost loops
+/// only).
+pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
     if f.blocks.len() < 2 {
         return Vec::new();
     }
@@ -121,6 +171,7 @@ pub fn clean_loops(f: &Function) -> Vec<CleanLoop> {
     };
     let inside = |b: Option<u32>, k: usize| b.and_then(|b| loop_of[b as usize]) == Some(k);
     let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
+    let mut leaf: HashMap<FuncId, Option<Vec<usize>>> = HashMap::new();
     for (bi, blk) in f.blocks.iter().enumerate() {
         let here = loop_of[bi];
         for inst in &blk.insts {
@@ -134,15 +185,30 @@ pub fn clean_loops(f: &Function) -> Vec<CleanLoop> {
             });
             let Some(k) = here else { continue };
             match &inst.kind {
-                InstKind::Call { .. }
-                | InstKind::Store { .. }
-                | InstKind::AdAlloc { .. }
-                | InstKind::AdPush { .. }
-                | InstKind::AdPop { .. }
-                | InstKind::AdTop { .. }
-                | InstKind::AdTopAdj { .. }
-                | InstKind::AdAccAdj { .. }
-                | InstKind::AdLen { .. } => ok[k] = false,
+                InstKind::Call {
+                    callee: Callee::Func(g),
+                    args,
+                } => {
+                    let params = leaf
+                        .entry(*g)
+                        .or_insert_with(|| leaf_object_params(m.func(*g)));
+                    let Some(params) = params else {
+                        ok[k] = false;
+                        continue;
+                    };
+                    for a in params.iter().map(|&i| args.get(i).copied()) {
+                        match a {
+                            Some(a) if !inside(def_block(a), k) => {
+                                if !objects[k].contains(&a) {
+                                    objects[k].push(a);
+                                }
+                            }
+                            _ => ok[k] = false,
+                        }
+                    }
+                }
+                InstKind::Call { .. } => ok[k] = false,
+                k2 if bars_loop(k2) => ok[k] = false,
                 k2 => {
                     if let Some(o) = k2.dict_obj() {
                         if !inside(def_block(o), k) && !objects[k].contains(&o) {
@@ -219,6 +285,6 @@ mod tests {
             "b{MAX_BLOCKS}:\n    %one = iconst.i64 1\n    %j = iadd %i, %one\n    %c = icmp.slt %j, %n\n    brif %c, h(%j), out\nout:\n    return %n\n}}\n"
         ));
         let m = crate::parse_and_verify(&text).expect("valid");
-        assert!(clean_loops(&m.functions[0]).is_empty());
+        assert!(clean_loops(&m, &m.functions[0]).is_empty());
     }
 }

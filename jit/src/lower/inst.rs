@@ -267,10 +267,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         fid: FuncId,
         argv: &[cl::Value],
     ) -> Result<Option<cl::Value>, JitError> {
-        let id = *self
-            .lw
-            .funcs
-            .get(fid.0 as usize)
+        let id = self
+            .callee_of(fid)
             .ok_or_else(|| internal(self.fname, "call to unknown function"))?;
         let fr = self.fref(id);
         let call = self.b.ins().call(fr, argv);

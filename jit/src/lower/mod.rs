@@ -137,6 +137,13 @@ pub struct Lowerer<'m> {
     pub colocated_calls: bool,
     /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
     pub shadow: Option<ShadowRef>,
+    /// The clean variant of every IR function (by [`FuncId`]) that has
+    /// one, declared by the JIT after [`Lowerer::plan_clean_variants`]
+    /// (`version`).
+    pub clean_funcs: Vec<Option<ClFuncId>>,
+    /// The param indices whose lifetime checks and `guard.watch`es each IR
+    /// function's clean variant drops (`version`).
+    variants: Vec<Option<version::VariantDrops>>,
     imports: HashMap<String, ClFuncId>,
     /// Stubs declared so far (see [`Lowerer::define_stubs`]).
     stubs: Vec<(Stub, ClFuncId)>,
@@ -171,6 +178,8 @@ impl<'m> Lowerer<'m> {
             externs,
             colocated_calls,
             shadow: None,
+            clean_funcs: Vec::new(),
+            variants: Vec::new(),
             imports: HashMap::new(),
             stubs: Vec::new(),
             stub_names: HashMap::new(),
@@ -222,7 +231,40 @@ impl<'m> Lowerer<'m> {
         out: &mut cl::Function,
         fctx: &mut FunctionBuilderContext,
     ) -> Result<(), JitError> {
+        self.lower_as(m, id, name, out, fctx, false)
+    }
+
+    /// Lowers the clean variant of IR function `id` (`version`) into `out`
+    /// (which is cleared first).
+    pub fn lower_clean_variant<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        id: FuncId,
+        name: UserFuncName,
+        out: &mut cl::Function,
+        fctx: &mut FunctionBuilderContext,
+    ) -> Result<(), JitError> {
+        self.lower_as(m, id, name, out, fctx, true)
+    }
+
+    /// Lowers IR function `id` into `out`, as its clean variant if `clean`.
+    fn lower_as<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        id: FuncId,
+        name: UserFuncName,
+        out: &mut cl::Function,
+        fctx: &mut FunctionBuilderContext,
+        clean: bool,
+    ) -> Result<(), JitError> {
         let f = self.ir.func(id);
+        let variant = match clean {
+            false => None,
+            true => Some(
+                self.variant_values(id)
+                    .ok_or_else(|| JitError::Internal(format!("@{}: no clean variant", f.name)))?,
+            ),
+        };
         self.traps.clear();
         out.clear();
         out.name = name;
@@ -252,6 +294,7 @@ impl<'m> Lowerer<'m> {
             in_clean: None,
             aliased: None,
             fused_watch: None,
+            variant,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -297,6 +340,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// A `guard.watch` of this object just lowered whose fast path (this
     /// block) the next instruction's lifetime check joins (`guards`).
     fused_watch: Option<(cl::Value, cl::Block)>,
+    /// Lowering a clean variant (`version`): the params whose lifetime
+    /// checks and whose `guard.watch`es it drops.
+    variant: Option<(Vec<Value>, Vec<Value>)>,
 }
 
 #[cfg(test)]

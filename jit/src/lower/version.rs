@@ -15,6 +15,17 @@
 //!   what it derives from them stays inside it instead of being hoisted
 //!   in front of it and taking the registers of the clean copy's values.
 //!
+//! - A clean loop may call leaf object functions
+//!   ([`guardlift_ir::hoist::leaf_object_params`]). Such a callee has a
+//!   **clean variant**: a second Cranelift function compiled from the same
+//!   IR function without the lifetime checks and `guard.watch`es of its
+//!   object params (every other check stays), which the clean copy calls
+//!   instead. The call's arguments for those params are among the loop's
+//!   objects, so the dispatch block tests them like the loop's own. The
+//!   variant's code is registered under its IR function's name with the
+//!   same PC → IR-site map: reports, backtraces and fault chains do not
+//!   tell it from the function. The checked copy calls the function.
+//!
 //! The analysis proves that nothing inside a clean loop frees or unwatches
 //! anything, so a test that passes at the entry would pass at every
 //! iteration: the clean copy reports, counts and recovers exactly as the
@@ -26,11 +37,106 @@
 use super::abi::cl_type;
 use super::func::internal;
 use super::FnLower;
+use super::Lowerer;
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
 use cranelift_module::Module as ClModule;
-use guardlift_ir::hoist::{clean_loops, CleanLoop};
-use guardlift_ir::{BlockCall, CheckKind, Checks, Inst, InstKind, Value};
+use guardlift_ir::hoist::{clean_loops, leaf_object_params, CleanLoop};
+use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
+
+/// What a clean variant drops: the indices of the params whose lifetime
+/// checks, and of those whose `guard.watch`es, it drops.
+pub(super) type VariantDrops = (Vec<usize>, Vec<usize>);
+
+impl Lowerer<'_> {
+    /// Decides which IR functions get a clean variant: the leaf callees of
+    /// the module's clean loops that have a lifetime check or a
+    /// `guard.watch` on an object param to drop (JIT code whose shadow can
+    /// test watches only: otherwise no loop is versioned).
+    pub fn plan_clean_variants(&mut self) {
+        let n = self.ir.functions.len();
+        self.variants = vec![None; n];
+        self.clean_funcs = vec![None; n];
+        if self.shadow.is_none_or(|s| s.watch_id.is_none()) {
+            return;
+        }
+        let calls = |f: &&guardlift_ir::Function| {
+            (f.blocks.iter().flat_map(|b| &b.insts)).any(|i| {
+                matches!(
+                    i.kind,
+                    InstKind::Call {
+                        callee: Callee::Func(_),
+                        ..
+                    }
+                )
+            })
+        };
+        // Only a function that calls an IR function needs the analysis.
+        for f in self.ir.functions.iter().filter(calls) {
+            for lp in clean_loops(self.ir, f) {
+                for &b in &lp.blocks {
+                    for inst in &f.blocks[b as usize].insts {
+                        if let InstKind::Call {
+                            callee: Callee::Func(g),
+                            ..
+                        } = inst.kind
+                        {
+                            if self.variants[g.0 as usize].is_none() {
+                                self.variants[g.0 as usize] = self.drops_of(g);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the clean variant of leaf function `g` would drop; `None` when
+    /// nothing (or `g` is no leaf).
+    fn drops_of(&self, g: FuncId) -> Option<VariantDrops> {
+        let f = self.ir.func(g);
+        let (mut life, mut watch) = (Vec::new(), Vec::new());
+        for i in leaf_object_params(f)? {
+            let p = f.params[i];
+            for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+                if inst.kind.dict_obj() != Some(p) {
+                    continue;
+                }
+                let list = match inst.kind {
+                    InstKind::Watch { .. } => &mut watch,
+                    _ => {
+                        let checks = (inst.site.and_then(|id| self.ir.site(id)))
+                            .map_or(Checks::EMPTY, |s| {
+                                s.checks.intersect(self.ir.applicable_checks(&inst.kind))
+                            });
+                        if !checks.contains(CheckKind::Lifetime) {
+                            continue;
+                        }
+                        &mut life
+                    }
+                };
+                if !list.contains(&i) {
+                    list.push(i);
+                }
+            }
+        }
+        (!life.is_empty() || !watch.is_empty()).then_some((life, watch))
+    }
+
+    /// What the clean variant of IR function `g` drops (`None`: it has
+    /// none).
+    pub fn variant_drops(&self, g: FuncId) -> Option<&VariantDrops> {
+        self.variants.get(g.0 as usize)?.as_ref()
+    }
+
+    /// [`Self::variant_drops`] as the param values of `g`.
+    pub(super) fn variant_values(&self, g: FuncId) -> Option<(Vec<Value>, Vec<Value>)> {
+        let f = self.ir.func(g);
+        let (life, watch) = self.variant_drops(g)?;
+        let vals = |ix: &[usize]| ix.iter().map(|&i| f.params[i]).collect();
+        Some((vals(life), vals(watch)))
+    }
+}
 
 /// A branch destination as lowered ([`FnLower::edge`]).
 pub(super) struct Edge {
@@ -69,10 +175,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return;
         }
         let can_watch = self.lw.shadow.is_some_and(|s| s.watch_id.is_some());
-        for lp in clean_loops(self.f) {
+        for lp in clean_loops(self.lw.ir, self.f) {
             let (mut life, mut watch) = (Vec::new(), Vec::new());
             for &b in &lp.blocks {
                 for inst in &self.f.blocks[b as usize].insts {
+                    self.variant_objects(inst, &mut life, &mut watch);
                     let Some(o) = inst.kind.dict_obj().filter(|o| lp.objects.contains(o)) else {
                         continue;
                     };
@@ -122,6 +229,38 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
+    /// For a call in a clean loop of a function with a clean variant: adds
+    /// the arguments of the params whose tests the variant drops to `life`
+    /// and `watch` (the dispatch tests them).
+    fn variant_objects(&self, inst: &Inst, life: &mut Vec<Value>, watch: &mut Vec<Value>) {
+        let InstKind::Call {
+            callee: Callee::Func(g),
+            args,
+        } = &inst.kind
+        else {
+            return;
+        };
+        let Some((l, w)) = self.lw.variant_drops(*g) else {
+            return;
+        };
+        for (ix, list) in [(l, &mut *life), (w, &mut *watch)] {
+            for a in ix.iter().filter_map(|&i| args.get(i)) {
+                if !list.contains(a) {
+                    list.push(*a);
+                }
+            }
+        }
+    }
+
+    /// The Cranelift function a call of IR function `g` calls: its clean
+    /// variant in a clean copy, when it has one.
+    pub(super) fn callee_of(&self, g: FuncId) -> Option<cranelift_module::FuncId> {
+        let clean = self
+            .in_clean
+            .and_then(|_| self.lw.clean_funcs.get(g.0 as usize)?.as_ref());
+        clean.or_else(|| self.lw.funcs.get(g.0 as usize)).copied()
+    }
+
     /// A new Cranelift block with the params of IR block `b`.
     fn block_like(&mut self, b: u32) -> cl::Block {
         let blk = self.b.create_block();
@@ -139,21 +278,29 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         (self.version_of_block.get(&self.at.0) != Some(&k)).then(|| self.versions[k].dispatch)
     }
 
-    /// `c` (the checks of `inst`) less what the clean copy being lowered
-    /// drops: the lifetime check of an invariant object.
+    /// `c` (the checks of `inst`) less what the clean copy or clean
+    /// variant being lowered drops: the lifetime check of an invariant
+    /// object (of an object param).
     pub(super) fn clean_copy_checks(&self, inst: &Inst, c: Checks) -> Checks {
-        match (self.in_clean, inst.kind.dict_obj()) {
-            (Some(k), Some(o)) if self.versions[k].life.contains(&o) => {
-                c.iter().filter(|&k| k != CheckKind::Lifetime).collect()
-            }
-            _ => c,
+        let Some(o) = inst.kind.dict_obj() else {
+            return c;
+        };
+        let in_copy = self
+            .in_clean
+            .is_some_and(|k| self.versions[k].life.contains(&o));
+        let in_variant = self.variant.as_ref().is_some_and(|(l, _)| l.contains(&o));
+        match in_copy || in_variant {
+            true => c.iter().filter(|&k| k != CheckKind::Lifetime).collect(),
+            false => c,
         }
     }
 
-    /// Does the clean copy being lowered drop `guard.watch %o`?
+    /// Does the clean copy or clean variant being lowered drop
+    /// `guard.watch %o`?
     pub(super) fn clean_copy_drops_watch(&self, o: Value) -> bool {
         self.in_clean
             .is_some_and(|k| self.versions[k].watch.contains(&o))
+            || self.variant.as_ref().is_some_and(|(_, w)| w.contains(&o))
     }
 
     /// Before lowering IR block `bi` of the checked lowering (`None`: after
