@@ -84,9 +84,9 @@ fn a_missing_free_guard_is_a_finding() {
     }
 }
 
-/// The read-back compares every canary (folded into one printed value per
-/// part): one canary stored wrong — here the first object word's fill
-/// constant with one bit flipped — is a finding on both engines.
+/// The read-back compares every canary: one canary stored wrong — here
+/// the first object word's fill constant with one bit flipped — is a
+/// finding on both engines.
 #[test]
 fn a_clobbered_canary_is_a_finding() {
     let mut case = build(&input(true, false));
@@ -106,9 +106,9 @@ fn a_clobbered_canary_is_a_finding() {
     }
 }
 
-/// The adstack part's observations (top, top_adj, len) are folded into
-/// one printed hash: a pushed value that differs from the model's is a
-/// finding on both engines.
+/// The adstack part's observations (top, top_adj, len) are printed and
+/// compared with the model's: a pushed value that differs from the
+/// model's is a finding on both engines.
 #[test]
 fn a_wrong_adstack_value_is_a_finding() {
     use guardlift_fuzz::guards::AdOp;
