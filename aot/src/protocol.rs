@@ -35,6 +35,7 @@ use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
+use guardlift_runtime::report::observes_the_slot;
 use guardlift_runtime::trap::decode_observed;
 use guardlift_runtime::{
     HostFault, LastWrite, ModuleSites, ObjectNote, Observed, Report, ReportKind, SiteInfo,
@@ -551,14 +552,14 @@ pub fn parse(
                     .ok_or_else(|| format!("bad report kind in `{line}`"))?;
                 let site = u32::try_from(site).map_err(|_| format!("bad site in `{line}`"))?;
                 let observed = decode_observed(kind, [a, b, c]);
+                let info = site_info(sites, site);
                 let last_write = match observed {
-                    Observed::Dict { .. } => {
+                    Observed::Dict { .. } if observes_the_slot(&info.op) => {
                         last_write(lw, lw_site as u32, lw_value, lw_object, sites)
                     }
                     _ => None,
                 };
                 let object = object_note(&mut it, line, sites)?;
-                let info = site_info(sites, site);
                 let backtrace = report_backtrace(&mut it, line, code, &info)?;
                 run.reports.push(Report {
                     kind,

@@ -274,3 +274,35 @@ fn guardlift_options_set_mode_log_and_json() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("GUARDLIFT_OPTIONS"));
 }
+
+/// A `dict_slot.store` report's word is the value the store was about to
+/// write, not the slot's: it carries no `last_write` (whose
+/// `changed_behind` would wrongly blame a writer outside the JIT), on the
+/// interpreter, the JIT and the object targets alike; a report about a
+/// word read from the slot still does.
+#[test]
+fn a_dict_slot_store_report_names_no_last_write() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/programs/guard_dict_store_bad_word.glir");
+    for engine in [
+        &["--engine", "interp"][..],
+        &[],
+        &["--target", "x86_64"],
+        &["--target", "aarch64"],
+    ] {
+        let mut args = vec!["run", p.to_str().unwrap(), "--mode", "recover", "--json"];
+        args.extend_from_slice(engine);
+        let o = gl(&args);
+        assert_eq!(o.status.code(), Some(1), "{engine:?}: {}", stderr(&o));
+        let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+        let j: serde_json::Value = serde_json::from_str(&first).unwrap();
+        let r = &j["reports"][0];
+        assert_eq!(r["op"], "dict_slot.store", "{engine:?}: {first}");
+        assert!(r.get("last_write").is_none(), "{engine:?}: {first}");
+        assert!(
+            !stderr(&o).contains("last known write"),
+            "{engine:?}: {}",
+            stderr(&o)
+        );
+    }
+}

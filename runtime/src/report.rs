@@ -141,6 +141,13 @@ impl fmt::Display for SiteText<'_> {
 
 pub use guardlift_abi::SiteInfo;
 
+/// Does a dict report at a site of opcode `op` observe the word in the
+/// slot, so that the slot's last known write ([`LastWrite`]) explains it?
+/// Not a `dict_slot.store`: its word is the value it was about to write.
+pub fn observes_the_slot(op: &str) -> bool {
+    op != "dict_slot.store"
+}
+
 /// Site `s` as a backtrace frame.
 pub fn site_frame(s: &SiteInfo) -> crate::backtrace::IrFrame<'_> {
     crate::backtrace::IrFrame {

@@ -248,7 +248,9 @@ impl Runtime {
         let (last_write, record) = {
             let heap = lock(&self.heap);
             let last_write = match observed {
-                Observed::Dict { object, .. } => heap.last_write(self.layout.slot_addr(object)),
+                Observed::Dict { object, .. } if crate::report::observes_the_slot(&info.op) => {
+                    heap.last_write(self.layout.slot_addr(object))
+                }
                 _ => None,
             };
             let obj = match observed {
