@@ -3,6 +3,7 @@
 //! injected faults, handles passed through block params, ...).
 
 use crate::gen::Generated;
+use guardlift_ir::hoist::clean_loops;
 use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module};
 use std::collections::BTreeSet;
 
@@ -37,6 +38,8 @@ pub const FAMILIES: &[&str] = &[
     "ctl.do_while",
     "ctl.dynamic_trip_count",
     "ctl.block_params",
+    "loop.clean",
+    "loop.clean_leaf_call",
     "obj.new",
     "obj.free",
     "obj.dictify",
@@ -74,6 +77,17 @@ pub const FAMILIES: &[&str] = &[
 /// The families of one function of `m` (IR only).
 pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
     let mut s = BTreeSet::new();
+    // Loops the JIT versions (`guardlift_ir::hoist`), and those of them
+    // that call leaf functions (run as clean variants).
+    for lp in clean_loops(m, f) {
+        s.insert("loop.clean");
+        let calls = lp.blocks.iter().any(|&b| {
+            (f.blocks[b as usize].insts.iter()).any(|i| matches!(i.kind, InstKind::Call { .. }))
+        });
+        if calls {
+            s.insert("loop.clean_leaf_call");
+        }
+    }
     for b in &f.blocks {
         if !b.params.is_empty() {
             s.insert("ctl.block_params");

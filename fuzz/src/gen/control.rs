@@ -87,6 +87,22 @@ impl FnGen<'_, '_, '_> {
     /// A `while` (test at the top) or `do … while` (test at the bottom)
     /// loop with a counter, loop-carried values and optionally adstack
     /// handles through the header.
+    /// A counted loop whose body only computes, touches existing objects
+    /// and calls leaf helpers ([`Self::restricted`]): the loops the JIT
+    /// versions through calls, each leaf callee run as its clean variant
+    /// (`guardlift_ir::hoist`).
+    pub(super) fn leaf_call_loop(&mut self) {
+        let saved = self.leaf_body;
+        self.leaf_body = true;
+        self.ev.insert("ctl.leaf_call_loop");
+        let vals = self.vals.len();
+        self.counted_loop();
+        // Nothing defined in the loop (its header's params included) is
+        // used after it, as versioning requires.
+        self.vals.truncate(vals);
+        self.leaf_body = saved;
+    }
+
     pub(super) fn counted_loop(&mut self) {
         let room = self.ms.cfg.max_mult / self.mult;
         if room < 2 {

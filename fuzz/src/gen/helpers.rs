@@ -198,7 +198,9 @@ impl FnGen<'_, '_, '_> {
     }
 
     pub(super) fn pick_obj(&mut self) -> Obj {
-        if self.objs.is_empty() || self.src.chance(1, 12) {
+        // A restricted region makes no object (`@obj_new` is a call).
+        let fresh = !self.restricted() && self.src.chance(1, 12);
+        if self.objs.is_empty() || fresh {
             let n = self.src.range(1, 6);
             return self.new_obj(n);
         }

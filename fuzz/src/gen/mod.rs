@@ -179,11 +179,15 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
         };
         let tys: Vec<Type> = params.iter().map(Param::ty).collect();
         let id = mb.declare_function(&format!("h{i}"), &tys, ret);
+        // Half the helpers with an object param are leaf object functions
+        // (`guardlift_ir::hoist`): loops that call them can be versioned.
+        let leaf = params.iter().any(|p| matches!(p, Param::Obj(_))) && src.chance(1, 2);
         helpers.push(HelperSig {
             id,
             params,
             ret,
             cost: 0,
+            leaf,
         });
     }
     let mut ms = ModState {
@@ -310,6 +314,9 @@ struct HelperSig {
     params: Vec<Param>,
     ret: Option<Type>,
     cost: u64,
+    /// A leaf object function: no call, raw store or adstack op (its body
+    /// is made of [`FnGen::restricted`] statements).
+    leaf: bool,
 }
 
 struct ModState {
@@ -377,6 +384,12 @@ struct FnGen<'f, 'a, 'b> {
     stmts_left: u32,
     /// Has an `@obj_dictify` call been emitted (earlier in program order)?
     dictified: bool,
+    /// Generating a leaf helper's body (see [`HelperSig::leaf`]).
+    leaf: bool,
+    /// Generating the body of a loop that only calls leaf helpers
+    /// ([`FnGen::leaf_call_loop`]): no call but those, no raw store, no
+    /// adstack op, no new object.
+    leaf_body: bool,
     ev: BTreeSet<&'static str>,
 }
 
@@ -402,6 +415,7 @@ fn gen_function(
     } else {
         ms.cfg.max_main_stmts
     };
+    let leaf = helper.is_some_and(|i| ms.helpers[i].leaf);
     let fb = mb.function(id);
     let mut g = FnGen {
         src,
@@ -418,6 +432,8 @@ fn gen_function(
         cost: 0,
         stmts_left: max_stmts,
         dictified: false,
+        leaf,
+        leaf_body: false,
         ev: BTreeSet::new(),
     };
     let entry = g.fb.create_block("entry");

@@ -179,7 +179,18 @@ impl FnGen<'_, '_, '_> {
     }
 
     pub(super) fn call_helper(&mut self) {
-        let cands = self.callable();
+        let mut cands = self.callable();
+        if self.restricted() {
+            // A leaf-call loop calls leaf helpers on objects it already has.
+            cands.retain(|&j| {
+                let h = &self.ms.helpers[j];
+                h.leaf
+                    && h.params.iter().all(|p| match *p {
+                        Param::Obj(k) => self.objs.iter().any(|o| o.nattrs >= k),
+                        Param::Scalar(_) => true,
+                    })
+            });
+        }
         if cands.is_empty() {
             return;
         }
@@ -199,7 +210,8 @@ impl FnGen<'_, '_, '_> {
                         .copied()
                         .filter(|o| o.nattrs >= k)
                         .collect();
-                    let o = if fit.is_empty() || self.src.chance(1, 8) {
+                    let fresh = !self.restricted() && self.src.chance(1, 8);
+                    let o = if fit.is_empty() || fresh {
                         let n = self.src.range(k, 6);
                         self.new_obj(n)
                     } else {

@@ -8,6 +8,14 @@ use guardlift_runtime::adstack::AdElem;
 
 impl FnGen<'_, '_, '_> {
     pub(super) fn prologue(&mut self) {
+        if self.leaf {
+            // A leaf helper allocates nothing (a call, an adstack op).
+            for _ in 0..self.src.range(0, 2) {
+                let t = self.src.scalar_ty();
+                self.konst(t);
+            }
+            return;
+        }
         let n_stacks = self.src.range(0, 2);
         for _ in 0..n_stacks {
             let elem = [AdElem::F32, AdElem::F64, AdElem::I64][self.src.index(3)];
@@ -119,7 +127,8 @@ impl FnGen<'_, '_, '_> {
     }
 
     pub(super) fn epilogue(&mut self, ret: Option<Type>) {
-        if self.src.chance(3, 4) {
+        // A leaf helper prints nothing (a call): its caller sees its result.
+        if !self.leaf && self.src.chance(3, 4) {
             self.dump();
         }
         if self.helper.is_none() {
@@ -161,37 +170,86 @@ impl FnGen<'_, '_, '_> {
         }
     }
 
+    /// Are this region's statements restricted to what a leaf helper or a
+    /// leaf-call loop's body may hold (arithmetic, attribute and dict-slot
+    /// ops on existing objects, `if`s; loops in a leaf helper; calls of
+    /// leaf helpers in a leaf-call loop)?
+    pub(super) fn restricted(&self) -> bool {
+        self.leaf || self.leaf_body
+    }
+
+    /// A statement of a restricted region ([`Self::restricted`]).
+    fn restricted_stmt(&mut self) {
+        let can_ctl = self.depth < self.ms.cfg.max_depth && self.stmts_left > 0;
+        let can_loop = self.leaf && can_ctl && self.loop_depth < self.ms.cfg.max_loop_depth;
+        let has_objs = !self.objs.is_empty();
+        let can_call = self.leaf_body && !self.callable().is_empty();
+        let w = [
+            6,                             // 0 int binary
+            if has_objs { 8 } else { 0 },  // 1 attributes
+            if has_objs { 3 } else { 0 },  // 2 dict slot
+            if can_call { 12 } else { 0 }, // 3 call a leaf helper
+            if can_ctl { 2 } else { 0 },   // 4 if/else
+            if can_loop { 2 } else { 0 },  // 5 loop
+            if has_objs { 1 } else { 0 },  // 6 hand-written watch
+            2,                             // 7 float binary
+        ];
+        match self.src.weighted(&w) {
+            0 => self.int_binary(),
+            1 => self.attr(),
+            2 => self.dict_slot(),
+            3 => self.call_helper(),
+            4 => self.if_else(),
+            5 => self.counted_loop(),
+            6 => {
+                let o = self.pick_obj();
+                self.fb.watch(o.v);
+            }
+            _ => {
+                let t = self.float_ty();
+                let (a, b) = (self.pick(t), self.pick(t));
+                let r = self.fb.binary(BinOp::Fmul, a, b);
+                self.vals.push(r);
+            }
+        }
+    }
+
     pub(super) fn stmt(&mut self) {
         self.step();
+        if self.restricted() {
+            return self.restricted_stmt();
+        }
         let can_ctl = self.depth < self.ms.cfg.max_depth && self.stmts_left > 0;
         let can_loop = can_ctl && self.loop_depth < self.ms.cfg.max_loop_depth;
         let has_objs = !self.objs.is_empty();
         let has_mem = has_objs || !self.bufs.is_empty();
         let has_stacks = !self.stacks.is_empty();
         let can_call = !self.callable().is_empty();
+        let can_leaf_call = self.callable().iter().any(|&j| self.ms.helpers[j].leaf);
         let w = [
-            14,                                         // 0 int binary
-            5,                                          // 1 icmp
-            8,                                          // 2 float binary
-            3,                                          // 3 float unary
-            3,                                          // 4 fcmp
-            4,                                          // 5 select
-            8,                                          // 6 conversion
-            2,                                          // 7 constant
-            if has_mem { 8 } else { 0 },                // 8 memory
-            if can_call { 5 } else { 0 },               // 9 call a helper
-            3,                                          // 10 call a built-in
-            2,                                          // 11 obj_new
-            if has_objs { 8 } else { 2 },               // 12 attributes
-            if has_objs { 4 } else { 1 },               // 13 dict slot
-            if has_objs { 2 } else { 0 },               // 14 dictify
-            if has_stacks { 10 } else { 0 },            // 15 adstack op
-            if has_stacks && can_loop { 2 } else { 0 }, // 16 tape loop
-            if can_ctl { 4 } else { 0 },                // 17 if/else
-            if can_loop { 4 } else { 0 },               // 18 loop
-            if self.ms.faults { 3 } else { 0 },         // 19 injected fault
-            if has_objs { 1 } else { 0 },               // 20 hand-written watch
-            if can_loop { 2 } else { 0 },               // 21 re-allocating loop
+            14,                                            // 0 int binary
+            5,                                             // 1 icmp
+            8,                                             // 2 float binary
+            3,                                             // 3 float unary
+            3,                                             // 4 fcmp
+            4,                                             // 5 select
+            8,                                             // 6 conversion
+            2,                                             // 7 constant
+            if has_mem { 8 } else { 0 },                   // 8 memory
+            if can_call { 5 } else { 0 },                  // 9 call a helper
+            3,                                             // 10 call a built-in
+            2,                                             // 11 obj_new
+            if has_objs { 8 } else { 2 },                  // 12 attributes
+            if has_objs { 4 } else { 1 },                  // 13 dict slot
+            if has_objs { 2 } else { 0 },                  // 14 dictify
+            if has_stacks { 10 } else { 0 },               // 15 adstack op
+            if has_stacks && can_loop { 2 } else { 0 },    // 16 tape loop
+            if can_ctl { 4 } else { 0 },                   // 17 if/else
+            if can_loop { 4 } else { 0 },                  // 18 loop
+            if self.ms.faults { 3 } else { 0 },            // 19 injected fault
+            if has_objs { 1 } else { 0 },                  // 20 hand-written watch
+            if can_loop { 2 } else { 0 },                  // 21 re-allocating loop
+            if can_loop && can_leaf_call { 3 } else { 0 }, // 22 leaf-call loop
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -265,6 +323,7 @@ impl FnGen<'_, '_, '_> {
             18 => self.counted_loop(),
             19 => self.fault(),
             21 => self.realloc_loop(),
+            22 => self.leaf_call_loop(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);
