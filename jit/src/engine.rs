@@ -284,11 +284,7 @@ fn compile_functions(
         let t = Instant::now();
         let name = UserFuncName::user(0, id.as_u32());
         let fid = FuncId(i as u32);
-        if clean {
-            lw.lower_clean_variant(jm, fid, name, &mut ctx.func, &mut fctx)?;
-        } else {
-            lw.lower_function(jm, fid, name, &mut ctx.func, &mut fctx)?;
-        }
+        lw.lower_as(jm, fid, name, &mut ctx.func, &mut fctx, clean)?;
         let t2 = Instant::now();
         out.times.lower += t2 - t;
         tiers.define(jm, id, &mut ctx, Tier::of(f), &f.name)?;

@@ -234,21 +234,9 @@ impl<'m> Lowerer<'m> {
         self.lower_as(m, id, name, out, fctx, false)
     }
 
-    /// Lowers the clean variant of IR function `id` (`version`) into `out`
-    /// (which is cleared first).
-    pub fn lower_clean_variant<M: ClModule + ?Sized>(
-        &mut self,
-        m: &mut M,
-        id: FuncId,
-        name: UserFuncName,
-        out: &mut cl::Function,
-        fctx: &mut FunctionBuilderContext,
-    ) -> Result<(), JitError> {
-        self.lower_as(m, id, name, out, fctx, true)
-    }
-
-    /// Lowers IR function `id` into `out`, as its clean variant if `clean`.
-    fn lower_as<M: ClModule + ?Sized>(
+    /// Lowers IR function `id` into `out` (which is cleared first), as its
+    /// clean variant (`version`) if `clean`.
+    pub(crate) fn lower_as<M: ClModule + ?Sized>(
         &mut self,
         m: &mut M,
         id: FuncId,
