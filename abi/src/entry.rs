@@ -71,6 +71,9 @@ macro_rules! foreach_entry {
             ObjNewAt gl_obj_new_at [] rt (I64, I32) -> I64;
             /// `call @obj_free` under the lifetime check `(obj, site)`.
             ObjFreeAt gl_obj_free_at [] rt (I64, I32);
+            /// A clean loop's entry test of `(obj, max)`: 1 = a live object
+            /// whose word is its own values array of more than `max` attributes.
+            AttrFixed gl_attr_fixed [] rt (I64, I32) -> I8;
         }
     };
 }

@@ -24,6 +24,6 @@ pub use format::{format_f32, format_f64};
 pub use mode::Mode;
 pub use offsets::{
     trap_token, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_SCRATCH_OFFSET, TRAP_VALUES_OFFSET,
-    TRAP_VALUE_COUNT, UNWATCH_EPOCH_OFFSET,
+    TRAP_VALUE_COUNT, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
 };
 pub use report::{ModuleSites, ReportKind, SiteInfo, TRAP_CODE_BASE};

@@ -8,6 +8,10 @@ pub const TRAP_SCRATCH_OFFSET: i32 = 0;
 /// Offset of the unwatch epoch (a u64 bumped by every free) from the
 /// runtime pointer.
 pub const UNWATCH_EPOCH_OFFSET: i32 = 48;
+/// Offset of the values epoch (a u64 bumped by every free and every
+/// `obj_dictify`: whenever an object or its values array goes) from the
+/// runtime pointer.
+pub const VALUES_EPOCH_OFFSET: i32 = 56;
 
 /// How many observed values a trapping guard leaves in the scratch area.
 pub const TRAP_VALUE_COUNT: usize = 3;

@@ -687,6 +687,18 @@ uint8_t gl_check_live(void *rt, uint64_t obj, uint32_t site) {
     return 0;
 }
 
+/* A clean loop's entry test (object files never version loops, so the JIT
+ * alone calls it; defined as the runtime's Runtime::attr_fixed): 1 when
+ * `obj` is a live object whose word is its own values array of more than
+ * `max` attributes, in the record and in the capacity word. */
+uint8_t gl_attr_fixed(void *rt, uint64_t obj, uint32_t max) {
+    (void)rt;
+    obj_meta *m = live_meta(obj);
+    if (!m || !m->values || m->n_attrs <= max) return 0;
+    if (read_word(slot(obj)) != GL_VALUES_WORD(m->values)) return 0;
+    return read_word(m->values + (u64)GL_VALUES_CAPACITY_OFFSET) > (u64)max;
+}
+
 /* The freed object whose held memory [addr, addr + width) touches, if any. */
 static obj_meta *freed_memory(u64 addr, u32 width) {
     if (g_freed_mem.used == 0 || width == 0) return NULL;

@@ -58,10 +58,10 @@ pub(crate) enum What {
 /// Instrumentation flags shared by run, emit and compile.
 #[derive(Args, Clone, Debug)]
 pub(crate) struct InstrumentArgs {
-    /// Insert every check (dict, adstack, clobber).
+    /// Insert every check (dict, adstack, clobber, bounds, lifetime).
     #[arg(long, conflicts_with = "checks")]
     instrument: bool,
-    /// Insert the listed checks: dict,adstack,clobber.
+    /// Insert the listed checks, comma-separated: dict, adstack, clobber, bounds, lifetime.
     #[arg(long, value_name = "LIST")]
     checks: Option<String>,
     /// What a failed check does [default: GUARDLIFT_OPTIONS mode, else abort].

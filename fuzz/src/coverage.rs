@@ -40,6 +40,7 @@ pub const FAMILIES: &[&str] = &[
     "ctl.block_params",
     "loop.clean",
     "loop.clean_leaf_call",
+    "loop.fixed_attrs_leaf_call",
     "obj.new",
     "obj.free",
     "obj.dictify",
@@ -77,8 +78,9 @@ pub const FAMILIES: &[&str] = &[
 /// The families of one function of `m` (IR only).
 pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
     let mut s = BTreeSet::new();
-    // Loops the JIT versions (`guardlift_ir::hoist`), and those of them
-    // that call leaf functions (run as clean variants).
+    // Loops the JIT versions (`guardlift_ir::hoist`), those of them that
+    // call leaf functions (run as clean variants), and those whose bounds
+    // tests the JIT makes once per entry (fixed attributes and a call).
     for lp in clean_loops(m, f) {
         s.insert("loop.clean");
         let calls = lp.blocks.iter().any(|&b| {
@@ -86,6 +88,9 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
         });
         if calls {
             s.insert("loop.clean_leaf_call");
+            if !lp.attrs.is_empty() {
+                s.insert("loop.fixed_attrs_leaf_call");
+            }
         }
     }
     for b in &f.blocks {

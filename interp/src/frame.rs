@@ -24,6 +24,14 @@ pub(crate) struct Frame {
     /// frees nothing (or from such a frame): every instruction it runs is
     /// under the claim (`crate::hoist`).
     pub(crate) claimed: bool,
+    /// The objects (values of this frame) whose bounds tests are claimed
+    /// not to fail (`crate::hoist`): the fixed attributes of the clean
+    /// loop `fixed_loop` since an entry that passed its test, or the
+    /// params of a callee such a loop called with them.
+    pub(crate) fixed: Vec<Value>,
+    /// The header of the loop whose activation `fixed` belongs to (`None`
+    /// in a callee, where it holds for the whole frame).
+    pub(crate) fixed_loop: Option<u32>,
 }
 
 impl Frame {
@@ -97,6 +105,8 @@ impl<'m> Interpreter<'m> {
             alloc_slot: HashMap::new(),
             ret_dst,
             claimed: false,
+            fixed: Vec::new(),
+            fixed_loop: None,
         }
     }
 

@@ -7,11 +7,22 @@
 //! clean loop (a leaf callee's) runs in a frame of its own: that frame is
 //! marked claimed ([`Frame::claimed`]), and so are the frames it calls, so
 //! every instruction the callee runs is verified the same way.
+//!
+//! The second claim, on a clean loop's fixed attributes
+//! (`CleanLoop::attrs`), is verified per activation: at each entry of such
+//! a loop from outside where the runtime's `attr_fixed` holds for every
+//! fixed object (the JIT's entry test), the frame records those objects
+//! ([`Frame::fixed`]) until control leaves the loop, and a callee it calls
+//! records the params they are passed as; an attribute op on a recorded
+//! object whose index is not below the capacity its word leads to refutes
+//! the claim.
 
+use crate::frame::Cx;
 use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
-use guardlift_ir::hoist::clean_loops;
-use guardlift_ir::{FuncId, Module, SrcLoc};
+use guardlift_ir::hoist::{clean_loops, CleanLoop};
+use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value};
+use guardlift_runtime::layout;
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;
@@ -32,7 +43,82 @@ pub(crate) fn loop_claims(m: &Module) -> LoopClaims {
         .collect()
 }
 
+/// Per function, its clean loops with fixed attributes.
+pub(crate) type AttrClaims = Vec<Vec<CleanLoop>>;
+
+/// The clean loops of every function whose `attrs` are not empty.
+pub(crate) fn attr_claims(m: &Module) -> AttrClaims {
+    (m.functions.iter())
+        .map(|f| {
+            (clean_loops(m, f).into_iter())
+                .filter(|l| !l.attrs.is_empty())
+                .collect()
+        })
+        .collect()
+}
+
 impl Interpreter<'_> {
+    /// After a branch of frame `fr` from block `from`: leaving the loop
+    /// whose fixed attributes it recorded forgets them; entering a loop
+    /// with fixed attributes from outside records them when the entry
+    /// test holds for each.
+    pub(crate) fn track_fixed(&self, fr: &mut Frame, from: usize) {
+        let Some(loops) = (self.attr_loops.as_ref()).and_then(|c| c.get(fr.func.0 as usize)) else {
+            return;
+        };
+        let to = fr.block as u32;
+        if let Some(h) = fr.fixed_loop {
+            if (loops.iter()).any(|l| l.header == h && l.contains(to)) {
+                return;
+            }
+            fr.fixed_loop = None;
+            fr.fixed.clear();
+        }
+        let Some(lp) = (loops.iter()).find(|l| l.header == to && !l.contains(from as u32)) else {
+            return;
+        };
+        if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
+            fr.fixed_loop = Some(to);
+            fr.fixed = lp.attrs.iter().map(|&(o, _)| o).collect();
+        }
+    }
+
+    /// The params of the frame `callee` that call `inst` of `fr` passes a
+    /// fixed object of `fr`'s claimed loop activation.
+    pub(crate) fn fixed_params(&self, fr: &Frame, inst: &Inst, callee: &Frame) -> Vec<Value> {
+        let InstKind::Call { args, .. } = &inst.kind else {
+            return Vec::new();
+        };
+        if fr.fixed_loop.is_none() {
+            return Vec::new();
+        }
+        let f: &Function = self.m.func(callee.func);
+        (f.params.iter().zip(args))
+            .filter(|(_, a)| fr.fixed.contains(a))
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// An attribute op on a fixed object at attribute `index` of the
+    /// values array at `values`: the capacity must exceed it.
+    pub(crate) fn check_fixed(&self, cx: &Cx, values: u64, index: u32) -> Result<(), InterpError> {
+        let loc = cx.inst.loc;
+        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        let capacity = self.read_mem(loc, cap_addr, 8)?;
+        if (index as u64) < capacity {
+            return Ok(());
+        }
+        let msg = format!(
+            "@{}: attribute {index} of an object a clean loop's entry test fixed (capacity {capacity}): its bounds test fails",
+            cx.func.name
+        );
+        if self.verify_elision {
+            return Err(InterpError::Internal { loc, msg });
+        }
+        debug_assert!(false, "{loc}: {msg}");
+        Ok(())
+    }
+
     /// Before an instruction of `block` of frame `fr` runs: the unwatch
     /// epoch if the block is claimed to be in a clean loop or the frame
     /// was called from one.

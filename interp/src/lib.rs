@@ -36,7 +36,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use adstack::elision_claims;
-use hoist::{loop_claims, LoopClaims};
+use hoist::{attr_claims, loop_claims, AttrClaims, LoopClaims};
 use values::canon;
 
 /// A host function the embedder provides for a non-built-in extern: raw
@@ -130,6 +130,11 @@ pub struct Interpreter<'m> {
     /// The blocks of the loops `guardlift_ir::hoist` claims free nothing
     /// (checked like `elision`).
     loops: Option<LoopClaims>,
+    /// Per function, the clean loops with fixed attributes
+    /// (`CleanLoop::attrs`): at an entry where the runtime's `attr_fixed`
+    /// holds for each, no bounds test of those objects may fail until
+    /// control leaves (checked like `elision`).
+    attr_loops: Option<AttrClaims>,
 }
 
 impl<'m> Interpreter<'m> {
@@ -172,6 +177,7 @@ impl<'m> Interpreter<'m> {
             elision: cfg!(debug_assertions).then(|| elision_claims(m)),
             verify_elision: false,
             loops: cfg!(debug_assertions).then(|| loop_claims(m)),
+            attr_loops: cfg!(debug_assertions).then(|| attr_claims(m)),
         })
     }
 
@@ -188,6 +194,17 @@ impl<'m> Interpreter<'m> {
         if on && self.loops.is_none() {
             self.loops = Some(loop_claims(self.m));
         }
+        if on && self.attr_loops.is_none() {
+            self.attr_loops = Some(attr_claims(self.m));
+        }
+    }
+
+    /// Replaces the fixed-attribute claims checked while running (per
+    /// function, its clean loops with `attrs`): for tests that the
+    /// verification catches a false claim.
+    #[doc(hidden)]
+    pub fn set_attr_claims(&mut self, claims: Vec<Vec<guardlift_ir::hoist::CleanLoop>>) {
+        self.attr_loops = Some(claims);
     }
 
     /// Replaces the loop claims checked while running (per function, per

@@ -146,15 +146,19 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::LoadAttr { obj, index } => {
                 let o = fr.val(*obj);
-                Ok(Step::Set(match self.attr_place(cx, g, o, *index)? {
-                    None => 0,
-                    Some(AttrPlace::Values(a)) => self.read_mem(loc, a, 8)?,
-                    Some(AttrPlace::Slow) => self.rt.load_attr_slow(o, *index) as u64,
-                }))
+                let fixed = fr.fixed.contains(obj);
+                Ok(Step::Set(
+                    match self.attr_place(cx, g, (o, fixed), *index)? {
+                        None => 0,
+                        Some(AttrPlace::Values(a)) => self.read_mem(loc, a, 8)?,
+                        Some(AttrPlace::Slow) => self.rt.load_attr_slow(o, *index) as u64,
+                    },
+                ))
             }
             InstKind::StoreAttr { obj, index, value } => {
                 let (o, x) = (fr.val(*obj), fr.val(*value));
-                match self.attr_place(cx, g, o, *index)? {
+                let fixed = fr.fixed.contains(obj);
+                match self.attr_place(cx, g, (o, fixed), *index)? {
                     None => {}
                     Some(AttrPlace::Values(a)) => self.write_mem(loc, a, 8, x)?,
                     Some(AttrPlace::Slow) => self.rt.store_attr_slow(o, *index, x as i64),
@@ -170,11 +174,13 @@ impl<'m> Interpreter<'m> {
 
     /// Where attribute `index` of `obj` lives, after the lifetime, dict and
     /// bounds checks of `g`; `None` when one failed in recover mode.
+    /// `fixed`: `obj` is a fixed attribute of a claimed loop (its bounds
+    /// test is verified not to fail, `crate::hoist`).
     fn attr_place(
         &self,
         cx: &Cx,
         g: (Checks, u32),
-        obj: u64,
+        (obj, fixed): (u64, bool),
         index: u32,
     ) -> Result<Option<AttrPlace>, InterpError> {
         let (callers, loc) = (cx.callers, cx.inst.loc);
@@ -189,6 +195,9 @@ impl<'m> Interpreter<'m> {
             return Ok(Some(AttrPlace::Slow));
         }
         let values = layout::values_ptr(word);
+        if fixed {
+            self.check_fixed(cx, values, index)?;
+        }
         if !self.bounds_ok(callers, g, loc, (obj, values), index)? {
             return Ok(None);
         }

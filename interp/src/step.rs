@@ -45,6 +45,9 @@ impl<'m> Interpreter<'m> {
             let epoch = self.hoist_epoch(fr, cx.at.0);
             let step = self.exec(fr, &cx)?;
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
+            if matches!(inst.kind, InstKind::Jump { .. } | InstKind::Brif { .. }) {
+                self.track_fixed(fr, cx.at.0);
+            }
             match step {
                 Step::Set(r) => {
                     if let Some(d) = inst.result {
@@ -55,6 +58,7 @@ impl<'m> Interpreter<'m> {
                 Step::Call(mut nf) => {
                     // What a call of a claimed loop runs is claimed too.
                     nf.claimed = epoch.is_some();
+                    nf.fixed = self.fixed_params(fr, inst, &nf);
                     break Exit::Call(nf);
                 }
                 Step::Return(r) => break Exit::Return(r, fr.ret_dst),

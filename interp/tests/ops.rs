@@ -2556,3 +2556,50 @@ fn a_free_in_a_callee_of_a_claimed_loop_is_an_internal_error() {
         }
     }
 }
+
+/// The fixed-attribute claim (`CleanLoop::attrs`) is verified per
+/// activation: a claimed loop whose `dict_slot.store` points `%a` at a
+/// smaller values array fails its bounds test, which refutes the claim;
+/// the same run is fine unclaimed (the analysis makes no claim: the store
+/// bars it), and claimed but without the rewrite.
+#[test]
+fn a_bounds_failure_on_a_fixed_attribute_is_an_internal_error() {
+    let text = "extern fn @obj_new(i64) -> ptr\n\
+        fn @main(%n: i64, %swap: i64) -> i64 {\nentry:\n    %four = iconst.i64 4\n    %one = iconst.i64 1\n    %a = call @obj_new(%four)\n    %s = call @obj_new(%one)\n    %ws = dict_slot.load %s\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+        body:\n    guard.store_attr %a, 3, %i\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %swap\n    brif %f, rewrite, loop(%i2)\n\
+        rewrite:\n    dict_slot.store %a, %ws\n    jump loop(%i2)\n\
+        exit:\n    return %n\n}\n";
+    let m = module(text);
+    let f = m.func(m.func_by_name("main").expect("@main"));
+    let real = guardlift_ir::hoist::clean_loops(&m, f);
+    assert!(real.iter().all(|l| l.attrs.is_empty()), "{real:?}");
+    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
+    let a = guardlift_ir::Value(f.values.iter().position(|v| v.name == "a").expect("%a") as u32);
+    let claim = guardlift_ir::hoist::CleanLoop {
+        header: block("loop"),
+        blocks: vec![block("loop"), block("body"), block("rewrite")],
+        objects: vec![a],
+        attrs: vec![(a, 3)],
+    };
+    for (claimed, swap, fails) in [(false, 2, false), (true, 99, false), (true, 2, true)] {
+        let mut it =
+            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
+        it.set_verify_elision(true);
+        let mut claims = vec![Vec::new(); m.functions.len()];
+        if claimed {
+            claims[0] = vec![claim.clone()];
+        }
+        it.set_attr_claims(claims);
+        let r = it.call("main", &[4, swap]);
+        match r {
+            Err(InterpError::Internal { msg, .. }) if fails => {
+                assert!(
+                    msg.contains("attribute 3") && msg.contains("capacity 1"),
+                    "{msg}"
+                )
+            }
+            r => assert!(!fails && r.is_ok(), "{claimed} {swap}: {r:?}"),
+        }
+    }
+}

@@ -1,17 +1,19 @@
 //! Data-driven tests of the loop-versioning analysis
 //! (`guardlift_ir::hoist`): each `tests/hoist/*.glir` holds a function
-//! `@f` and a first line `; clean: BLOCK,BLOCK objects %V %V` (the blocks
-//! of one clean loop, by name in any order, and its invariant objects in
-//! first-use order; loops separated by ` | `) or `; clean: none`. The
-//! other `;` lines say why.
+//! `@f` and a first line `; clean: BLOCK,BLOCK objects %V %V attrs %V:N`
+//! (the blocks of one clean loop, by name in any order, its invariant
+//! objects in first-use order, and its fixed-attribute objects with their
+//! highest index, or `attrs none`; loops separated by ` | `) or
+//! `; clean: none`. The other `;` lines say why.
 
 mod common;
 
 use guardlift_ir::hoist::clean_loops;
 use std::path::Path;
 
-/// One expected loop: its block names (sorted) and object names.
-type Expected = (Vec<String>, Vec<String>);
+/// One expected loop: its block names (sorted), object names and
+/// `name:max` of its fixed-attribute objects.
+type Expected = (Vec<String>, Vec<String>, Vec<String>);
 
 fn expected(path: &Path, text: &str) -> Vec<Expected> {
     let line = text
@@ -24,14 +26,24 @@ fn expected(path: &Path, text: &str) -> Vec<Expected> {
     }
     line.split(" | ")
         .map(|l| {
-            let (blocks, objs) = l.split_once(" objects ").expect("BLOCKS objects OBJS");
+            let (blocks, rest) = l.split_once(" objects ").expect("BLOCKS objects OBJS");
+            let (objs, attrs) = rest
+                .split_once(" attrs ")
+                .expect("objects OBJS attrs ATTRS");
+            let attrs = match attrs.trim() {
+                "none" => Vec::new(),
+                a => a
+                    .split_whitespace()
+                    .map(|s| s.trim_start_matches('%').to_string())
+                    .collect(),
+            };
             let mut b: Vec<String> = blocks.split(',').map(|s| s.trim().to_string()).collect();
             b.sort();
             let o = objs
                 .split_whitespace()
                 .map(|s| s.trim_start_matches('%').to_string())
                 .collect();
-            (b, o)
+            (b, o, attrs)
         })
         .collect()
 }
@@ -55,11 +67,14 @@ fn versioning_cases() {
                     .iter()
                     .map(|v| f.values[v.0 as usize].name.clone())
                     .collect();
-                (b, o)
+                let a = (l.attrs.iter())
+                    .map(|&(v, m)| format!("{}:{m}", f.values[v.0 as usize].name))
+                    .collect();
+                (b, o, a)
             })
             .collect();
         assert_eq!(got, expected(path, text), "{}", path.display());
     }
     let n = cases.len();
-    assert!(n >= 7, "only {n} cases in tests/hoist");
+    assert!(n >= 12, "only {n} cases in tests/hoist");
 }

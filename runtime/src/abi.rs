@@ -164,6 +164,9 @@ abi_fns! {
     /// 1 = go on; 0 = the bytes fall in a freed object's memory, recorded:
     /// skip the access (a load yields 0).
     fn gl_check_mem(addr: u64, width: u32, site: u32) -> u8 = |r| go_on(r.check_mem(addr, width, site));
+    /// The entry test of a clean loop whose bounds tests of `obj` are
+    /// made once ([`Runtime::attr_fixed`]): 1 = they cannot fail in it.
+    fn gl_attr_fixed(obj: u64, max: u32) -> u8 = |r| r.attr_fixed(obj, max) as u8;
     /// Bounds violation at `site`: attribute `index` ≥ `capacity` (the u64
     /// at values − 8). Returns 0 to recover (abort mode does not return).
     fn gl_report_bounds(site: u32, obj: u64, index: u64, capacity: u64) -> u32 = |r| {
@@ -195,6 +198,10 @@ mod tests {
         assert_eq!(
             guardlift_abi::UNWATCH_EPOCH_OFFSET,
             crate::UNWATCH_EPOCH_OFFSET
+        );
+        assert_eq!(
+            guardlift_abi::VALUES_EPOCH_OFFSET,
+            crate::VALUES_EPOCH_OFFSET
         );
         assert_eq!(guardlift_abi::TRAP_OWNER_OFFSET, trap::TRAP_OWNER_OFFSET);
         assert_eq!(guardlift_abi::TRAP_VALUES_OFFSET, trap::TRAP_VALUES_OFFSET);

@@ -555,6 +555,24 @@ impl Heap {
         ))
     }
 
+    /// [`crate::Runtime::attr_fixed`].
+    pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
+        let Some(m) = self.objects.get(&obj) else {
+            return false;
+        };
+        let Some(v) = m.values else {
+            return false;
+        };
+        if m.n_attrs <= max || self.read_word(self.slot(obj)) != layout::values_word(v) {
+            return false;
+        }
+        let cap_addr = v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        // SAFETY: the capacity word of the values block of a live object
+        // of this heap.
+        let capacity = unsafe { (cap_addr as *const u64).read() };
+        capacity > max as u64
+    }
+
     /// `@obj_dictify(obj)`: move the attributes into a dict and point the word at it.
     pub fn obj_dictify(&mut self, obj: u64) -> Result<(), HostFault> {
         self.meta("obj_dictify", obj)?;

@@ -21,6 +21,8 @@ pub const TRAP_SCRATCH_OFFSET: i32 = std::mem::offset_of!(Runtime, trap) as i32;
 const _: () = assert!(TRAP_SCRATCH_OFFSET == 0);
 /// Offset of the unwatch epoch (an `AtomicU64`) from the runtime pointer.
 pub const UNWATCH_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, unwatch_epoch) as i32;
+/// Offset of the values epoch (an `AtomicU64`) from the runtime pointer.
+pub const VALUES_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, values_epoch) as i32;
 
 /// A user-installed report handler: called for each occurrence of a
 /// violation (up to the per-site limit), after it was recorded, outside any
@@ -92,6 +94,11 @@ pub struct Runtime {
     /// already watched this object" trusts the memory only while the epoch
     /// is unchanged (see `Runtime::unwatch_epoch`).
     unwatch_epoch: AtomicU64,
+    /// Bumped whenever an object stops being live or its values array is
+    /// released (every free and `obj_dictify`, at [`VALUES_EPOCH_OFFSET`]):
+    /// generated code that remembers "[`Runtime::attr_fixed`] held for these
+    /// objects and words" trusts it only while the epoch is unchanged.
+    values_epoch: AtomicU64,
     layout: DictLayout,
     mode: Mode,
     abort_process: bool,
@@ -115,6 +122,7 @@ impl Runtime {
         Arc::new(Runtime {
             trap: TrapScratch::new(),
             unwatch_epoch: AtomicU64::new(0),
+            values_epoch: AtomicU64::new(0),
             layout: config.layout,
             mode: config.mode,
             abort_process: config.abort_process,
@@ -437,7 +445,9 @@ impl Runtime {
     }
     /// `@obj_dictify(obj)`: gives `obj` a real dict.
     pub fn obj_dictify(&self, obj: u64) {
-        self.host(lock(&self.heap).obj_dictify(obj))
+        let r = lock(&self.heap).obj_dictify(obj);
+        self.values_epoch.fetch_add(1, Ordering::SeqCst);
+        self.host(r)
     }
     /// `@obj_free(obj)`: frees `obj` (reports a double or invalid free).
     pub fn obj_free(&self, obj: u64) {
@@ -446,6 +456,7 @@ impl Runtime {
         let r = heap.obj_free(obj);
         // Freeing is the only way a slot leaves the watch list.
         self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+        self.values_epoch.fetch_add(1, Ordering::SeqCst);
         drop(heap);
         self.host(r)
     }
@@ -470,6 +481,7 @@ impl Runtime {
         let kind = match outcome {
             FreeOutcome::Freed => {
                 self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+                self.values_epoch.fetch_add(1, Ordering::SeqCst);
                 return Ok(());
             }
             FreeOutcome::DoubleFree => ReportKind::DoubleFree,
@@ -487,6 +499,17 @@ impl Runtime {
             return Ok(());
         }
         Err(self.report(ReportKind::UseAfterFree, site, lifetime_at(obj, obj, 0)))
+    }
+
+    /// The entry test of a clean loop that makes the bounds tests of `obj`
+    /// once (`guardlift_ir::hoist`, `CleanLoop::attrs`): is `obj` a live
+    /// object of this runtime whose managed-dict word is its own values
+    /// array, holding more than `max` attributes in the runtime's record
+    /// and in the capacity word in memory? Reads only the memory of a live
+    /// object, whatever the word says; false for anything else (a host
+    /// object, a dict, a foreign word), which keeps the loop checked.
+    pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
+        lock(&self.heap).attr_fixed(obj, max)
     }
 
     /// The lifetime check of a raw `load`/`store` of `width` bytes at
@@ -540,6 +563,7 @@ impl Runtime {
         let r = lock(&self.heap).host_object_freed(obj);
         if r.is_ok() {
             self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
+            self.values_epoch.fetch_add(1, Ordering::SeqCst);
         }
         r
     }

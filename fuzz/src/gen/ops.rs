@@ -300,7 +300,14 @@ impl FnGen<'_, '_, '_> {
 
     pub(super) fn dict_slot(&mut self) {
         let o = self.pick_obj();
-        match self.src.range(0, 4) {
+        // A leaf helper or leaf-call loop that stores a word keeps its
+        // loop's bounds tests (`CleanLoop::attrs`): there, most picks
+        // are loads, so that such loops are common too.
+        let pick = match self.restricted() && self.src.chance(3, 4) {
+            true => 0,
+            false => self.src.range(0, 4),
+        };
+        match pick {
             0 | 1 => {
                 // Only the tag bits of the word are address-independent.
                 let w = self.fb.dict_slot_load(o.v);

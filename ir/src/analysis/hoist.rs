@@ -43,6 +43,26 @@
 //! (`Interpreter::set_verify_elision`): an instruction of a clean loop
 //! (a call: with everything its callee runs) that moves the unwatch epoch
 //! is an internal error.
+//!
+//! A second claim covers the **bounds tests** ([`CleanLoop::attrs`]). When
+//! the loop and its leaf callees write object memory only through
+//! `store_attr` on the loop's invariant objects (no `dict_slot.store`, no
+//! `store_attr` on an object made or loaded inside the loop), and at an
+//! entry each invariant object `o` that an attribute op uses is a live
+//! object of the runtime whose word is its own values array, holding (in
+//! memory and in the runtime's record) more than `max(o)` attributes
+//! (`Runtime::attr_fixed`), then **no bounds test of those objects in the
+//! loop or its callees fails until control leaves it**. Their words and
+//! capacity words stay as they were: every store of the loop writes an
+//! attribute `i ≤ max(b) <` capacity of some such `b`, inside `b`'s own
+//! values array, which holds no object's word or capacity word; the
+//! host's slow paths run only for words that are not values-tagged (only
+//! objects made or loaded inside the loop, whose `load_attr_slow` writes
+//! nothing); nothing frees (the first claim). The JIT makes those tests
+//! once per entry instead (one runtime call per object) where a callee's
+//! clean variant can drop them; the interpreter verifies the claim while
+//! it runs. Another thread writing the loop's objects while it runs is
+//! outside both claims, as it is for the checks of uninstrumented code.
 
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
@@ -71,6 +91,13 @@ pub struct CleanLoop {
     /// `guard.watch`es touch, directly or as the argument of a leaf
     /// callee's object param, in first-use order.
     pub objects: Vec<Value>,
+    /// The invariant objects that `load_attr`/`store_attr` use, in the
+    /// loop or in a leaf callee through a param, each with the highest
+    /// attribute index used on it, in first-use order: their bounds tests
+    /// cannot fail in the loop when the runtime's `attr_fixed` holds for
+    /// each at its entry (the module doc). Empty when the loop or a callee
+    /// holds a `dict_slot.store` or a `store_attr` on another object.
+    pub attrs: Vec<(Value, u32)>,
 }
 
 impl CleanLoop {
@@ -116,6 +143,44 @@ pub fn leaf_object_params(f: &Function) -> Option<Vec<usize>> {
             .map(|(i, _)| i)
             .collect(),
     )
+}
+
+/// How function `f` uses its params as objects of attribute ops: the
+/// highest attribute index `load_attr`/`store_attr` use on each (param
+/// index, index), and whether it writes object memory otherwise (a
+/// `dict_slot.store`, or a `store_attr` on an object that is no param).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AttrUse {
+    /// (param index, highest attribute index), in first-use order.
+    pub max: Vec<(usize, u32)>,
+    /// Does it write an object's memory other than through a param?
+    pub writes_other: bool,
+}
+
+/// The [`AttrUse`] of `f`.
+pub fn attr_use(f: &Function) -> AttrUse {
+    let mut u = AttrUse::default();
+    for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+        match inst.kind {
+            InstKind::DictSlotStore { .. } => u.writes_other = true,
+            InstKind::LoadAttr { obj, index } | InstKind::StoreAttr { obj, index, .. } => {
+                match f.params.iter().position(|&p| p == obj) {
+                    Some(pi) => note_max(&mut u.max, pi, index),
+                    None => u.writes_other |= matches!(inst.kind, InstKind::StoreAttr { .. }),
+                }
+            }
+            _ => {}
+        }
+    }
+    u
+}
+
+/// Raises the highest index of `key` in `list` to `index` (adds it).
+fn note_max<K: PartialEq>(list: &mut Vec<(K, u32)>, key: K, index: u32) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, m)) => *m = (*m).max(index),
+        None => list.push((key, index)),
+    }
 }
 
 /// The clean loops of `f`, a function of `m` (disjoint: innermost loops
@@ -171,7 +236,10 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
     };
     let inside = |b: Option<u32>, k: usize| b.and_then(|b| loop_of[b as usize]) == Some(k);
     let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
+    let mut attrs: Vec<Vec<(Value, u32)>> = vec![Vec::new(); loops.len()];
+    let mut attrs_ok = vec![true; loops.len()];
     let mut leaf: HashMap<FuncId, Option<Vec<usize>>> = HashMap::new();
+    let mut uses: HashMap<FuncId, AttrUse> = HashMap::new();
     for (bi, blk) in f.blocks.iter().enumerate() {
         let here = loop_of[bi];
         for inst in &blk.insts {
@@ -196,6 +264,13 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                         ok[k] = false;
                         continue;
                     };
+                    let u = uses.entry(*g).or_insert_with(|| attr_use(m.func(*g)));
+                    attrs_ok[k] &= !u.writes_other;
+                    for &(pi, mx) in &u.max {
+                        if let Some(&a) = args.get(pi) {
+                            note_max(&mut attrs[k], a, mx);
+                        }
+                    }
                     for a in params.iter().map(|&i| args.get(i).copied()) {
                         match a {
                             Some(a) if !inside(def_block(a), k) => {
@@ -211,8 +286,20 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                 k2 if bars_loop(k2) => ok[k] = false,
                 k2 => {
                     if let Some(o) = k2.dict_obj() {
-                        if !inside(def_block(o), k) && !objects[k].contains(&o) {
+                        let invariant = !inside(def_block(o), k);
+                        if invariant && !objects[k].contains(&o) {
                             objects[k].push(o);
+                        }
+                        match *k2 {
+                            InstKind::DictSlotStore { .. } => attrs_ok[k] = false,
+                            InstKind::LoadAttr { index, .. }
+                            | InstKind::StoreAttr { index, .. }
+                                if invariant =>
+                            {
+                                note_max(&mut attrs[k], o, index)
+                            }
+                            InstKind::StoreAttr { .. } => attrs_ok[k] = false,
+                            _ => {}
                         }
                     }
                 }
@@ -222,15 +309,16 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
     loops
         .into_iter()
         .zip(hdrs)
-        .zip(objects)
+        .zip(objects.into_iter().zip(attrs))
         .enumerate()
-        .filter(|(k, (_, objs))| ok[*k] && !objs.is_empty() && objs.len() <= MAX_OBJECTS)
-        .map(|(_, ((mut blocks, header), objects))| {
+        .filter(|(k, (_, (objs, _)))| ok[*k] && !objs.is_empty() && objs.len() <= MAX_OBJECTS)
+        .map(|(k, ((mut blocks, header), (objects, attrs)))| {
             blocks.sort_unstable();
             CleanLoop {
                 header,
                 blocks,
                 objects,
+                attrs: if attrs_ok[k] { attrs } else { Vec::new() },
             }
         })
         .collect()

@@ -329,8 +329,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// block) the next instruction's lifetime check joins (`guards`).
     fused_watch: Option<(cl::Value, cl::Block)>,
     /// Lowering a clean variant (`version`): the params whose lifetime
-    /// checks and whose `guard.watch`es it drops.
-    variant: Option<(Vec<Value>, Vec<Value>)>,
+    /// checks, `guard.watch`es and bounds checks it drops.
+    variant: Option<version::Drops<Value>>,
 }
 
 #[cfg(test)]

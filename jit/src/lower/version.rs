@@ -36,17 +36,31 @@
 
 use super::abi::cl_type;
 use super::func::internal;
+use super::stubs::Stub;
 use super::FnLower;
 use super::Lowerer;
 use crate::error::JitError;
-use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
-use cranelift_module::Module as ClModule;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData, SourceLoc};
+use cranelift_module::{DataDescription, Module as ClModule};
+use guardlift_abi::Entry;
 use guardlift_ir::hoist::{clean_loops, leaf_object_params, CleanLoop};
 use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
 
-/// What a clean variant drops: the indices of the params whose lifetime
-/// checks, and of those whose `guard.watch`es, it drops.
-pub(super) type VariantDrops = (Vec<usize>, Vec<usize>);
+/// What a clean copy or variant drops, by object (param index or value).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Drops<T> {
+    /// The objects whose lifetime checks it drops.
+    pub life: Vec<T>,
+    /// The objects whose `guard.watch`es it drops.
+    pub watch: Vec<T>,
+    /// The objects whose bounds checks it drops (each clean loop that
+    /// calls the variant tests them at its entry: `CleanLoop::attrs`).
+    pub bounds: Vec<T>,
+}
+
+/// What a clean variant drops, by param index.
+pub(super) type VariantDrops = Drops<usize>;
 
 impl Lowerer<'_> {
     /// Decides which IR functions get a clean variant: the leaf callees of
@@ -71,6 +85,9 @@ impl Lowerer<'_> {
                 )
             })
         };
+        // Per callee, the params whose argument is a fixed-attribute
+        // object of every clean loop that calls it (`None`: no call seen).
+        let mut fixed: Vec<Option<Vec<usize>>> = vec![None; n];
         // Only a function that calls an IR function needs the analysis.
         for f in self.ir.functions.iter().filter(calls) {
             for lp in clean_loops(self.ir, f) {
@@ -78,17 +95,63 @@ impl Lowerer<'_> {
                     for inst in &f.blocks[b as usize].insts {
                         if let InstKind::Call {
                             callee: Callee::Func(g),
-                            ..
-                        } = inst.kind
+                            args,
+                        } = &inst.kind
                         {
-                            if self.variants[g.0 as usize].is_none() {
-                                self.variants[g.0 as usize] = self.drops_of(g);
+                            let gi = g.0 as usize;
+                            if self.variants[gi].is_none() {
+                                self.variants[gi] = self.drops_of(*g);
                             }
+                            let here: Vec<usize> = (0..args.len())
+                                .filter(|&i| lp.attrs.iter().any(|&(o, _)| o == args[i]))
+                                .collect();
+                            fixed[gi] = Some(match fixed[gi].take() {
+                                None => here,
+                                Some(prev) => {
+                                    prev.into_iter().filter(|i| here.contains(i)).collect()
+                                }
+                            });
                         }
                     }
                 }
             }
         }
+        for (gi, fx) in fixed.into_iter().enumerate() {
+            let bounded = self.bounds_params(FuncId(gi as u32));
+            if let (Some(d), Some(fx)) = (self.variants[gi].as_mut(), fx) {
+                d.bounds = fx.into_iter().filter(|i| bounded.contains(i)).collect();
+            }
+        }
+    }
+
+    /// The checks the lowering of `inst` starts from: its site's, as far
+    /// as they apply to its opcode.
+    fn site_checks(&self, inst: &Inst) -> Checks {
+        (inst.site.and_then(|id| self.ir.site(id))).map_or(Checks::EMPTY, |s| {
+            s.checks.intersect(self.ir.applicable_checks(&inst.kind))
+        })
+    }
+
+    /// The params of IR function `g` that an attribute op with a bounds
+    /// check takes as its object.
+    fn bounds_params(&self, g: FuncId) -> Vec<usize> {
+        let f = self.ir.func(g);
+        let mut out = Vec::new();
+        for inst in f.blocks.iter().flat_map(|b| &b.insts) {
+            let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind
+            else {
+                continue;
+            };
+            if !self.site_checks(inst).contains(CheckKind::Bounds) {
+                continue;
+            }
+            if let Some(i) = f.params.iter().position(|&p| p == obj) {
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+            }
+        }
+        out
     }
 
     /// What the clean variant of leaf function `g` would drop; `None` when
@@ -105,11 +168,7 @@ impl Lowerer<'_> {
                 let list = match inst.kind {
                     InstKind::Watch { .. } => &mut watch,
                     _ => {
-                        let checks = (inst.site.and_then(|id| self.ir.site(id)))
-                            .map_or(Checks::EMPTY, |s| {
-                                s.checks.intersect(self.ir.applicable_checks(&inst.kind))
-                            });
-                        if !checks.contains(CheckKind::Lifetime) {
+                        if !self.site_checks(inst).contains(CheckKind::Lifetime) {
                             continue;
                         }
                         &mut life
@@ -120,7 +179,11 @@ impl Lowerer<'_> {
                 }
             }
         }
-        (!life.is_empty() || !watch.is_empty()).then_some((life, watch))
+        (!life.is_empty() || !watch.is_empty()).then_some(Drops {
+            life,
+            watch,
+            bounds: Vec::new(),
+        })
     }
 
     /// What the clean variant of IR function `g` drops (`None`: it has
@@ -130,11 +193,15 @@ impl Lowerer<'_> {
     }
 
     /// [`Self::variant_drops`] as the param values of `g`.
-    pub(super) fn variant_values(&self, g: FuncId) -> Option<(Vec<Value>, Vec<Value>)> {
+    pub(super) fn variant_values(&self, g: FuncId) -> Option<Drops<Value>> {
         let f = self.ir.func(g);
-        let (life, watch) = self.variant_drops(g)?;
+        let d = self.variant_drops(g)?;
         let vals = |ix: &[usize]| ix.iter().map(|&i| f.params[i]).collect();
-        Some((vals(life), vals(watch)))
+        Some(Drops {
+            life: vals(&d.life),
+            watch: vals(&d.watch),
+            bounds: vals(&d.bounds),
+        })
     }
 }
 
@@ -155,6 +222,10 @@ pub(super) struct Versioned {
     life: Vec<Value>,
     /// Objects whose `guard.watch` the clean copy drops.
     watch: Vec<Value>,
+    /// Objects whose bounds checks the clean copy and the variants it
+    /// calls drop, with the highest attribute index used on each: the
+    /// dispatch tests each with `gl_attr_fixed` (empty: no such test).
+    attrs: Vec<(Value, u32)>,
     /// Where entries from outside go.
     dispatch: cl::Block,
     /// The objects the dispatch tests (`life` and `watch`, once each) ...
@@ -177,9 +248,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let can_watch = self.lw.shadow.is_some_and(|s| s.watch_id.is_some());
         for lp in clean_loops(self.lw.ir, self.f) {
             let (mut life, mut watch) = (Vec::new(), Vec::new());
+            let mut hoist_bounds = false;
             for &b in &lp.blocks {
                 for inst in &self.f.blocks[b as usize].insts {
-                    self.variant_objects(inst, &mut life, &mut watch);
+                    hoist_bounds |= self.variant_objects(inst, &mut life, &mut watch);
                     let Some(o) = inst.kind.dict_obj().filter(|o| lp.objects.contains(o)) else {
                         continue;
                     };
@@ -216,10 +288,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
             }
+            // The bounds tests are made once per entry only where a callee's
+            // variant drops some: that pays for the runtime calls at the
+            // entry (a loop without calls keeps them, measured free).
+            let attrs = match hoist_bounds {
+                true => lp.attrs.clone(),
+                false => Vec::new(),
+            };
             self.versions.push(Versioned {
                 lp,
                 life,
                 watch,
+                attrs,
                 dispatch,
                 objs,
                 alias,
@@ -231,25 +311,27 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// For a call in a clean loop of a function with a clean variant: adds
     /// the arguments of the params whose tests the variant drops to `life`
-    /// and `watch` (the dispatch tests them).
-    fn variant_objects(&self, inst: &Inst, life: &mut Vec<Value>, watch: &mut Vec<Value>) {
+    /// and `watch` (the dispatch tests them). True when the variant drops
+    /// bounds checks (the dispatch tests the loop's fixed attributes).
+    fn variant_objects(&self, inst: &Inst, life: &mut Vec<Value>, watch: &mut Vec<Value>) -> bool {
         let InstKind::Call {
             callee: Callee::Func(g),
             args,
         } = &inst.kind
         else {
-            return;
+            return false;
         };
-        let Some((l, w)) = self.lw.variant_drops(*g) else {
-            return;
+        let Some(d) = self.lw.variant_drops(*g) else {
+            return false;
         };
-        for (ix, list) in [(l, &mut *life), (w, &mut *watch)] {
+        for (ix, list) in [(&d.life, &mut *life), (&d.watch, &mut *watch)] {
             for a in ix.iter().filter_map(|&i| args.get(i)) {
                 if !list.contains(a) {
                     list.push(*a);
                 }
             }
         }
+        !d.bounds.is_empty()
     }
 
     /// The Cranelift function a call of IR function `g` calls: its clean
@@ -280,19 +362,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// `c` (the checks of `inst`) less what the clean copy or clean
     /// variant being lowered drops: the lifetime check of an invariant
-    /// object (of an object param).
+    /// object (of an object param), and its bounds check where the loop's
+    /// entry tested its attributes.
     pub(super) fn clean_copy_checks(&self, inst: &Inst, c: Checks) -> Checks {
         let Some(o) = inst.kind.dict_obj() else {
             return c;
         };
-        let in_copy = self
-            .in_clean
-            .is_some_and(|k| self.versions[k].life.contains(&o));
-        let in_variant = self.variant.as_ref().is_some_and(|(l, _)| l.contains(&o));
-        match in_copy || in_variant {
-            true => c.iter().filter(|&k| k != CheckKind::Lifetime).collect(),
-            false => c,
-        }
+        let copy = self.in_clean.map(|k| &self.versions[k]);
+        let life = copy.is_some_and(|v| v.life.contains(&o))
+            || self.variant.as_ref().is_some_and(|d| d.life.contains(&o));
+        let bounds = copy.is_some_and(|v| v.attrs.iter().any(|&(x, _)| x == o))
+            || self.variant.as_ref().is_some_and(|d| d.bounds.contains(&o));
+        c.iter()
+            .filter(|&k| !(life && k == CheckKind::Lifetime || bounds && k == CheckKind::Bounds))
+            .collect()
     }
 
     /// Does the clean copy or clean variant being lowered drop
@@ -300,7 +383,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn clean_copy_drops_watch(&self, o: Value) -> bool {
         self.in_clean
             .is_some_and(|k| self.versions[k].watch.contains(&o))
-            || self.variant.as_ref().is_some_and(|(_, w)| w.contains(&o))
+            || self.variant.as_ref().is_some_and(|d| d.watch.contains(&o))
     }
 
     /// Before lowering IR block `bi` of the checked lowering (`None`: after
@@ -433,6 +516,116 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
+    /// After the shadow tests passed (the builder is in a block of its
+    /// own): the entry test of the loop's fixed attributes `attrs`, then a
+    /// branch with `args` to `clean` when it holds, to `checked` otherwise.
+    ///
+    /// The test is `Runtime::attr_fixed` for each object (a runtime call:
+    /// `gl_attr_fixed`), behind an inline cache of its last success, a
+    /// zeroed data object of the module: `[values epoch + 1, (object,
+    /// word) per object]`. It hits when the epoch is unchanged (no object
+    /// went and no values array was released since), the objects are
+    /// those and their words still those: each is then the same live
+    /// object with the same values array, so loading its word and the
+    /// capacity word before the array cannot fault, and the capacity is
+    /// read again (a raw store may have changed it). The cache is only an
+    /// optimization: a hit gives the answer the runtime would.
+    fn fixed_attrs_test(
+        &mut self,
+        attrs: &[(Value, u32)],
+        args: &[BlockArg],
+        clean: cl::Block,
+        checked: cl::Block,
+    ) -> Result<(), JitError> {
+        use cl::types::I64;
+        let slot = |i: usize| 8 + 16 * i as i32;
+        let data = (self.m.declare_anonymous_data(true, false))
+            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
+        let mut desc = DataDescription::new();
+        desc.define_zeroinit(slot(attrs.len()) as usize);
+        desc.set_align(8);
+        (self.m.define_data(data, &desc))
+            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
+        let gv = self.m.declare_data_in_func(data, self.b.func);
+        let cache = self.b.ins().symbol_value(I64, gv);
+        let rt = self.rt()?;
+        let flags = MemFlagsData::trusted();
+        let epoch = (self.b.ins()).load(I64, flags, rt, guardlift_abi::VALUES_EPOCH_OFFSET);
+        let stamp = self.b.ins().iadd_imm_s(epoch, 1);
+        let objs: Vec<cl::Value> = (attrs.iter())
+            .map(|&(o, _)| self.val(o))
+            .collect::<Result<_, _>>()?;
+        // The cache: the stamp, then the objects.
+        let cached = self.b.ins().load(I64, flags, cache, 0);
+        let mut hit = self.b.ins().icmp(IntCC::Equal, cached, stamp);
+        for (i, &o) in objs.iter().enumerate() {
+            let c = self.b.ins().load(I64, flags, cache, slot(i));
+            let same = self.b.ins().icmp(IntCC::Equal, c, o);
+            hit = self.b.ins().band(hit, same);
+        }
+        let (words, caps, miss) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(hit, words, &[], miss, &[]);
+        // The words.
+        self.b.switch_to_block(words);
+        let mut ws = Vec::with_capacity(objs.len());
+        let mut same_words = None;
+        for (i, &o) in objs.iter().enumerate() {
+            let w = self.load_word(o);
+            let c = self.b.ins().load(I64, flags, cache, slot(i) + 8);
+            let same = self.b.ins().icmp(IntCC::Equal, w, c);
+            same_words = Some(match same_words {
+                None => same,
+                Some(a) => self.b.ins().band(a, same),
+            });
+            ws.push(w);
+        }
+        let same_words = same_words.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        self.b.ins().brif(same_words, caps, &[], miss, &[]);
+        // The capacities, read again.
+        self.b.switch_to_block(caps);
+        let cap_off = self.capacity_offset(false)?;
+        let mut room = None;
+        for (&w, &(_, max)) in ws.iter().zip(attrs) {
+            let cap = self.b.ins().load(I64, flags, w, cap_off);
+            let ok = (self.b.ins()).icmp_imm_u(IntCC::UnsignedGreaterThan, cap, i64::from(max));
+            room = Some(match room {
+                None => ok,
+                Some(a) => self.b.ins().band(a, ok),
+            });
+        }
+        let room = room.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        self.b.ins().brif(room, clean, args, checked, args);
+        // A miss: ask the runtime; on success fill the cache.
+        self.b.switch_to_block(miss);
+        let mut all = None;
+        for (&o, &(_, max)) in objs.iter().zip(attrs) {
+            let mx = self.iconst(cl::types::I32, i64::from(max));
+            let r = self
+                .call_stub(Stub::Check(Entry::AttrFixed), &[o, mx])?
+                .ok_or_else(|| internal(self.fname, "gl_attr_fixed returns nothing"))?;
+            all = Some(match all {
+                None => r,
+                Some(a) => self.b.ins().band(a, r),
+            });
+        }
+        let all = all.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        let fill = self.b.create_block();
+        self.b.ins().brif(all, fill, &[], checked, args);
+        self.b.switch_to_block(fill);
+        self.b.ins().store(flags, stamp, cache, 0);
+        for (i, &o) in objs.iter().enumerate() {
+            let w = self.load_word(o);
+            self.b.ins().store(flags, o, cache, slot(i));
+            self.b.ins().store(flags, w, cache, slot(i) + 8);
+        }
+        self.b.ins().jump(clean, args);
+        Ok(())
+    }
+
     /// The dispatch block of loop `k`: the objects' shadow tests, then the
     /// clean header when all pass, the checked one otherwise.
     fn fill_dispatch(&mut self, k: usize) -> Result<(), JitError> {
@@ -467,9 +660,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // Cranelift hoists out of one copy lands there and does not stay
         // live across the other one.
         let (pre_checked, pre_clean) = (self.block_like(header), self.block_like(header));
-        self.b
-            .ins()
-            .brif(miss, pre_checked, &args, pre_clean, &args);
+        let attrs = self.versions[k].attrs.clone();
+        if attrs.is_empty() {
+            self.b
+                .ins()
+                .brif(miss, pre_checked, &args, pre_clean, &args);
+        } else {
+            let fixed = self.b.create_block();
+            self.b.ins().brif(miss, pre_checked, &args, fixed, &[]);
+            self.b.switch_to_block(fixed);
+            self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?;
+        }
         for (pre, to) in [(pre_checked, checked), (pre_clean, clean)] {
             self.b.switch_to_block(pre);
             let mut args: Vec<BlockArg> = (self.b.block_params(pre).iter())
@@ -484,5 +685,95 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.ins().jump(to, &args);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{RtRef, ShadowRef};
+    use super::*;
+    use cranelift_codegen::isa::CallConv;
+    use guardlift_instrument::{instrument, CheckSet};
+    use guardlift_runtime::Mode;
+
+    /// The clean variant of each function of `text` (instrumented with
+    /// `checks`) as the JIT with a shadow plans it, by name.
+    fn plan(text: &str, checks: CheckSet) -> Vec<(String, Option<VariantDrops>)> {
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(text).expect("valid"),
+            checks,
+        );
+        let mut lw = Lowerer::new(
+            &m,
+            RtRef::Const(0),
+            Mode::Abort,
+            0,
+            CallConv::SystemV,
+            Vec::new(),
+            Vec::new(),
+            false,
+        );
+        lw.shadow = Some(ShadowRef {
+            base: 1 << 40,
+            watch_id: Some(1),
+        });
+        lw.plan_clean_variants();
+        (m.functions.iter().enumerate())
+            .map(|(i, f)| (f.name.clone(), lw.variant_drops(FuncId(i as u32)).cloned()))
+            .collect()
+    }
+
+    const LEAVES: &str =
+        "fn @enter(%cm: ptr, %d: i64) {\nentry:\n    store_attr %cm, 0, %d\n    return\n}\n\
+        fn @exit(%cm: ptr) -> i64 {\nentry:\n    %d = load_attr %cm, 1\n    return %d\n}\n";
+
+    /// `@main`'s loop, with `extra` in its body.
+    fn caller(name: &str, extra: &str) -> String {
+        format!(
+            "fn @{name}(%a: ptr, %b: ptr, %n: i64) -> i64 {{\nentry:\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+             loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+             body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n{extra}    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
+             exit:\n    return %n\n}}\n"
+        )
+    }
+
+    #[test]
+    fn variants_drop_the_bounds_tests_of_fixed_attributes() {
+        let text = format!("{LEAVES}{}", caller("main", ""));
+        let p = plan(&text, CheckSet::ALL);
+        let drops = |n: &str| p.iter().find(|(f, _)| f == n).and_then(|(_, d)| d.clone());
+        let enter = drops("enter").expect("@enter has a clean variant");
+        assert_eq!(
+            (enter.life, enter.watch, enter.bounds),
+            (vec![0], vec![0], vec![0])
+        );
+        assert_eq!(drops("exit").expect("@exit").bounds, vec![0]);
+        assert_eq!(drops("main"), None);
+        // Without the bounds check there is nothing to drop.
+        let p = plan(
+            &text,
+            CheckSet::parse("dict,lifetime,clobber").expect("checks"),
+        );
+        let enter = p[0].1.clone().expect("@enter");
+        assert_eq!((enter.life, enter.bounds), (vec![0], Vec::<usize>::new()));
+    }
+
+    #[test]
+    fn one_caller_that_writes_a_word_keeps_every_bounds_test() {
+        // A second clean loop calls @enter and rewrites a word: its objects
+        // are not fixed, and the one variant of @enter serves both loops.
+        let text = format!(
+            "{LEAVES}{}{}",
+            caller("main", ""),
+            caller(
+                "other",
+                "    %w = iconst.i64 0\n    dict_slot.store %b, %w\n"
+            )
+        );
+        let p = plan(&text, CheckSet::ALL);
+        let enter = p[0].1.clone().expect("@enter");
+        assert_eq!((enter.life, enter.bounds), (vec![0], Vec::<usize>::new()));
+        // @exit is only called by @main's loop... and @other's: neither fixed.
+        assert_eq!(p[1].1.clone().expect("@exit").bounds, Vec::<usize>::new());
     }
 }
