@@ -3,7 +3,8 @@
 //!
 //! - The **checked copy** is the loop as written, every check in place.
 //! - The **clean copy** drops the lifetime checks and `guard.watch`es of
-//!   the loop's invariant objects; every other check stays.
+//!   the loop's invariant objects, and the bounds checks of its fixed
+//!   attributes where it tests them (below); every other check stays.
 //! - Every edge that enters the loop from outside goes to a **dispatch
 //!   block**: one shadow test per object (its `FREED_OBJ` bit clear — the
 //!   lifetime check would pass without a call; its slot's watch field is
@@ -25,6 +26,13 @@
 //!   variant's code is registered under its IR function's name with the
 //!   same PC → IR-site map: reports, backtraces and fault chains do not
 //!   tell it from the function. The checked copy calls the function.
+//!
+//! - Where a variant can also drop the bounds checks of params passed a
+//!   loop's **fixed attributes** ([`CleanLoop::attrs`]: every clean loop
+//!   calling it passes one there), the dispatch of each loop calling it,
+//!   after the shadow tests, tests `Runtime::attr_fixed` for each fixed
+//!   object — behind an inline cache, `FnLower::fixed_attrs_test` — and
+//!   the clean copy and the variants drop those bounds checks.
 //!
 //! The analysis proves that nothing inside a clean loop frees or unwatches
 //! anything, so a test that passes at the entry would pass at every
