@@ -29,6 +29,10 @@ pub(super) struct FnState<'a> {
     pub(super) labels: Vec<LabelEntry<'a>>,
     pub(super) calls: Vec<PendingCall<'a>>,
     pub(super) cur_block: Option<usize>,
+    /// The instructions of the current block, moved into it at the next
+    /// label or at `}` ([`FnState::end_block`]), so that every block's
+    /// vector is allocated once at its exact length.
+    pub(super) insts: Vec<Inst>,
 }
 
 pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
@@ -38,8 +42,20 @@ pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
     }
 }
 
+/// The number of lines of `rest` before its first `}`: at a function
+/// header, about how many lines the body has (a `}` in a comment ends the
+/// count early). Only a capacity hint for the name tables.
+pub(super) fn lines_before_brace(rest: &str) -> usize {
+    let body = rest.find('}').map_or(rest, |end| &rest[..end]);
+    body.bytes().filter(|&b| b == b'\n').count()
+}
+
 impl<'a> FnState<'a> {
-    pub(super) fn new(name: &str, loc: SrcLoc) -> Self {
+    /// A function whose body has about `lines` lines: the value names get
+    /// room for one a line and the labels for one every four lines, so that
+    /// a big function's tables are not rehashed as they fill (each rehash
+    /// touches every entry again).
+    pub(super) fn new(name: &str, loc: SrcLoc, lines: usize) -> Self {
         FnState {
             func: Function {
                 name: name.to_string(),
@@ -50,12 +66,13 @@ impl<'a> FnState<'a> {
                 loc,
             },
             known: Vec::new(),
-            names: HashMap::new(),
+            names: HashMap::with_capacity(lines),
             entries: Vec::new(),
-            label_ids: HashMap::new(),
+            label_ids: HashMap::with_capacity(lines / 4),
             labels: Vec::new(),
             calls: Vec::new(),
             cur_block: None,
+            insts: Vec::new(),
         }
     }
 
@@ -204,6 +221,13 @@ impl<'a> FnState<'a> {
     pub(super) fn next_operand(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Value> {
         c.expect(Tok::Comma)?;
         self.operand(c)
+    }
+
+    /// Moves the instructions read since the last label into their block.
+    pub(super) fn end_block(&mut self) {
+        if let Some(block) = self.cur_block.and_then(|b| self.func.blocks.get_mut(b)) {
+            block.insts = self.insts.drain(..).collect();
+        }
     }
 
     /// Resolves names at `}`: every label and value must be defined.

@@ -356,7 +356,7 @@ impl<'a> FnVerifier<'a> {
 
     fn check_structure(&mut self) {
         let f = self.f;
-        let mut names: HashSet<&str> = HashSet::new();
+        let mut names: HashSet<&str> = HashSet::with_capacity(f.blocks.len());
         for (bi, bd) in f.blocks.iter().enumerate() {
             if !names.insert(bd.name.as_str()) {
                 self.err(bd.loc, format!("duplicate block name `{}`", bd.name));
