@@ -22,7 +22,7 @@ use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, Va
 use crate::opcode::{Opcode, Yields};
 use crate::types::Type;
 use cranelift_entity::EntityRef;
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 use guardlift_abi::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
 use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
 

@@ -3,6 +3,9 @@
 //! branches provisional blocks until [`FnState::resolve`] at `}`.
 
 use super::*;
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
 
 pub(super) struct NameEntry<'a> {
     pub(super) name: &'a str,
@@ -23,9 +26,16 @@ pub(super) struct LabelEntry<'a> {
 pub(super) struct FnState<'a> {
     pub(super) func: Function,
     pub(super) known: Vec<Option<Type>>,
-    pub(super) names: HashMap<&'a str, u32>,
+    /// Indices into `entries`, hashed by name: a table of 4-byte indices,
+    /// not of (name, index) pairs, so that a big function's table is a
+    /// fifth of the size; a lookup compares with the entry, which for a
+    /// name used near its definition was touched recently.
+    pub(super) names: HashTable<u32>,
     pub(super) entries: Vec<NameEntry<'a>>,
-    pub(super) label_ids: HashMap<&'a str, u32>,
+    /// Indices into `labels`, hashed by label (as `names`).
+    pub(super) label_ids: HashTable<u32>,
+    /// The hasher of `names` and `label_ids`.
+    pub(super) hasher: RandomState,
     pub(super) labels: Vec<LabelEntry<'a>>,
     pub(super) calls: Vec<PendingCall<'a>>,
     pub(super) cur_block: Option<usize>,
@@ -66,9 +76,10 @@ impl<'a> FnState<'a> {
                 loc,
             },
             known: Vec::new(),
-            names: HashMap::with_capacity(lines),
+            names: HashTable::with_capacity(lines),
             entries: Vec::new(),
-            label_ids: HashMap::with_capacity(lines / 4),
+            label_ids: HashTable::with_capacity(lines / 4),
+            hasher: RandomState::default(),
             labels: Vec::new(),
             calls: Vec::new(),
             cur_block: None,
@@ -77,7 +88,10 @@ impl<'a> FnState<'a> {
     }
 
     pub(super) fn name_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
-        if let Some(&e) = self.names.get(name) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(name);
+        let entries = &self.entries;
+        if let Some(&e) = self.names.find(hash, |&e| entries[e as usize].name == name) {
             return Ok(e);
         }
         let e = index_u32(self.entries.len(), loc, "value names")?;
@@ -87,7 +101,9 @@ impl<'a> FnState<'a> {
             def_line: 0,
             first_use: None,
         });
-        self.names.insert(name, e);
+        let entries = &self.entries;
+        self.names
+            .insert_unique(hash, e, |&e| hasher.hash_one(entries[e as usize].name));
         Ok(e)
     }
 
@@ -135,7 +151,13 @@ impl<'a> FnState<'a> {
         if !is_block_name(name) {
             return err(loc, format!("invalid block label `{name}`"));
         }
-        if let Some(&e) = self.label_ids.get(name) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(name);
+        let labels = &self.labels;
+        if let Some(&e) = self
+            .label_ids
+            .find(hash, |&e| labels[e as usize].name == name)
+        {
             return Ok(e);
         }
         let e = index_u32(self.labels.len(), loc, "block labels")?;
@@ -145,7 +167,9 @@ impl<'a> FnState<'a> {
             def_line: 0,
             first_use: None,
         });
-        self.label_ids.insert(name, e);
+        let labels = &self.labels;
+        self.label_ids
+            .insert_unique(hash, e, |&e| hasher.hash_one(labels[e as usize].name));
         Ok(e)
     }
 
