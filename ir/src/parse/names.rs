@@ -54,10 +54,13 @@ pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
 
 /// The number of lines of `rest` before its first `}`: at a function
 /// header, about how many lines the body has (a `}` in a comment ends the
-/// count early). Only a capacity hint for the name tables.
+/// count early). Only a capacity hint for the name tables, so it is also
+/// bounded by the body's bytes (a line that defines a name takes more
+/// than 8): a body of blank lines reserves nothing out of proportion.
 pub(super) fn lines_before_brace(rest: &str) -> usize {
     let body = rest.find('}').map_or(rest, |end| &rest[..end]);
-    body.bytes().filter(|&b| b == b'\n').count()
+    let lines = body.bytes().filter(|&b| b == b'\n').count();
+    lines.min(body.len() / 8)
 }
 
 impl<'a> FnState<'a> {
