@@ -23,7 +23,7 @@
 //! rounds.
 
 use crate::source::CliError;
-use guardlift_instrument::{instrument, CheckSet};
+use guardlift_instrument::{instrument, instrument_owned, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::Module;
 use guardlift_jit::{CompileOptions, Jit, Ptr, Tier};
@@ -657,8 +657,8 @@ struct CompileRun {
     phases: [f64; 4],
     /// Thread CPU seconds of the whole compile (the four phases).
     cpu_s: f64,
-    /// The parsed module.
-    module: Module,
+    /// Instructions, functions and blocks of the parsed module.
+    shape: [usize; 3],
     /// How many of its functions were compiled at [`Tier::Big`].
     big: usize,
 }
@@ -669,8 +669,14 @@ fn compile_once(text: &str) -> CompileRun {
     let t = Instant::now();
     let m = parse(text);
     let parse_s = t.elapsed().as_secs_f64();
+    let shape = [
+        m.inst_count(),
+        m.functions.len(),
+        m.functions.iter().map(|f| f.blocks.len()).sum(),
+    ];
+    // As `guardlift run`: the parsed module becomes the instrumented one.
     let t = Instant::now();
-    let mi = instrument(&m, CheckSet::ALL);
+    let mi = instrument_owned(m, CheckSet::ALL);
     let inst_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let code =
@@ -691,7 +697,7 @@ fn compile_once(text: &str) -> CompileRun {
     CompileRun {
         phases: [parse_s, inst_s, lower_s, cranelift_s],
         cpu_s,
-        module: m,
+        shape,
         big,
     }
 }
@@ -712,17 +718,16 @@ fn compile_rows(sizes: &[usize]) -> Vec<Json> {
             });
             let CompileRun {
                 phases: [parse_s, inst_s, lower_s, cranelift_s],
-                module: m,
+                shape: [insts, functions, blocks],
                 big,
                 ..
             } = runs.swap_remove(reps / 2);
-            let insts = m.inst_count();
             let total = parse_s + inst_s + lower_s + cranelift_s;
             out.push(json!({
                 "shape": shape.name(),
                 "instructions": insts,
-                "functions": m.functions.len(),
-                "blocks": m.functions.iter().map(|f| f.blocks.len()).sum::<usize>(),
+                "functions": functions,
+                "blocks": blocks,
                 "big_tier_functions": big,
                 "parse_verify_s": parse_s,
                 "instrument_s": inst_s,

@@ -45,7 +45,7 @@ fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliErr
     Ok(if checks.is_empty() {
         m
     } else {
-        guardlift_instrument::instrument(&m, checks)
+        guardlift_instrument::instrument_owned(m, checks)
     })
 }
 

@@ -122,58 +122,100 @@ impl fmt::Display for CheckSet {
 
 /// Returns `m` with guards for `checks` inserted.
 pub fn instrument(m: &Module, checks: CheckSet) -> Module {
-    let mut out = m.clone();
+    instrument_owned(m.clone(), checks)
+}
+
+/// [`instrument`] of a module the caller no longer needs: the guards are
+/// inserted into `m` itself, so the pass allocates nothing per instruction
+/// and holds one copy of the module at a time, not two (a block is rebuilt
+/// only when it gets a `guard.watch`). The result is the same as
+/// [`instrument`]'s.
+pub fn instrument_owned(mut m: Module, checks: CheckSet) -> Module {
     let want = checks.checks();
     // Fresh ids follow the largest existing one, wrapping past u32::MAX to
     // the lowest unused id (a hand-written `!site(4294967295, ...)`): never
     // an id that is already taken.
-    let mut next = m
+    let next = m
         .sites
         .keys()
         .next_back()
         .map_or(0, |s| s.0.wrapping_add(1));
-    for (fi, f) in out.functions.iter_mut().enumerate() {
+    // The functions are taken out while their instructions change: which
+    // checks apply to a call depends on the module's externs only.
+    let mut functions = std::mem::take(&mut m.functions);
+    let mut sites = Sites {
+        m: &mut m,
+        next,
+        want,
+    };
+    for (fi, f) in functions.iter_mut().enumerate() {
+        let func = guardlift_ir::FuncId(fi as u32);
         for b in &mut f.blocks {
+            let watches = checks.clobber && b.insts.iter().any(|i| i.kind.dict_obj().is_some());
+            if !watches {
+                for inst in &mut b.insts {
+                    sites.guard(func, inst);
+                }
+                continue;
+            }
             let mut insts = Vec::with_capacity(b.insts.len());
             let mut watched: HashSet<Value> = HashSet::new();
             for mut inst in std::mem::take(&mut b.insts) {
-                if checks.clobber {
-                    if let Some(obj) = inst.kind.dict_obj() {
-                        let is_watch = matches!(inst.kind, InstKind::Watch { .. });
-                        if watched.insert(obj) && !is_watch {
-                            insts.push(Inst {
-                                kind: InstKind::Watch { obj },
-                                result: None,
-                                loc: inst.loc,
-                                site: None,
-                            });
-                        }
-                    }
-                }
-                let on = m.applicable_checks(&inst.kind).intersect(want);
-                if inst.site.is_none() && !on.is_empty() {
-                    while out.sites.contains_key(&SiteId(next)) {
-                        next = next.wrapping_add(1);
-                    }
-                    let id = SiteId(next);
-                    next = next.wrapping_add(1);
-                    out.sites.insert(
-                        id,
-                        Site {
-                            func: guardlift_ir::FuncId(fi as u32),
+                if let Some(obj) = inst.kind.dict_obj() {
+                    let is_watch = matches!(inst.kind, InstKind::Watch { .. });
+                    if watched.insert(obj) && !is_watch {
+                        insts.push(Inst {
+                            kind: InstKind::Watch { obj },
+                            result: None,
                             loc: inst.loc,
-                            op: inst.kind.opcode(),
-                            checks: on,
-                        },
-                    );
-                    inst.site = Some(id);
+                            site: None,
+                        });
+                    }
                 }
+                sites.guard(func, &mut inst);
                 insts.push(inst);
             }
             b.insts = insts;
         }
     }
-    out
+    m.functions = functions;
+    m
+}
+
+/// The site numbering of one [`instrument_owned`] run.
+struct Sites<'m> {
+    /// The module being instrumented (its functions taken out).
+    m: &'m mut Module,
+    /// The next id to try.
+    next: u32,
+    /// The checks to insert.
+    want: Checks,
+}
+
+impl Sites<'_> {
+    /// Gives `inst` (of function `func`) a fresh site with the checks that
+    /// apply to it, unless it has one already or none applies.
+    fn guard(&mut self, func: guardlift_ir::FuncId, inst: &mut Inst) {
+        let on = self.m.applicable_checks(&inst.kind).intersect(self.want);
+        if inst.site.is_some() || on.is_empty() {
+            return;
+        }
+        while self.m.sites.contains_key(&SiteId(self.next)) {
+            self.next = self.next.wrapping_add(1);
+        }
+        let id = SiteId(self.next);
+        self.next = self.next.wrapping_add(1);
+        self.m.sites.insert(
+            id,
+            Site {
+                func,
+                loc: inst.loc,
+                op: inst.kind.opcode(),
+                checks: on,
+            },
+        );
+        inst.site = Some(id);
+    }
 }
 
 #[cfg(test)]

@@ -15,15 +15,29 @@
 use crate::lower;
 use cranelift_codegen::CompiledCode;
 use guardlift_runtime::codemap::PcLoc;
-use std::collections::HashMap;
 
-/// Line → (column, opcode) of every instruction of `f`.
-fn lines_of(f: &guardlift_ir::Function) -> HashMap<u32, (u32, &'static str)> {
-    f.blocks
-        .iter()
-        .flat_map(|b| &b.insts)
-        .map(|i| (i.loc.line, (i.loc.col, i.kind.opcode())))
-        .collect()
+/// Line → (column, opcode) of every instruction of `f`, sorted by line:
+/// where several instructions share a line, the last one in layout order
+/// (a flat vector, not a hash map: a big function's lines are read back
+/// almost in order, and the vector is built without rehashing).
+fn lines_of(f: &guardlift_ir::Function) -> Vec<(u32, u32, &'static str)> {
+    let mut lines: Vec<(u32, u32, &'static str)> = Vec::with_capacity(f.inst_count());
+    lines.extend(
+        f.blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .map(|i| (i.loc.line, i.loc.col, i.kind.opcode())),
+    );
+    // Stable: equal lines stay in layout order, and the last one is kept.
+    lines.sort_by_key(|&(line, ..)| line);
+    lines.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            *kept = *later;
+        }
+        same
+    });
+    lines
 }
 
 /// The map of one function's code: offsets → IR sites. `trap_sites` and
@@ -49,7 +63,9 @@ pub fn pc_locs(
                 .map_or(0, |s| s.line),
             None => l.loc.bits(),
         };
-        let (col, op) = lines.get(&line).copied().unwrap_or((0, "?"));
+        let (col, op) = lines
+            .binary_search_by_key(&line, |&(l, ..)| l)
+            .map_or((0, "?"), |i| (lines[i].1, lines[i].2));
         out.push(PcLoc {
             start: l.start,
             end: l.end,

@@ -378,7 +378,7 @@ impl<'a> Parser<'a> {
     ) -> PResult<()> {
         let Body { kind, ty, call } = body;
         let (guard, op, result) = (head.guard, head.op, head.result);
-        let inst_idx = f.func.blocks[b].insts.len();
+        let inst_idx = f.insts.len();
         index_u32(inst_idx, first, "instructions in a block")?;
         let result = match result {
             Some((name, rloc)) => {
@@ -428,7 +428,7 @@ impl<'a> Parser<'a> {
                 loc,
             });
         }
-        f.func.blocks[b].insts.push(Inst {
+        f.insts.push(Inst {
             kind,
             result,
             loc: first,

@@ -22,7 +22,7 @@ use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, Va
 use crate::opcode::{Opcode, Yields};
 use crate::types::Type;
 use cranelift_entity::EntityRef;
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 use guardlift_abi::adstack::{AdElem, MAX_ADSTACK_CAPACITY};
 use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
 
@@ -59,6 +59,9 @@ pub fn parse_module(text: &str) -> Result<Module, ParseError> {
         if toks.is_empty() {
             continue;
         }
+        // `raw` is a subslice of `text`: what follows it starts at its end.
+        let next = raw.as_ptr() as usize - text.as_ptr() as usize + raw.len();
+        p.rest = text.get(next..).unwrap_or("");
         let cur = Cur {
             toks: &toks,
             pos: 0,
@@ -159,6 +162,9 @@ struct Parser<'a> {
     site_lines: HashMap<u32, u32>,
     max_site: Option<u32>,
     pending_sites: Vec<PendingSite>,
+    /// The text after the line being read (a function header sizes its
+    /// name tables from it).
+    rest: &'a str,
 }
 
 impl<'a> Parser<'a> {
@@ -278,7 +284,7 @@ impl<'a> Parser<'a> {
         c.bump();
         let (name, nloc) = c.func()?;
         self.check_global(name, nloc)?;
-        let mut st = FnState::new(name, loc);
+        let mut st = FnState::new(name, loc, names::lines_before_brace(self.rest));
         c.expect(Tok::LParen)?;
         if !c.eat(Tok::RParen) {
             loop {
@@ -318,6 +324,7 @@ impl<'a> Parser<'a> {
     }
 
     fn finish_fn(&mut self, mut f: FnState<'a>) -> PResult<()> {
+        f.end_block();
         f.resolve()?;
         self.module.functions.push(f.func);
         self.extras.push(FuncExtra {
@@ -329,6 +336,7 @@ impl<'a> Parser<'a> {
 
     fn label(&mut self, f: &mut FnState<'a>, mut c: Cur<'_, 'a>) -> PResult<()> {
         let (name, loc) = c.word("a block label")?;
+        f.end_block();
         let b = f.define_label(name, loc)?;
         if c.eat(Tok::LParen) && !c.eat(Tok::RParen) {
             loop {

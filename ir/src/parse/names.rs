@@ -3,6 +3,9 @@
 //! branches provisional blocks until [`FnState::resolve`] at `}`.
 
 use super::*;
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
 
 pub(super) struct NameEntry<'a> {
     pub(super) name: &'a str,
@@ -23,12 +26,23 @@ pub(super) struct LabelEntry<'a> {
 pub(super) struct FnState<'a> {
     pub(super) func: Function,
     pub(super) known: Vec<Option<Type>>,
-    pub(super) names: HashMap<&'a str, u32>,
+    /// Indices into `entries`, hashed by name: a table of 4-byte indices,
+    /// not of (name, index) pairs, so that a big function's table is a
+    /// fifth of the size; a lookup compares with the entry, which for a
+    /// name used near its definition was touched recently.
+    pub(super) names: HashTable<u32>,
     pub(super) entries: Vec<NameEntry<'a>>,
-    pub(super) label_ids: HashMap<&'a str, u32>,
+    /// Indices into `labels`, hashed by label (as `names`).
+    pub(super) label_ids: HashTable<u32>,
+    /// The hasher of `names` and `label_ids`.
+    pub(super) hasher: RandomState,
     pub(super) labels: Vec<LabelEntry<'a>>,
     pub(super) calls: Vec<PendingCall<'a>>,
     pub(super) cur_block: Option<usize>,
+    /// The instructions of the current block, moved into it at the next
+    /// label or at `}` ([`FnState::end_block`]), so that every block's
+    /// vector is allocated once at its exact length.
+    pub(super) insts: Vec<Inst>,
 }
 
 pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
@@ -38,8 +52,23 @@ pub(super) fn index_u32(len: usize, loc: SrcLoc, what: &str) -> PResult<u32> {
     }
 }
 
+/// The number of lines of `rest` before its first `}`: at a function
+/// header, about how many lines the body has (a `}` in a comment ends the
+/// count early). Only a capacity hint for the name tables, so it is also
+/// bounded by the body's bytes (a line that defines a name takes more
+/// than 8): a body of blank lines reserves nothing out of proportion.
+pub(super) fn lines_before_brace(rest: &str) -> usize {
+    let body = rest.find('}').map_or(rest, |end| &rest[..end]);
+    let lines = body.bytes().filter(|&b| b == b'\n').count();
+    lines.min(body.len() / 8)
+}
+
 impl<'a> FnState<'a> {
-    pub(super) fn new(name: &str, loc: SrcLoc) -> Self {
+    /// A function whose body has about `lines` lines: the value names get
+    /// room for one a line and the labels for one every four lines, so that
+    /// a big function's tables are not rehashed as they fill (each rehash
+    /// touches every entry again).
+    pub(super) fn new(name: &str, loc: SrcLoc, lines: usize) -> Self {
         FnState {
             func: Function {
                 name: name.to_string(),
@@ -50,17 +79,22 @@ impl<'a> FnState<'a> {
                 loc,
             },
             known: Vec::new(),
-            names: HashMap::new(),
+            names: HashTable::with_capacity(lines),
             entries: Vec::new(),
-            label_ids: HashMap::new(),
+            label_ids: HashTable::with_capacity(lines / 4),
+            hasher: RandomState::default(),
             labels: Vec::new(),
             calls: Vec::new(),
             cur_block: None,
+            insts: Vec::new(),
         }
     }
 
     pub(super) fn name_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
-        if let Some(&e) = self.names.get(name) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(name);
+        let entries = &self.entries;
+        if let Some(&e) = self.names.find(hash, |&e| entries[e as usize].name == name) {
             return Ok(e);
         }
         let e = index_u32(self.entries.len(), loc, "value names")?;
@@ -70,7 +104,9 @@ impl<'a> FnState<'a> {
             def_line: 0,
             first_use: None,
         });
-        self.names.insert(name, e);
+        let entries = &self.entries;
+        self.names
+            .insert_unique(hash, e, |&e| hasher.hash_one(entries[e as usize].name));
         Ok(e)
     }
 
@@ -118,7 +154,13 @@ impl<'a> FnState<'a> {
         if !is_block_name(name) {
             return err(loc, format!("invalid block label `{name}`"));
         }
-        if let Some(&e) = self.label_ids.get(name) {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(name);
+        let labels = &self.labels;
+        if let Some(&e) = self
+            .label_ids
+            .find(hash, |&e| labels[e as usize].name == name)
+        {
             return Ok(e);
         }
         let e = index_u32(self.labels.len(), loc, "block labels")?;
@@ -128,7 +170,9 @@ impl<'a> FnState<'a> {
             def_line: 0,
             first_use: None,
         });
-        self.label_ids.insert(name, e);
+        let labels = &self.labels;
+        self.label_ids
+            .insert_unique(hash, e, |&e| hasher.hash_one(labels[e as usize].name));
         Ok(e)
     }
 
@@ -204,6 +248,13 @@ impl<'a> FnState<'a> {
     pub(super) fn next_operand(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Value> {
         c.expect(Tok::Comma)?;
         self.operand(c)
+    }
+
+    /// Moves the instructions read since the last label into their block.
+    pub(super) fn end_block(&mut self) {
+        if let Some(block) = self.cur_block.and_then(|b| self.func.blocks.get_mut(b)) {
+            block.insts = self.insts.drain(..).collect();
+        }
     }
 
     /// Resolves names at `}`: every label and value must be defined.

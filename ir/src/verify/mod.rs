@@ -38,6 +38,7 @@ use cranelift_entity::EntityRef;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use guardlift_abi::adstack::{self, AdElem, MAX_ADSTACK_CAPACITY, MAX_ADSTACK_FRAME_BYTES};
 use guardlift_abi::layout::{DictLayout, MAX_ATTR_INDEX};
+use std::hash::BuildHasher;
 
 /// Verifies a whole module, returning every error found (sorted by line, col).
 pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {
@@ -356,10 +357,19 @@ impl<'a> FnVerifier<'a> {
 
     fn check_structure(&mut self) {
         let f = self.f;
-        let mut names: HashSet<&str> = HashSet::new();
+        // Block indices hashed by name (4 bytes an entry, not a name's 16).
+        let hasher = foldhash::fast::RandomState::default();
+        let mut names: hashbrown::HashTable<u32> =
+            hashbrown::HashTable::with_capacity(f.blocks.len());
         for (bi, bd) in f.blocks.iter().enumerate() {
-            if !names.insert(bd.name.as_str()) {
+            let hash = hasher.hash_one(bd.name.as_str());
+            let same = |&b: &u32| f.blocks[b as usize].name == bd.name;
+            if names.find(hash, same).is_some() {
                 self.err(bd.loc, format!("duplicate block name `{}`", bd.name));
+            } else {
+                names.insert_unique(hash, bi as u32, |&b| {
+                    hasher.hash_one(f.blocks[b as usize].name.as_str())
+                });
             }
             if bi == 0 && !bd.params.is_empty() {
                 self.err(
