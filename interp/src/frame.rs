@@ -26,12 +26,13 @@ pub(crate) struct Frame {
     pub(crate) claimed: bool,
     /// The objects (values of this frame) whose bounds tests are claimed
     /// not to fail (`crate::hoist`): the fixed attributes of the clean
-    /// loop `fixed_loop` since an entry that passed its test, or the
-    /// params of a callee such a loop called with them.
+    /// loop `fixed_loop` since an entry that passed its test.
     pub(crate) fixed: Vec<Value>,
-    /// The header of the loop whose activation `fixed` belongs to (`None`
-    /// in a callee, where it holds for the whole frame).
+    /// The header of the loop whose activation `fixed` belongs to.
     pub(crate) fixed_loop: Option<u32>,
+    /// The params a claimed loop activation of the caller passed fixed
+    /// objects to: claimed for the whole frame.
+    pub(crate) fixed_params: Vec<Value>,
 }
 
 impl Frame {
@@ -107,6 +108,7 @@ impl<'m> Interpreter<'m> {
             claimed: false,
             fixed: Vec::new(),
             fixed_loop: None,
+            fixed_params: Vec::new(),
         }
     }
 

@@ -13,7 +13,8 @@
 //! a loop from outside where the runtime's `attr_fixed` holds for every
 //! fixed object (the JIT's entry test), the frame records those objects
 //! ([`Frame::fixed`]) until control leaves the loop, and a callee it calls
-//! records the params they are passed as; an attribute op on a recorded
+//! records the params they are passed as ([`Frame::fixed_params`], for
+//! the whole frame); an attribute op on a recorded
 //! object whose index is not below the capacity its word leads to refutes
 //! the claim.
 

@@ -146,7 +146,7 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::LoadAttr { obj, index } => {
                 let o = fr.val(*obj);
-                let fixed = fr.fixed.contains(obj);
+                let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
                 Ok(Step::Set(
                     match self.attr_place(cx, g, (o, fixed), *index)? {
                         None => 0,
@@ -157,7 +157,7 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::StoreAttr { obj, index, value } => {
                 let (o, x) = (fr.val(*obj), fr.val(*value));
-                let fixed = fr.fixed.contains(obj);
+                let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
                 match self.attr_place(cx, g, (o, fixed), *index)? {
                     None => {}
                     Some(AttrPlace::Values(a)) => self.write_mem(loc, a, 8, x)?,

@@ -58,7 +58,7 @@ impl<'m> Interpreter<'m> {
                 Step::Call(mut nf) => {
                     // What a call of a claimed loop runs is claimed too.
                     nf.claimed = epoch.is_some();
-                    nf.fixed = self.fixed_params(fr, inst, &nf);
+                    nf.fixed_params = self.fixed_params(fr, inst, &nf);
                     break Exit::Call(nf);
                 }
                 Step::Return(r) => break Exit::Return(r, fr.ret_dst),

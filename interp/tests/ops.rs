@@ -2603,3 +2603,41 @@ fn a_bounds_failure_on_a_fixed_attribute_is_an_internal_error() {
         }
     }
 }
+
+/// The same claim followed into a leaf callee: the param it is passed a
+/// fixed object as is claimed for the whole call.
+#[test]
+fn a_bounds_failure_in_a_callee_on_a_fixed_attribute_is_an_internal_error() {
+    let text = "extern fn @obj_new(i64) -> ptr\n\
+        fn @leaf(%o: ptr, %v: i64) {\nentry:\n    guard.store_attr %o, 3, %v\n    return\n}\n\
+        fn @main(%n: i64, %swap: i64) -> i64 {\nentry:\n    %four = iconst.i64 4\n    %one = iconst.i64 1\n    %a = call @obj_new(%four)\n    %s = call @obj_new(%one)\n    %ws = dict_slot.load %s\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+        body:\n    call @leaf(%a, %i)\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %swap\n    brif %f, rewrite, loop(%i2)\n\
+        rewrite:\n    dict_slot.store %a, %ws\n    jump loop(%i2)\n\
+        exit:\n    return %n\n}\n";
+    let m = module(text);
+    let main = m.func_by_name("main").expect("@main");
+    let f = m.func(main);
+    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
+    let a = guardlift_ir::Value(f.values.iter().position(|v| v.name == "a").expect("%a") as u32);
+    let claim = guardlift_ir::hoist::CleanLoop {
+        header: block("loop"),
+        blocks: vec![block("loop"), block("body"), block("rewrite")],
+        objects: vec![a],
+        attrs: vec![(a, 3)],
+    };
+    for (swap, fails) in [(99, false), (2, true)] {
+        let mut it =
+            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
+        it.set_verify_elision(true);
+        let mut claims = vec![Vec::new(); m.functions.len()];
+        claims[main.0 as usize] = vec![claim.clone()];
+        it.set_attr_claims(claims);
+        match it.call("main", &[4, swap]) {
+            Err(InterpError::Internal { msg, .. }) if fails => {
+                assert!(msg.contains("@leaf") && msg.contains("capacity 1"), "{msg}")
+            }
+            r => assert!(!fails && r.is_ok(), "{swap}: {r:?}"),
+        }
+    }
+}
