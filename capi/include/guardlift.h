@@ -193,7 +193,10 @@ typedef struct gl_report {
  * failing check, possibly on several threads at once. `report` and its
  * strings are valid during the call only. The callback may call guardlift
  * functions (e.g. gl_runtime_take_reports) and must return normally (no
- * longjmp out of it). */
+ * longjmp out of it). It must not free objects or write a managed-dict
+ * word or a values array (nor call code that does): generated code makes
+ * some checks of a loop's objects once per loop entry, on the proof that
+ * nothing in the loop, a report included, changes them (EMBEDDING.md). */
 typedef void (*gl_report_fn)(const gl_report *report, void *user_data);
 
 /* A host function, cast to this type for registration:

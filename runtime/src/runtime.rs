@@ -26,7 +26,10 @@ pub const VALUES_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, values_epoch)
 
 /// A user-installed report handler: called for each occurrence of a
 /// violation (up to the per-site limit), after it was recorded, outside any
-/// runtime lock.
+/// runtime lock. It must not free objects or write a managed-dict word or
+/// a values array: the JIT's clean loops make the lifetime, watch and
+/// bounds tests of their objects once per entry, on the proof that nothing
+/// in the loop, a report included, changes them (docs/EMBEDDING.md).
 pub type ReportHandler = Arc<dyn Fn(&Report) + Send + Sync>;
 
 /// Where and how reports are written (from the API or `GUARDLIFT_OPTIONS`).
