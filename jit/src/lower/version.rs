@@ -580,47 +580,36 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // The words.
         self.b.switch_to_block(words);
         let mut ws = Vec::with_capacity(objs.len());
-        let mut same_words = None;
+        let mut same = Vec::with_capacity(objs.len());
         for (i, &o) in objs.iter().enumerate() {
             let w = self.load_word(o);
             let c = self.b.ins().load(I64, flags, cache, slot(i) + 8);
-            let same = self.b.ins().icmp(IntCC::Equal, w, c);
-            same_words = Some(match same_words {
-                None => same,
-                Some(a) => self.b.ins().band(a, same),
-            });
+            same.push(self.b.ins().icmp(IntCC::Equal, w, c));
             ws.push(w);
         }
-        let same_words = same_words.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        let same_words = self.band_all(same)?;
         self.b.ins().brif(same_words, caps, &[], miss, &[]);
         // The capacities, read again.
         self.b.switch_to_block(caps);
         let cap_off = self.capacity_offset(false)?;
-        let mut room = None;
+        let mut room = Vec::with_capacity(objs.len());
         for (&w, &(_, max)) in ws.iter().zip(attrs) {
             let cap = self.b.ins().load(I64, flags, w, cap_off);
-            let ok = (self.b.ins()).icmp_imm_u(IntCC::UnsignedGreaterThan, cap, i64::from(max));
-            room = Some(match room {
-                None => ok,
-                Some(a) => self.b.ins().band(a, ok),
-            });
+            room.push((self.b.ins()).icmp_imm_u(IntCC::UnsignedGreaterThan, cap, i64::from(max)));
         }
-        let room = room.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        let room = self.band_all(room)?;
         self.b.ins().brif(room, clean, args, checked, args);
         // A miss: ask the runtime; on success fill the cache.
         self.b.switch_to_block(miss);
-        let mut all = None;
+        let mut fixed = Vec::with_capacity(objs.len());
         for (&o, &(_, max)) in objs.iter().zip(attrs) {
             let mx = self.iconst(cl::types::I32, i64::from(max));
             let r = self
                 .call_stub(Stub::Check(Entry::AttrFixed), &[o, mx])?
                 .ok_or_else(|| internal(self.fname, "gl_attr_fixed returns nothing"))?;
-            all = Some(match all {
-                None => r,
-                Some(a) => self.b.ins().band(a, r),
-            });
+            fixed.push(r);
         }
-        let all = all.ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        let all = self.band_all(fixed)?;
         let fill = self.b.create_block();
         self.b.ins().brif(all, fill, &[], checked, args);
         self.b.switch_to_block(fill);
@@ -632,6 +621,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         self.b.ins().jump(clean, args);
         Ok(())
+    }
+
+    /// The `band` of `bits` (booleans of one type; at least one).
+    fn band_all(&mut self, bits: Vec<cl::Value>) -> Result<cl::Value, JitError> {
+        let mut it = bits.into_iter();
+        let first = it
+            .next()
+            .ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        Ok(it.fold(first, |a, b| self.b.ins().band(a, b)))
     }
 
     /// The dispatch block of loop `k`: the objects' shadow tests, then the
