@@ -112,14 +112,19 @@ impl<'m> Interpreter<'m> {
         if !checks.contains(CheckKind::Bounds) {
             return Ok(true);
         }
-        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
-        let capacity = self.read_mem(loc, cap_addr, 8)?;
+        let capacity = self.capacity(loc, values)?;
         if (index as u64) < capacity {
             return Ok(true);
         }
         verdict_ok(self.with_bt(callers, || {
             self.rt.report_bounds(site, obj, index as u64, capacity)
         }))
+    }
+
+    /// The capacity of the values array at `values`: the u64 before it.
+    pub(crate) fn capacity(&self, loc: SrcLoc, values: u64) -> Result<u64, InterpError> {
+        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        self.read_mem(loc, cap_addr, 8)
     }
 
     /// Runs `f` (which may report) with the calling IR frames known to the

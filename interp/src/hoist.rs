@@ -23,7 +23,6 @@ use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::hoist::{clean_loops, CleanLoop};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value};
-use guardlift_runtime::layout;
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;
@@ -104,8 +103,7 @@ impl Interpreter<'_> {
     /// values array at `values`: the capacity must exceed it.
     pub(crate) fn check_fixed(&self, cx: &Cx, values: u64, index: u32) -> Result<(), InterpError> {
         let loc = cx.inst.loc;
-        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
-        let capacity = self.read_mem(loc, cap_addr, 8)?;
+        let capacity = self.capacity(loc, values)?;
         if (index as u64) < capacity {
             return Ok(());
         }

@@ -2557,6 +2557,47 @@ fn a_free_in_a_callee_of_a_claimed_loop_is_an_internal_error() {
     }
 }
 
+/// A `@main(%n, %swap)` whose loop runs `access` (on `%a`, 4 attributes)
+/// each iteration and, at iteration `%swap`, points `%a`'s word at the
+/// values array of a 1-attribute object (`dict_slot.store`); `prelude`
+/// holds the functions `access` calls.
+fn swap_program(prelude: &str, access: &str) -> Module {
+    module(&format!(
+        "extern fn @obj_new(i64) -> ptr\n{prelude}\
+        fn @main(%n: i64, %swap: i64) -> i64 {{\nentry:\n    %four = iconst.i64 4\n    %one = iconst.i64 1\n    %a = call @obj_new(%four)\n    %s = call @obj_new(%one)\n    %ws = dict_slot.load %s\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+        body:\n    {access}\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %swap\n    brif %f, rewrite, loop(%i2)\n\
+        rewrite:\n    dict_slot.store %a, %ws\n    jump loop(%i2)\n\
+        exit:\n    return %n\n}}\n"
+    ))
+}
+
+/// Runs [`swap_program`]'s `m` (4 iterations, the swap at `swap`) under
+/// `set_verify_elision`, with the claim that `%a` is a fixed attribute of
+/// `@main`'s loop up to index 3 when `claimed` (the analysis makes none:
+/// the `dict_slot.store` bars it).
+fn run_fixed_claim(m: &Module, claimed: bool, swap: u64) -> Result<Option<u64>, InterpError> {
+    let main = m.func_by_name("main").expect("@main");
+    let f = m.func(main);
+    let real = guardlift_ir::hoist::clean_loops(m, f);
+    assert!(real.iter().all(|l| l.attrs.is_empty()), "{real:?}");
+    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
+    let a = guardlift_ir::Value(f.values.iter().position(|v| v.name == "a").expect("%a") as u32);
+    let mut claims = vec![Vec::new(); m.functions.len()];
+    if claimed {
+        claims[main.0 as usize] = vec![guardlift_ir::hoist::CleanLoop {
+            header: block("loop"),
+            blocks: vec![block("loop"), block("body"), block("rewrite")],
+            objects: vec![a],
+            attrs: vec![(a, 3)],
+        }];
+    }
+    let mut it = Interpreter::new(m, runtime(m, Mode::Recover), &HashMap::new()).expect("link");
+    it.set_verify_elision(true);
+    it.set_attr_claims(claims);
+    it.call("main", &[4, swap])
+}
+
 /// The fixed-attribute claim (`CleanLoop::attrs`) is verified per
 /// activation: a claimed loop whose `dict_slot.store` points `%a` at a
 /// smaller values array fails its bounds test, which refutes the claim;
@@ -2564,35 +2605,9 @@ fn a_free_in_a_callee_of_a_claimed_loop_is_an_internal_error() {
 /// bars it), and claimed but without the rewrite.
 #[test]
 fn a_bounds_failure_on_a_fixed_attribute_is_an_internal_error() {
-    let text = "extern fn @obj_new(i64) -> ptr\n\
-        fn @main(%n: i64, %swap: i64) -> i64 {\nentry:\n    %four = iconst.i64 4\n    %one = iconst.i64 1\n    %a = call @obj_new(%four)\n    %s = call @obj_new(%one)\n    %ws = dict_slot.load %s\n    %z = iconst.i64 0\n    jump loop(%z)\n\
-        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
-        body:\n    guard.store_attr %a, 3, %i\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %swap\n    brif %f, rewrite, loop(%i2)\n\
-        rewrite:\n    dict_slot.store %a, %ws\n    jump loop(%i2)\n\
-        exit:\n    return %n\n}\n";
-    let m = module(text);
-    let f = m.func(m.func_by_name("main").expect("@main"));
-    let real = guardlift_ir::hoist::clean_loops(&m, f);
-    assert!(real.iter().all(|l| l.attrs.is_empty()), "{real:?}");
-    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
-    let a = guardlift_ir::Value(f.values.iter().position(|v| v.name == "a").expect("%a") as u32);
-    let claim = guardlift_ir::hoist::CleanLoop {
-        header: block("loop"),
-        blocks: vec![block("loop"), block("body"), block("rewrite")],
-        objects: vec![a],
-        attrs: vec![(a, 3)],
-    };
+    let m = swap_program("", "guard.store_attr %a, 3, %i");
     for (claimed, swap, fails) in [(false, 2, false), (true, 99, false), (true, 2, true)] {
-        let mut it =
-            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
-        it.set_verify_elision(true);
-        let mut claims = vec![Vec::new(); m.functions.len()];
-        if claimed {
-            claims[0] = vec![claim.clone()];
-        }
-        it.set_attr_claims(claims);
-        let r = it.call("main", &[4, swap]);
-        match r {
+        match run_fixed_claim(&m, claimed, swap) {
             Err(InterpError::Internal { msg, .. }) if fails => {
                 assert!(
                     msg.contains("attribute 3") && msg.contains("capacity 1"),
@@ -2608,32 +2623,12 @@ fn a_bounds_failure_on_a_fixed_attribute_is_an_internal_error() {
 /// fixed object as is claimed for the whole call.
 #[test]
 fn a_bounds_failure_in_a_callee_on_a_fixed_attribute_is_an_internal_error() {
-    let text = "extern fn @obj_new(i64) -> ptr\n\
-        fn @leaf(%o: ptr, %v: i64) {\nentry:\n    guard.store_attr %o, 3, %v\n    return\n}\n\
-        fn @main(%n: i64, %swap: i64) -> i64 {\nentry:\n    %four = iconst.i64 4\n    %one = iconst.i64 1\n    %a = call @obj_new(%four)\n    %s = call @obj_new(%one)\n    %ws = dict_slot.load %s\n    %z = iconst.i64 0\n    jump loop(%z)\n\
-        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
-        body:\n    call @leaf(%a, %i)\n    %i2 = iadd %i, %one\n    %f = icmp.eq %i2, %swap\n    brif %f, rewrite, loop(%i2)\n\
-        rewrite:\n    dict_slot.store %a, %ws\n    jump loop(%i2)\n\
-        exit:\n    return %n\n}\n";
-    let m = module(text);
-    let main = m.func_by_name("main").expect("@main");
-    let f = m.func(main);
-    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
-    let a = guardlift_ir::Value(f.values.iter().position(|v| v.name == "a").expect("%a") as u32);
-    let claim = guardlift_ir::hoist::CleanLoop {
-        header: block("loop"),
-        blocks: vec![block("loop"), block("body"), block("rewrite")],
-        objects: vec![a],
-        attrs: vec![(a, 3)],
-    };
+    let m = swap_program(
+        "fn @leaf(%o: ptr, %v: i64) {\nentry:\n    guard.store_attr %o, 3, %v\n    return\n}\n",
+        "call @leaf(%a, %i)",
+    );
     for (swap, fails) in [(99, false), (2, true)] {
-        let mut it =
-            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
-        it.set_verify_elision(true);
-        let mut claims = vec![Vec::new(); m.functions.len()];
-        claims[main.0 as usize] = vec![claim.clone()];
-        it.set_attr_claims(claims);
-        match it.call("main", &[4, swap]) {
+        match run_fixed_claim(&m, true, swap) {
             Err(InterpError::Internal { msg, .. }) if fails => {
                 assert!(msg.contains("@leaf") && msg.contains("capacity 1"), "{msg}")
             }

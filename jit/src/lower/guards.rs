@@ -126,15 +126,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// The checks guarding `inst` that the lowering emits: its site's,
     /// less an underflow check [`crate::elide`] proved cannot fail and a
-    /// lifetime check the clean copy of a loop drops (`version`).
+    /// lifetime and bounds checks the clean copy of a loop drops (`version`).
     pub(super) fn checks_of(&self, inst: &guardlift_ir::Inst) -> Checks {
-        let Some(site) = inst.site.and_then(|id| self.lw.ir.site(id)) else {
-            return Checks::EMPTY;
-        };
-        let c = site
-            .checks
-            .intersect(self.lw.ir.applicable_checks(&inst.kind));
-        let c = self.clean_copy_checks(inst, c);
+        let c = self.clean_copy_checks(inst, self.lw.site_checks(inst));
         if self.elide_check {
             c.iter().filter(|&k| k != CheckKind::Adstack).collect()
         } else {

@@ -134,7 +134,7 @@ impl Lowerer<'_> {
 
     /// The checks the lowering of `inst` starts from: its site's, as far
     /// as they apply to its opcode.
-    fn site_checks(&self, inst: &Inst) -> Checks {
+    pub(super) fn site_checks(&self, inst: &Inst) -> Checks {
         (inst.site.and_then(|id| self.ir.site(id))).map_or(Checks::EMPTY, |s| {
             s.checks.intersect(self.ir.applicable_checks(&inst.kind))
         })
@@ -565,12 +565,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .collect::<Result<_, _>>()?;
         // The cache: the stamp, then the objects.
         let cached = self.b.ins().load(I64, flags, cache, 0);
-        let mut hit = self.b.ins().icmp(IntCC::Equal, cached, stamp);
+        let mut hit = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
         for (i, &o) in objs.iter().enumerate() {
             let c = self.b.ins().load(I64, flags, cache, slot(i));
-            let same = self.b.ins().icmp(IntCC::Equal, c, o);
-            hit = self.b.ins().band(hit, same);
+            hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
         }
+        let hit = self.band_all(hit)?;
         let (words, caps, miss) = (
             self.b.create_block(),
             self.b.create_block(),
