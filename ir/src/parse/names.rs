@@ -21,21 +21,163 @@ pub(super) struct LabelEntry<'a> {
     pub(super) first_use: Option<SrcLoc>,
 }
 
+/// A slot not taken: where [`NameTable::insert`] puts the name looked up.
+pub(super) enum Place {
+    /// Slot `n` of numbered prefix `prefix` (grown to hold it).
+    Dense { prefix: usize, n: usize },
+    /// The hashed table, under this hash.
+    Hashed(u64),
+}
+
+/// Marks a dense slot no name holds yet.
+const FREE: u32 = u32::MAX;
+
+/// The entry indices of one function's names (value names or labels).
+///
+/// A name ending in a decimal number without leading zeros (`%v123`,
+/// `b42`, `%7`: what code generators emit) is found by its prefix and
+/// number in a vector per prefix, like LLVM's numbered values: names used
+/// near their definition are then near each other in memory, where a hash
+/// table scatters them (in a function of 10^6 instructions, every lookup
+/// missed the caches). Other names, and numbered ones past the dense
+/// slots' budget, go to a hash table of 4-byte indices (compared through
+/// the entries). The budget bounds the dense slots by the function's size,
+/// so a name like `%v999999999` costs no more than a hashed one; and which
+/// table holds a name never changes once decided (a vector only grows, and
+/// growing it past a refused number would take more than the budget left
+/// at the refusal).
+pub(super) struct NameTable<'a> {
+    hashed: HashTable<u32>,
+    /// Indices into `dense`, hashed by prefix.
+    prefix_ids: HashTable<u32>,
+    /// Per prefix: the prefix and its slots by number (entry index or [`FREE`]).
+    dense: Vec<(&'a str, Vec<u32>)>,
+    /// Dense slots (and prefixes) still allowed.
+    budget: usize,
+    /// About how many names the function has.
+    expected: usize,
+    hasher: RandomState,
+}
+
+/// Hashed names after which the hashed table makes room for every name
+/// expected (so that a big function of such names does not rehash as it
+/// fills, each rehash a pass of cache misses over the whole table).
+const PRESIZE_AFTER: usize = 64;
+
+/// `name` as a prefix and a number of at most nine digits without leading
+/// zeros, if it ends in one.
+fn numbered(name: &str) -> Option<(&str, usize)> {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    let (prefix, num) = name.split_at(name.len() - digits);
+    if digits > 1 && num.starts_with('0') {
+        return None;
+    }
+    Some((prefix, num.parse().ok()?))
+}
+
+impl<'a> NameTable<'a> {
+    /// A table for about `expected` names.
+    pub(super) fn new(expected: usize) -> Self {
+        NameTable {
+            hashed: HashTable::new(),
+            prefix_ids: HashTable::new(),
+            dense: Vec::new(),
+            budget: expected.saturating_mul(2).saturating_add(256),
+            expected,
+            hasher: RandomState::default(),
+        }
+    }
+
+    /// The entry index of `name`, or the place to insert it. `name_of`
+    /// gives an entry's name.
+    pub(super) fn find(
+        &mut self,
+        name: &'a str,
+        name_of: impl Fn(u32) -> &'a str,
+    ) -> Result<u32, Place> {
+        if let Some((prefix, n)) = numbered(name) {
+            if let Some(p) = self.dense_slot(prefix, n) {
+                return match self.dense[p].1[n] {
+                    FREE => Err(Place::Dense { prefix: p, n }),
+                    e => Ok(e),
+                };
+            }
+        }
+        let hash = self.hasher.hash_one(name);
+        match self.hashed.find(hash, |&e| name_of(e) == name) {
+            Some(&e) => Ok(e),
+            None => Err(Place::Hashed(hash)),
+        }
+    }
+
+    /// Records entry `e` at `place` (from [`NameTable::find`] of its name).
+    pub(super) fn insert(&mut self, place: Place, e: u32, name_of: impl Fn(u32) -> &'a str) {
+        match place {
+            Place::Dense { prefix, n } => self.dense[prefix].1[n] = e,
+            Place::Hashed(hash) => {
+                let hasher = &self.hasher;
+                if self.hashed.len() == PRESIZE_AFTER {
+                    let more = self.expected.saturating_sub(PRESIZE_AFTER);
+                    self.hashed.reserve(more, |&e| hasher.hash_one(name_of(e)));
+                }
+                self.hashed
+                    .insert_unique(hash, e, |&e| hasher.hash_one(name_of(e)));
+            }
+        }
+    }
+
+    /// The prefix index whose slots hold number `n` (growing them, or adding
+    /// the prefix, within the budget); `None` sends the name to the hash table.
+    fn dense_slot(&mut self, prefix: &'a str, n: usize) -> Option<usize> {
+        let hash = self.hasher.hash_one(prefix);
+        let dense = &self.dense;
+        let p = match self
+            .prefix_ids
+            .find(hash, |&p| dense[p as usize].0 == prefix)
+        {
+            Some(&p) => p as usize,
+            None => {
+                // A prefix costs a slot of the budget, so that many
+                // prefixes of one name each stay bounded too.
+                if self.budget <= n + 1 {
+                    return None;
+                }
+                self.budget -= 1;
+                let p = self.dense.len();
+                self.dense.push((prefix, Vec::new()));
+                let dense = &self.dense;
+                let hasher = &self.hasher;
+                self.prefix_ids
+                    .insert_unique(hash, p as u32, |&p| hasher.hash_one(dense[p as usize].0));
+                p
+            }
+        };
+        let slots = &mut self.dense[p].1;
+        if n >= slots.len() {
+            let grow = n + 1 - slots.len();
+            if grow > self.budget {
+                return None;
+            }
+            self.budget -= grow;
+            slots.resize(n + 1, FREE);
+        }
+        Some(p)
+    }
+}
+
 /// A function being read. Operands hold provisional values (indices into
 /// `entries`) and branches provisional blocks (indices into `labels`) until `}`.
 pub(super) struct FnState<'a> {
     pub(super) func: Function,
     pub(super) known: Vec<Option<Type>>,
-    /// Indices into `entries`, hashed by name: a table of 4-byte indices,
-    /// not of (name, index) pairs, so that a big function's table is a
-    /// fifth of the size; a lookup compares with the entry, which for a
-    /// name used near its definition was touched recently.
-    pub(super) names: HashTable<u32>,
+    /// Indices into `entries`, by name.
+    pub(super) names: NameTable<'a>,
     pub(super) entries: Vec<NameEntry<'a>>,
-    /// Indices into `labels`, hashed by label (as `names`).
-    pub(super) label_ids: HashTable<u32>,
-    /// The hasher of `names` and `label_ids`.
-    pub(super) hasher: RandomState,
+    /// Indices into `labels`, by label.
+    pub(super) label_ids: NameTable<'a>,
     pub(super) labels: Vec<LabelEntry<'a>>,
     pub(super) calls: Vec<PendingCall<'a>>,
     pub(super) cur_block: Option<usize>,
@@ -79,10 +221,9 @@ impl<'a> FnState<'a> {
                 loc,
             },
             known: Vec::new(),
-            names: HashTable::with_capacity(lines),
+            names: NameTable::new(lines),
             entries: Vec::new(),
-            label_ids: HashTable::with_capacity(lines / 4),
-            hasher: RandomState::default(),
+            label_ids: NameTable::new(lines / 4),
             labels: Vec::new(),
             calls: Vec::new(),
             cur_block: None,
@@ -91,12 +232,11 @@ impl<'a> FnState<'a> {
     }
 
     pub(super) fn name_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
-        let hasher = &self.hasher;
-        let hash = hasher.hash_one(name);
         let entries = &self.entries;
-        if let Some(&e) = self.names.find(hash, |&e| entries[e as usize].name == name) {
-            return Ok(e);
-        }
+        let place = match self.names.find(name, |e| entries[e as usize].name) {
+            Ok(e) => return Ok(e),
+            Err(place) => place,
+        };
         let e = index_u32(self.entries.len(), loc, "value names")?;
         self.entries.push(NameEntry {
             name,
@@ -105,8 +245,7 @@ impl<'a> FnState<'a> {
             first_use: None,
         });
         let entries = &self.entries;
-        self.names
-            .insert_unique(hash, e, |&e| hasher.hash_one(entries[e as usize].name));
+        self.names.insert(place, e, |e| entries[e as usize].name);
         Ok(e)
     }
 
@@ -154,15 +293,11 @@ impl<'a> FnState<'a> {
         if !is_block_name(name) {
             return err(loc, format!("invalid block label `{name}`"));
         }
-        let hasher = &self.hasher;
-        let hash = hasher.hash_one(name);
         let labels = &self.labels;
-        if let Some(&e) = self
-            .label_ids
-            .find(hash, |&e| labels[e as usize].name == name)
-        {
-            return Ok(e);
-        }
+        let place = match self.label_ids.find(name, |e| labels[e as usize].name) {
+            Ok(e) => return Ok(e),
+            Err(place) => place,
+        };
         let e = index_u32(self.labels.len(), loc, "block labels")?;
         self.labels.push(LabelEntry {
             name,
@@ -171,8 +306,7 @@ impl<'a> FnState<'a> {
             first_use: None,
         });
         let labels = &self.labels;
-        self.label_ids
-            .insert_unique(hash, e, |&e| hasher.hash_one(labels[e as usize].name));
+        self.label_ids.insert(place, e, |e| labels[e as usize].name);
         Ok(e)
     }
 
@@ -301,5 +435,95 @@ impl<'a> FnState<'a> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{numbered, NameTable, Place};
+
+    #[test]
+    fn numbered_names_split_into_prefix_and_number() {
+        assert_eq!(numbered("v123"), Some(("v", 123)));
+        assert_eq!(numbered("7"), Some(("", 7)));
+        assert_eq!(numbered("b0"), Some(("b", 0)));
+        assert_eq!(numbered("x.2"), Some(("x.", 2)));
+        // Leading zeros and long numbers are other names.
+        assert_eq!(numbered("v01"), None);
+        assert_eq!(numbered("v1234567890"), None);
+        assert_eq!(numbered("acc"), None);
+    }
+
+    /// Inserts every name of `names` not yet in `t` (entry = position in
+    /// `entries`), returning each name's entry.
+    fn intern<'a>(
+        t: &mut NameTable<'a>,
+        entries: &mut Vec<&'a str>,
+        names: &[&'a str],
+    ) -> Vec<u32> {
+        names
+            .iter()
+            .map(|&n| {
+                let found = t.find(n, |e| entries[e as usize]);
+                match found {
+                    Ok(e) => e,
+                    Err(place) => {
+                        let e = entries.len() as u32;
+                        entries.push(n);
+                        t.insert(place, e, |e| entries[e as usize]);
+                        e
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Every name keeps one entry, whichever table holds it, including
+    /// after the dense budget ran out (numbers far apart, many prefixes,
+    /// leading zeros, names without numbers).
+    #[test]
+    fn a_name_always_finds_its_entry() {
+        let owned: Vec<String> = (0..3000)
+            .map(|i| match i % 6 {
+                0 => format!("v{i}"),
+                1 => format!("w{}", i * 1000),
+                2 => format!("p{i}_{}", i % 7),
+                3 => format!("v0{i}"),
+                4 => format!("name{}x", i),
+                _ => format!("{}", i / 2),
+            })
+            .collect();
+        let names: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let mut t = NameTable::new(100);
+        let mut entries = Vec::new();
+        let first = intern(&mut t, &mut entries, &names);
+        let mut rev = names.clone();
+        rev.reverse();
+        let mut again = intern(&mut t, &mut entries, &rev);
+        again.reverse();
+        assert_eq!(first, again, "a name found another entry");
+        for (i, &e) in first.iter().enumerate() {
+            assert_eq!(entries[e as usize], names[i]);
+        }
+        let distinct: std::collections::HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(entries.len(), distinct.len(), "a name got two entries");
+        // The budget (2 * 100 + 256 slots) was spent, the rest hashed.
+        assert!(t.budget < 2 * 100 + 256);
+        assert!(t.hashed.len() > 1000);
+    }
+
+    /// A huge number costs no dense slots: it goes to the hash table.
+    #[test]
+    fn a_huge_number_is_hashed() {
+        let mut t = NameTable::new(10);
+        assert!(matches!(
+            t.find("v999999999", |_| ""),
+            Err(Place::Hashed(_))
+        ));
+        assert!(t.dense.iter().all(|(_, s)| s.is_empty()));
+        assert!(matches!(
+            t.find("v3", |_| ""),
+            Err(Place::Dense { n: 3, .. })
+        ));
     }
 }
