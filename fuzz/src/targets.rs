@@ -42,10 +42,67 @@ pub fn parse(data: &[u8]) {
 /// before and after. A module that verifies must also instrument into one
 /// that verifies and round-trips.
 pub fn check_text(text: &str) {
+    check_renamed(text);
     if let Some(m) = round_trip(text) {
         for checks in [CHECK_SETS[1], CHECK_SETS[2], CheckSet::ALL] {
             check_instrumented(&m, checks, text);
         }
+    }
+}
+
+/// The suffix [`check_renamed`] gives every value name.
+const RENAMED: &str = "_Zq";
+
+/// The parser finds a numbered value name (`%v12`) in a dense table and
+/// any other in a hashed one: `text` with every value name made
+/// unnumbered (`%v12` → `%v12_Zq`) must parse the same — both fail on the
+/// same line, or both give the same module but for the names.
+fn check_renamed(text: &str) {
+    if text.contains(RENAMED) {
+        return;
+    }
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+    let bytes = text.as_bytes();
+    let mut renamed = String::with_capacity(text.len() * 2);
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let mut j = i + 1;
+            while j < bytes.len() && word(bytes[j]) {
+                j += 1;
+            }
+            if j > i + 1 {
+                renamed.push_str(&text[start..j]);
+                renamed.push_str(RENAMED);
+                start = j;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    renamed.push_str(&text[start..]);
+    match (parse_module(text), parse_module(&renamed)) {
+        (Ok(a), Ok(b)) => {
+            let (pa, pb) = (print_module(&a), print_module(&b));
+            assert!(
+                pa == pb.replace(RENAMED, ""),
+                "renamed values parse to another module\n--- input\n{text}\n--- printed\n{pa}\n--- renamed, printed\n{pb}"
+            );
+        }
+        (Err(a), Err(b)) => {
+            let line = |e: &guardlift_ir::ParseError| e.diagnostic().map(|d| d.loc.line);
+            assert!(
+                line(&a) == line(&b) && line(&a).is_some(),
+                "renamed values fail elsewhere: {a} vs {b}\n--- input\n{text}"
+            );
+        }
+        (a, b) => panic!(
+            "renaming values changed whether the text parses: {:?} vs {:?}\n--- input\n{text}",
+            a.err(),
+            b.err()
+        ),
     }
 }
 
