@@ -475,3 +475,40 @@ fn which_cc() -> String {
         .map(str::to_string)
         .expect("no C compiler (cc, gcc or clang) found: install one, e.g. `apt-get install gcc`")
 }
+
+/// A block entered by one edge gets no Cranelift params: its params are
+/// the branch's arguments (`FnLower::plan_forwarding`). The entry, a loop
+/// header (two edges) and a block both edges of one `brif` go to keep
+/// theirs.
+#[test]
+fn single_edge_blocks_take_the_branch_arguments() {
+    let m = parse(
+        r#"
+fn @f(%n: i64) -> i64 {
+entry:
+    %z = iconst.i64 0
+    jump l(%z)
+l(%i: i64):
+    %c = icmp.slt %i, %n
+    brif %c, body(%i), done(%i)
+body(%b: i64):
+    %one = iconst.i64 1
+    %i2 = iadd %b, %one
+    jump l(%i2)
+done(%d: i64):
+    %c2 = icmp.slt %d, %n
+    brif %c2, twice(%d), twice(%n)
+twice(%t: i64):
+    return %t
+}
+"#,
+    );
+    let clif = emit_clif(&m, Target::X86_64, &EmitOptions::default()).unwrap();
+    let headers: Vec<&str> = (clif.lines())
+        .map(str::trim)
+        .filter(|l| l.starts_with("block") && l.ends_with(':'))
+        .collect();
+    let with_params = headers.iter().filter(|l| l.contains('(')).count();
+    assert_eq!(headers.len(), 5, "{clif}");
+    assert_eq!(with_params, 3, "entry, l and twice keep params:\n{clif}");
+}

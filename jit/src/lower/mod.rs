@@ -1,8 +1,10 @@
 //! The one lowering from guardlift IR to Cranelift IR, shared by the JIT
 //! ([`crate::engine`]) and the object emitter ([`crate::object`]).
 //!
-//! Each IR block becomes a Cranelift block with the same parameters; each IR
-//! value maps to one Cranelift value (no variables: the IR is already SSA).
+//! Each IR block becomes a Cranelift block with the same parameters, except
+//! that a block entered by one edge has none: its params map to the
+//! branch's arguments (`func`, `FnLower::plan_forwarding`). Each IR value
+//! maps to one Cranelift value (no variables: the IR is already SSA).
 //! Blocks are lowered in reverse postorder so every definition is lowered
 //! before its uses; unreachable blocks are dropped.
 //!
@@ -283,6 +285,7 @@ impl<'m> Lowerer<'m> {
             aliased: None,
             fused_watch: None,
             variant,
+            forward: Vec::new(),
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -331,6 +334,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// Lowering a clean variant (`version`): the params whose lifetime
     /// checks, `guard.watch`es and bounds checks it drops.
     variant: Option<version::Drops<Value>>,
+    /// By IR block: does its one incoming edge define its params as the
+    /// branch's arguments, with no Cranelift block params (`func`)?
+    forward: Vec<bool>,
 }
 
 #[cfg(test)]

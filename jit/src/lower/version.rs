@@ -442,6 +442,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn edge(&mut self, dest: &BlockCall) -> Result<Edge, JitError> {
         let b = dest.block.0;
         let t = self.target(dest.block)?;
+        if self.forward[b as usize] {
+            // The one edge into `b`: its params are the arguments.
+            for (&p, &a) in self.f.blocks[b as usize].params.iter().zip(&dest.args) {
+                self.vals[p.0 as usize] = Some(self.val(a)?);
+            }
+            return Ok(Edge {
+                to: t,
+                args: Vec::new(),
+                exit: None,
+            });
+        }
         let mut args = self.block_args(&dest.args)?;
         args.extend(self.alias_args(b, t));
         let exit = (self.version_of_block.get(&self.at.0))
