@@ -29,6 +29,9 @@ pub(super) enum Place {
     Hashed(u64),
 }
 
+/// How many prefixes [`NameTable::dense_slot`] compares before hashing.
+const FIRST_PREFIXES: usize = 4;
+
 /// Marks a dense slot no name holds yet.
 const FREE: u32 = u32::MAX;
 
@@ -132,28 +135,12 @@ impl<'a> NameTable<'a> {
     /// The prefix index whose slots hold number `n` (growing them, or adding
     /// the prefix, within the budget); `None` sends the name to the hash table.
     fn dense_slot(&mut self, prefix: &'a str, n: usize) -> Option<usize> {
-        let hash = self.hasher.hash_one(prefix);
-        let dense = &self.dense;
-        let p = match self
-            .prefix_ids
-            .find(hash, |&p| dense[p as usize].0 == prefix)
-        {
-            Some(&p) => p as usize,
-            None => {
-                // A prefix costs a slot of the budget, so that many
-                // prefixes of one name each stay bounded too.
-                if self.budget <= n + 1 {
-                    return None;
-                }
-                self.budget -= 1;
-                let p = self.dense.len();
-                self.dense.push((prefix, Vec::new()));
-                let dense = &self.dense;
-                let hasher = &self.hasher;
-                self.prefix_ids
-                    .insert_unique(hash, p as u32, |&p| hasher.hash_one(dense[p as usize].0));
-                p
-            }
+        // The first prefixes met are compared directly (a generator's few
+        // prefixes: `%v`, `%t`, `b`), the others found by hash.
+        let first = (self.dense.iter().take(FIRST_PREFIXES)).position(|&(q, _)| q == prefix);
+        let p = match first {
+            Some(p) => p,
+            None => self.prefix_by_hash(prefix, n)?,
         };
         let slots = &mut self.dense[p].1;
         if n >= slots.len() {
@@ -164,6 +151,28 @@ impl<'a> NameTable<'a> {
             self.budget -= grow;
             slots.resize(n + 1, FREE);
         }
+        Some(p)
+    }
+
+    /// The index of `prefix` in `dense`, added if the budget has room for
+    /// it and number `n`.
+    fn prefix_by_hash(&mut self, prefix: &'a str, n: usize) -> Option<usize> {
+        let hash = self.hasher.hash_one(prefix);
+        let dense = &self.dense;
+        if let Some(&p) = (self.prefix_ids).find(hash, |&p| dense[p as usize].0 == prefix) {
+            return Some(p as usize);
+        }
+        // A prefix costs a slot of the budget, so that many prefixes of
+        // one name each stay bounded too.
+        if self.budget <= n + 1 {
+            return None;
+        }
+        self.budget -= 1;
+        let p = self.dense.len();
+        self.dense.push((prefix, Vec::new()));
+        let dense = &self.dense;
+        let hasher = &self.hasher;
+        (self.prefix_ids).insert_unique(hash, p as u32, |&p| hasher.hash_one(dense[p as usize].0));
         Some(p)
     }
 }
