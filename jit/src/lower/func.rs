@@ -61,7 +61,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             f.blocks[bi as usize]
                 .insts
                 .last()
-                .is_some_and(|t| t.kind.successors().iter().any(|bc| bc.block.0 == 0))
+                .is_some_and(|t| t.kind.branch_targets().any(|bc| bc.block.0 == 0))
         });
         for &bi in &rpo {
             let blk = self.b.create_block();
@@ -120,7 +120,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let mut pred = vec![0u32; f.blocks.len()];
         for &bi in rpo {
             if let Some(t) = f.blocks[bi as usize].insts.last() {
-                for bc in t.kind.successors() {
+                for bc in t.kind.branch_targets() {
                     edges[bc.block.0 as usize] += 1;
                     pred[bc.block.0 as usize] = bi;
                 }
