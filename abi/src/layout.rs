@@ -53,6 +53,13 @@ pub const fn values_ptr(word: u64) -> u64 {
     word.wrapping_add(1)
 }
 
+/// The address of the capacity word of the values array at `values`
+/// ([`VALUES_CAPACITY_OFFSET`] bytes from it).
+#[inline]
+pub const fn capacity_word_addr(values: u64) -> u64 {
+    values.wrapping_add(VALUES_CAPACITY_OFFSET as i64 as u64)
+}
+
 /// Byte offset of attribute `index` in a values array.
 #[inline]
 pub const fn attr_offset(index: u32) -> i32 {
@@ -176,5 +183,6 @@ mod tests {
             "spec §4: capacity at values - 8"
         );
         assert_eq!(VALUES_HEADER_BYTES as i32, -VALUES_CAPACITY_OFFSET);
+        assert_eq!(capacity_word_addr(0x1000), 0xff8);
     }
 }

@@ -123,7 +123,7 @@ impl<'m> Interpreter<'m> {
 
     /// The capacity of the values array at `values`: the u64 before it.
     pub(crate) fn capacity(&self, loc: SrcLoc, values: u64) -> Result<u64, InterpError> {
-        let cap_addr = values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        let cap_addr = layout::capacity_word_addr(values);
         self.read_mem(loc, cap_addr, 8)
     }
 

@@ -348,8 +348,7 @@ impl Heap {
         unsafe {
             (obj as *mut u64).write(1);
             ((obj + 8) as *mut u64).write(n as u64);
-            (values.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64) as *mut u64)
-                .write(n as u64);
+            (layout::capacity_word_addr(values) as *mut u64).write(n as u64);
         }
         for b in [base, vblock] {
             if let Some(blk) = self.blocks.get_mut(&b) {
@@ -566,7 +565,7 @@ impl Heap {
         if m.n_attrs <= max || self.read_word(self.slot(obj)) != layout::values_word(v) {
             return false;
         }
-        let cap_addr = v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+        let cap_addr = layout::capacity_word_addr(v);
         // SAFETY: the capacity word of the values block of a live object
         // of this heap.
         let capacity = unsafe { (cap_addr as *const u64).read() };
@@ -593,7 +592,7 @@ impl Heap {
                     attrs.insert(i, x);
                 }
                 let d = self.new_dict(attrs)?;
-                self.dealloc(v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64));
+                self.dealloc(layout::capacity_word_addr(v));
                 if let Some(m) = self.objects.get_mut(&obj) {
                     m.values = None;
                 }
@@ -658,9 +657,7 @@ impl Heap {
             };
         };
         self.unwatch_slot(self.slot(obj));
-        let vblock = m
-            .values
-            .map(|v| v.wrapping_add(layout::VALUES_CAPACITY_OFFSET as i64 as u64));
+        let vblock = m.values.map(layout::capacity_word_addr);
         let blocks: Vec<u64> = [Some(m.base), vblock, m.dict]
             .into_iter()
             .flatten()

@@ -51,7 +51,7 @@ fn only_live_objects_with_their_own_values_and_room_pass() {
     assert!(rt.attr_fixed(o, 2));
     // A capacity word lowered in memory.
     let values = guardlift_runtime::layout::values_ptr(own);
-    let cap = values.wrapping_add(guardlift_runtime::layout::VALUES_CAPACITY_OFFSET as i64 as u64);
+    let cap = guardlift_runtime::layout::capacity_word_addr(values);
     // SAFETY: the capacity word of `o`'s live values block.
     unsafe { (cap as *mut u64).write(1) };
     assert!(rt.attr_fixed(o, 0) && !rt.attr_fixed(o, 1));
