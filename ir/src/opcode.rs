@@ -95,9 +95,9 @@ opcodes! {
     /// `sext.T`, `bitcast.T`, ... ([`crate::ConvOp`]).
     Conv "conversion" Always guard=false [];
     /// `load.T`.
-    Load "load" Always guard=true [Lifetime];
+    Load "load" Always guard=true [Lifetime Bounds];
     /// `store`.
-    Store "store" Never guard=true [Lifetime Clobber];
+    Store "store" Never guard=true [Lifetime Bounds Clobber];
     /// `call @f(...)`.
     Call "call" Maybe guard=true [];
     /// `jump`.

@@ -62,6 +62,17 @@ pub enum Observed {
         /// The access width in bytes (0: not a raw access).
         width: u32,
     },
+    /// A raw access touching a heap redzone: its address, width in bytes
+    /// and, for a store, the value (zero-extended). The object whose
+    /// redzone it is, the runtime looks up (as for `Clobber`).
+    Overflow {
+        /// The access's address.
+        address: u64,
+        /// Its width in bytes.
+        width: u32,
+        /// The value stored (a store; `None` for a load).
+        value: Option<u64>,
+    },
     /// The object, the attribute index and the values array's capacity.
     Bounds {
         /// The object.
@@ -81,7 +92,9 @@ impl Observed {
             | Observed::Lifetime { object, .. }
             | Observed::Bounds { object, .. }
             | Observed::Write { object, .. } => Some(object),
-            Observed::Adstack { .. } | Observed::Clobber { .. } => None,
+            Observed::Adstack { .. } | Observed::Clobber { .. } | Observed::Overflow { .. } => {
+                None
+            }
         }
     }
 }
@@ -233,6 +246,17 @@ impl Report {
                 m.insert("address".into(), json!(hex(address)));
                 m.insert("width".into(), json!(width));
                 m.insert("value".into(), json!(hex(value)));
+            }
+            Observed::Overflow {
+                address,
+                width,
+                value,
+            } => {
+                m.insert("address".into(), json!(hex(address)));
+                m.insert("width".into(), json!(width));
+                if let Some(v) = value {
+                    m.insert("value".into(), json!(hex(v)));
+                }
             }
             Observed::Write {
                 object,
@@ -433,6 +457,20 @@ impl fmt::Display for HumanReport<'_> {
                     "    raw store of {width} byte(s) at {address:#x} (value {value:#x}) overlaps a watched managed-dict slot"
                 )?;
             }
+            Some(Observed::Overflow {
+                address,
+                width,
+                value,
+            }) => match value {
+                Some(v) => writeln!(
+                    s,
+                    "    raw store of {width} byte(s) at {address:#x} (value {v:#x}) touches a heap redzone"
+                )?,
+                None => writeln!(
+                    s,
+                    "    raw load of {width} byte(s) at {address:#x} touches a heap redzone"
+                )?,
+            },
             Some(Observed::Write {
                 object,
                 old,
@@ -618,6 +656,16 @@ impl fmt::Display for JsonReport<'_> {
                 f,
                 ",\"address\":\"{address:#x}\",\"width\":{width},\"value\":\"{value:#x}\""
             )?,
+            Some(Observed::Overflow {
+                address,
+                width,
+                value,
+            }) => {
+                write!(f, ",\"address\":\"{address:#x}\",\"width\":{width}")?;
+                if let Some(v) = value {
+                    write!(f, ",\"value\":\"{v:#x}\"")?;
+                }
+            }
             Some(Observed::Lifetime {
                 object,
                 address,
