@@ -49,7 +49,9 @@ impl<'m> Interpreter<'m> {
                 }))?;
                 0
             }
-            (Some(s), Some(ObjCall::Dictify)) if self.m.inst_checks(inst).contains(CheckKind::Lifetime) => {
+            (Some(s), Some(ObjCall::Dictify))
+                if self.m.inst_checks(inst).contains(CheckKind::Lifetime) =>
+            {
                 self.rt.obj_dictify_at(arg0, self.site_base + s.0);
                 0
             }

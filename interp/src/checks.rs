@@ -91,9 +91,7 @@ impl<'m> Interpreter<'m> {
         if !checks.contains(CheckKind::Bounds) {
             return Ok(true);
         }
-        self.go_on(self.with_bt(callers, || {
-            self.rt.check_redzone(addr, bytes, site, value)
-        }))
+        self.go_on(self.with_bt(callers, || self.rt.check_redzone(addr, bytes, site, value)))
     }
 
     /// The dict check of `word` (read from, or about to be stored in, `obj`'s slot).

@@ -226,7 +226,10 @@ mod tests {
         for o in Opcode::ALL {
             assert!(o.checks().is_empty() || o.guardable(), "{o:?}");
         }
-        assert_eq!(Opcode::Store.checks().to_string(), "lifetime clobber");
+        assert_eq!(
+            Opcode::Store.checks().to_string(),
+            "lifetime bounds clobber"
+        );
         assert_eq!(Opcode::Call.yields(), Yields::Maybe);
     }
 }

@@ -562,10 +562,14 @@ impl Runtime {
     /// recorded for that array (`Heap::recorded_capacity`; 0 for an array
     /// it does not know), never the capacity word in memory. `Err` carries
     /// the verdict of the `attr_out_of_bounds` report.
-    pub fn check_bounds(&self, site: u32, obj: u64, values: u64, index: u64) -> Result<(), Verdict> {
-        let capacity = lock(&self.heap)
-            .recorded_capacity(obj, values)
-            .unwrap_or(0);
+    pub fn check_bounds(
+        &self,
+        site: u32,
+        obj: u64,
+        values: u64,
+        index: u64,
+    ) -> Result<(), Verdict> {
+        let capacity = lock(&self.heap).recorded_capacity(obj, values).unwrap_or(0);
         if index < capacity {
             return Ok(());
         }

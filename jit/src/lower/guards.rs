@@ -363,7 +363,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     None => self.iconst(types::I64, 0),
                 };
                 let go_on = self
-                    .call_stub(Stub::Check(Entry::CheckRedzone), &[addr, w, s, store, value])?
+                    .call_stub(
+                        Stub::Check(Entry::CheckRedzone),
+                        &[addr, w, s, store, value],
+                    )?
                     .ok_or_else(|| internal(self.fname, "gl_check_redzone returns nothing"))?;
                 self.live_verdict(go_on, ok, fail, join, recover);
             }
@@ -409,15 +412,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let fail = self.b.create_block();
         self.b.set_cold_block(fail);
         if let (Some(sh), true) = (self.lw.shadow, index < 255) {
-            let g = self.b.ins().ushr_imm_u(values, shadow::GRANULE_SHIFT as i64);
+            let g = self
+                .b
+                .ins()
+                .ushr_imm_u(values, shadow::GRANULE_SHIFT as i64);
             let g = self.b.ins().band_imm_u(g, shadow::INDEX_MASK as i64);
             let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
             let at = self.b.ins().iadd_imm_u(g, table as i64);
             let cap = (self.b.ins()).uload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
-            let room = self
-                .b
-                .ins()
-                .icmp_imm_u(condcodes::IntCC::UnsignedGreaterThan, cap, index as i64);
+            let room =
+                self.b
+                    .ins()
+                    .icmp_imm_u(condcodes::IntCC::UnsignedGreaterThan, cap, index as i64);
             let call = self.b.create_block();
             self.b.set_cold_block(call);
             self.b.ins().brif(room, ok, &[], call, &[]);

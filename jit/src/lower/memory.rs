@@ -54,7 +54,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if let Some(j) = join {
             let eff = self.effective_addr(p, offset);
             let stored = Some((x, t));
-            self.mem_checks(lifetime, bounds, eff, t.bytes(), stored, j, Recover::Nothing)?;
+            self.mem_checks(
+                lifetime,
+                bounds,
+                eff,
+                t.bytes(),
+                stored,
+                j,
+                Recover::Nothing,
+            )?;
         }
         match g.on(CheckKind::Clobber) {
             None => {
@@ -195,7 +203,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // capacity byte) and its slow path asks first; alone, a test of
         // the array's header. Kept in a clean copy but for its fixed
         // attributes (their word is the live object's own array).
-        let site = self.lw.site_checks(&self.f.blocks[self.at.0 as usize].insts[self.at.1 as usize]);
+        let site = self
+            .lw
+            .site_checks(&self.f.blocks[self.at.0 as usize].insts[self.at.1 as usize]);
         let inst_site = self.f.blocks[self.at.0 as usize].insts[self.at.1 as usize].site;
         let values_life = match (site.contains(CheckKind::Lifetime), inst_site) {
             (true, Some(id)) => Some(id),
