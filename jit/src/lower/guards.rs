@@ -412,11 +412,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let fail = self.b.create_block();
         self.b.set_cold_block(fail);
         if let (Some(sh), true) = (self.lw.shadow, index < 255) {
-            let g = self
-                .b
-                .ins()
-                .ushr_imm_u(values, shadow::GRANULE_SHIFT as i64);
-            let g = self.b.ins().band_imm_u(g, shadow::INDEX_MASK as i64);
+            // The granule index, `(values >> 3) & INDEX_MASK`, as two
+            // shifts (no 44-bit mask constant to load in the hot path).
+            let high = 64 - shadow::ADDR_BITS;
+            let g = self.b.ins().ishl_imm_u(values, high as i64);
+            let g = (self.b.ins()).ushr_imm_u(g, (high + shadow::GRANULE_SHIFT) as i64);
             let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
             let at = self.b.ins().iadd_imm_u(g, table as i64);
             let cap = (self.b.ins()).uload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
