@@ -74,6 +74,14 @@ macro_rules! foreach_entry {
             /// A clean loop's entry test of `(obj, max)`: 1 = a live object
             /// whose word is its own values array of more than `max` attributes.
             AttrFixed gl_attr_fixed [] rt (I64, I32) -> I8;
+            /// `call @obj_dictify` under the lifetime check `(obj, site)`.
+            ObjDictifyAt gl_obj_dictify_at [] rt (I64, I32);
+            /// The bounds check's slow path `(site, obj, values, index)`:
+            /// 1 = in bounds by the recorded capacity; 0 = reported.
+            CheckBounds gl_check_bounds [] rt (I32, I64, I64, I64) -> I8;
+            /// The bounds check of a raw access `(addr, width, site, store,
+            /// value)`: 1 = go on; 0 = it touches a heap redzone (reported).
+            CheckRedzone gl_check_redzone [] rt (I64, I32, I32, I32, I64) -> I8;
         }
     };
 }

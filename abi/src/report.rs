@@ -28,6 +28,8 @@ pub enum ReportKind {
     AttrOutOfBounds,
     /// A watched dict word written by foreign code or left malformed (spec §6.1).
     ForeignWrite,
+    /// `bounds`: a raw load/store touching a redzone of the model heap.
+    HeapOverflow,
 }
 
 impl ReportKind {
@@ -43,10 +45,11 @@ impl ReportKind {
             ReportKind::InvalidFree => "invalid_free",
             ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
             ReportKind::ForeignWrite => "foreign_write",
+            ReportKind::HeapOverflow => "heap_overflow",
         }
     }
     /// Every kind, in code order.
-    pub const ALL: [ReportKind; 9] = [
+    pub const ALL: [ReportKind; 10] = [
         ReportKind::DictSlotTag,
         ReportKind::AdstackOverflow,
         ReportKind::AdstackUnderflow,
@@ -56,6 +59,7 @@ impl ReportKind {
         ReportKind::InvalidFree,
         ReportKind::AttrOutOfBounds,
         ReportKind::ForeignWrite,
+        ReportKind::HeapOverflow,
     ];
     /// Is this a `lifetime` kind (its reports name where the object was freed)?
     pub const fn is_lifetime(self) -> bool {

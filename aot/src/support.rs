@@ -12,7 +12,7 @@ use guardlift_abi::{
     TRAP_VALUES_OFFSET,
 };
 use guardlift_runtime::heap::{
-    BLOCK_ALIGN, DICT_MAGIC, DICT_OBJECT_BYTES, MAX_OBJ_ATTRS, OBJ_BODY_BYTES,
+    BLOCK_ALIGN, DICT_MAGIC, DICT_OBJECT_BYTES, MAX_OBJ_ATTRS, OBJ_BODY_BYTES, REDZONE_BYTES,
 };
 use guardlift_runtime::layout::{self, DictLayout};
 use guardlift_runtime::{Mode, ReportKind};
@@ -121,6 +121,7 @@ pub fn header(layout: DictLayout) -> String {
     );
     def("OBJ_BODY_BYTES", format!("{OBJ_BODY_BYTES}LL"));
     def("BLOCK_ALIGN", format!("{BLOCK_ALIGN}u"));
+    def("REDZONE_BYTES", format!("{REDZONE_BYTES}u"));
     def("DICT_OBJECT_BYTES", format!("{DICT_OBJECT_BYTES}u"));
     def("MAX_OBJ_ATTRS", format!("{MAX_OBJ_ATTRS}LL"));
     def("DICT_MAGIC", format!("{DICT_MAGIC:#x}ULL"));

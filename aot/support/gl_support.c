@@ -136,6 +136,7 @@ typedef struct obj_meta {
     u64 id;     /* allocation id: 1, 2, 3, ... */
     u32 alloc_site, free_site; /* runtime-global site ids, or NO_SITE */
     u32 freed;                 /* in quarantine */
+    u32 values_only;           /* a values array obj_dictify released (n_attrs, values), no object */
     struct obj_meta *qnext;    /* quarantine: the next (younger) freed object */
 } obj_meta;
 
@@ -161,6 +162,7 @@ static u64 g_qlimit;                /* GUARDLIFT_OPTIONS quarantine_mb, in bytes
 static u64 g_next_id = 1;
 static map_t g_dicts;     /* dict address -> dict_t* */
 static map_t g_watched;   /* slot address -> the object it belongs to */
+static map_t g_values;    /* live values array -> its obj_meta* (the recorded capacity) */
 static map_t g_lastwrite; /* slot address -> last_write_t* */
 static int g_faulted;
 
@@ -172,16 +174,43 @@ static u64 read_word(u64 addr) {
 }
 static void write_word(u64 addr, u64 w) { memcpy((void *)(uintptr_t)addr, &w, 8); }
 
-/* A block of at least `size` bytes (at least 8), zeroed, BLOCK_ALIGN-aligned. */
-static u64 alloc_block(size_t size) {
-    if (size < 8) size = 8;
-    size_t rounded = (size + GL_BLOCK_ALIGN - 1) / GL_BLOCK_ALIGN * GL_BLOCK_ALIGN;
-    void *p = aligned_alloc(GL_BLOCK_ALIGN, rounded);
-    if (!p) return 0;
-    memset(p, 0, rounded);
-    return (u64)(uintptr_t)p;
+static map_t g_redzones; /* 8-byte granule (addr >> 3) of a block's redzone -> obj_meta* (0: none yet) */
+
+/* The payload bytes of a block asked for `size` bytes: whole granules, at least one. */
+static u64 payload_bytes(u64 size) { return size < 8 ? 8 : (size + 7) / 8 * 8; }
+
+/* Maps each redzone granule of the block at `p` (of `size` bytes asked) to `m`. */
+static void set_redzones(u64 p, u64 size, u64 m) {
+    u64 end = p + payload_bytes(size);
+    for (u64 g = 0; g < GL_REDZONE_BYTES / 8; g++) {
+        map_put(&g_redzones, ((p - GL_REDZONE_BYTES) >> 3) + g, m);
+        map_put(&g_redzones, (end >> 3) + g, m);
+    }
 }
-static void free_block(u64 p) { free((void *)(uintptr_t)p); }
+
+/* A block of `size` bytes (rounded up to whole granules), zeroed,
+ * BLOCK_ALIGN-aligned, between two REDZONE_BYTES redzones (runtime/src/heap.rs). */
+static u64 alloc_block(size_t size) {
+    u64 payload = payload_bytes(size);
+    size_t all = (size_t)(payload + 2 * GL_REDZONE_BYTES);
+    size_t rounded = (all + GL_BLOCK_ALIGN - 1) / GL_BLOCK_ALIGN * GL_BLOCK_ALIGN;
+    void *raw = aligned_alloc(GL_BLOCK_ALIGN, rounded);
+    if (!raw) return 0;
+    memset(raw, 0, rounded);
+    u64 p = (u64)(uintptr_t)raw + GL_REDZONE_BYTES;
+    set_redzones(p, size, 0);
+    return p;
+}
+
+/* Gives back the block at `p` of `size` bytes asked, with its redzones. */
+static void free_block(u64 p, u64 size) {
+    u64 end = p + payload_bytes(size);
+    for (u64 g = 0; g < GL_REDZONE_BYTES / 8; g++) {
+        map_del(&g_redzones, ((p - GL_REDZONE_BYTES) >> 3) + g);
+        map_del(&g_redzones, (end >> 3) + g);
+    }
+    free((void *)(uintptr_t)(p - GL_REDZONE_BYTES));
+}
 
 /* A host fault: the first one is reported; the operation does nothing. */
 static void fault(u32 fn, u32 kind, u64 a, u64 b) {
@@ -282,6 +311,7 @@ static u64 new_dict(void) {
 
 static void set_dict(obj_meta *m, u64 obj, u64 d) {
     m->dict = d;
+    set_redzones(d, GL_DICT_OBJECT_BYTES, (u64)(uintptr_t)m);
     write_word(slot(obj), d);
     note_write(slot(obj), GL_LW_DICT_CODE, 0, d, obj);
 }
@@ -324,7 +354,7 @@ static u64 obj_new_at(i64 n, u32 site) {
     u64 obj = base + (u64)(-obj_lo());
     u64 vblock = alloc_block((size_t)values_block_bytes((u32)n));
     if (!vblock) {
-        free_block(base);
+        free_block(base, (u64)(obj_hi() - obj_lo()));
         fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
         return 0;
     }
@@ -344,11 +374,22 @@ static u64 obj_new_at(i64 n, u32 site) {
     m->alloc_site = site;
     m->free_site = NO_SITE;
     map_put(&g_objects, obj, (u64)(uintptr_t)m);
+    set_redzones(base, (u64)(obj_hi() - obj_lo()), (u64)(uintptr_t)m);
+    set_redzones(vblock, values_block_bytes((u32)n), (u64)(uintptr_t)m);
     u64 word = GL_VALUES_WORD(values);
     write_word(slot(obj), word);
     note_write(slot(obj), GL_LW_OBJ_NEW, 0, word, obj);
     map_put(&g_watched, slot(obj), obj);
+    map_put(&g_values, values, (u64)(uintptr_t)m);
+    map_put(&g_watched, values + (u64)GL_VALUES_CAPACITY_OFFSET, obj);
     return obj;
+}
+
+/* The values array of `m` is released: its record and its capacity word's watch go. */
+static void forget_values(obj_meta *m) {
+    if (!m->values) return;
+    map_del(&g_values, m->values);
+    map_del(&g_watched, m->values + (u64)GL_VALUES_CAPACITY_OFFSET);
 }
 
 uint64_t gl_obj_new(void *rt, uint64_t n_bits) {
@@ -361,8 +402,11 @@ uint64_t gl_obj_new_at(void *rt, uint64_t n_bits, uint32_t site) {
     return obj_new_at((i64)n_bits, site);
 }
 
-void gl_obj_dictify(void *rt, uint64_t obj) {
-    (void)rt;
+static void quarantine_values(const obj_meta *m, u32 site);
+
+/* `@obj_dictify(obj)`; `site` (or NO_SITE) is the free site of the values
+ * array it releases, which goes to quarantine (Heap::obj_dictify_at). */
+static void dictify_at(u64 obj, u32 site) {
     obj_meta *m = meta(GL_FN_OBJ_DICTIFY, obj);
     if (!m) return;
     u64 word = read_word(slot(obj));
@@ -383,12 +427,23 @@ void gl_obj_dictify(void *rt, uint64_t obj) {
         dict_t *t = dict_of(d);
         for (u32 i = 0; i < m->n_attrs; i++)
             dict_set(t, i, (i64)read_word(m->values + (u64)GL_ATTR_BYTES * i));
-        free_block(values_block(m->values));
+        forget_values(m);
+        quarantine_values(m, site);
         m->values = 0;
         set_dict(m, obj, d);
         return;
     }
     }
+}
+
+void gl_obj_dictify(void *rt, uint64_t obj) {
+    (void)rt;
+    dictify_at(obj, NO_SITE);
+}
+
+void gl_obj_dictify_at(void *rt, uint64_t obj, uint32_t site) {
+    (void)rt;
+    dictify_at(obj, site);
 }
 
 /* ---- quarantine: freed objects' memory is held, never reused or written ----- */
@@ -407,12 +462,13 @@ static u64 obj_block_bytes(void) { return block_bytes((u64)(obj_hi() - obj_lo())
 
 /* The memory a freed object holds: its block, values block and dict block. */
 static void mark_object_memory(obj_meta *m, obj_meta *as) {
-    mark_granules(m->base, obj_block_bytes(), as);
+    if (!m->values_only) mark_granules(m->base, obj_block_bytes(), as);
     if (m->values) mark_granules(values_block(m->values), values_block_bytes(m->n_attrs), as);
     if (m->dict) mark_granules(m->dict, block_bytes(GL_DICT_OBJECT_BYTES), as);
 }
 
 static u64 held_bytes(const obj_meta *m) {
+    if (m->values_only) return values_block_bytes(m->n_attrs);
     return obj_block_bytes() + (m->values ? values_block_bytes(m->n_attrs) : 0) +
            (m->dict ? block_bytes(GL_DICT_OBJECT_BYTES) : 0);
 }
@@ -425,14 +481,49 @@ static void evict(void) {
         if (!g_qhead) g_qtail = NULL;
         g_qbytes -= held_bytes(m);
         mark_object_memory(m, NULL);
+        if (m->values_only) {
+            free_block(values_block(m->values), values_block_bytes(m->n_attrs));
+            free(m);
+            continue;
+        }
         map_del(&g_freed, m->obj);
         /* The slot's last write outlives the free while the address is not reused. */
         if (!map_get(&g_objects, m->obj)) forget_write(slot(m->obj));
-        if (m->values) free_block(values_block(m->values));
-        if (m->dict) free_block(m->dict);
-        free_block(m->base);
+        if (m->values) free_block(values_block(m->values), values_block_bytes(m->n_attrs));
+        if (m->dict) free_block(m->dict, GL_DICT_OBJECT_BYTES);
+        free_block(m->base, (u64)(obj_hi() - obj_lo()));
         free(m);
     }
+}
+
+/* Appends `m` (freed) to the quarantine, marks its memory and evicts. */
+static void enqueue(obj_meta *m) {
+    m->qnext = NULL;
+    if (g_qtail)
+        g_qtail->qnext = m;
+    else
+        g_qhead = m;
+    g_qtail = m;
+    g_qbytes += held_bytes(m);
+    mark_object_memory(m, m);
+}
+
+/* The values array of live object `m`, released by obj_dictify at `site`:
+ * held in quarantine under a record of its own (the object's id and
+ * allocation site, `site` as the free site), as Heap::release_values. */
+static void quarantine_values(const obj_meta *m, u32 site) {
+    obj_meta *r = calloc(1, sizeof *r);
+    if (!r) oom();
+    r->obj = m->obj;
+    r->n_attrs = m->n_attrs;
+    r->values = m->values;
+    r->id = m->id;
+    r->alloc_site = m->alloc_site;
+    r->free_site = site;
+    r->freed = 1;
+    r->values_only = 1;
+    enqueue(r);
+    evict();
 }
 
 /* Frees live object `m`: its memory (object, values and dict blocks) goes
@@ -441,6 +532,7 @@ static void release(obj_meta *m, u32 site) {
     u64 obj = m->obj;
     map_del(&g_objects, obj);
     map_del(&g_watched, slot(obj));
+    forget_values(m);
     if (m->dict) {
         dict_t *t = dict_of(m->dict);
         if (t) {
@@ -452,15 +544,8 @@ static void release(obj_meta *m, u32 site) {
     }
     m->free_site = site;
     m->freed = 1;
-    m->qnext = NULL;
-    if (g_qtail)
-        g_qtail->qnext = m;
-    else
-        g_qhead = m;
-    g_qtail = m;
-    g_qbytes += held_bytes(m);
     map_put(&g_freed, obj, (u64)(uintptr_t)m);
-    mark_object_memory(m, m);
+    enqueue(m);
     evict();
 }
 
@@ -690,13 +775,45 @@ uint8_t gl_check_live(void *rt, uint64_t obj, uint32_t site) {
 /* A clean loop's entry test (object files never version loops, so the JIT
  * alone calls it; defined as the runtime's Runtime::attr_fixed): 1 when
  * `obj` is a live object whose word is its own values array of more than
- * `max` attributes, in the record and in the capacity word. */
+ * `max` attributes in the record (the capacity word is not read). */
 uint8_t gl_attr_fixed(void *rt, uint64_t obj, uint32_t max) {
     (void)rt;
     obj_meta *m = live_meta(obj);
     if (!m || !m->values || m->n_attrs <= max) return 0;
-    if (read_word(slot(obj)) != GL_VALUES_WORD(m->values)) return 0;
-    return read_word(m->values + (u64)GL_VALUES_CAPACITY_OFFSET) > (u64)max;
+    return read_word(slot(obj)) == GL_VALUES_WORD(m->values);
+}
+
+/* The bounds check of a raw access (Runtime::check_redzone): 1 = go on;
+ * 0 = [addr, addr + width) touches a heap block's redzone (reported as
+ * heap_overflow with the access and, for a store, its value). */
+uint8_t gl_check_redzone(void *rt, uint64_t addr, uint32_t width, uint32_t site, uint32_t store,
+                         uint64_t value) {
+    (void)rt;
+    if (g_redzones.used == 0) return 1;
+    u32 w = width ? width : 1;
+    u64 last = addr + w - 1 < addr ? UINT64_MAX : addr + w - 1;
+    for (u64 g = addr >> 3; g <= last >> 3; g++) {
+        u64 *p = map_get(&g_redzones, g);
+        if (!p) continue;
+        const obj_meta *m = (const obj_meta *)(uintptr_t)*p;
+        u64 how = (u64)w | ((u64)(store != 0) << 32);
+        report(GL_KIND_HEAP_OVERFLOW, site, addr, how, store ? value : 0, NULL, m);
+        return 0;
+    }
+    return 1;
+}
+
+/* The bounds check (Runtime::check_bounds): attribute `index` of `obj`,
+ * whose word points to the values array at `values`, against the capacity
+ * the runtime recorded for that array (0 for one it does not know), never
+ * the capacity word in memory. 1 = in bounds; 0 = reported (recover). */
+uint8_t gl_check_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t values, uint64_t index) {
+    (void)rt;
+    u64 *p = map_get(&g_values, values);
+    u64 capacity = p ? ((const obj_meta *)(uintptr_t)*p)->n_attrs : 0;
+    if (index < capacity) return 1;
+    report(GL_KIND_ATTR_OUT_OF_BOUNDS, site, obj, index, capacity, NULL, known_meta(obj));
+    return 0;
 }
 
 /* The freed object whose held memory [addr, addr + width) touches, if any. */

@@ -139,7 +139,10 @@ enum {
     /* watch=: a watched dict word written by foreign code or left malformed;
      * object, value (the new word) and width are set; the writer's symbol,
      * pc and backtrace are in text and json. */
-    GL_REPORT_FOREIGN_WRITE = 8
+    GL_REPORT_FOREIGN_WRITE = 8,
+    /* bounds: a raw load/store touching a heap redzone; address, width and
+     * (a store) value are set. */
+    GL_REPORT_HEAP_OVERFLOW = 9
 };
 
 /* gl_report.site of a report that no guard site made (foreign_write: the

@@ -59,6 +59,8 @@ pub const GL_REPORT_INVALID_FREE: u32 = 6;
 pub const GL_REPORT_ATTR_OUT_OF_BOUNDS: u32 = 7;
 /// A watched dict word written by foreign code or left malformed (`watch=`).
 pub const GL_REPORT_FOREIGN_WRITE: u32 = 8;
+/// `heap_overflow`: a raw load/store touching a heap redzone.
+pub const GL_REPORT_HEAP_OVERFLOW: u32 = 9;
 /// `gl_report.site` of a report that no guard site made (`foreign_write`).
 pub const GL_NO_SITE: u32 = guardlift_runtime::report::NO_SITE;
 
@@ -79,6 +81,7 @@ mod tests {
             (ReportKind::DoubleFree, GL_REPORT_DOUBLE_FREE),
             (ReportKind::InvalidFree, GL_REPORT_INVALID_FREE),
             (ReportKind::AttrOutOfBounds, GL_REPORT_ATTR_OUT_OF_BOUNDS),
+            (ReportKind::HeapOverflow, GL_REPORT_HEAP_OVERFLOW),
         ];
         for (kind, code) in table {
             assert_eq!(kind.code() as u32, code, "{kind:?}");

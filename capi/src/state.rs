@@ -211,6 +211,11 @@ impl OwnedReport {
                 width,
                 value,
             } => (c.address, c.width, c.value) = (address, width, value),
+            Observed::Overflow {
+                address,
+                width,
+                value,
+            } => (c.address, c.width, c.value) = (address, width, value.unwrap_or(0)),
             // foreign_write: the object, the word written and the store's width.
             Observed::Write {
                 object, new, width, ..

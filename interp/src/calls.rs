@@ -6,7 +6,7 @@
 use crate::frame::{Cx, Frame, Step};
 use crate::values::{canon, f64v};
 use crate::{ExternImpl, InterpError, Interpreter};
-use guardlift_ir::{Callee, ExternId, InstKind, ObjCall};
+use guardlift_ir::{Callee, CheckKind, ExternId, InstKind, ObjCall};
 use guardlift_runtime::abi;
 
 impl<'m> Interpreter<'m> {
@@ -47,6 +47,12 @@ impl<'m> Interpreter<'m> {
                 self.go_on(self.with_bt(cx.callers, || {
                     self.rt.obj_free_at(arg0, self.site_base + s.0)
                 }))?;
+                0
+            }
+            (Some(s), Some(ObjCall::Dictify))
+                if self.m.inst_checks(inst).contains(CheckKind::Lifetime) =>
+            {
+                self.rt.obj_dictify_at(arg0, self.site_base + s.0);
                 0
             }
             _ => self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv)),

@@ -6,9 +6,9 @@
 
 use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
-use guardlift_ir::{CheckKind, Checks, Function, Inst, Module, SrcLoc};
+use guardlift_ir::{CheckKind, Checks, Function, Inst, Module};
 use guardlift_runtime::backtrace;
-use guardlift_runtime::layout::{self, tag_ok};
+use guardlift_runtime::layout::tag_ok;
 use guardlift_runtime::watch::{self, IrFrame};
 use guardlift_runtime::{Observed, ReportKind, Verdict};
 
@@ -79,6 +79,21 @@ impl<'m> Interpreter<'m> {
         self.go_on(self.with_bt(callers, || self.rt.check_mem(addr, bytes, site)))
     }
 
+    /// The bounds check of a raw access of `bytes` at `addr` (`value`: what
+    /// a store writes): false when it touches a heap redzone (reported).
+    pub(crate) fn mem_in_bounds(
+        &self,
+        callers: &[Frame],
+        (checks, site): (Checks, u32),
+        (addr, bytes): (u64, u32),
+        value: Option<u64>,
+    ) -> Result<bool, InterpError> {
+        if !checks.contains(CheckKind::Bounds) {
+            return Ok(true);
+        }
+        self.go_on(self.with_bt(callers, || self.rt.check_redzone(addr, bytes, site, value)))
+    }
+
     /// The dict check of `word` (read from, or about to be stored in, `obj`'s slot).
     pub(crate) fn dict_ok(
         &self,
@@ -100,31 +115,29 @@ impl<'m> Interpreter<'m> {
     }
 
     /// The bounds check of attribute `index` of the values array at `values`
-    /// (its capacity is the u64 at `values − 8`, spec §4).
+    /// against the capacity the runtime recorded for it (spec §6: never the
+    /// capacity word in memory, which a raw store may have rewritten).
     pub(crate) fn bounds_ok(
         &self,
         callers: &[Frame],
         (checks, site): (Checks, u32),
-        loc: SrcLoc,
         (obj, values): (u64, u64),
         index: u32,
     ) -> Result<bool, InterpError> {
         if !checks.contains(CheckKind::Bounds) {
             return Ok(true);
         }
-        let capacity = self.capacity(loc, values)?;
-        if (index as u64) < capacity {
-            return Ok(true);
-        }
-        verdict_ok(self.with_bt(callers, || {
-            self.rt.report_bounds(site, obj, index as u64, capacity)
+        self.go_on(self.with_bt(callers, || {
+            self.rt.check_bounds(site, obj, values, index as u64)
         }))
     }
 
-    /// The capacity of the values array at `values`: the u64 before it.
-    pub(crate) fn capacity(&self, loc: SrcLoc, values: u64) -> Result<u64, InterpError> {
-        let cap_addr = layout::capacity_word_addr(values);
-        self.read_mem(loc, cap_addr, 8)
+    /// The capacity the runtime recorded for the values array at `values`
+    /// that `obj`'s word points to (0: an array it does not know).
+    pub(crate) fn capacity(&self, obj: u64, values: u64) -> u64 {
+        self.rt
+            .with_heap(|h| h.recorded_capacity(obj, values))
+            .unwrap_or(0)
     }
 
     /// Runs `f` (which may report) with the calling IR frames known to the

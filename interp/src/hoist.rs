@@ -101,9 +101,14 @@ impl Interpreter<'_> {
 
     /// An attribute op on a fixed object at attribute `index` of the
     /// values array at `values`: the capacity must exceed it.
-    pub(crate) fn check_fixed(&self, cx: &Cx, values: u64, index: u32) -> Result<(), InterpError> {
+    pub(crate) fn check_fixed(
+        &self,
+        cx: &Cx,
+        (obj, values): (u64, u64),
+        index: u32,
+    ) -> Result<(), InterpError> {
         let loc = cx.inst.loc;
-        let capacity = self.capacity(loc, values)?;
+        let capacity = self.capacity(obj, values);
         if (index as u64) < capacity {
             return Ok(());
         }

@@ -74,7 +74,9 @@ impl<'m> Interpreter<'m> {
         match &inst.kind {
             InstKind::Load { ty, addr, offset } => {
                 let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
-                if !self.mem_live(cx.callers, g, a, ty.bytes())? {
+                if !self.mem_live(cx.callers, g, a, ty.bytes())?
+                    || !self.mem_in_bounds(cx.callers, g, (a, ty.bytes()), None)?
+                {
                     return Ok(Step::Set(0));
                 }
                 Ok(Step::Set(canon(*ty, self.read_mem(loc, a, ty.bytes())?)))
@@ -87,7 +89,9 @@ impl<'m> Interpreter<'m> {
                 let t = cx.func.ty(*value);
                 let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
                 let x = store_bits(t, fr.val(*value));
-                if !self.mem_live(cx.callers, g, a, t.bytes())? {
+                if !self.mem_live(cx.callers, g, a, t.bytes())?
+                    || !self.mem_in_bounds(cx.callers, g, (a, t.bytes()), Some(x))?
+                {
                     return Ok(Step::Next);
                 }
                 let (checks, site) = g;
@@ -195,10 +199,17 @@ impl<'m> Interpreter<'m> {
             return Ok(Some(AttrPlace::Slow));
         }
         let values = layout::values_ptr(word);
-        if fixed {
-            self.check_fixed(cx, values, index)?;
+        // Lifetime, for the values array: a word kept across the
+        // `obj_dictify` that released its array (quarantined) — tested on
+        // the array's header, its capacity word.
+        let header = layout::capacity_word_addr(values);
+        if !self.mem_live(callers, g, header, layout::VALUES_HEADER_BYTES)? {
+            return Ok(None);
         }
-        if !self.bounds_ok(callers, g, loc, (obj, values), index)? {
+        if fixed {
+            self.check_fixed(cx, (obj, values), index)?;
+        }
+        if !self.bounds_ok(callers, g, (obj, values), index)? {
             return Ok(None);
         }
         let a = values.wrapping_add(layout::attr_offset(index) as u64);

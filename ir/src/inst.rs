@@ -551,6 +551,9 @@ pub enum ObjCall {
     New,
     /// `call @obj_free`: the lifetime check (double / invalid free).
     Free,
+    /// `call @obj_dictify`: its site is the free site of the values array
+    /// it releases (lifetime).
+    Dictify,
 }
 
 impl ObjCall {
@@ -559,6 +562,7 @@ impl ObjCall {
         match name {
             "obj_new" => Some(ObjCall::New),
             "obj_free" => Some(ObjCall::Free),
+            "obj_dictify" => Some(ObjCall::Dictify),
             _ => None,
         }
     }
@@ -566,7 +570,7 @@ impl ObjCall {
     pub const fn applicable(self) -> Checks {
         match self {
             ObjCall::New => Checks::OBJECT,
-            ObjCall::Free => Checks::only(CheckKind::Lifetime),
+            ObjCall::Free | ObjCall::Dictify => Checks::only(CheckKind::Lifetime),
         }
     }
 }

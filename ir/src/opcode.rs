@@ -95,9 +95,9 @@ opcodes! {
     /// `sext.T`, `bitcast.T`, ... ([`crate::ConvOp`]).
     Conv "conversion" Always guard=false [];
     /// `load.T`.
-    Load "load" Always guard=true [Lifetime];
+    Load "load" Always guard=true [Lifetime Bounds];
     /// `store`.
-    Store "store" Never guard=true [Lifetime Clobber];
+    Store "store" Never guard=true [Lifetime Bounds Clobber];
     /// `call @f(...)`.
     Call "call" Maybe guard=true [];
     /// `jump`.
@@ -226,7 +226,10 @@ mod tests {
         for o in Opcode::ALL {
             assert!(o.checks().is_empty() || o.guardable(), "{o:?}");
         }
-        assert_eq!(Opcode::Store.checks().to_string(), "lifetime clobber");
+        assert_eq!(
+            Opcode::Store.checks().to_string(),
+            "lifetime bounds clobber"
+        );
         assert_eq!(Opcode::Call.yields(), Yields::Maybe);
     }
 }

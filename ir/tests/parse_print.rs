@@ -645,7 +645,7 @@ fn guards() {
     );
     assert!(printed.contains("    %w = guard.dict_slot.load %o !site(0, 12:5, lifetime dict)\n"));
     assert!(printed.contains("    guard.dict_slot.store %o, %w !site(8, 10:5, lifetime dict)\n"));
-    assert!(printed.contains("    guard.store %k, %o, 8 !site(7, 1:1, lifetime clobber)\n"));
+    assert!(printed.contains("    guard.store %k, %o, 8 !site(7, 1:1, lifetime bounds clobber)\n"));
     assert!(printed.contains("    %ta = guard.adstack.top_adj %s !site(5, 30:9, adstack)\n"));
     assert!(printed.contains("    store_attr %o, 1, %v\n"));
 }

@@ -172,6 +172,21 @@ abi_fns! {
     fn gl_report_bounds(site: u32, obj: u64, index: u64, capacity: u64) -> u32 = |r| {
         verdict(r.report_bounds(site, obj, index, capacity))
     };
+    /// `call @obj_dictify` under the lifetime check: the released values
+    /// array's free site is `site` ([`Runtime::obj_dictify_at`]).
+    fn gl_obj_dictify_at(obj: u64, site: u32) = |r| r.obj_dictify_at(obj, site);
+    /// The slow path of the bounds check ([`Runtime::check_bounds`]):
+    /// attribute `index` of `obj` against the recorded capacity of the
+    /// values array at `values`. 1 = in bounds; 0 = reported (recover).
+    fn gl_check_bounds(site: u32, obj: u64, values: u64, index: u64) -> u8 = |r| {
+        go_on(r.check_bounds(site, obj, values, index))
+    };
+    /// The bounds check of a raw access ([`Runtime::check_redzone`]):
+    /// `width` bytes at `addr`, `store` 1 with the stored `value`. 1 = go
+    /// on; 0 = it touches a redzone (reported; recover).
+    fn gl_check_redzone(addr: u64, width: u32, site: u32, store: u32, value: u64) -> u8 = |r| {
+        go_on(r.check_redzone(addr, width, site, (store != 0).then_some(value)))
+    };
 }
 
 #[cfg(test)]

@@ -24,6 +24,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 pub const OBJ_BODY_BYTES: i64 = 16;
 /// Alignment of every heap block.
 pub const BLOCK_ALIGN: usize = 16;
+/// Bytes of the redzone before and after every block the heap allocates
+/// (objects, values arrays, dicts): ASan-style, marked in the shadow
+/// ([`crate::shadow::REDZONE`]); a raw access touching one is a
+/// `heap_overflow` under the `bounds` check (spec §6). A multiple of
+/// [`BLOCK_ALIGN`], so blocks stay aligned.
+pub const REDZONE_BYTES: usize = 16;
+const _: () = assert!(REDZONE_BYTES >= 16 && REDZONE_BYTES.is_multiple_of(BLOCK_ALIGN));
 /// Bytes of a model dict object (its contents live on the Rust side).
 pub const DICT_OBJECT_BYTES: usize = 16;
 /// Largest attribute count `obj_new` accepts.
@@ -73,6 +80,17 @@ struct ObjMeta {
 #[derive(Debug)]
 struct HostMeta {
     id: u64,
+    /// The values array whose capacity the runtime recorded for it.
+    values: Option<u64>,
+}
+
+/// The recorded capacity of a live values array (the bounds check's
+/// truth: never the capacity word in memory, which code can rewrite).
+#[derive(Copy, Clone, Debug)]
+struct ValuesRec {
+    capacity: u64,
+    /// The object it belongs to.
+    owner: u64,
 }
 
 /// What the heap remembers of a freed object while it is in quarantine.
@@ -86,6 +104,21 @@ struct FreedObj {
     /// Bytes counted against the quarantine limit.
     bytes: usize,
 }
+
+/// A values array `obj_dictify` released, held in quarantine like a freed
+/// object's memory (spec §6: a use through it is a `use_after_free`
+/// whose `free_site` is the dictify call).
+#[derive(Debug)]
+struct Released {
+    id: u64,
+    alloc_site: Option<u32>,
+    free_site: Option<u32>,
+    bytes: usize,
+}
+
+/// Quarantine entries with this id are values arrays `obj_dictify`
+/// released, keyed by their block (allocation ids start at 1).
+const RELEASED_VALUES: u64 = 0;
 
 /// Provenance of an object the heap knows (live or in quarantine), in
 /// runtime-global site ids.
@@ -158,9 +191,15 @@ pub struct Heap {
     last_write: HashMap<u64, LastWrite>,
     /// Live host objects by address.
     host: HashMap<u64, HostMeta>,
+    /// Live values arrays (of heap and host objects) by values pointer:
+    /// their recorded capacities.
+    values: HashMap<u64, ValuesRec>,
     /// Freed objects in quarantine, by object pointer.
     freed: HashMap<u64, FreedObj>,
-    /// Quarantine order: (object, id), oldest first.
+    /// Values arrays released by `obj_dictify`, in quarantine, by block start.
+    released: HashMap<u64, Released>,
+    /// Quarantine order: (object, id) — or (values block,
+    /// [`RELEASED_VALUES`]) — oldest first.
     quarantine: VecDeque<(u64, u64)>,
     quarantine_bytes: usize,
     quarantine_limit: usize,
@@ -181,7 +220,9 @@ impl Heap {
             watched: BTreeMap::new(),
             last_write: HashMap::new(),
             host: HashMap::new(),
+            values: HashMap::new(),
             freed: HashMap::new(),
+            released: HashMap::new(),
             quarantine: VecDeque::new(),
             quarantine_bytes: 0,
             quarantine_limit: (DEFAULT_QUARANTINE_MB as usize) << 20,
@@ -210,6 +251,60 @@ impl Heap {
             shadow::unwatch(self.watch_id, slot);
         }
         was
+    }
+
+    /// Records the capacity of the values array at `values` of `owner`
+    /// (the capacity table and the record) and watches its capacity word.
+    fn record_values(&mut self, values: u64, capacity: u64, owner: u64) {
+        self.values.insert(values, ValuesRec { capacity, owner });
+        shadow::set_capacity(values, capacity);
+        self.watch_slot(layout::capacity_word_addr(values), owner);
+    }
+
+    /// Drops the record of the values array at `values` (released, or its
+    /// owner gone).
+    fn forget_values(&mut self, values: u64) {
+        if self.values.remove(&values).is_some() {
+            shadow::clear_capacity(values);
+            self.unwatch_slot(layout::capacity_word_addr(values));
+        }
+    }
+
+    /// The capacity the runtime recorded for the values array at `values`
+    /// that the word of `obj` points to: the array's record; for a host
+    /// object registered before its word pointed to a values array, the
+    /// capacity word read the first time its own word is seen pointing
+    /// there (recorded from then on). `None`: no array the runtime knows
+    /// (the bounds check then takes capacity 0).
+    pub fn recorded_capacity(&mut self, obj: u64, values: u64) -> Option<u64> {
+        if let Some(r) = self.values.get(&values) {
+            return Some(r.capacity);
+        }
+        let m = self.host.get(&obj)?;
+        if m.values.is_some() || !layout::tag_ok(values.wrapping_sub(1)) {
+            return None;
+        }
+        // SAFETY: `obj` is a live object the host registered, laid out as
+        // the layout says (the host's contract, spec §4): its slot is
+        // readable, and when it holds the values word of `values`, so is
+        // the capacity word before that array.
+        let word = unsafe { (self.slot(obj) as *const u64).read_unaligned() };
+        if word != layout::values_word(values) {
+            return None;
+        }
+        // SAFETY: as above.
+        let capacity =
+            unsafe { (layout::capacity_word_addr(values) as *const u64).read_unaligned() };
+        if let Some(m) = self.host.get_mut(&obj) {
+            m.values = Some(values);
+        }
+        self.record_values(values, capacity, obj);
+        Some(capacity)
+    }
+
+    /// The object owning the recorded values array at `values`.
+    pub fn values_owner(&self, values: u64) -> Option<u64> {
+        self.values.get(&values).map(|r| r.owner)
     }
 
     /// Records the freed object `obj` (its shadow byte counts it).
@@ -251,16 +346,27 @@ impl Heap {
         self.layout
     }
 
+    /// The allocation of a block of `size` bytes: its redzones around it.
+    fn raw_layout(size: usize) -> Option<AllocLayout> {
+        AllocLayout::from_size_align(size.checked_add(2 * REDZONE_BYTES)?, BLOCK_ALIGN).ok()
+    }
+
+    /// A zeroed block of `size` bytes (rounded up to whole granules) between
+    /// two redzones, marked in the shadow.
     fn alloc(&mut self, size: usize, kind: BlockKind) -> Option<u64> {
-        let size = size.max(8);
-        let l = AllocLayout::from_size_align(size, BLOCK_ALIGN).ok()?;
-        // SAFETY: size is non-zero.
-        let p = unsafe { alloc::alloc_zeroed(l) };
-        if p.is_null() {
+        let size = size.max(8).next_multiple_of(8);
+        let l = Self::raw_layout(size)?;
+        // SAFETY: the size is non-zero.
+        let raw = unsafe { alloc::alloc_zeroed(l) };
+        if raw.is_null() {
             return None;
         }
+        let (raw, rz) = (raw as u64, REDZONE_BYTES as u64);
+        let p = raw + rz;
+        shadow::set_freed_mem(raw, rz, true);
+        shadow::set_freed_mem(p + size as u64, rz, true);
         self.blocks.insert(
-            p as u64,
+            p,
             HeapBlock {
                 size,
                 kind,
@@ -268,19 +374,40 @@ impl Heap {
                 freed: false,
             },
         );
-        Some(p as u64)
+        Some(p)
     }
 
     fn dealloc(&mut self, start: u64) {
         if let Some(b) = self.blocks.remove(&start) {
-            if b.freed {
-                shadow::set_freed_mem(start, b.size as u64, false);
-            }
-            if let Ok(l) = AllocLayout::from_size_align(b.size, BLOCK_ALIGN) {
-                // SAFETY: allocated by `alloc` with this layout, removed from the map once.
-                unsafe { alloc::dealloc(start as *mut u8, l) };
+            let raw = start - REDZONE_BYTES as u64;
+            let all = (b.size + 2 * REDZONE_BYTES) as u64;
+            shadow::set_freed_mem(raw, all, false);
+            if let Some(l) = Self::raw_layout(b.size) {
+                // SAFETY: allocated by `alloc` with this layout (the block
+                // between its redzones), removed from the map once.
+                unsafe { alloc::dealloc(raw as *mut u8, l) };
             }
         }
+    }
+
+    /// The block whose redzone `[addr, addr + width)` touches, as its
+    /// owner object (0: none, e.g. a dict not yet given to an object):
+    /// O(log n). Redzones are never part of a block, live or freed.
+    pub fn redzone_owner(&self, addr: u64, width: u64) -> Option<u64> {
+        let end = addr.saturating_add(width.max(1));
+        let rz = REDZONE_BYTES as u64;
+        for (&start, b) in self.blocks.range(..end.saturating_add(rz)).rev() {
+            let stop = start.saturating_add(b.size as u64);
+            if stop.saturating_add(rz) <= addr {
+                break;
+            }
+            let before = addr < start && end > start - rz;
+            let after = addr < stop + rz && end > stop;
+            if before || after {
+                return Some(b.owner);
+            }
+        }
+        None
     }
 
     /// The block containing `[addr, addr + width)`, if any.
@@ -370,6 +497,7 @@ impl Heap {
         self.write_word(self.slot(obj), layout::values_word(values));
         self.note_write(obj, "obj_new", None, layout::values_word(values));
         self.watch_slot(self.slot(obj), obj);
+        self.record_values(values, n as u64, obj);
         Ok(obj)
     }
 
@@ -390,7 +518,7 @@ impl Heap {
             }
         }
         let id = self.next_id();
-        self.host.insert(obj, HostMeta { id });
+        self.host.insert(obj, HostMeta { id, values: None });
         Ok(id)
     }
 
@@ -402,6 +530,9 @@ impl Heap {
         let was_watched = self.unwatch_slot(self.slot(obj));
         match self.host.remove(&obj) {
             Some(m) => {
+                if let Some(v) = m.values {
+                    self.forget_values(v);
+                }
                 self.enqueue_freed(
                     obj,
                     FreedObj {
@@ -452,6 +583,27 @@ impl Heap {
         })
     }
 
+    /// What the heap knows of the owner of the quarantined memory that
+    /// `[addr, addr + width)` touches: the freed object's record, or for a
+    /// values array `obj_dictify` released, its object's with the dictify
+    /// call as the free site (`freed`: the array was).
+    pub fn freed_memory_record(&self, addr: u64, width: u64) -> Option<ObjectRecord> {
+        let owner = self.freed_memory_owner(addr, width)?;
+        let (start, _) = self.block_of(addr, 1).or_else(|| {
+            let last = addr.saturating_add(width.max(1) - 1);
+            self.block_of(last, 1)
+        })?;
+        match self.released.get(&start) {
+            Some(r) => Some(ObjectRecord {
+                id: r.id,
+                alloc_site: r.alloc_site,
+                free_site: r.free_site,
+                freed: true,
+            }),
+            None => self.object_record(owner),
+        }
+    }
+
     /// Is `obj` a freed object still in quarantine?
     pub fn is_freed(&self, obj: u64) -> bool {
         self.freed.contains_key(&obj)
@@ -498,6 +650,13 @@ impl Heap {
             let Some((obj, id)) = self.quarantine.pop_front() else {
                 break;
             };
+            if id == RELEASED_VALUES {
+                if let Some(r) = self.released.remove(&obj) {
+                    self.quarantine_bytes -= r.bytes;
+                    self.dealloc(obj);
+                }
+                continue;
+            }
             if self.freed.get(&obj).is_none_or(|f| f.id != id) {
                 continue;
             }
@@ -554,7 +713,8 @@ impl Heap {
         ))
     }
 
-    /// [`crate::Runtime::attr_fixed`].
+    /// [`crate::Runtime::attr_fixed`]: the record alone decides (the
+    /// capacity word in memory is not read).
     pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
         let Some(m) = self.objects.get(&obj) else {
             return false;
@@ -562,18 +722,18 @@ impl Heap {
         let Some(v) = m.values else {
             return false;
         };
-        if m.n_attrs <= max || self.read_word(self.slot(obj)) != layout::values_word(v) {
-            return false;
-        }
-        let cap_addr = layout::capacity_word_addr(v);
-        // SAFETY: the capacity word of the values block of a live object
-        // of this heap.
-        let capacity = unsafe { (cap_addr as *const u64).read() };
-        capacity > max as u64
+        m.n_attrs > max && self.read_word(self.slot(obj)) == layout::values_word(v)
     }
 
     /// `@obj_dictify(obj)`: move the attributes into a dict and point the word at it.
     pub fn obj_dictify(&mut self, obj: u64) -> Result<(), HostFault> {
+        self.obj_dictify_at(obj, None)
+    }
+
+    /// `@obj_dictify(obj)` called at `site` (runtime-global): a values array
+    /// it releases goes to quarantine (held, marked freed), with `site` as
+    /// its free site.
+    pub fn obj_dictify_at(&mut self, obj: u64, site: Option<u32>) -> Result<(), HostFault> {
         self.meta("obj_dictify", obj)?;
         let word = self.read_word(self.slot(obj));
         match self.classify(obj, word) {
@@ -592,7 +752,8 @@ impl Heap {
                     attrs.insert(i, x);
                 }
                 let d = self.new_dict(attrs)?;
-                self.dealloc(layout::capacity_word_addr(v));
+                self.forget_values(v);
+                self.release_values(obj, layout::capacity_word_addr(v), site);
                 if let Some(m) = self.objects.get_mut(&obj) {
                     m.values = None;
                 }
@@ -600,6 +761,34 @@ impl Heap {
                 Ok(())
             }
         }
+    }
+
+    /// Puts the values block `vblock` of live object `obj`, released by a
+    /// dictify at `site`, in quarantine.
+    fn release_values(&mut self, obj: u64, vblock: u64, site: Option<u32>) {
+        let Some(m) = self.objects.get(&obj) else {
+            return;
+        };
+        let (id, alloc_site) = (m.id, m.alloc_site);
+        let Some(b) = self.blocks.get_mut(&vblock) else {
+            return;
+        };
+        b.freed = true;
+        b.owner = obj;
+        let bytes = b.size;
+        shadow::set_freed_mem(vblock, bytes as u64, true);
+        self.released.insert(
+            vblock,
+            Released {
+                id,
+                alloc_site,
+                free_site: site,
+                bytes,
+            },
+        );
+        self.quarantine.push_back((vblock, RELEASED_VALUES));
+        self.quarantine_bytes += bytes;
+        self.evict();
     }
 
     fn set_dict(&mut self, obj: u64, d: u64) {
@@ -657,6 +846,9 @@ impl Heap {
             };
         };
         self.unwatch_slot(self.slot(obj));
+        if let Some(v) = m.values {
+            self.forget_values(v);
+        }
         let vblock = m.values.map(layout::capacity_word_addr);
         let blocks: Vec<u64> = [Some(m.base), vblock, m.dict]
             .into_iter()
@@ -777,6 +969,9 @@ enum WordIs {
 impl Drop for Heap {
     /// Takes this heap's marks out of the shadow and gives its memory back.
     fn drop(&mut self) {
+        for &v in self.values.keys() {
+            shadow::clear_capacity(v);
+        }
         let slots: Vec<u64> = self.watched.keys().copied().collect();
         for slot in slots {
             self.unwatch_slot(slot);
@@ -798,172 +993,4 @@ impl Drop for Heap {
 unsafe impl Send for Heap {}
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn word(h: &Heap, obj: u64) -> u64 {
-        h.read_word(h.slot(obj))
-    }
-
-    #[test]
-    fn objects_are_laid_out_as_the_layout_says() {
-        for layout in [
-            DictLayout::Cpython312,
-            DictLayout::Phoenix,
-            DictLayout::Custom(-64),
-            DictLayout::Custom(64),
-        ] {
-            let mut h = Heap::new(layout);
-            let o = h.obj_new(3).unwrap();
-            assert_eq!(o % 8, 0);
-            let w = word(&h, o);
-            assert_eq!(w & 7, 7, "values-tagged word {w:#x}");
-            assert!(h.is_valid(h.slot(o), 8));
-            assert!(h.is_valid(layout::values_ptr(w), 24));
-            assert!(!h.is_valid(layout::values_ptr(w), 32));
-            h.store_attr_slow(o, 2, 77).unwrap();
-            assert_eq!(h.load_attr_slow(o, 2).unwrap(), 77);
-            h.obj_dictify(o).unwrap();
-            let d = word(&h, o);
-            assert_eq!(d & 7, 0);
-            assert_eq!(h.load_attr_slow(o, 2).unwrap(), 77);
-            h.store_attr_slow(o, 9, 5).unwrap();
-            assert_eq!(h.load_attr_slow(o, 9).unwrap(), 5);
-            assert!(h.overlaps_watched(h.slot(o), 1));
-            assert!(h.overlaps_watched(h.slot(o) + 7, 1));
-            assert!(!h.overlaps_watched(h.slot(o) + 8, 8));
-            assert!(!h.overlaps_watched(h.slot(o).wrapping_sub(8), 8));
-            h.obj_free(o).unwrap();
-            assert!(h.obj_free(o).is_err(), "double free is a host fault");
-            assert_eq!(h.live_objects(), 0);
-            assert!(h.is_freed(o), "in quarantine");
-        }
-    }
-
-    #[test]
-    fn ids_sites_quarantine_and_eviction() {
-        let mut h = Heap::new(DictLayout::Cpython312);
-        let a = h.obj_new_at(2, Some(7)).unwrap();
-        let b = h.obj_new(1).unwrap();
-        let rec = |h: &Heap, o| h.object_record(o).unwrap();
-        assert_eq!((rec(&h, a).id, rec(&h, a).alloc_site), (1, Some(7)));
-        assert_eq!((rec(&h, b).id, rec(&h, b).alloc_site), (2, None));
-        // The capacity word precedes the values array (spec §4).
-        let values = layout::values_ptr(word(&h, a));
-        assert_eq!(h.read_word(values - 8), 2);
-        let slot = h.slot(a);
-        assert_eq!(h.obj_free_at(a, Some(9)), FreeOutcome::Freed);
-        assert_eq!(h.obj_free_at(a, Some(10)), FreeOutcome::DoubleFree);
-        assert_eq!(h.obj_free_at(a + 8, None), FreeOutcome::Invalid);
-        let r = rec(&h, a);
-        assert_eq!((r.id, r.freed, r.free_site), (1, true, Some(9)));
-        assert!(!h.overlaps_watched(slot, 8), "a freed object is unwatched");
-        h.watch(a);
-        assert!(!h.overlaps_watched(slot, 8), "and never watched again");
-        // Its memory (header, slot, values) is held and marked freed.
-        assert_eq!(h.freed_memory_owner(values + 8, 8), Some(a));
-        assert_eq!(h.freed_memory_owner(slot, 1), Some(a));
-        assert_eq!(h.freed_memory_owner(values - 1, 2), Some(a));
-        assert_eq!(h.freed_memory_owner(h.slot(b), 8), None);
-        assert!(h.is_valid(values, 8), "quarantined memory stays mapped");
-        assert!(h.quarantine_bytes() > 0);
-        // Shrinking the quarantine releases it, oldest first.
-        h.obj_free(b).unwrap();
-        h.set_quarantine_mb(0);
-        assert_eq!(h.quarantine_bytes(), 0);
-        assert!(h.object_record(a).is_none() && h.object_record(b).is_none());
-        assert!(!h.is_valid(values, 8));
-        assert_eq!(h.obj_free_at(a, None), FreeOutcome::Invalid);
-    }
-
-    #[test]
-    fn host_objects_share_ids_and_are_unwatched_when_freed() {
-        let mut h = Heap::new(DictLayout::Phoenix);
-        let o = h.obj_new(1).unwrap();
-        let host = 0x10_0000u64;
-        assert_eq!(h.register_host_object(host), Ok(2));
-        assert_eq!(
-            h.register_host_object(host),
-            Err(HostObjectError::AlreadyLive(host, 2))
-        );
-        assert!(h.register_host_object(3).is_err());
-        h.watch(host);
-        assert!(h.overlaps_watched(h.slot(host), 8));
-        h.note_write(host, "test", None, 0x97);
-        h.host_object_freed(host).unwrap();
-        assert!(!h.overlaps_watched(h.slot(host), 8));
-        assert!(h.is_freed(host));
-        assert_eq!(
-            h.host_object_freed(host),
-            Err(HostObjectError::NotLive(host))
-        );
-        // The address is recycled for a new object: new id, live, and the
-        // slot's last write still names the old object.
-        assert_eq!(h.register_host_object(host), Ok(3));
-        assert!(!h.is_freed(host));
-        assert_eq!(h.last_write(h.slot(host)).unwrap().object_id, Some(2));
-        // Never registered but watched: only unwatched.
-        h.watch(0x20_0000);
-        assert_eq!(h.host_object_freed(0x20_0000), Ok(()));
-        assert!(h.obj_free(o).is_ok());
-    }
-
-    /// The shadow bytes the JIT's inline checks read follow the heap:
-    /// a clear bit is exact (see `crate::shadow`).
-    #[test]
-    fn shadow_follows_watch_list_and_quarantine() {
-        use shadow::{read, FREED_MEM, FREED_OBJ, WATCH_MASK};
-        assert!(
-            shadow::base().is_some(),
-            "no shadow mapping (see crate::shadow)"
-        );
-        let mut h = Heap::new(DictLayout::Cpython312);
-        let id = h.watch_id();
-        assert!((1..=62).contains(&id), "watch id {id}");
-        let o = h.obj_new(2).unwrap();
-        let keep = h.obj_new(1).unwrap();
-        let (slot, values) = (h.slot(o), layout::values_ptr(word(&h, o)));
-        assert_eq!(read(slot) & WATCH_MASK, id, "watched at creation");
-        assert_eq!(read(o) & FREED_OBJ, 0);
-        assert_eq!(read(values) & FREED_MEM, 0);
-        h.obj_free(o).unwrap();
-        assert_eq!(read(slot) & WATCH_MASK, 0, "unwatched by the free");
-        assert_eq!(read(o) & FREED_OBJ, FREED_OBJ);
-        for a in [slot, o, values - 8, values + 8] {
-            assert_eq!(read(a) & FREED_MEM, FREED_MEM, "{a:#x} is quarantined");
-        }
-        // Out of quarantine: the marks go with the memory.
-        h.set_quarantine_mb(0);
-        assert_eq!(read(o) & FREED_OBJ, 0);
-        assert_eq!(read(values) & FREED_MEM, 0);
-        h.set_quarantine_mb(DEFAULT_QUARANTINE_MB);
-        // A host object freed: its record is counted, its memory is the host's.
-        let host = Box::new([0u64; 4]);
-        let ho = host.as_ptr() as u64 + 24;
-        h.register_host_object(ho).unwrap();
-        h.watch(ho);
-        assert_eq!(read(h.slot(ho)) & WATCH_MASK, id);
-        h.host_object_freed(ho).unwrap();
-        assert_eq!(read(ho) & (FREED_OBJ | FREED_MEM), FREED_OBJ);
-        assert_eq!(read(h.slot(ho)) & WATCH_MASK, 0);
-        h.register_host_object(ho).unwrap();
-        assert_eq!(read(ho) & FREED_OBJ, 0, "registered again: live");
-        h.host_object_freed(ho).unwrap();
-        let keep_slot = h.slot(keep);
-        drop(h);
-        assert_eq!(read(ho) & FREED_OBJ, 0, "a dropped heap leaves no mark");
-        assert_eq!(read(keep_slot) & WATCH_MASK, 0);
-    }
-
-    #[test]
-    fn corrupted_word_is_a_host_fault_not_a_wild_access() {
-        let mut h = Heap::new(DictLayout::Phoenix);
-        let o = h.obj_new(2).unwrap();
-        h.fault_clear_lsb(o).unwrap();
-        assert_eq!(word(&h, o) & 7, 0b110);
-        let e = h.store_attr_slow(o, 0, 1).unwrap_err();
-        assert!(e.msg.contains("corrupted"), "{e}");
-        assert!(h.load_attr_slow(o, 0).is_err());
-        assert!(h.obj_dictify(o).is_err());
-    }
-}
+mod tests;

@@ -264,11 +264,21 @@ impl Runtime {
                 }
                 _ => None,
             };
+            let freed_mem = match observed {
+                Observed::Lifetime { address, width, .. } if width > 0 => {
+                    heap.freed_memory_record(address, width as u64)
+                }
+                _ => None,
+            };
             let obj = match observed {
                 Observed::Clobber { address, width, .. } => heap.watched_owner(address, width),
+                Observed::Overflow { address, width, .. } => heap
+                    .redzone_owner(address, width as u64)
+                    .filter(|&o| o != 0),
                 o => o.object(),
             };
-            (last_write, obj.and_then(|o| heap.object_record(o)))
+            let record = freed_mem.or_else(|| obj.and_then(|o| heap.object_record(o)));
+            (last_write, record)
         };
         let object = record.map(|r| self.note(r));
         let (handler, limit) = {
@@ -448,7 +458,21 @@ impl Runtime {
     }
     /// `@obj_dictify(obj)`: gives `obj` a real dict.
     pub fn obj_dictify(&self, obj: u64) {
-        let r = lock(&self.heap).obj_dictify(obj);
+        self.obj_dictify_site(obj, None)
+    }
+
+    /// `@obj_dictify(obj)` at a guarded call: `site` (runtime-global) is
+    /// the free site of the values array it releases (in quarantine).
+    pub fn obj_dictify_at(&self, obj: u64, site: u32) {
+        self.obj_dictify_site(obj, Some(site))
+    }
+
+    fn obj_dictify_site(&self, obj: u64, site: Option<u32>) {
+        let r = lock(&self.heap).obj_dictify_at(obj, site);
+        // The released values array is quarantined memory: the lifetime
+        // checks' epoch moves as for a free (and the capacity word left
+        // the watch list).
+        self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
         self.values_epoch.fetch_add(1, Ordering::SeqCst);
         self.host(r)
     }
@@ -531,6 +555,46 @@ impl Runtime {
                 lifetime_at(obj, addr, width.max(1)),
             )),
         }
+    }
+
+    /// The bounds check of attribute `index` of `obj`, whose word points
+    /// to the values array at `values`: against the capacity the runtime
+    /// recorded for that array (`Heap::recorded_capacity`; 0 for an array
+    /// it does not know), never the capacity word in memory. `Err` carries
+    /// the verdict of the `attr_out_of_bounds` report.
+    pub fn check_bounds(
+        &self,
+        site: u32,
+        obj: u64,
+        values: u64,
+        index: u64,
+    ) -> Result<(), Verdict> {
+        let capacity = lock(&self.heap).recorded_capacity(obj, values).unwrap_or(0);
+        if index < capacity {
+            return Ok(());
+        }
+        Err(self.report_bounds(site, obj, index, capacity))
+    }
+
+    /// The bounds check of a raw `load`/`store` of `width` bytes at `addr`
+    /// (`value`: what a store writes): `heap_overflow` when the bytes touch
+    /// a redzone of the model heap. `Err` carries the report's verdict.
+    pub fn check_redzone(
+        &self,
+        addr: u64,
+        width: u32,
+        site: u32,
+        value: Option<u64>,
+    ) -> Result<(), Verdict> {
+        if lock(&self.heap).redzone_owner(addr, width as u64).is_none() {
+            return Ok(());
+        }
+        let observed = Observed::Overflow {
+            address: addr,
+            width: width.max(1),
+            value,
+        };
+        Err(self.report(ReportKind::HeapOverflow, site, observed))
     }
 
     /// Reports `attr_out_of_bounds`: `index` ≥ the values array's `capacity`.

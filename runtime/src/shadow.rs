@@ -11,8 +11,10 @@
 //! does). A clear bit must be exact: the heaps keep these invariants.
 //!
 //! - [`FREED_MEM`]: the granule belongs to a heap block in quarantine (set
-//!   when an object is freed, cleared when its blocks are released). Blocks
-//!   are held while marked, so exactly one heap owns each mark.
+//!   when an object is freed, cleared when its blocks are released), or to
+//!   the redzones around a heap block ([`REDZONE`], set while the block is
+//!   allocated). Blocks are held while marked, so exactly one heap owns
+//!   each mark.
 //! - [`FREED_OBJ`]: a freed object (in some runtime's quarantine) starts in
 //!   this granule. Counted per granule (several runtimes may record the
 //!   same host object), set while the count is non-zero.
@@ -23,7 +25,11 @@
 //!   sticky (a watch list may keep any address), always a slow-path call.
 //!   A heap clears its own id's marks when it unwatches and when it goes.
 //!
-//! When the mapping cannot be had (a 16 TiB reservation: strict
+//! The same mapping holds, at [`CAPACITY_TABLE_OFFSET`], the capacity
+//! table of the bounds check: the recorded capacity of each live values
+//! array, keyed by its pointer (a clear byte, 0, is "ask the runtime").
+//!
+//! When the mapping cannot be had (a 32 TiB reservation: strict
 //! overcommit, a small address space, valgrind) [`base`] is `None` and
 //! code generators keep the call form of every check.
 
@@ -43,6 +49,11 @@ pub const INDEX_MASK: u64 = (1 << (ADDR_BITS - GRANULE_SHIFT)) - 1;
 pub const UNMAPPED_OR_UNALIGNED: u64 = !((1u64 << ADDR_BITS) - 1) | 7;
 /// The granule belongs to a freed (quarantined) heap block.
 pub const FREED_MEM: u8 = 0x80;
+/// A heap redzone (the bytes around every block a heap allocates):
+/// the same bit as [`FREED_MEM`], since both only send a raw access to the
+/// slow path, which tells them apart (`use_after_free` under `lifetime`,
+/// `heap_overflow` under `bounds`).
+pub const REDZONE: u8 = FREED_MEM;
 /// A freed object starts in the granule.
 pub const FREED_OBJ: u8 = 0x40;
 /// The watch field of a shadow byte.
@@ -50,9 +61,20 @@ pub const WATCH_MASK: u8 = 0x3f;
 /// Watch field: watched, but not by exactly one heap at this aligned
 /// granule (the runtime must look).
 pub const WATCH_SHARED: u8 = WATCH_MASK;
-/// Bytes reserved: every index, plus the byte after the last one (a
+/// Bytes of one table: every index, plus the byte after the last one (a
 /// 16-bit shadow load at the last index reads it).
-const MAP_BYTES: usize = (INDEX_MASK as usize + 1) + 4096;
+const TABLE_BYTES: usize = (INDEX_MASK as usize + 1) + 4096;
+/// Offset of the **capacity table** from [`base`]: one byte per granule,
+/// keyed by a values array's pointer, that the runtime alone writes. It
+/// holds `min(capacity, 255)` of the live values array starting in that
+/// granule as the runtime recorded it (`obj_new`, a host object's
+/// registration); 0 = no record (ask the runtime). An attribute index
+/// below the byte is in bounds; anything else goes to the runtime's slow
+/// path, which decides from its record (docs/INSTRUMENTATION.md, "What
+/// each check trusts").
+pub const CAPACITY_TABLE_OFFSET: u64 = TABLE_BYTES as u64;
+/// Bytes reserved: the shadow, then the capacity table.
+const MAP_BYTES: usize = 2 * TABLE_BYTES;
 
 struct Shadow {
     base: u64,
@@ -179,6 +201,37 @@ pub fn release_watch_id(id: u8) {
     }
 }
 
+fn capacity_byte(s: &Shadow, values: u64) -> &'static AtomicU8 {
+    // SAFETY: as in `byte`: the index is masked into the capacity table,
+    // which lies inside the mapping (CAPACITY_TABLE_OFFSET + TABLE_BYTES =
+    // MAP_BYTES).
+    unsafe { &*((s.base + CAPACITY_TABLE_OFFSET + index(values)) as *const AtomicU8) }
+}
+
+/// Records the capacity of the live values array at `values` in the
+/// capacity table (`min(capacity, 255)`). When another record already
+/// holds the granule (the same host array registered by two runtimes), the
+/// smaller stays: the byte only ever claims a capacity some record has.
+pub fn set_capacity(values: u64, capacity: u64) {
+    let Some(s) = shadow() else { return };
+    let v = capacity.min(255) as u8;
+    let _ = capacity_byte(s, values).fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+        Some(if old == 0 { v } else { old.min(v) })
+    });
+}
+
+/// The values array at `values` is released (or its record dropped): its
+/// byte goes back to 0 (ask the runtime).
+pub fn clear_capacity(values: u64) {
+    let Some(s) = shadow() else { return };
+    capacity_byte(s, values).store(0, Ordering::Relaxed);
+}
+
+/// The capacity table's byte of `values` (0 without a shadow).
+pub fn read_capacity(values: u64) -> u8 {
+    shadow().map_or(0, |s| capacity_byte(s, values).load(Ordering::Relaxed))
+}
+
 /// Heap `id` watches the 8-byte slot at `slot`.
 pub fn watch(id: u8, slot: u64) {
     let Some(s) = shadow() else { return };
@@ -217,7 +270,7 @@ mod tests {
 
     fn base_or_fail() -> u64 {
         base().expect(
-            "no shadow mapping: the test needs a 16 TiB MAP_NORESERVE reservation \
+            "no shadow mapping: the test needs a 32 TiB MAP_NORESERVE reservation \
              (vm.overcommit_memory 0 or 1, unset GUARDLIFT_NO_SHADOW)",
         )
     }

@@ -89,6 +89,10 @@ impl CmpReport {
             Observed::Adstack { capacity, len } => format!("adstack {capacity} {len}"),
             // The stored value may be derived from an address (a word with a bit cleared).
             Observed::Clobber { width, .. } => format!("clobber w{width}"),
+            // The address depends on where the heap put the block.
+            Observed::Overflow { width, value, .. } => {
+                format!("overflow w{width} value {value:?}")
+            }
             Observed::Write { width, new, .. } => {
                 format!("write w{width} low bits {:03b}", new & 7)
             }

@@ -4,7 +4,8 @@
 //!
 //! - dict: the two-instruction tag test ([`DICT_CHECK_ADD`],
 //!   [`DICT_CHECK_MASK`]);
-//! - bounds: the values array's capacity word against the index;
+//! - bounds: the index against the runtime's recorded capacity (the
+//!   capacity table inline, `gl_check_bounds` otherwise);
 //! - lifetime: `gl_check_live` / `gl_check_mem` behind the JIT's epoch
 //!   fast path and frame cache;
 //! - adstack: overflow and underflow of the count;
@@ -59,13 +60,6 @@ pub(super) enum Report {
         capacity: u32,
         len: cl::Value,
     },
-    /// Attribute `index` of `obj`, whose values array holds `capacity`.
-    Bounds {
-        site: u32,
-        obj: cl::Value,
-        index: u32,
-        capacity: cl::Value,
-    },
 }
 
 impl Report {
@@ -74,12 +68,12 @@ impl Report {
         match *self {
             Report::Dict { site, .. } => (site, ReportKind::DictSlotTag, Entry::ReportDict),
             Report::Adstack { site, kind, .. } => (site, kind, Entry::ReportAdstack),
-            Report::Bounds { site, .. } => (site, ReportKind::AttrOutOfBounds, Entry::ReportBounds),
         }
     }
 }
 
 /// What the recover path passes to the join block.
+#[derive(Copy, Clone)]
 pub(super) enum Recover {
     Nothing,
     Zero(cl::Type),
@@ -312,39 +306,90 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
-    /// The lifetime check of a raw `load`/`store` of `width` bytes at
-    /// `addr`: `gl_check_mem(addr, width, site)` through a stub; on 0 (reported, recover) jump to `join` with `recover`. The JIT
-    /// skips the call while nothing was ever freed (epoch 0).
-    pub(super) fn mem_live_check(
+    /// The lifetime and bounds checks of a raw `load`/`store` of `width`
+    /// bytes at `addr` (`stored`: the value a store writes), in spec order:
+    /// `gl_check_mem(addr, width, site)` (freed memory: `use_after_free`),
+    /// then `gl_check_redzone(addr, width, site, store, value)` (a heap
+    /// redzone: `heap_overflow`), through stubs; on 0 (reported, recover)
+    /// jump to `join` with `recover`. With a shadow, one inline test of
+    /// the granules' freed/redzone bit (`shadow::FREED_MEM` =
+    /// `shadow::REDZONE`) guards both calls; without one the JIT skips the
+    /// lifetime call while nothing was ever freed (epoch 0), and the
+    /// bounds call is made every time (as in object files).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn mem_checks(
         &mut self,
-        id: SiteId,
+        lifetime: Option<SiteId>,
+        bounds: Option<SiteId>,
         addr: cl::Value,
         width: u32,
+        stored: Option<(cl::Value, Type)>,
         join: cl::Block,
         recover: Recover,
     ) -> Result<(), JitError> {
-        let (site, ok, fail) = self.live_check_blocks(id)?;
-        let gated = self.shadow_gate(addr, width, shadow::FREED_MEM, ok);
-        if let (RtRef::Const(p), false) = (self.lw.rt, gated) {
-            let epoch = self.load_epoch(p);
-            let call = self.b.create_block();
-            self.b.set_cold_block(call);
-            self.b.ins().brif(epoch, call, &[], ok, &[]);
-            self.b.switch_to_block(call);
+        if lifetime.is_none() && bounds.is_none() {
+            return Ok(());
         }
+        let ok = self.b.create_block();
+        let gated = self.shadow_gate(addr, width, shadow::FREED_MEM | shadow::REDZONE, ok);
         let w = self.iconst(types::I32, width as i64);
-        let s = self.iconst(types::I32, site as i64);
-        let live = self
-            .call_stub(Stub::Check(Entry::CheckMem), &[addr, w, s])?
-            .ok_or_else(|| internal(self.fname, "gl_check_mem returns nothing"))?;
-        self.live_verdict(live, ok, fail, join, recover);
+        if let Some(id) = lifetime {
+            let (site, next, fail) = self.live_check_blocks(id)?;
+            if gated {
+                self.b.set_cold_block(next);
+            }
+            if let (RtRef::Const(p), false) = (self.lw.rt, gated) {
+                let epoch = self.load_epoch(p);
+                let call = self.b.create_block();
+                self.b.set_cold_block(call);
+                self.b.ins().brif(epoch, call, &[], next, &[]);
+                self.b.switch_to_block(call);
+            }
+            let s = self.iconst(types::I32, site as i64);
+            let live = self
+                .call_stub(Stub::Check(Entry::CheckMem), &[addr, w, s])?
+                .ok_or_else(|| internal(self.fname, "gl_check_mem returns nothing"))?;
+            self.live_verdict(live, next, fail, join, recover);
+        }
+        match bounds {
+            Some(id) => {
+                let site = self.site(id)?;
+                let fail = self.b.create_block();
+                self.b.set_cold_block(fail);
+                let s = self.iconst(types::I32, site as i64);
+                let store = self.iconst(types::I32, stored.is_some() as i64);
+                let value = match stored {
+                    Some((v, t)) => self.bits_u64(v, t),
+                    None => self.iconst(types::I64, 0),
+                };
+                let go_on = self
+                    .call_stub(
+                        Stub::Check(Entry::CheckRedzone),
+                        &[addr, w, s, store, value],
+                    )?
+                    .ok_or_else(|| internal(self.fname, "gl_check_redzone returns nothing"))?;
+                self.live_verdict(go_on, ok, fail, join, recover);
+            }
+            None => {
+                self.b.ins().jump(ok, &[]);
+                self.b.switch_to_block(ok);
+            }
+        }
         Ok(())
     }
 
     /// The bounds check of `load_attr`/`store_attr` on the values fast path
     /// (`base` from [`Self::attr_fast_path`]; `checked`: the dict check
-    /// made it the values pointer, else it is the word): load the capacity
-    /// word before the values array and fail when `index >= capacity`.
+    /// made it the values pointer, else it is the word), against the
+    /// capacity the runtime recorded for the values array — never the
+    /// capacity word before it, which a raw store can rewrite (spec §6).
+    ///
+    /// With a shadow, inline: the capacity table's byte of the values
+    /// pointer (`shadow::CAPACITY_TABLE_OFFSET`: `min(capacity, 255)`, 0 =
+    /// no record) passes any index below it; anything else, and every
+    /// access without a shadow or in an object file, calls
+    /// `gl_check_bounds`, which decides from the runtime's record (and
+    /// reports; on 0 the access rejoins `join` with `recover`'s value).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn bounds_check(
         &mut self,
@@ -352,25 +397,62 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         o: cl::Value,
         base: cl::Value,
         index: u32,
-        checked: bool,
+        (values_life, checked): (Option<SiteId>, bool),
         join: cl::Block,
         recover: Recover,
     ) -> Result<(), JitError> {
         let site = self.site(id)?;
-        let off = self.capacity_offset(checked)?;
-        let capacity = self.b.ins().load(types::I64, mem(), base, off);
-        let bad = self.b.ins().icmp_imm_u(
-            condcodes::IntCC::UnsignedLessThanOrEqual,
-            capacity,
-            index as i64,
-        );
-        let report = Report::Bounds {
-            site,
-            obj: o,
-            index,
-            capacity,
+        let delta = layout::values_ptr(0) as i64 - if checked { DICT_CHECK_ADD as i64 } else { 0 };
+        let values = if delta == 0 {
+            base
+        } else {
+            self.b.ins().iadd_imm_s(base, delta)
         };
-        self.check(bad, report, join, recover)
+        let ok = self.b.create_block();
+        let fail = self.b.create_block();
+        self.b.set_cold_block(fail);
+        if let (Some(sh), true) = (self.lw.shadow, index < 255) {
+            // The granule index, `(values >> 3) & INDEX_MASK`, as two
+            // shifts (no 44-bit mask constant to load in the hot path).
+            let high = 64 - shadow::ADDR_BITS;
+            let g = self.b.ins().ishl_imm_u(values, high as i64);
+            let g = (self.b.ins()).ushr_imm_u(g, (high + shadow::GRANULE_SHIFT) as i64);
+            let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
+            let at = self.b.ins().iadd_imm_u(g, table as i64);
+            let cap = (self.b.ins()).uload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
+            let room =
+                self.b
+                    .ins()
+                    .icmp_imm_u(condcodes::IntCC::UnsignedGreaterThan, cap, index as i64);
+            let call = self.b.create_block();
+            self.b.set_cold_block(call);
+            self.b.ins().brif(room, ok, &[], call, &[]);
+            self.b.switch_to_block(call);
+        }
+        if let Some(life) = values_life {
+            // The values array's lifetime first (spec order), on its header.
+            let life = self.site(life)?;
+            let next = self.b.create_block();
+            self.b.set_cold_block(next);
+            let header = self
+                .b
+                .ins()
+                .iadd_imm_s(values, layout::VALUES_CAPACITY_OFFSET as i64);
+            let w = self.iconst(types::I32, layout::VALUES_HEADER_BYTES as i64);
+            let s = self.iconst(types::I32, life as i64);
+            let live = self
+                .call_stub(Stub::Check(Entry::CheckMem), &[header, w, s])?
+                .ok_or_else(|| internal(self.fname, "gl_check_mem returns nothing"))?;
+            self.b.ins().brif(live, next, &[], fail, &[]);
+            self.b.switch_to_block(next);
+        }
+        let s = self.iconst(types::I32, site as i64);
+        let i = self.iconst(types::I64, index as i64);
+        let go_on = self
+            .call_stub(Stub::Check(Entry::CheckBounds), &[s, o, values, i])?
+            .ok_or_else(|| internal(self.fname, "gl_check_bounds returns nothing"))?;
+        self.live_verdict(go_on, ok, fail, join, recover);
+        Ok(())
     }
 
     /// `guard.watch %o`: register the object's slot with the watch list.
@@ -423,15 +505,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             Report::Dict { obj, word, .. } => vec![obj, word],
             Report::Adstack { capacity, len, .. } => {
                 vec![self.iconst(types::I64, capacity as i64), len]
-            }
-            Report::Bounds {
-                obj,
-                index,
-                capacity,
-                ..
-            } => {
-                let i = self.iconst(types::I64, index as i64);
-                vec![obj, i, capacity]
             }
         }
     }

@@ -297,6 +297,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 ("obj_free", Some(id)) if g.on(CheckKind::Lifetime).is_some() => {
                     self.call_at_site(Entry::ObjFreeAt, id, argv)
                 }
+                ("obj_dictify", Some(id)) if g.on(CheckKind::Lifetime).is_some() => {
+                    self.call_at_site(Entry::ObjDictifyAt, id, argv)
+                }
                 _ => self.call_builtin(b, argv),
             },
             ExternBinding::Host { symbol } => {

@@ -24,13 +24,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         addr: Value,
         offset: i32,
     ) -> Result<(), JitError> {
-        let lifetime = g.on(CheckKind::Lifetime);
+        let (lifetime, bounds) = (g.on(CheckKind::Lifetime), g.on(CheckKind::Bounds));
         let p = self.val(addr)?;
         let t = cl_type(ty);
-        let (join, param) = self.join_block(lifetime.is_some(), Some(t));
-        if let (Some(id), Some(j)) = (lifetime, join) {
+        let (join, param) = self.join_block(lifetime.is_some() || bounds.is_some(), Some(t));
+        if let Some(j) = join {
             let eff = self.effective_addr(p, offset);
-            self.mem_live_check(id, eff, ty.bytes(), j, Recover::Zero(t))?;
+            self.mem_checks(lifetime, bounds, eff, ty.bytes(), None, j, Recover::Zero(t))?;
         }
         let v = self.b.ins().load(t, mem(), p, offset);
         self.rejoin(join, Some(v));
@@ -47,13 +47,22 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         addr: Value,
         offset: i32,
     ) -> Result<(), JitError> {
-        let lifetime = g.on(CheckKind::Lifetime);
+        let (lifetime, bounds) = (g.on(CheckKind::Lifetime), g.on(CheckKind::Bounds));
         let (x, p) = (self.val(value)?, self.val(addr)?);
         let t = self.ty(value);
-        let (join, _) = self.join_block(lifetime.is_some(), None);
-        if let (Some(id), Some(j)) = (lifetime, join) {
+        let (join, _) = self.join_block(lifetime.is_some() || bounds.is_some(), None);
+        if let Some(j) = join {
             let eff = self.effective_addr(p, offset);
-            self.mem_live_check(id, eff, t.bytes(), j, Recover::Nothing)?;
+            let stored = Some((x, t));
+            self.mem_checks(
+                lifetime,
+                bounds,
+                eff,
+                t.bytes(),
+                stored,
+                j,
+                Recover::Nothing,
+            )?;
         }
         match g.on(CheckKind::Clobber) {
             None => {
@@ -188,8 +197,31 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let dict = g.on(CheckKind::Dict);
         let (base, slow) = self.attr_fast_path(dict, word, join, recover(), report)?;
         let checked = dict.is_some();
-        if let Some(id) = g.on(CheckKind::Bounds) {
-            self.bounds_check(id, o, base, index, checked, join, recover())?;
+        // Lifetime of the values array (a word kept across the
+        // `obj_dictify` that released it): with the bounds check, its
+        // inline test covers it (only a live recorded array has a
+        // capacity byte) and its slow path asks first; alone, a test of
+        // the array's header. Kept in a clean copy but for its fixed
+        // attributes (their word is the live object's own array).
+        let site = self
+            .lw
+            .site_checks(&self.f.blocks[self.at.0 as usize].insts[self.at.1 as usize]);
+        let inst_site = self.f.blocks[self.at.0 as usize].insts[self.at.1 as usize].site;
+        let values_life = match (site.contains(CheckKind::Lifetime), inst_site) {
+            (true, Some(id)) => Some(id),
+            _ => None,
+        };
+        match g.on(CheckKind::Bounds) {
+            Some(id) => {
+                let life = (values_life, checked);
+                self.bounds_check(id, o, base, index, life, join, recover())?;
+            }
+            None if values_life.is_some() && !site.contains(CheckKind::Bounds) => {
+                let header = self.values_header(base, checked)?;
+                let w = layout::VALUES_HEADER_BYTES;
+                self.mem_checks(values_life, None, header, w, None, join, recover())?;
+            }
+            None => {}
         }
         let off = self.attr_offset(index, checked)?;
         Ok((base, off, slow))
@@ -214,11 +246,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .ok_or_else(|| internal(self.fname, "attribute offset overflows i32"))
     }
 
-    /// The offset of the values array's capacity word from the base that
-    /// [`Self::attr_fast_path`] returns (see [`Self::attr_offset`]).
-    pub(super) fn capacity_offset(&self, checked: bool) -> Result<i32, JitError> {
-        self.values_offset(layout::VALUES_CAPACITY_OFFSET as i64, checked)
-            .ok_or_else(|| internal(self.fname, "capacity offset overflows i32"))
+    /// The address of the values array's header (its capacity word) from
+    /// the fast path's base (see [`Self::attr_offset`]).
+    fn values_header(&mut self, base: cl::Value, checked: bool) -> Result<cl::Value, JitError> {
+        let off = self
+            .values_offset(layout::VALUES_CAPACITY_OFFSET as i64, checked)
+            .ok_or_else(|| internal(self.fname, "header offset overflows i32"))?;
+        Ok(self.b.ins().iadd_imm_s(base, off as i64))
     }
 
     /// `off` from the values pointer, as an offset from the fast path's base.

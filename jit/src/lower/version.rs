@@ -545,10 +545,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// word) per object]`. It hits when the epoch is unchanged (no object
     /// went and no values array was released since), the objects are
     /// those and their words still those: each is then the same live
-    /// object with the same values array, so loading its word and the
-    /// capacity word before the array cannot fault, and the capacity is
-    /// read again (a raw store may have changed it). The cache is only an
-    /// optimization: a hit gives the answer the runtime would.
+    /// object with the same values array, whose capacity the runtime
+    /// recorded (the capacity word in memory is never read: a raw store
+    /// may have changed it). The cache is only an optimization: a hit
+    /// gives the answer the runtime would.
     fn fixed_attrs_test(
         &mut self,
         attrs: &[(Value, u32)],
@@ -582,34 +582,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
         }
         let hit = self.band_all(hit)?;
-        let (words, caps, miss) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (words, miss) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(hit, words, &[], miss, &[]);
-        // The words.
+        // The words: unchanged, each object still has the values array
+        // whose recorded capacity the runtime tested (a record changes
+        // only when the array is released, which moves the epoch).
         self.b.switch_to_block(words);
-        let mut ws = Vec::with_capacity(objs.len());
         let mut same = Vec::with_capacity(objs.len());
         for (i, &o) in objs.iter().enumerate() {
             let w = self.load_word(o);
             let c = self.b.ins().load(I64, flags, cache, slot(i) + 8);
             same.push(self.b.ins().icmp(IntCC::Equal, w, c));
-            ws.push(w);
         }
         let same_words = self.band_all(same)?;
-        self.b.ins().brif(same_words, caps, &[], miss, &[]);
-        // The capacities, read again.
-        self.b.switch_to_block(caps);
-        let cap_off = self.capacity_offset(false)?;
-        let mut room = Vec::with_capacity(objs.len());
-        for (&w, &(_, max)) in ws.iter().zip(attrs) {
-            let cap = self.b.ins().load(I64, flags, w, cap_off);
-            room.push((self.b.ins()).icmp_imm_u(IntCC::UnsignedGreaterThan, cap, i64::from(max)));
-        }
-        let room = self.band_all(room)?;
-        self.b.ins().brif(room, clean, args, checked, args);
+        self.b.ins().brif(same_words, clean, args, miss, &[]);
         // A miss: ask the runtime; on success fill the cache.
         self.b.switch_to_block(miss);
         let mut fixed = Vec::with_capacity(objs.len());

@@ -118,6 +118,11 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             index: values[1],
             capacity: values[2],
         },
+        ReportKind::HeapOverflow => Observed::Overflow {
+            address: values[0],
+            width: values[1] as u32,
+            value: (values[1] >> 32 != 0).then_some(values[2]),
+        },
     }
 }
 
