@@ -335,22 +335,32 @@ fn consecutive_dict_slot_stores_are_all_kept_and_all_watched() {
                 // as its destination.
                 match target {
                     "x86_64" => {
-                        l.starts_with("mov") && l.rsplit(',').next().is_some_and(|d| d.contains("-0x18(%"))
+                        l.starts_with("mov")
+                            && l.rsplit(',').next().is_some_and(|d| d.contains("-0x18(%"))
                     }
                     _ => (l.starts_with("stur ") || l.starts_with("str ")) && l.ends_with("#-24]"),
                 }
             })
             .count();
-        assert_eq!(slot_stores, 4, "{target}: the slot is stored 4 times:\n{asm}");
+        assert_eq!(
+            slot_stores, 4,
+            "{target}: the slot is stored 4 times:\n{asm}"
+        );
     }
     let mut seen = Vec::new();
     for engine in ["interp", "jit"] {
-        let o = gl(&["run", &file, "--watch", "object:1", "--json", "--engine", engine]);
+        let o = gl(&[
+            "run", &file, "--watch", "object:1", "--json", "--engine", engine,
+        ]);
         assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
         let j = json_with_watch(&o, engine);
         let w = &j["watch"];
         assert_eq!(
-            (w["hits"].as_u64(), w["foreign"].as_u64(), w["legitimate"].as_u64()),
+            (
+                w["hits"].as_u64(),
+                w["foreign"].as_u64(),
+                w["legitimate"].as_u64()
+            ),
             (Some(4), Some(2), Some(2)),
             "{engine}: {w}"
         );
@@ -364,7 +374,11 @@ fn consecutive_dict_slot_stores_are_all_kept_and_all_watched() {
                 u64::from_str_radix(&old[2..], 16).unwrap(),
                 u64::from_str_radix(&new[2..], 16).unwrap(),
             );
-            assert_eq!((old & 7, old ^ new), (0b111, 1), "{engine}: old is the good word: {r}");
+            assert_eq!(
+                (old & 7, old ^ new),
+                (0b111, 1),
+                "{engine}: old is the good word: {r}"
+            );
         }
         seen.push((j["result"].clone(), !reports.is_empty()));
     }

@@ -62,7 +62,12 @@ fn many_loops() -> Module {
 /// The clean loops of `m` with fixed attributes.
 fn fixed_attr_loops(m: &Module) -> usize {
     (m.functions.iter())
-        .map(|f| clean_loops(m, f).iter().filter(|l| !l.attrs.is_empty()).count())
+        .map(|f| {
+            clean_loops(m, f)
+                .iter()
+                .filter(|l| !l.attrs.is_empty())
+                .count()
+        })
         .sum()
 }
 
@@ -103,7 +108,10 @@ fn check_chunks(p: Placement) {
     };
     let code = of(ChunkKind::Code);
     let data: Vec<usize> = [of(ChunkKind::Data), of(ChunkKind::ReadOnly)].concat();
-    assert!(!code.is_empty() && !data.is_empty(), "{p:?}: no chunks {chunks:x?}");
+    assert!(
+        !code.is_empty() && !data.is_empty(),
+        "{p:?}: no chunks {chunks:x?}"
+    );
     let (cmin, cmax) = (code.iter().min().unwrap(), code.iter().max().unwrap());
     let (dmin, dmax) = (data.iter().min().unwrap(), data.iter().max().unwrap());
     const FAR: usize = 4 << 30;
@@ -112,13 +120,19 @@ fn check_chunks(p: Placement) {
         Placement::CodeLow => {
             assert!(dmin > cmax && dmin - cmax > FAR, "{p:?}: {chunks:x?}");
             if let Some((s, e)) = shadow {
-                assert!(*cmax <= s && *dmin >= e, "{p:?}: shadow {s:x}-{e:x}, {chunks:x?}");
+                assert!(
+                    *cmax <= s && *dmin >= e,
+                    "{p:?}: shadow {s:x}-{e:x}, {chunks:x?}"
+                );
             }
         }
         Placement::CodeHigh => {
             assert!(cmin > dmax && cmin - dmax > FAR, "{p:?}: {chunks:x?}");
             if let Some((s, e)) = shadow {
-                assert!(*dmax <= s && *cmin >= e, "{p:?}: shadow {s:x}-{e:x}, {chunks:x?}");
+                assert!(
+                    *dmax <= s && *cmin >= e,
+                    "{p:?}: shadow {s:x}-{e:x}, {chunks:x?}"
+                );
             }
         }
         Placement::Near => {
@@ -136,12 +150,23 @@ const PLACED: [Placement; 3] = [Placement::Near, Placement::CodeLow, Placement::
 fn a_dozen_fixed_attribute_loops_run_wherever_code_and_data_land() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let m = with_checks(&many_loops(), CheckSet::ALL);
-    assert!(fixed_attr_loops(&m) >= 10, "{} fixed-attribute loops", fixed_attr_loops(&m));
+    assert!(
+        fixed_attr_loops(&m) >= 10,
+        "{} fixed-attribute loops",
+        fixed_attr_loops(&m)
+    );
     let args = [9u64];
     let want = comparable(
         &m,
         ENTRY,
-        run_raw_with(&m, ENTRY, &args, Engine::Interp, Mode::Recover, &CompileOptions::default()),
+        run_raw_with(
+            &m,
+            ENTRY,
+            &args,
+            Engine::Interp,
+            Mode::Recover,
+            &CompileOptions::default(),
+        ),
     )
     .expect("interpreter");
     for p in PLACED {
@@ -160,7 +185,11 @@ fn a_dozen_fixed_attribute_loops_run_wherever_code_and_data_land() {
             assert_eq!(comparable(&m, ENTRY, raw).as_ref(), Ok(&want), "{p:?}");
         }
     }
-    assert!(placed_chunks().is_empty(), "chunks left: {:x?}", placed_chunks());
+    assert!(
+        placed_chunks().is_empty(),
+        "chunks left: {:x?}",
+        placed_chunks()
+    );
 }
 
 #[test]
@@ -183,7 +212,11 @@ fn generated_loop_programs_run_wherever_code_and_data_land() {
         programs += 1;
         fixed += fixed_attr_loops(&m).min(1);
         let run = |engine, opts: &CompileOptions| {
-            comparable(&m, ENTRY, run_raw_with(&m, ENTRY, &g.args, engine, Mode::Recover, opts))
+            comparable(
+                &m,
+                ENTRY,
+                run_raw_with(&m, ENTRY, &g.args, engine, Mode::Recover, opts),
+            )
         };
         let want = run(Engine::Interp, &CompileOptions::default());
         assert!(want.is_ok(), "interpreter: {want:?}");
@@ -197,5 +230,8 @@ fn generated_loop_programs_run_wherever_code_and_data_land() {
             break;
         }
     }
-    assert!(programs >= 30 && fixed >= 5, "{programs} programs with clean loops, {fixed} with fixed attributes");
+    assert!(
+        programs >= 30 && fixed >= 5,
+        "{programs} programs with clean loops, {fixed} with fixed attributes"
+    );
 }

@@ -93,7 +93,9 @@ impl Interpreter<'_> {
             Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
             _ => None,
         };
-        if let Some(&(o, _)) = (lp.attrs.iter()).find(|&&(o, _)| def_block(o).is_some_and(|b| lp.contains(b))) {
+        if let Some(&(o, _)) =
+            (lp.attrs.iter()).find(|&&(o, _)| def_block(o).is_some_and(|b| lp.contains(b)))
+        {
             let msg = format!(
                 "@{}: the clean loop at block {to} claims fixed attributes of %{}, which it defines itself (not loop-invariant)",
                 f.name,

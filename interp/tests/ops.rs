@@ -2674,7 +2674,10 @@ fn a_fixed_attribute_claim_on_a_loop_defined_value_is_an_internal_error() {
     }];
     match run(Some(claims)) {
         Err(InterpError::Internal { msg, .. }) => {
-            assert!(msg.contains("%o") && msg.contains("not loop-invariant"), "{msg}")
+            assert!(
+                msg.contains("%o") && msg.contains("not loop-invariant"),
+                "{msg}"
+            )
         }
         r => panic!("a claim on %o, defined in the loop, was not refuted: {r:?}"),
     }

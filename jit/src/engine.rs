@@ -148,7 +148,11 @@ fn check_layout(module: &guardlift_ir::Module, rt: &Runtime) -> Result<(), JitEr
 /// A JIT module for `isa` that links the built-ins, the instrumentation
 /// entry points and the host symbols of `opts`, its memory placed as
 /// `placement` says.
-fn jit_module(isa: OwnedTargetIsa, opts: &CompileOptions, placement: crate::Placement) -> JITModule {
+fn jit_module(
+    isa: OwnedTargetIsa,
+    opts: &CompileOptions,
+    placement: crate::Placement,
+) -> JITModule {
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     if let Some(p) = placement.provider() {
         jb.memory_provider(Box::new(p));

@@ -241,7 +241,10 @@ fn map_at(at: Option<usize>, len: usize) -> io::Result<usize> {
         // A kernel without MAP_FIXED_NOREPLACE takes it as a hint.
         // SAFETY: `p` was just mapped with this length.
         unsafe { libc::munmap(p, len) };
-        return Err(io::Error::new(io::ErrorKind::AddrInUse, "hint not honoured"));
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            "hint not honoured",
+        ));
     }
     Ok(p as usize)
 }
@@ -346,7 +349,10 @@ impl JITMemoryProvider for PlacedMemory {
         let size = size.max(1);
         self.reserve(k, size, align)?;
         let a = &mut self.arenas[k];
-        let (start, _) = *a.chunks.last().ok_or_else(|| io::Error::other("no chunk"))?;
+        let (start, _) = *a
+            .chunks
+            .last()
+            .ok_or_else(|| io::Error::other("no chunk"))?;
         let at = start + align_up(a.pos, align);
         a.pos = at - start + size;
         a.pending.push((at, size));
@@ -368,10 +374,7 @@ impl JITMemoryProvider for PlacedMemory {
 
     fn finalize(&mut self, _branch_protection: BranchProtection) -> ModuleResult<()> {
         let page = page();
-        for (k, prot) in [
-            (0, libc::PROT_READ | libc::PROT_EXEC),
-            (2, libc::PROT_READ),
-        ] {
+        for (k, prot) in [(0, libc::PROT_READ | libc::PROT_EXEC), (2, libc::PROT_READ)] {
             for (at, size) in std::mem::take(&mut self.arenas[k].pending) {
                 let start = at & !(page - 1);
                 let end = align_up(at + size, page);

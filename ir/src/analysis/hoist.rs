@@ -272,9 +272,7 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                     // also makes the loop not clean, below).
                     for &(pi, mx) in &u.max {
                         match args.get(pi) {
-                            Some(&a) if !inside(def_block(a), k) => {
-                                note_max(&mut attrs[k], a, mx)
-                            }
+                            Some(&a) if !inside(def_block(a), k) => note_max(&mut attrs[k], a, mx),
                             _ => ok[k] = false,
                         }
                     }
