@@ -16,13 +16,15 @@
 //! records the params they are passed as ([`Frame::fixed_params`], for
 //! the whole frame); an attribute op on a recorded
 //! object whose index is not below the capacity its word leads to refutes
-//! the claim.
+//! the claim. Each such entry also checks that the claimed objects are
+//! defined outside the loop (whatever their type): a claim on a value the
+//! loop defines is refuted at once.
 
 use crate::frame::Cx;
 use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::hoist::{clean_loops, CleanLoop};
-use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value};
+use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;
@@ -62,25 +64,54 @@ impl Interpreter<'_> {
     /// whose fixed attributes it recorded forgets them; entering a loop
     /// with fixed attributes from outside records them when the entry
     /// test holds for each.
-    pub(crate) fn track_fixed(&self, fr: &mut Frame, from: usize) {
+    ///
+    /// Each entry also verifies that the claim's objects are invariant:
+    /// one defined inside the loop (whatever its type) has no value at the
+    /// entry that the JIT's entry test could take, and refutes the claim.
+    pub(crate) fn track_fixed(
+        &self,
+        fr: &mut Frame,
+        from: usize,
+        loc: SrcLoc,
+    ) -> Result<(), InterpError> {
         let Some(loops) = (self.attr_loops.as_ref()).and_then(|c| c.get(fr.func.0 as usize)) else {
-            return;
+            return Ok(());
         };
         let to = fr.block as u32;
         if let Some(h) = fr.fixed_loop {
             if (loops.iter()).any(|l| l.header == h && l.contains(to)) {
-                return;
+                return Ok(());
             }
             fr.fixed_loop = None;
             fr.fixed.clear();
         }
         let Some(lp) = (loops.iter()).find(|l| l.header == to && !l.contains(from as u32)) else {
-            return;
+            return Ok(());
         };
+        let f = self.m.func(fr.func);
+        let def_block = |o: Value| match f.values.get(o.0 as usize).map(|d| &d.def) {
+            Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
+            _ => None,
+        };
+        if let Some(&(o, _)) =
+            (lp.attrs.iter()).find(|&&(o, _)| def_block(o).is_some_and(|b| lp.contains(b)))
+        {
+            let msg = format!(
+                "@{}: the clean loop at block {to} claims fixed attributes of %{}, which it defines itself (not loop-invariant)",
+                f.name,
+                f.values.get(o.0 as usize).map_or("?", |d| d.name.as_str())
+            );
+            if self.verify_elision {
+                return Err(InterpError::Internal { loc, msg });
+            }
+            debug_assert!(false, "{loc}: {msg}");
+            return Ok(());
+        }
         if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
             fr.fixed_loop = Some(to);
             fr.fixed = lp.attrs.iter().map(|&(o, _)| o).collect();
         }
+        Ok(())
     }
 
     /// The params of the frame `callee` that call `inst` of `fr` passes a

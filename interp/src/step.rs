@@ -46,7 +46,7 @@ impl<'m> Interpreter<'m> {
             let step = self.exec(fr, &cx)?;
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
             if matches!(inst.kind, InstKind::Jump { .. } | InstKind::Brif { .. }) {
-                self.track_fixed(fr, cx.at.0);
+                self.track_fixed(fr, cx.at.0, inst.loc)?;
             }
             match step {
                 Step::Set(r) => {

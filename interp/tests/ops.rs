@@ -2636,3 +2636,49 @@ fn a_bounds_failure_in_a_callee_on_a_fixed_attribute_is_an_internal_error() {
         }
     }
 }
+
+/// The fixed-attribute claim's objects must be loop-invariant, whatever
+/// their type (issue 28, item 4): `tests/programs/hoist_loop_leaf_i64_object.glir`
+/// passes a value its loop defines to a leaf callee's `i64` object param.
+/// The analysis makes no claim on it (the run verifies clean), and a
+/// claim naming that value is refuted at the loop's first entry.
+#[test]
+fn a_fixed_attribute_claim_on_a_loop_defined_value_is_an_internal_error() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/programs/hoist_loop_leaf_i64_object.glir"
+    );
+    let m = module(&std::fs::read_to_string(path).expect("program"));
+    let run = |claims: Option<Vec<Vec<guardlift_ir::hoist::CleanLoop>>>| {
+        let mut it =
+            Interpreter::new(&m, runtime(&m, Mode::Recover), &HashMap::new()).expect("link");
+        it.set_verify_elision(true);
+        if let Some(c) = claims {
+            it.set_attr_claims(c);
+        }
+        it.call("main", &[7])
+    };
+    assert_eq!(run(None).expect("verified run"), Some(110));
+    let pick = m.func_by_name("pick").expect("@pick");
+    let f = m.func(pick);
+    let block = |n: &str| f.blocks.iter().position(|b| b.name == n).expect("block") as u32;
+    let val = |n: &str| {
+        guardlift_ir::Value(f.values.iter().position(|v| v.name == n).expect("value") as u32)
+    };
+    let mut claims = vec![Vec::new(); m.functions.len()];
+    claims[pick.0 as usize] = vec![guardlift_ir::hoist::CleanLoop {
+        header: block("loop"),
+        blocks: vec![block("loop"), block("body")],
+        objects: vec![val("a")],
+        attrs: vec![(val("o"), 1), (val("a"), 0)],
+    }];
+    match run(Some(claims)) {
+        Err(InterpError::Internal { msg, .. }) => {
+            assert!(
+                msg.contains("%o") && msg.contains("not loop-invariant"),
+                "{msg}"
+            )
+        }
+        r => panic!("a claim on %o, defined in the loop, was not refuted: {r:?}"),
+    }
+}

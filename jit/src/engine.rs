@@ -28,6 +28,10 @@ pub struct CompileOptions {
     /// Cranelift's verifier on every compiled function: `None` in debug
     /// builds only (the default), `Some(on)` whatever the build profile.
     pub verifier: Option<bool>,
+    /// Where the module's code and data are mapped (`None`: as
+    /// `GUARDLIFT_JIT_PLACEMENT` says, by default wherever the OS puts
+    /// them; [`crate::placement`]). Generated code works wherever they land.
+    pub placement: Option<crate::Placement>,
     /// Host functions for externs that are not built-ins: (IR name without
     /// `@`, address). Added only through the `unsafe` [`Self::symbol`].
     symbols: Vec<(String, *const u8)>,
@@ -37,6 +41,12 @@ impl CompileOptions {
     /// These options at optimization level `level`.
     pub fn with_opt_level(mut self, level: OptLevel) -> Self {
         self.opt_level = level;
+        self
+    }
+
+    /// These options with code and data mapped as `p` says (see [`Self::placement`]).
+    pub fn with_placement(mut self, p: crate::Placement) -> Self {
+        self.placement = Some(p);
         self
     }
 
@@ -97,7 +107,11 @@ impl Jit {
             Some(v) => build_isa_verified(Target::Host, opts.opt_level, Tier::Optimized, false, v)?,
         };
         let call_conv = isa.default_call_conv();
-        let mut jm = jit_module(isa, opts);
+        let placement = match opts.placement {
+            Some(p) => p,
+            None => crate::Placement::from_env()?,
+        };
+        let mut jm = jit_module(isa, opts, placement);
         // From here on, any early return must free the module's memory and
         // unregister its sites (once registered).
         let mut site_reg: Option<u32> = None;
@@ -132,9 +146,17 @@ fn check_layout(module: &guardlift_ir::Module, rt: &Runtime) -> Result<(), JitEr
 }
 
 /// A JIT module for `isa` that links the built-ins, the instrumentation
-/// entry points and the host symbols of `opts`.
-fn jit_module(isa: OwnedTargetIsa, opts: &CompileOptions) -> JITModule {
+/// entry points and the host symbols of `opts`, its memory placed as
+/// `placement` says.
+fn jit_module(
+    isa: OwnedTargetIsa,
+    opts: &CompileOptions,
+    placement: crate::Placement,
+) -> JITModule {
     let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    if let Some(p) = placement.provider() {
+        jb.memory_provider(Box::new(p));
+    }
     for &e in Entry::ALL {
         jb.symbol(e.symbol(), guardlift_runtime::abi::entry_addr(e));
     }

@@ -28,6 +28,7 @@ pub mod engine;
 pub mod error;
 pub mod lower;
 pub mod object;
+pub mod placement;
 pub mod safety;
 pub mod target;
 mod trampoline;
@@ -42,5 +43,6 @@ pub use object::{
     ObjectTrap,
 };
 pub use object::{emit_object_with_code, ObjectCode};
+pub use placement::Placement;
 pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
 pub use typed::{NativeType, Params, Ptr, Results};

@@ -10,7 +10,7 @@
 //!   no adstack op ([`leaf_object_params`]; their own loops are fine),
 //!   which can no more free or run host code than the loop's own
 //!   instructions. The object ops of such a callee whose object is a
-//!   pointer param take their object from the call's argument: each such
+//!   param (of any type) take their object from the call's argument: each such
 //!   argument must be defined outside the loop, and is one of the loop's
 //!   invariant objects (the JIT's clean copy calls the callee's **clean
 //!   variant**, compiled without those objects' tests);
@@ -68,7 +68,6 @@ use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
 use crate::inst::{Block, Callee, FuncId, InstKind, Value};
 use crate::module::{Function, Module, ValueDef};
-use crate::types::Type;
 use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 
@@ -125,8 +124,10 @@ fn bars_loop(k: &InstKind) -> bool {
 
 /// `None` unless `f` is a **leaf object function** (no `call`, no raw
 /// `store`, no adstack op: calling it frees, unwatches and runs nothing);
-/// then the indices of its pointer params that an object op or
-/// `guard.watch` of it takes as its object, ascending.
+/// then the indices of its params that an object op or `guard.watch` of
+/// it takes as its object, ascending — of any type: an `i64` param is as
+/// much an object as a `ptr` one (spec §2: `ptr` mixes freely with
+/// `i64`), so its argument must be loop-invariant just the same.
 pub fn leaf_object_params(f: &Function) -> Option<Vec<usize>> {
     let mut objs = Vec::new();
     for inst in f.blocks.iter().flat_map(|b| &b.insts) {
@@ -139,7 +140,7 @@ pub fn leaf_object_params(f: &Function) -> Option<Vec<usize>> {
     }
     Some(
         (f.params.iter().enumerate())
-            .filter(|&(_, &p)| f.ty(p) == Type::Ptr && objs.contains(&p))
+            .filter(|&(_, p)| objs.contains(p))
             .map(|(i, _)| i)
             .collect(),
     )
@@ -266,9 +267,13 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                     };
                     let u = uses.entry(*g).or_insert_with(|| attr_use(m.func(*g)));
                     attrs_ok[k] &= !u.writes_other;
+                    // A fixed attribute is an invariant object's, whatever
+                    // the param's type (an argument defined inside the loop
+                    // also makes the loop not clean, below).
                     for &(pi, mx) in &u.max {
-                        if let Some(&a) = args.get(pi) {
-                            note_max(&mut attrs[k], a, mx);
+                        match args.get(pi) {
+                            Some(&a) if !inside(def_block(a), k) => note_max(&mut attrs[k], a, mx),
+                            _ => ok[k] = false,
                         }
                     }
                     for a in params.iter().map(|&i| args.get(i).copied()) {

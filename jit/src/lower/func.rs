@@ -301,7 +301,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     Some(g) => g,
                     None => {
                         let d = self.lw.runtime_data(self.m)?;
-                        let g = self.m.declare_data_in_func(d, self.b.func);
+                        let g = super::far_data(self.m, d, self.b.func);
                         self.rt_gv = Some(g);
                         g
                     }

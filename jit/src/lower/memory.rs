@@ -101,7 +101,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// `dict_slot.store`: the dict check runs before the write (recover:
-    /// the slot is unchanged); the runtime records the last write.
+    /// the slot is unchanged); the runtime records the last write. The
+    /// write is never optimized away, not even when the next instruction
+    /// writes the slot again.
     pub(super) fn dict_slot_store(
         &mut self,
         g: Guarded,
@@ -120,6 +122,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         let off = self.slot_offset();
         self.b.ins().store(mem(), w, o, off);
+        // Every write of a dict slot is observable (a watchpoint counts it,
+        // `foreign_write.old` shows what it left): Cranelift's alias analysis
+        // would drop a store that a later one to the same slot overwrites.
+        // A sequence point (no machine code) is a fence to it.
+        self.b.ins().sequence_point();
         if let Some(id) = dict {
             self.note_slot_write(id, o, w)?;
         }

@@ -33,6 +33,18 @@
 //!   watch checks on the runtime's shadow bytes;
 //! - `version`: loops lowered twice, with and without the lifetime and
 //!   watch tests of their invariant objects.
+//!
+//! **No relocation depends on where the OS places code and data**
+//! (docs/CODEGEN.md, "Relocations"): cranelift-jit maps code, writable
+//! data and read-only data separately, chunk by chunk, anywhere in the
+//! address space (the 16 TiB shadow reservation between them). So every
+//! reference generated code makes to a symbol is far: data objects through
+//! [`far_data`] (an absolute address: `Abs8`, or a GOT entry in PIC
+//! objects), calls of JIT functions, stubs, runtime entries and host
+//! functions non-colocated (`Abs8`; the object emitter may call its own
+//! functions near, `Lowerer::colocated_calls`: a linker places one text
+//! section), libcalls non-colocated (`target`). Only a function's own
+//! constants and jump tables are PC-relative, inside its own code.
 
 mod abi;
 mod adstack;
@@ -154,6 +166,29 @@ pub struct Lowerer<'m> {
     /// (runtime-global site, kind) of each trap of the last lowered
     /// function, indexed by [`trap_index`] of the trap's source location.
     traps: Vec<(u32, ReportKind)>,
+}
+
+/// A global value for data object `d` in `func`: its address, never
+/// assumed near the code (`colocated: false`, unlike cranelift-module's
+/// `declare_data_in_func` for a module-local object, which makes it a
+/// 32-bit PC-relative reference that cranelift-jit cannot patch when
+/// code and data land more than 2 GiB apart).
+pub(crate) fn far_data<M: ClModule + ?Sized>(
+    m: &M,
+    d: DataId,
+    func: &mut cl::Function,
+) -> cl::GlobalValue {
+    let tls = m.declarations().get_data_decl(d).tls;
+    let name = func.declare_imported_user_function(cl::UserExternalName {
+        namespace: 1,
+        index: d.as_u32(),
+    });
+    func.create_global_value(cl::GlobalValueData::Symbol {
+        name: cl::ExternalName::user(name),
+        offset: cl::immediates::Imm64::new(0),
+        colocated: false,
+        tls,
+    })
 }
 
 impl<'m> Lowerer<'m> {

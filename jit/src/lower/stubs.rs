@@ -168,7 +168,7 @@ impl Lowerer<'_> {
             let rt = match (self.rt, rt_data) {
                 (RtRef::Const(p), _) => b.ins().iconst(types::I64, p as i64),
                 (RtRef::Symbol, Some(d)) => {
-                    let gv = m.declare_data_in_func(d, b.func);
+                    let gv = super::far_data(m, d, b.func);
                     b.ins().symbol_value(types::I64, gv)
                 }
                 (RtRef::Symbol, None) => unreachable!("declared above"),

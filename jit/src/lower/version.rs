@@ -565,7 +565,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         desc.set_align(8);
         (self.m.define_data(data, &desc))
             .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
-        let gv = self.m.declare_data_in_func(data, self.b.func);
+        let gv = super::far_data(self.m, data, self.b.func);
         let cache = self.b.ins().symbol_value(I64, gv);
         let rt = self.rt()?;
         let flags = MemFlagsData::trusted();
