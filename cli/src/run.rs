@@ -172,7 +172,9 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let instrumented = m.is_instrumented();
     let fid = m.func_by_name(&o.entry).ok_or_else(|| {
         let name = guardlift_ir::error::shorten_long_words(&o.entry);
-        CliError::at(&o.file, format!("no function @{name}"))
+        // No line to point at: the module's start, so that the error has
+        // the `FILE:LINE:COL: error:` form of every other one (spec §8).
+        CliError::at(format!("{}:1:1", o.file), format!("no function @{name}"))
     })?;
     let f = m.func(fid);
     let loc = f.loc;
@@ -248,9 +250,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
                 if let Some(w) = rt.watch_status() {
                     j["watch"] = w.to_json();
                 }
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{j}");
-                let _ = out.flush();
+                crate::out::write_or_note(format_args!("{j}\n"));
             }
         }));
     }
@@ -368,7 +368,9 @@ fn finish(
         (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
         _ => None,
     };
-    if c.o.json {
+    // A failed write of the output (spec §6.3) ends the run with an error
+    // once the reports are written.
+    let written = if c.o.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
             _ => "null".into(),
@@ -393,10 +395,12 @@ fn finish(
         if let Some(w) = &c.watch {
             j["watch"] = w.to_json();
         }
-        println!("{j}");
+        crate::out::write_fmt(format_args!("{j}\n"))
     } else if let (Some(bits), Some(ty)) = (result, ret_ty) {
-        println!("{}", format_value(ty, bits));
-    }
+        crate::out::write_fmt(format_args!("{}\n", format_value(ty, bits)))
+    } else {
+        Ok(())
+    };
     rt.write_reports(&reports);
     let mut err = std::io::stderr().lock();
     if let Some(f) = &fatal {
@@ -405,12 +409,19 @@ fn finish(
     if let Some(e) = &sarif {
         let _ = writeln!(err, "{e}");
     }
+    // Everything is reported: a log file nothing was written to goes.
+    rt.close_log();
     if code == 134 {
+        if let Err(CliError(e)) = &written {
+            let _ = writeln!(err, "{e}");
+        }
         let _ = std::io::stdout().flush();
         let _ = err.flush();
         drop(err);
         std::process::exit(134);
     }
+    drop(err);
+    written?;
     match sarif {
         Some(e) => Err(CliError::new(e)),
         None => Ok(code),
@@ -475,7 +486,7 @@ fn target_run(
                 if let Some(w) = &watch {
                     j["watch"] = w.to_json();
                 }
-                println!("{j}");
+                crate::out::write_or_note(format_args!("{j}\n"));
             }
             rt.write_reports(&run.reports);
             let _ = std::io::stdout().flush();
@@ -540,7 +551,7 @@ fn write_fault_report_and_abort(
         if let Some(w) = watch {
             j["watch"] = w.to_json();
         }
-        println!("{j}");
+        crate::out::write_or_note(format_args!("{j}\n"));
     }
     rt.write_reports(reports);
     if let Some(f) = &fault {
@@ -719,7 +730,7 @@ pub fn emit(file: &str, what: What, target: Target, inst: &InstrumentArgs) -> Re
         What::Asm => guardlift_jit::emit_asm(&m, jit_target(target), &emit_options(inst)?)
             .map_err(|e| CliError::new(e.with_file(file)))?,
     };
-    print!("{text}");
+    crate::out::write_fmt(format_args!("{text}"))?;
     Ok(0)
 }
 

@@ -224,9 +224,9 @@ impl FaultReport<'_> {
     /// `host_fault` or `stack_overflow`.
     pub fn kind(&self) -> &'static str {
         if self.stack_overflow {
-            "stack_overflow"
+            crate::report::STACK_OVERFLOW
         } else {
-            "host_fault"
+            crate::report::HOST_FAULT
         }
     }
 
@@ -404,6 +404,14 @@ mod imp {
         let (pc, sp, fp) = (s.pc(), s.sp(), s.fp());
         let top = entry_sp();
         let on_stack = |a: usize| bounds.is_some_and(|(low, high)| low <= a && a < high);
+        if let Some((ra, record)) = prologue_caller(s, top) {
+            // An overflow in a callee's prologue: the IR call that made it.
+            return Some(Placed {
+                site_pc: ra - 1,
+                in_host: false,
+                record,
+            });
+        }
         if is_code(pc) {
             // The faulting function's own record (x86_64 sets up a frame in
             // every function; an aarch64 leaf may not, see the docs).
@@ -438,6 +446,56 @@ mod imp {
             in_host: true,
             record,
         })
+    }
+
+    /// The first instructions of every compiled function, as Cranelift
+    /// emits them: the frame record set-up (`push rbp; mov rbp, rsp` on
+    /// x86_64; `stp x29, x30, [sp, #-16]!; mov x29, sp` on aarch64), and the
+    /// offset from which the frame pointer is the function's own record.
+    #[cfg(target_arch = "x86_64")]
+    const PROLOGUE: (&[u8], usize) = (&[0x55, 0x48, 0x89, 0xe5], 4);
+    #[cfg(target_arch = "aarch64")]
+    const PROLOGUE: (&[u8], usize) = (&[0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91], 8);
+
+    /// For a fault in the prologue of a registered function (before its
+    /// first instruction with an IR site: the frame set-up, the stack
+    /// probe — where a deep recursion runs out of stack), the return
+    /// address into the IR call that entered it and that caller's frame
+    /// record (0: unknown): spec §6.2 names the call, not the callee.
+    fn prologue_caller(s: &Signal, top: usize) -> Option<(usize, usize)> {
+        let (pc, sp, fp) = (s.pc(), s.sp(), s.fp());
+        let (f, _) = crate::codemap::owner_of(pc)?;
+        let off = pc - f.start;
+        if f.locs.first().is_some_and(|l| (l.start as usize) <= off) {
+            return None;
+        }
+        let (bytes, set_up) = PROLOGUE;
+        if f.len < bytes.len() || top == 0 {
+            return None;
+        }
+        // SAFETY: [start, start + len) is the registered function's code,
+        // mapped readable while it is registered (it is: `pc` is in it).
+        let code = unsafe { std::slice::from_raw_parts(f.start as *const u8, bytes.len()) };
+        if code != bytes {
+            return None;
+        }
+        let on_stack = |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a % 8 == 0;
+        // SAFETY (each read): `on_stack` checked the word lies in the
+        // interrupted thread's live stack, [sp, entry), 8-aligned.
+        let read = |a: usize| on_stack(a).then(|| unsafe { crate::codemap::read_stack_word(a) });
+        let (ra, record) = if off == 0 {
+            // Nothing pushed yet: the return address is where the call left it.
+            (s.lr().or_else(|| read(sp))?, fp)
+        } else if off < set_up {
+            // The old frame pointer is pushed (x86_64) or the pair stored
+            // (aarch64): the return address is the next word.
+            (read(sp + 8)?, fp)
+        } else {
+            // The function's own record: the caller's record and the return address.
+            (read(fp + 8)?, read(fp)?)
+        };
+        let record = if on_stack(record) { record } else { 0 };
+        (ra > 1 && is_code(ra - 1)).then_some((ra, record))
     }
 
     fn on_fault(s: &Signal) -> bool {

@@ -85,6 +85,12 @@ impl Signal {
         imp::context_regs(self.uctx).fp
     }
 
+    /// The interrupted link register (aarch64's x30: the return address
+    /// of a function that has not saved it yet); `None` on x86_64.
+    pub fn lr(&self) -> Option<usize> {
+        imp::context_regs(self.uctx).lr
+    }
+
     /// The faulting address (`si_addr`) of SIGSEGV, SIGBUS, SIGFPE, SIGILL.
     pub fn fault_addr(&self) -> usize {
         // SAFETY: `info` is the kernel's siginfo for this signal (the
@@ -105,6 +111,7 @@ pub(crate) struct Regs {
     pub pc: usize,
     pub sp: usize,
     pub fp: usize,
+    pub lr: Option<usize>,
 }
 
 #[cfg(all(
@@ -245,12 +252,14 @@ mod imp {
             pc: m.gregs[libc::REG_RIP as usize] as usize,
             sp: m.gregs[libc::REG_RSP as usize] as usize,
             fp: m.gregs[libc::REG_RBP as usize] as usize,
+            lr: None,
         };
         #[cfg(target_arch = "aarch64")]
         let regs = Regs {
             pc: m.pc as usize,
             sp: m.sp as usize,
             fp: m.regs[29] as usize,
+            lr: Some(m.regs[30] as usize),
         };
         regs
     }
