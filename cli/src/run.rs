@@ -493,7 +493,10 @@ fn target_run(
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r, o),
+            Some(r) => {
+                let ends = (engine, target, instrumented);
+                write_trap_report_and_abort(&rt, &options, &trap, r, o, ends)
+            }
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -563,13 +566,14 @@ fn write_fault_report_and_abort(
 
 /// Trap mode on a target: what the runtime's trap handler writes (the
 /// report with its trap note, human or a JSON line, to the log or stderr;
-/// no JSON object on stdout), then abort.
+/// with `--json` the run's JSON object on stdout), then abort.
 fn write_trap_report_and_abort(
     rt: &Runtime,
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
     o: &RunOpts,
+    (engine, target, instrumented): (&str, &str, bool),
 ) -> ! {
     let note = guardlift_runtime::TrapNote {
         signal: if guardlift_aot::signal_name(trap.signal) == "SIGTRAP" {
@@ -602,6 +606,11 @@ fn write_trap_report_and_abort(
         j
     };
     write_sarif_or_note(o.sarif.as_deref(), &o.file, std::slice::from_ref(&j));
+    if o.json {
+        let mut all = aborted_json(&[], engine, target, instrumented, rt.take_output());
+        all["reports"] = serde_json::Value::Array(vec![j.clone()]);
+        crate::out::write_or_note(format_args!("{all}\n"));
+    }
     let text = if options.json {
         format!("{j}\n")
     } else {

@@ -358,6 +358,37 @@ impl std::fmt::Display for FaultJson<'_> {
     }
 }
 
+/// Where a signal handler ends the process (the fault handler, trap
+/// mode's handler): with [`set_stdout_json_tail`] set, prints on stdout the
+/// one JSON object of the run, `{"result":null,"reports":[...the reports
+/// recorded before, then last...],TAIL,"aborted":true,"stdout":...}` —
+/// in every mode, trap mode included (spec §6.2). Async-signal-safe but for
+/// the locks it only tries.
+#[cfg(unix)]
+pub(crate) fn write_stdout_json(rt: &Runtime, last: &dyn std::fmt::Display) {
+    use std::fmt::Write as _;
+    let Some(tail) = STDOUT_JSON_TAIL.get() else {
+        return;
+    };
+    let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
+    let _ = w.write_str("{\"result\":null,\"reports\":[");
+    let _ = rt.try_with_reports(|rs| {
+        for r in rs {
+            let _ = write!(w, "{},", r.human().json());
+        }
+    });
+    let _ = write!(w, "{last}],{tail},\"aborted\":true,\"stdout\":");
+    // The `print_*` output so far, as the CLI's other abort paths give it.
+    let written = rt.try_with_output(|out| {
+        let _ = write!(w, "{}", crate::report::JsonStr(out));
+    });
+    if written.is_none() {
+        let _ = w.write_str("\"\"");
+    }
+    let _ = writeln!(w, "}}");
+    let _ = w.finish();
+}
+
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -510,7 +541,35 @@ mod imp {
                 addr < low.saturating_add(OVERFLOW_SLACK)
                     && addr >= low.saturating_sub(OVERFLOW_SLACK)
             });
+        if placed.in_host && !overflow && host_resolves(s) {
+            // The host's handler took it: the instruction runs again.
+            return true;
+        }
         report_and_abort(s, &placed, overflow)
+    }
+
+    thread_local! {
+        /// The (PC, address) of the last fault this thread offered to the
+        /// host's handler, which returned (0: none).
+        static OFFERED: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+    }
+
+    /// A fault in a host function goes first to the handler the host
+    /// installed before guardlift, if any (spec §6.2; wasmtime's rule for
+    /// faults outside its code): `true` when it took the fault and returned
+    /// (the instruction is retried). The same fault again right after (same
+    /// PC and address) is one the handler did not resolve: `false`, as when
+    /// there is no handler or it declines.
+    fn host_resolves(s: &Signal) -> bool {
+        let key = (s.pc(), s.fault_addr());
+        if OFFERED.with(|c| c.replace((0, 0))) == key {
+            return false;
+        }
+        if crate::sigchain::offer_to_previous(s) {
+            OFFERED.with(|c| c.set(key));
+            return true;
+        }
+        false
     }
 
     /// Return addresses of the IR call chain outside the faulting frame.
@@ -573,33 +632,9 @@ mod imp {
         } else {
             crate::output::write_display_fd_or_stderr(fd, &report);
         }
-        if let Some(tail) = STDOUT_JSON_TAIL.get() {
-            stdout_json(&rt, &report, tail);
-        }
+        write_stdout_json(&rt, &report.json());
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
-    }
-
-    /// The JSON object of [`set_stdout_json_tail`] on stdout.
-    fn stdout_json(rt: &Runtime, report: &FaultReport, tail: &str) {
-        use std::fmt::Write as _;
-        let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
-        let _ = w.write_str("{\"result\":null,\"reports\":[");
-        let _ = rt.try_with_reports(|rs| {
-            for r in rs {
-                let _ = write!(w, "{},", r.human().json());
-            }
-        });
-        let _ = write!(w, "{}],{tail},\"aborted\":true,\"stdout\":", report.json());
-        // The `print_*` output so far, as the CLI's other abort paths give it.
-        let written = rt.try_with_output(|out| {
-            let _ = write!(w, "{}", crate::report::JsonStr(out));
-        });
-        if written.is_none() {
-            let _ = w.write_str("\"\"");
-        }
-        let _ = writeln!(w, "}}");
-        let _ = w.finish();
     }
 }
 
