@@ -102,3 +102,22 @@ pub struct SiteInfo {
 
 /// A module's sites by local id (sparse).
 pub type ModuleSites = BTreeMap<u32, SiteInfo>;
+
+/// `host_fault`: a fatal signal in generated code or a host function it
+/// called, or a host slow path handed an impossible object (spec §6.2).
+pub const HOST_FAULT: &str = "host_fault";
+/// `stack_overflow`: recursion deeper than the stack allows (spec §6.2).
+pub const STACK_OVERFLOW: &str = "stack_overflow";
+/// The kinds of the reports no guard makes: the faults that end a run.
+pub const FAULT_KINDS: [&str; 2] = [HOST_FAULT, STACK_OVERFLOW];
+
+/// Every kind name a report can carry: the guards' kinds
+/// ([`ReportKind::ALL`], in code order), then [`FAULT_KINDS`]. Derived, so
+/// that a kind added to [`ReportKind`] is in every list made from this one
+/// (the CLI's SARIF rules).
+pub fn kind_names() -> impl Iterator<Item = &'static str> {
+    ReportKind::ALL
+        .into_iter()
+        .map(ReportKind::name)
+        .chain(FAULT_KINDS)
+}

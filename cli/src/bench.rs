@@ -854,30 +854,30 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             "compile": compile,
             "machine": machine(),
         });
-        println!("{j}");
+        crate::outln!("{j}");
         return Ok(0);
     }
-    println!("guardlift bench — {} (median of {reps} runs)", machine());
-    println!("\n{:<32} {:>12}  note", "measurement", "ns/op");
+    crate::outln!("guardlift bench — {} (median of {reps} runs)", machine());
+    crate::outln!("\n{:<32} {:>12}  note", "measurement", "ns/op");
     for r in &rows {
         let ns = r.ns.map_or("n/a".to_string(), |v| format!("{v:.3}"));
-        println!("{:<32} {:>12}  {}", r.name, ns, r.note);
+        crate::outln!("{:<32} {:>12}  {}", r.name, ns, r.note);
     }
-    println!("\nratios");
+    crate::outln!("\nratios");
     let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
     for (k, v) in ratios.as_object().into_iter().flatten() {
         match v.as_object() {
             Some(o) => {
                 let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
-                println!("  {k:<36} {}", parts.join(", "));
+                crate::outln!("  {k:<36} {}", parts.join(", "));
             }
-            None => println!("  {k:<36} {}", fmt(v)),
+            None => crate::outln!("  {k:<36} {}", fmt(v)),
         }
     }
-    println!(
+    crate::outln!(
         "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
     );
-    println!(
+    crate::outln!(
         "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>9} {:>14}",
         "shape",
         "insts",
@@ -894,7 +894,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     );
     let ms = |c: &Json, k: &str| c[k].as_f64().unwrap_or(0.0) * 1e3;
     for c in &compile {
-        println!(
+        crate::outln!(
             "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>9.2} {:>13.1}%",
             c["shape"].as_str().unwrap_or(""),
             c["instructions"].as_u64().unwrap_or(0),

@@ -4,6 +4,7 @@
 //! violation (and host faults: what would have been a crash).
 
 mod bench;
+mod out;
 mod run;
 mod sarif;
 mod source;
@@ -153,20 +154,10 @@ fn protect_negative_numbers(argv: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// Writing to a closed pipe (`guardlift run … | head -1`) ends the process
-/// quietly by SIGPIPE, as it does other Unix tools (Rust ignores SIGPIPE
-/// by default, which turns the write into a panic).
-fn restore_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists;
-    // SIG_DFL is a valid disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
-    restore_sigpipe();
+    // SIGPIPE stays ignored (Rust's default): writing to a closed pipe
+    // (`guardlift run … | head -1`) is a failed write like any other, one
+    // line on stderr and a non-zero exit (spec §6.3; `out`).
     let argv = protect_negative_numbers(std::env::args().collect());
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -178,9 +169,9 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Bench { json, quick, only } => bench::bench(json, quick, &only),
         Cmd::Check { file } => source::load(&file).map(|_| 0),
-        Cmd::Fmt { file } => source::load(&file).map(|m| {
-            print!("{}", guardlift_ir::print_module(&m));
-            0
+        Cmd::Fmt { file } => source::load(&file).and_then(|m| {
+            out::write_fmt(format_args!("{}", guardlift_ir::print_module(&m)))?;
+            Ok(0)
         }),
         Cmd::Emit {
             file,

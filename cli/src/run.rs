@@ -172,7 +172,9 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     let instrumented = m.is_instrumented();
     let fid = m.func_by_name(&o.entry).ok_or_else(|| {
         let name = guardlift_ir::error::shorten_long_words(&o.entry);
-        CliError::at(&o.file, format!("no function @{name}"))
+        // No line to point at: the module's start, so that the error has
+        // the `FILE:LINE:COL: error:` form of every other one (spec §8).
+        CliError::at(format!("{}:1:1", o.file), format!("no function @{name}"))
     })?;
     let f = m.func(fid);
     let loc = f.loc;
@@ -248,9 +250,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
                 if let Some(w) = rt.watch_status() {
                     j["watch"] = w.to_json();
                 }
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{j}");
-                let _ = out.flush();
+                crate::out::write_or_note(format_args!("{j}\n"));
             }
         }));
     }
@@ -368,7 +368,9 @@ fn finish(
         (Some(out), serde_json::Value::Array(a)) => crate::sarif::write(out, file, a).err(),
         _ => None,
     };
-    if c.o.json {
+    // A failed write of the output (spec §6.3) ends the run with an error
+    // once the reports are written.
+    let written = if c.o.json {
         let result_json = match (result, ret_ty) {
             (Some(bits), Some(ty)) => json_value(ty, bits),
             _ => "null".into(),
@@ -393,10 +395,12 @@ fn finish(
         if let Some(w) = &c.watch {
             j["watch"] = w.to_json();
         }
-        println!("{j}");
+        crate::out::write_fmt(format_args!("{j}\n"))
     } else if let (Some(bits), Some(ty)) = (result, ret_ty) {
-        println!("{}", format_value(ty, bits));
-    }
+        crate::out::write_fmt(format_args!("{}\n", format_value(ty, bits)))
+    } else {
+        Ok(())
+    };
     rt.write_reports(&reports);
     let mut err = std::io::stderr().lock();
     if let Some(f) = &fatal {
@@ -405,12 +409,19 @@ fn finish(
     if let Some(e) = &sarif {
         let _ = writeln!(err, "{e}");
     }
+    // Everything is reported: a log file nothing was written to goes.
+    rt.close_log();
     if code == 134 {
+        if let Err(CliError(e)) = &written {
+            let _ = writeln!(err, "{e}");
+        }
         let _ = std::io::stdout().flush();
         let _ = err.flush();
         drop(err);
         std::process::exit(134);
     }
+    drop(err);
+    written?;
     match sarif {
         Some(e) => Err(CliError::new(e)),
         None => Ok(code),
@@ -475,14 +486,17 @@ fn target_run(
                 if let Some(w) = &watch {
                     j["watch"] = w.to_json();
                 }
-                println!("{j}");
+                crate::out::write_or_note(format_args!("{j}\n"));
             }
             rt.write_reports(&run.reports);
             let _ = std::io::stdout().flush();
             std::process::abort()
         }
         guardlift_aot::End::Trapped(trap) => match &trap.report {
-            Some(r) => write_trap_report_and_abort(&rt, &options, &trap, r, o),
+            Some(r) => {
+                let ends = (engine, target, instrumented);
+                write_trap_report_and_abort(&rt, &options, &trap, r, o, ends)
+            }
             None => Outcome::Fatal(format!(
                 "{target}: {} at pc {:#x} (a trap instruction that is not a guard's)",
                 guardlift_aot::signal_name(trap.signal),
@@ -540,7 +554,7 @@ fn write_fault_report_and_abort(
         if let Some(w) = watch {
             j["watch"] = w.to_json();
         }
-        println!("{j}");
+        crate::out::write_or_note(format_args!("{j}\n"));
     }
     rt.write_reports(reports);
     if let Some(f) = &fault {
@@ -552,13 +566,14 @@ fn write_fault_report_and_abort(
 
 /// Trap mode on a target: what the runtime's trap handler writes (the
 /// report with its trap note, human or a JSON line, to the log or stderr;
-/// no JSON object on stdout), then abort.
+/// with `--json` the run's JSON object on stdout), then abort.
 fn write_trap_report_and_abort(
     rt: &Runtime,
     options: &guardlift_runtime::Options,
     trap: &guardlift_aot::Trap,
     r: &guardlift_aot::TrapReport,
     o: &RunOpts,
+    (engine, target, instrumented): (&str, &str, bool),
 ) -> ! {
     let note = guardlift_runtime::TrapNote {
         signal: if guardlift_aot::signal_name(trap.signal) == "SIGTRAP" {
@@ -591,6 +606,11 @@ fn write_trap_report_and_abort(
         j
     };
     write_sarif_or_note(o.sarif.as_deref(), &o.file, std::slice::from_ref(&j));
+    if o.json {
+        let mut all = aborted_json(&[], engine, target, instrumented, rt.take_output());
+        all["reports"] = serde_json::Value::Array(vec![j.clone()]);
+        crate::out::write_or_note(format_args!("{all}\n"));
+    }
     let text = if options.json {
         format!("{j}\n")
     } else {
@@ -719,7 +739,7 @@ pub fn emit(file: &str, what: What, target: Target, inst: &InstrumentArgs) -> Re
         What::Asm => guardlift_jit::emit_asm(&m, jit_target(target), &emit_options(inst)?)
             .map_err(|e| CliError::new(e.with_file(file)))?,
     };
-    print!("{text}");
+    crate::out::write_fmt(format_args!("{text}"))?;
     Ok(0)
 }
 

@@ -14,8 +14,11 @@ use serde_json::{json, Map, Value as Json};
 const SARIF_VERSION: &str = "2.1.0";
 const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
-/// Every report kind guardlift emits: `(ruleId, short description)`.
-const RULES: &[(&str, &str)] = &[
+/// Descriptions of the report kinds known when this was written. The rules
+/// themselves come from the one list of kinds
+/// ([`guardlift_runtime::report::kind_names`]): a kind added there gets a
+/// rule (with a description made from its name) without an edit here.
+const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "dict_slot_tag",
         "A managed-dict word with invalid low tag bits was read or stored.",
@@ -25,6 +28,20 @@ const RULES: &[(&str, &str)] = &[
     (
         "slot_clobber",
         "A raw store overlapping a watched managed-dict slot.",
+    ),
+    ("use_after_free", "An access to a freed object or its memory."),
+    ("double_free", "A free of an object already freed."),
+    (
+        "invalid_free",
+        "A free of something that is not an object the runtime allocated.",
+    ),
+    (
+        "attr_out_of_bounds",
+        "An attribute index at or past the values array's recorded capacity.",
+    ),
+    (
+        "foreign_write",
+        "A watched managed-dict word written by foreign code or left malformed.",
     ),
     (
         "host_fault",
@@ -36,16 +53,30 @@ const RULES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Every report kind guardlift emits, in rule order: `(ruleId, short description)`.
+fn rules() -> Vec<(&'static str, String)> {
+    guardlift_runtime::report::kind_names()
+        .map(|id| {
+            let text = DESCRIPTIONS
+                .iter()
+                .find(|(k, _)| *k == id)
+                .map_or_else(|| format!("guardlift report `{id}`."), |(_, t)| t.to_string());
+            (id, text)
+        })
+        .collect()
+}
+
 /// Fields that become the result's location, not its properties.
 const LOCATION_FIELDS: &[&str] = &["kind", "function", "line", "col"];
 
 /// The SARIF log of `reports` (spec §8 JSON objects) found in `file`.
 pub fn sarif_log(file: &str, reports: &[Json]) -> Json {
-    let rules: Vec<Json> = RULES
+    let rules = rules();
+    let results: Vec<Json> = reports.iter().map(|r| result(file, r, &rules)).collect();
+    let rules: Vec<Json> = rules
         .iter()
         .map(|(id, text)| json!({"id": id, "shortDescription": {"text": text}}))
         .collect();
-    let results: Vec<Json> = reports.iter().map(|r| result(file, r)).collect();
     json!({
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
@@ -67,7 +98,7 @@ pub fn write(out: &str, file: &str, reports: &[Json]) -> Result<(), String> {
     std::fs::write(out, text + "\n").map_err(|e| format!("{out}: error: cannot write SARIF: {e}"))
 }
 
-fn result(file: &str, r: &Json) -> Json {
+fn result(file: &str, r: &Json, rules: &[(&str, String)]) -> Json {
     let field = |k: &str| r.get(k).and_then(Json::as_str).unwrap_or("");
     let num = |k: &str| r.get(k).and_then(Json::as_u64).unwrap_or(0);
     let kind = field("kind");
@@ -105,7 +136,7 @@ fn result(file: &str, r: &Json) -> Json {
         }],
         "properties": properties,
     });
-    if let Some(i) = RULES.iter().position(|(id, _)| *id == kind) {
+    if let Some(i) = rules.iter().position(|(id, _)| *id == kind) {
         res["ruleIndex"] = json!(i);
     }
     res
@@ -152,6 +183,31 @@ mod tests {
         assert_eq!(res["properties"]["count"], 3);
         assert_eq!(res["properties"]["capacity"], 1);
         assert!(res["properties"].get("line").is_none());
+    }
+
+    #[test]
+    fn every_kind_has_a_rule_and_every_result_a_rule_index() {
+        let kinds: Vec<&str> = guardlift_runtime::report::kind_names().collect();
+        for k in ["use_after_free", "attr_out_of_bounds", "foreign_write", "host_fault"] {
+            assert!(kinds.contains(&k), "{k} in {kinds:?}");
+        }
+        let reports: Vec<Json> = kinds
+            .iter()
+            .map(|k| json!({"kind": k, "function": "f", "line": 1, "col": 1, "op": "load"}))
+            .collect();
+        let log = sarif_log("x.glir", &reports);
+        let rules = log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), kinds.len());
+        for (i, (k, res)) in kinds
+            .iter()
+            .zip(log["runs"][0]["results"].as_array().unwrap())
+            .enumerate()
+        {
+            assert_eq!(rules[i]["id"], *k);
+            assert_eq!(res["ruleIndex"], i, "{k}");
+            let text = rules[i]["shortDescription"]["text"].as_str().unwrap();
+            assert!(!text.is_empty(), "{k}");
+        }
     }
 
     #[test]

@@ -183,3 +183,52 @@ fn the_validator_rejects_an_invalid_log() {
     });
     assert!(!validator().is_valid(&bad));
 }
+
+/// Issue 28 item 10: the rules are derived from the one list of report
+/// kinds, so results of the lifetime and bounds kinds name a rule too
+/// (before, `double_free` and `invalid_free` results had no `ruleIndex`),
+/// and every kind has one rule.
+#[test]
+fn every_result_has_a_rule_index_and_every_kind_a_rule() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/programs/lifetime_double_invalid_free.glir");
+    for engine in [
+        ["--engine", "jit"],
+        ["--engine", "interp"],
+        ["--target", "aarch64"],
+    ] {
+        let what = format!("{} frees", engine.join(" "));
+        let (status, log) = run_sarif(
+            &p,
+            &["5", "--instrument", "--mode", "recover", engine[0], engine[1]],
+            &what,
+        );
+        assert_eq!(status, 1, "{what}");
+        let rules = log["runs"][0]["tool"]["driver"]["rules"]
+            .as_array()
+            .expect("rules");
+        let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+        for kind in [
+            "dict_slot_tag",
+            "adstack_overflow",
+            "adstack_underflow",
+            "slot_clobber",
+            "use_after_free",
+            "double_free",
+            "invalid_free",
+            "attr_out_of_bounds",
+            "foreign_write",
+            "host_fault",
+            "stack_overflow",
+        ] {
+            assert_eq!(ids.iter().filter(|&&i| i == kind).count(), 1, "{kind}: {ids:?}");
+        }
+        let rs = results(&log);
+        let kinds: Vec<&str> = rs.iter().filter_map(|r| r["ruleId"].as_str()).collect();
+        assert_eq!(kinds, ["double_free", "invalid_free"], "{what}");
+        for r in rs {
+            let i = r["ruleIndex"].as_u64().unwrap_or_else(|| panic!("{what}: {r}")) as usize;
+            assert_eq!(rules[i]["id"], r["ruleId"], "{what}");
+        }
+    }
+}

@@ -211,3 +211,124 @@ entry:
         .unwrap();
     eprintln!("NOT REACHED");
 }
+
+// ---- issue 28 item 8: a host's own handler sees faults in host functions first ----
+
+/// What the host handlers below write when they run.
+const HOST_FIXED: &str = "host handler fixed the page";
+const HOST_DECLINED: &str = "host handler left the fault alone";
+
+fn write_stderr(msg: &str) {
+    // SAFETY: write(2) is async-signal-safe; `msg` is valid for its length.
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+}
+
+/// A host's SIGSEGV handler (installed before guardlift's) that resolves
+/// the fault: makes the faulting page readable and returns.
+extern "C" fn fixing_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+    // SAFETY: the kernel's siginfo of a SIGSEGV; mprotect is
+    // async-signal-safe and the page is the test's own mapping.
+    unsafe {
+        let page = (*info).si_addr() as usize & !4095;
+        libc::mprotect(page as *mut libc::c_void, 4096, libc::PROT_READ | libc::PROT_WRITE);
+    }
+    write_stderr(HOST_FIXED);
+}
+
+/// A host's SIGSEGV handler that does not resolve the fault.
+extern "C" fn declining_handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+    write_stderr(HOST_DECLINED);
+}
+
+fn install_host_handler(h: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)) {
+    // SAFETY: a zeroed sigaction filled in with an SA_SIGINFO handler that
+    // only calls async-signal-safe functions is a valid disposition.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = h as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
+/// The host function: reads the i64 at `p`.
+extern "C" fn host_read(p: i64) -> i64 {
+    // SAFETY: deliberately not always: `p` is a PROT_NONE page the host's
+    // handler may make readable.
+    unsafe { std::ptr::read_volatile(p as usize as *const i64) }
+}
+
+/// `@main(p)` calls the host function `@read(p)` (line 4).
+const CALLS_HOST_READ: &str = "extern fn @read(i64) -> i64
+fn @main(%p: i64) -> i64 {
+entry:
+    %v = call @read(%p)
+    return %v
+}
+";
+
+/// Runs [`CALLS_HOST_READ`] on a fresh PROT_NONE page with `handler`
+/// installed before guardlift's; prints the result.
+fn run_host_read_on_protected_page(
+    handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void),
+) {
+    install_host_handler(handler);
+    // SAFETY: an anonymous private mapping of one page, no access.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED);
+    // SAFETY: `host_read` has the extern's signature.
+    let opts = unsafe { CompileOptions::default().symbol("read", host_read as *const u8) };
+    let m = Jit::compile(&parse(CALLS_HOST_READ), recover_rt(), &opts).unwrap();
+    // SAFETY: the read of the protected page faults on purpose; the host's
+    // handler resolves it, or guardlift's reports it and ends the process.
+    let r = unsafe { call_raw(&m, "main", &[page as u64]) };
+    eprintln!("RESULT {r:?}");
+}
+
+/// A fault in a host function that the host's own handler (installed
+/// before guardlift) resolves is not guardlift's: the run finishes.
+#[test]
+fn a_host_handler_that_resolves_a_fault_in_a_host_function_lets_the_run_finish() {
+    let o = run_child("host_fixes", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(HOST_FIXED).count(), 1, "{err}");
+    assert!(err.contains("RESULT Some(0)"), "{err}");
+    assert!(!err.contains("==guardlift=="), "{err}");
+}
+
+#[test]
+#[ignore = "helper: run in a child process by its parent test"]
+fn child_host_fixes() {
+    child("child_host_fixes");
+    run_host_read_on_protected_page(fixing_handler);
+}
+
+/// One the host's handler does not resolve is a `host_fault` at the IR call.
+#[test]
+fn a_fault_the_host_handler_leaves_is_a_host_fault() {
+    let o = run_child("host_declines", &[]);
+    assert_aborted(&o);
+    let err = stderr(&o);
+    assert_eq!(err.matches(HOST_DECLINED).count(), 1, "{err}");
+    assert!(err.contains("==guardlift== ERROR: host_fault at @main 4:5 (call)"), "{err}");
+    assert!(err.contains("in a host function called by this IR call"), "{err}");
+    assert!(!err.contains("RESULT"), "{err}");
+}
+
+#[test]
+#[ignore = "helper: run in a child process by its parent test"]
+fn child_host_declines() {
+    child("child_host_declines");
+    run_host_read_on_protected_page(declining_handler);
+}

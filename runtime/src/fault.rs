@@ -224,9 +224,9 @@ impl FaultReport<'_> {
     /// `host_fault` or `stack_overflow`.
     pub fn kind(&self) -> &'static str {
         if self.stack_overflow {
-            "stack_overflow"
+            crate::report::STACK_OVERFLOW
         } else {
-            "host_fault"
+            crate::report::HOST_FAULT
         }
     }
 
@@ -358,6 +358,37 @@ impl std::fmt::Display for FaultJson<'_> {
     }
 }
 
+/// Where a signal handler ends the process (the fault handler, trap
+/// mode's handler): with [`set_stdout_json_tail`] set, prints on stdout the
+/// one JSON object of the run, `{"result":null,"reports":[...the reports
+/// recorded before, then last...],TAIL,"aborted":true,"stdout":...}` —
+/// in every mode, trap mode included (spec §6.2). Async-signal-safe but for
+/// the locks it only tries.
+#[cfg(unix)]
+pub(crate) fn write_stdout_json(rt: &Runtime, last: &dyn std::fmt::Display) {
+    use std::fmt::Write as _;
+    let Some(tail) = STDOUT_JSON_TAIL.get() else {
+        return;
+    };
+    let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
+    let _ = w.write_str("{\"result\":null,\"reports\":[");
+    let _ = rt.try_with_reports(|rs| {
+        for r in rs {
+            let _ = write!(w, "{},", r.human().json());
+        }
+    });
+    let _ = write!(w, "{last}],{tail},\"aborted\":true,\"stdout\":");
+    // The `print_*` output so far, as the CLI's other abort paths give it.
+    let written = rt.try_with_output(|out| {
+        let _ = write!(w, "{}", crate::report::JsonStr(out));
+    });
+    if written.is_none() {
+        let _ = w.write_str("\"\"");
+    }
+    let _ = writeln!(w, "}}");
+    let _ = w.finish();
+}
+
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64")
@@ -404,6 +435,14 @@ mod imp {
         let (pc, sp, fp) = (s.pc(), s.sp(), s.fp());
         let top = entry_sp();
         let on_stack = |a: usize| bounds.is_some_and(|(low, high)| low <= a && a < high);
+        if let Some((ra, record)) = prologue_caller(s, top) {
+            // An overflow in a callee's prologue: the IR call that made it.
+            return Some(Placed {
+                site_pc: ra - 1,
+                in_host: false,
+                record,
+            });
+        }
         if is_code(pc) {
             // The faulting function's own record (x86_64 sets up a frame in
             // every function; an aarch64 leaf may not, see the docs).
@@ -440,6 +479,56 @@ mod imp {
         })
     }
 
+    /// The first instructions of every compiled function, as Cranelift
+    /// emits them: the frame record set-up (`push rbp; mov rbp, rsp` on
+    /// x86_64; `stp x29, x30, [sp, #-16]!; mov x29, sp` on aarch64), and the
+    /// offset from which the frame pointer is the function's own record.
+    #[cfg(target_arch = "x86_64")]
+    const PROLOGUE: (&[u8], usize) = (&[0x55, 0x48, 0x89, 0xe5], 4);
+    #[cfg(target_arch = "aarch64")]
+    const PROLOGUE: (&[u8], usize) = (&[0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91], 8);
+
+    /// For a fault in the prologue of a registered function (before its
+    /// first instruction with an IR site: the frame set-up, the stack
+    /// probe — where a deep recursion runs out of stack), the return
+    /// address into the IR call that entered it and that caller's frame
+    /// record (0: unknown): spec §6.2 names the call, not the callee.
+    fn prologue_caller(s: &Signal, top: usize) -> Option<(usize, usize)> {
+        let (pc, sp, fp) = (s.pc(), s.sp(), s.fp());
+        let (f, _) = crate::codemap::owner_of(pc)?;
+        let off = pc - f.start;
+        if f.locs.first().is_some_and(|l| (l.start as usize) <= off) {
+            return None;
+        }
+        let (bytes, set_up) = PROLOGUE;
+        if f.len < bytes.len() || top == 0 {
+            return None;
+        }
+        // SAFETY: [start, start + len) is the registered function's code,
+        // mapped readable while it is registered (it is: `pc` is in it).
+        let code = unsafe { std::slice::from_raw_parts(f.start as *const u8, bytes.len()) };
+        if code != bytes {
+            return None;
+        }
+        let on_stack = |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a % 8 == 0;
+        // SAFETY (each read): `on_stack` checked the word lies in the
+        // interrupted thread's live stack, [sp, entry), 8-aligned.
+        let read = |a: usize| on_stack(a).then(|| unsafe { crate::codemap::read_stack_word(a) });
+        let (ra, record) = if off == 0 {
+            // Nothing pushed yet: the return address is where the call left it.
+            (s.lr().or_else(|| read(sp))?, fp)
+        } else if off < set_up {
+            // The old frame pointer is pushed (x86_64) or the pair stored
+            // (aarch64): the return address is the next word.
+            (read(sp + 8)?, fp)
+        } else {
+            // The function's own record: the caller's record and the return address.
+            (read(fp + 8)?, read(fp)?)
+        };
+        let record = if on_stack(record) { record } else { 0 };
+        (ra > 1 && is_code(ra - 1)).then_some((ra, record))
+    }
+
     fn on_fault(s: &Signal) -> bool {
         let bounds = crate::sigstack::thread_stack_bounds();
         let Some(placed) = place(s, bounds) else {
@@ -452,7 +541,35 @@ mod imp {
                 addr < low.saturating_add(OVERFLOW_SLACK)
                     && addr >= low.saturating_sub(OVERFLOW_SLACK)
             });
+        if placed.in_host && !overflow && host_resolves(s) {
+            // The host's handler took it: the instruction runs again.
+            return true;
+        }
         report_and_abort(s, &placed, overflow)
+    }
+
+    thread_local! {
+        /// The (PC, address) of the last fault this thread offered to the
+        /// host's handler, which returned (0: none).
+        static OFFERED: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+    }
+
+    /// A fault in a host function goes first to the handler the host
+    /// installed before guardlift, if any (spec §6.2; wasmtime's rule for
+    /// faults outside its code): `true` when it took the fault and returned
+    /// (the instruction is retried). The same fault again right after (same
+    /// PC and address) is one the handler did not resolve: `false`, as when
+    /// there is no handler or it declines.
+    fn host_resolves(s: &Signal) -> bool {
+        let key = (s.pc(), s.fault_addr());
+        if OFFERED.with(|c| c.replace((0, 0))) == key {
+            return false;
+        }
+        if crate::sigchain::offer_to_previous(s) {
+            OFFERED.with(|c| c.set(key));
+            return true;
+        }
+        false
     }
 
     /// Return addresses of the IR call chain outside the faulting frame.
@@ -515,33 +632,9 @@ mod imp {
         } else {
             crate::output::write_display_fd_or_stderr(fd, &report);
         }
-        if let Some(tail) = STDOUT_JSON_TAIL.get() {
-            stdout_json(&rt, &report, tail);
-        }
+        write_stdout_json(&rt, &report.json());
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
-    }
-
-    /// The JSON object of [`set_stdout_json_tail`] on stdout.
-    fn stdout_json(rt: &Runtime, report: &FaultReport, tail: &str) {
-        use std::fmt::Write as _;
-        let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
-        let _ = w.write_str("{\"result\":null,\"reports\":[");
-        let _ = rt.try_with_reports(|rs| {
-            for r in rs {
-                let _ = write!(w, "{},", r.human().json());
-            }
-        });
-        let _ = write!(w, "{}],{tail},\"aborted\":true,\"stdout\":", report.json());
-        // The `print_*` output so far, as the CLI's other abort paths give it.
-        let written = rt.try_with_output(|out| {
-            let _ = write!(w, "{}", crate::report::JsonStr(out));
-        });
-        if written.is_none() {
-            let _ = w.write_str("\"\"");
-        }
-        let _ = writeln!(w, "}}");
-        let _ = w.finish();
     }
 }
 

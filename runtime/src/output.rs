@@ -31,19 +31,33 @@ pub struct LogFile {
     file: Mutex<File>,
     /// The fallback note has been printed for this log.
     noted: AtomicBool,
+    /// This log created the file (it did not exist before [`LogFile::open`]):
+    /// if nothing was written to it, it is removed when the log closes, so a
+    /// run that reports nothing leaves no empty log behind.
+    created: bool,
 }
 
 impl LogFile {
-    /// Opens `path` for appending (creating it).
+    /// Opens `path` for appending (creating it: a file created here and
+    /// still empty when the log is dropped is removed again).
     pub fn open(path: &str) -> std::io::Result<LogFile> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
+        let (file, created) = match std::fs::OpenOptions::new()
+            .create_new(true)
             .append(true)
-            .open(path)?;
+            .open(path)
+        {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
+                std::fs::OpenOptions::new().append(true).open(path)?,
+                false,
+            ),
+            Err(e) => return Err(e),
+        };
         Ok(LogFile {
             path: path.to_string(),
             file: Mutex::new(file),
             noted: AtomicBool::new(false),
+            created,
         })
     }
 
@@ -80,6 +94,20 @@ impl LogFile {
             }
             let _ = err.write_all(text);
             let _ = err.flush();
+        }
+    }
+}
+
+impl Drop for LogFile {
+    /// Removes the file this log created if nothing was written to it
+    /// (`log_path` is created only when something is reported).
+    fn drop(&mut self) {
+        if !self.created {
+            return;
+        }
+        let f = self.file.get_mut().unwrap_or_else(|e| e.into_inner());
+        if f.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::fmt;
 
+pub use guardlift_abi::report::{kind_names, FAULT_KINDS, HOST_FAULT, STACK_OVERFLOW};
 pub use guardlift_abi::{ReportKind, TRAP_CODE_BASE};
 
 /// The values a check saw, captured when it ran.

@@ -197,6 +197,21 @@ impl Runtime {
         Ok(())
     }
 
+    /// Closes the log file (`log_path`) at the end of a run that goes on
+    /// to exit: a log the runtime created and nothing was written to is
+    /// removed (it is created only when something is reported). Reports
+    /// written after this go to stderr.
+    pub fn close_log(&self) {
+        self.trap.set_output(None, self.trap.output().1);
+        let log = self
+            .settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .log
+            .take();
+        drop(log);
+    }
+
     /// Installs a handler called on each violation (see [`ReportHandler`]).
     pub fn set_report_handler(&self, handler: Option<ReportHandler>) {
         self.settings

@@ -64,6 +64,19 @@ pub fn install(sig: libc::c_int, order: Order, handler: Handler) -> std::io::Res
     imp::install(sig, order, handler)
 }
 
+/// For a fault in a host function called from compiled code (spec §6.2):
+/// offers `signal` to the action installed before guardlift's, first. Its
+/// handler is called as [`install`]'s chaining rule calls it; `true` when
+/// it returned and left guardlift's dispatcher installed (it took the
+/// fault: returning retries the faulting instruction); `false` when there
+/// is none (`SIG_DFL`, `SIG_IGN`) or it declined by restoring the default
+/// action and returning (Rust's own SIGSEGV handler does that for a fault
+/// that is no stack overflow), in which case the dispatcher is put back.
+/// Async-signal-safe.
+pub fn offer_to_previous(signal: &Signal) -> bool {
+    imp::offer_to_previous(signal)
+}
+
 /// The calling thread's `errno`.
 pub fn errno() -> libc::c_int {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
@@ -83,6 +96,12 @@ impl Signal {
     /// The interrupted frame pointer (the frame-record chain's head).
     pub fn fp(&self) -> usize {
         imp::context_regs(self.uctx).fp
+    }
+
+    /// The interrupted link register (aarch64's x30: the return address
+    /// of a function that has not saved it yet); `None` on x86_64.
+    pub fn lr(&self) -> Option<usize> {
+        imp::context_regs(self.uctx).lr
     }
 
     /// The faulting address (`si_addr`) of SIGSEGV, SIGBUS, SIGFPE, SIGILL.
@@ -105,6 +124,7 @@ pub(crate) struct Regs {
     pub pc: usize,
     pub sp: usize,
     pub fp: usize,
+    pub lr: Option<usize>,
 }
 
 #[cfg(all(
@@ -161,15 +181,53 @@ mod imp {
             }
             (*PREV.0.get())[s] = MaybeUninit::new(old);
             PREV_SET[s].store(true, SeqCst);
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = dispatch as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-            libc::sigemptyset(&mut sa.sa_mask);
+            let sa = ours();
             if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
         }
         Ok(())
+    }
+
+    /// The dispatcher's action.
+    fn ours() -> libc::sigaction {
+        // SAFETY: a zeroed sigaction is a valid value to fill in;
+        // sigemptyset initializes its mask.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = dispatch as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa
+        }
+    }
+
+    pub fn offer_to_previous(signal: &Signal) -> bool {
+        let (sig, s) = (signal.sig, signal.sig as usize);
+        if s >= NSIG || !PREV_SET[s].load(SeqCst) {
+            return false;
+        }
+        // SAFETY: written before the dispatcher was installed for `sig`.
+        let prev = unsafe { (*PREV.0.get())[s].assume_init() };
+        let h = prev.sa_sigaction;
+        if h == libc::SIG_DFL || h == libc::SIG_IGN {
+            return false;
+        }
+        call_previous(Some(prev), signal);
+        // SAFETY: sigaction is async-signal-safe; the structs are valid.
+        unsafe {
+            let mut cur: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut cur) != 0 {
+                return false;
+            }
+            if cur.sa_sigaction == dispatch as *const () as usize {
+                return true;
+            }
+            // It gave the signal back to the default: ours again, declined.
+            let sa = ours();
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+        false
     }
 
     extern "C" fn dispatch(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut libc::c_void) {
@@ -245,12 +303,14 @@ mod imp {
             pc: m.gregs[libc::REG_RIP as usize] as usize,
             sp: m.gregs[libc::REG_RSP as usize] as usize,
             fp: m.gregs[libc::REG_RBP as usize] as usize,
+            lr: None,
         };
         #[cfg(target_arch = "aarch64")]
         let regs = Regs {
             pc: m.pc as usize,
             sp: m.sp as usize,
             fp: m.regs[29] as usize,
+            lr: Some(m.regs[30] as usize),
         };
         regs
     }
@@ -272,6 +332,10 @@ mod imp {
 
     pub fn context_regs(_uctx: *mut libc::c_void) -> Regs {
         Regs::default()
+    }
+
+    pub fn offer_to_previous(_signal: &super::Signal) -> bool {
+        false
     }
 }
 

@@ -128,6 +128,15 @@ pub fn trap_index(loc: SourceLoc) -> Option<usize> {
         .then(|| (loc.bits() & !TRAP_SRCLOC_BIT) as usize)
 }
 
+/// The trap code Cranelift records for the IR's memory accesses (raw
+/// `load`/`store` and the object-model accesses, [`func::mem`]): where one
+/// sits in the code, that machine instruction accesses memory an IR
+/// access named, even where the backend merged the access into another
+/// instruction (`crate::codemap` maps it back to the access).
+pub fn access_trap_code() -> Option<cl::TrapCode> {
+    func::mem().trap_code()
+}
+
 // ---- the dict tag check ----------------------------------------------------
 
 /// Module-wide lowering state: how IR functions, externs and the runtime map

@@ -88,6 +88,8 @@ fn report_and_abort(sig: libc::c_int, pc: usize, f: &Found) -> ! {
     };
     let (fd, json) = scratch.output();
     crate::report::write_signal_safe(fd, json, &report);
+    // With the CLI's `--json`, the run's JSON object too (spec §6.2).
+    crate::fault::write_stdout_json(&f.rt, &report.json());
     // SAFETY: abort is async-signal-safe.
     unsafe { libc::abort() }
 }
