@@ -74,6 +74,13 @@ macro_rules! foreach_entry {
             /// A clean loop's entry test of `(obj, max)`: 1 = a live object
             /// whose word is its own values array of more than `max` attributes.
             AttrFixed gl_attr_fixed [] rt (I64, I32) -> I8;
+            /// `@pow(x, y)`: `x` to the power `y` (C `pow`).
+            Pow gl_pow ["pow"] - (F64, F64) -> F64;
+            /// `@fmod(x, y)`: the remainder of `x / y` truncated (C `fmod`).
+            Fmod gl_fmod ["fmod"] - (F64, F64) -> F64;
+            /// A fatal division fault `(kind code, frame pointer)` of the
+            /// calling IR op (`div_by_zero`, `int_overflow`): never returns.
+            ArithFault gl_arith_fault [] rt (I32, I64);
         }
     };
 }

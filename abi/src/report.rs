@@ -28,6 +28,10 @@ pub enum ReportKind {
     AttrOutOfBounds,
     /// A watched dict word written by foreign code or left malformed (spec §6.1).
     ForeignWrite,
+    /// An integer division or remainder by zero (spec §3.1; always fatal).
+    DivByZero,
+    /// `sdiv` of the type's minimum by −1 (spec §3.1; always fatal).
+    IntOverflow,
 }
 
 impl ReportKind {
@@ -43,10 +47,12 @@ impl ReportKind {
             ReportKind::InvalidFree => "invalid_free",
             ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
             ReportKind::ForeignWrite => "foreign_write",
+            ReportKind::DivByZero => "div_by_zero",
+            ReportKind::IntOverflow => "int_overflow",
         }
     }
     /// Every kind, in code order.
-    pub const ALL: [ReportKind; 9] = [
+    pub const ALL: [ReportKind; 11] = [
         ReportKind::DictSlotTag,
         ReportKind::AdstackOverflow,
         ReportKind::AdstackUnderflow,
@@ -56,6 +62,8 @@ impl ReportKind {
         ReportKind::InvalidFree,
         ReportKind::AttrOutOfBounds,
         ReportKind::ForeignWrite,
+        ReportKind::DivByZero,
+        ReportKind::IntOverflow,
     ];
     /// Is this a `lifetime` kind (its reports name where the object was freed)?
     pub const fn is_lifetime(self) -> bool {
@@ -63,6 +71,11 @@ impl ReportKind {
             self,
             ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree
         )
+    }
+    /// Is this a fatal arithmetic kind (`div_by_zero`, `int_overflow`:
+    /// reported like `host_fault`, never recovered)?
+    pub const fn is_arith(self) -> bool {
+        matches!(self, ReportKind::DivByZero | ReportKind::IntOverflow)
     }
     /// The numeric code used by generated code and trap codes.
     pub const fn code(self) -> u8 {

@@ -118,6 +118,13 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             index: values[1],
             capacity: values[2],
         },
+        // Not trap kinds and never recorded in the sink: fatal, reported as
+        // faults are (`fault::FaultCause::Arith`); decoded as raw values.
+        ReportKind::DivByZero | ReportKind::IntOverflow => Observed::Bounds {
+            object: values[0],
+            index: values[1],
+            capacity: values[2],
+        },
     }
 }
 
