@@ -82,6 +82,13 @@ macro_rules! foreach_entry {
             /// The bounds check of a raw access `(addr, width, site, store,
             /// value)`: 1 = go on; 0 = it touches a heap redzone (reported).
             CheckRedzone gl_check_redzone [] rt (I64, I32, I32, I32, I64) -> I8;
+            /// `@pow(x, y)`: `x` to the power `y` (C `pow`).
+            Pow gl_pow ["pow"] - (F64, F64) -> F64;
+            /// `@fmod(x, y)`: the remainder of `x / y` truncated (C `fmod`).
+            Fmod gl_fmod ["fmod"] - (F64, F64) -> F64;
+            /// A fatal division fault `(kind code, frame pointer)` of the
+            /// calling IR op (`div_by_zero`, `int_overflow`): never returns.
+            ArithFault gl_arith_fault [] rt (I32, I64);
         }
     };
 }

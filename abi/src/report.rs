@@ -30,6 +30,10 @@ pub enum ReportKind {
     ForeignWrite,
     /// `bounds`: a raw load/store touching a redzone of the model heap.
     HeapOverflow,
+    /// An integer division or remainder by zero (spec §3.1; always fatal).
+    DivByZero,
+    /// `sdiv` of the type's minimum by −1 (spec §3.1; always fatal).
+    IntOverflow,
 }
 
 impl ReportKind {
@@ -46,10 +50,12 @@ impl ReportKind {
             ReportKind::AttrOutOfBounds => "attr_out_of_bounds",
             ReportKind::ForeignWrite => "foreign_write",
             ReportKind::HeapOverflow => "heap_overflow",
+            ReportKind::DivByZero => "div_by_zero",
+            ReportKind::IntOverflow => "int_overflow",
         }
     }
     /// Every kind, in code order.
-    pub const ALL: [ReportKind; 10] = [
+    pub const ALL: [ReportKind; 12] = [
         ReportKind::DictSlotTag,
         ReportKind::AdstackOverflow,
         ReportKind::AdstackUnderflow,
@@ -60,6 +66,8 @@ impl ReportKind {
         ReportKind::AttrOutOfBounds,
         ReportKind::ForeignWrite,
         ReportKind::HeapOverflow,
+        ReportKind::DivByZero,
+        ReportKind::IntOverflow,
     ];
     /// Is this a `lifetime` kind (its reports name where the object was freed)?
     pub const fn is_lifetime(self) -> bool {
@@ -67,6 +75,11 @@ impl ReportKind {
             self,
             ReportKind::UseAfterFree | ReportKind::DoubleFree | ReportKind::InvalidFree
         )
+    }
+    /// Is this a fatal arithmetic kind (`div_by_zero`, `int_overflow`:
+    /// reported like `host_fault`, never recovered)?
+    pub const fn is_arith(self) -> bool {
+        matches!(self, ReportKind::DivByZero | ReportKind::IntOverflow)
     }
     /// The numeric code used by generated code and trap codes.
     pub const fn code(self) -> u8 {

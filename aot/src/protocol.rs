@@ -25,6 +25,7 @@
 //! of [`guardlift_jit::ObjectCode::functions`]) and the offset in it, or
 //! `- -`. A report line ends with its IR call chain: `N` then `N` PCs, the
 //! report stub's call first (see [`parse`]).
+//! | `D KIND SITE N PCs` | a fatal division fault of spec §3.1 ([`ReportKind::code`] of `div_by_zero` or `int_overflow`) at SITE (the op's call of `gl_arith_fault`), then the IR calls outside it (`N` PCs, innermost first); the reports recorded before it precede it |
 //! | `V BITS` | the entry returned these raw result bits |
 //! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
 //! | `E` | the run ended normally (reports and faults precede it) |
@@ -49,6 +50,7 @@ pub const EVENTS: &[(&str, char)] = &[
     ("TRAP", 'T'),
     ("SIGNAL", 'S'),
     ("CRASH", 'C'),
+    ("ARITH", 'D'),
     ("RESULT", 'V'),
     ("ABORT", 'A'),
     ("END", 'E'),
@@ -274,6 +276,8 @@ pub struct TargetFault {
     pub at: IrPc,
     /// The IR calls outside the site, innermost first (the backtrace after `#0`).
     pub outer: Vec<String>,
+    /// A fatal division fault (`D`: `div_by_zero`, `int_overflow`), not a signal.
+    pub arith: Option<ReportKind>,
 }
 
 impl TargetFault {
@@ -285,11 +289,14 @@ impl TargetFault {
             line: self.at.line,
             col: self.at.col,
             op: self.at.op,
-            cause: FaultCause::Signal {
-                signal: crate::signal_name(self.signal),
-                address: Some(self.address as usize),
-                pc: Some(self.pc as usize),
-                in_host: self.in_host,
+            cause: match self.arith {
+                Some(k) => FaultCause::Arith(k),
+                None => FaultCause::Signal {
+                    signal: crate::signal_name(self.signal),
+                    address: Some(self.address as usize),
+                    pc: Some(self.pc as usize),
+                    in_host: self.in_host,
+                },
             },
             backtrace: guardlift_runtime::backtrace::enabled()
                 .then_some(OuterFrames::Frames(&self.outer)),
@@ -491,6 +498,33 @@ fn crash<'a>(
         pc,
         in_host: in_host != 0,
         at,
+        arith: None,
+    })
+}
+
+/// A `D` line (see the module docs).
+fn arith<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    code: &[CodeFunction],
+) -> Result<TargetFault, String> {
+    let kind = u8::try_from(hex(it.next(), line)?)
+        .ok()
+        .and_then(ReportKind::from_code)
+        .filter(|k| k.is_arith())
+        .ok_or_else(|| format!("bad arithmetic fault kind in `{line}`"))?;
+    let at = code_pc(it, line, code)?
+        .ok_or_else(|| format!("an arithmetic fault without a site in `{line}`"))?;
+    let outer = code_pcs(it, line, code)?;
+    Ok(TargetFault {
+        outer: outer.iter().flatten().map(IrPc::frame).collect(),
+        stack_overflow: false,
+        signal: 0,
+        address: 0,
+        pc: 0,
+        in_host: false,
+        at,
+        arith: Some(kind),
     })
 }
 
@@ -602,6 +636,12 @@ pub fn parse(
             "C" => {
                 let f = crash(&mut it, line, code)?;
                 run.end = End::Crashed { signal: f.signal };
+                run.fault = Some(f);
+                complete = true;
+            }
+            "D" => {
+                let f = arith(&mut it, line, code)?;
+                run.end = End::Crashed { signal: 0 };
                 run.fault = Some(f);
                 complete = true;
             }

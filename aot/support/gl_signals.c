@@ -291,6 +291,31 @@ static void on_crash(int sig, siginfo_t *si, void *uctx) {
     die_of(sig);
 }
 
+/* A fatal division fault of spec 3.1 (`kind`: the ReportKind code of
+ * div_by_zero or int_overflow), called from the cold path of the IR op: the
+ * return address (minus 1) is that call, which carries the op's source
+ * location; `fp` is the IR function's frame record (it calls, so it has
+ * one). Everything recorded so far, then a `D` line for the host's report
+ * (the host JIT's gl_arith_fault prints the same); then abort. */
+void gl_arith_fault(void *rt, uint32_t kind, uint64_t fp) {
+    (void)rt;
+    u64 site = (u64)(uintptr_t)__builtin_return_address(0) - 1;
+    u64 top = g_entry_sp;
+    u64 frames[GL_MAX_FRAMES];
+    unsigned n = 0;
+    if (top && fp && fp < top)
+        n = walk_records(fp, top, frames, 0, GL_MAX_FRAMES - 1);
+    gl_emit_reports();
+    gl_out_char(GL_EV_ARITH);
+    gl_out_field((u64)kind);
+    gl_out_code_pc(site);
+    gl_out_field(n);
+    for (unsigned k = 0; k < n; k++) gl_out_code_pc(frames[k]);
+    gl_out_nl();
+    gl_flush_out();
+    die_of(SIGABRT);
+}
+
 /* A trap instruction. A guard's (trap mode; gl_traps.c says which site):
  * its observed values are in the scratch area at the runtime pointer if the
  * guard could claim it (runtime/src/trap.rs). The host prints the report.

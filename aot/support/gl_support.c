@@ -652,6 +652,8 @@ double gl_sin(double x) { return sin(x); }
 double gl_cos(double x) { return cos(x); }
 double gl_exp(double x) { return exp(x); }
 double gl_log(double x) { return log(x); }
+double gl_pow(double x, double y) { return pow(x, y); }
+double gl_fmod(double x, double y) { return fmod(x, y); }
 
 /* ---- reports (runtime/src/report.rs: deduplicated per site and kind) ------- */
 

@@ -71,6 +71,8 @@ enum Outcome {
 /// An interpreter fault placed at its IR instruction.
 struct InterpFault {
     stack_overflow: bool,
+    /// A fatal arithmetic fault (`div_by_zero`, `int_overflow`).
+    arith: Option<guardlift_runtime::ReportKind>,
     function: String,
     line: u32,
     col: u32,
@@ -108,6 +110,7 @@ impl InterpFault {
         }
         InterpFault {
             stack_overflow: false,
+            arith: None,
             function,
             line: loc.line,
             col: loc.col,
@@ -124,6 +127,7 @@ impl InterpFault {
     fn report(&self) -> guardlift_runtime::fault::FaultReport<'_> {
         use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
         let cause = match self.address {
+            _ if let Some(k) = self.arith => FaultCause::Arith(k),
             _ if self.stack_overflow => FaultCause::Signal {
                 signal: "SIGSEGV",
                 address: None,
@@ -684,6 +688,17 @@ fn execute(
                     let msg = format!("call depth limit {limit} exceeded");
                     Ok(Outcome::Fault(InterpFault {
                         stack_overflow: true,
+                        ..InterpFault::new(m, loc, msg, None, backtrace)
+                    }))
+                }
+                Err(InterpError::Arith {
+                    loc,
+                    kind,
+                    backtrace,
+                }) => {
+                    let msg = guardlift_runtime::fault::arith_message(kind).to_string();
+                    Ok(Outcome::Fault(InterpFault {
+                        arith: Some(kind),
                         ..InterpFault::new(m, loc, msg, None, backtrace)
                     }))
                 }

@@ -55,6 +55,14 @@ fn main() {
                 BinOp::Fdiv => BinOp::Fmul,
                 BinOp::Fmin => BinOp::Fmax,
                 BinOp::Fmax => BinOp::Fmin,
+                BinOp::Sdiv => BinOp::Udiv,
+                BinOp::Udiv => BinOp::Sdiv,
+                BinOp::Srem => BinOp::Urem,
+                BinOp::Urem => BinOp::Srem,
+                BinOp::SaddOverflows => BinOp::SsubOverflows,
+                BinOp::SsubOverflows => BinOp::SmulOverflows,
+                BinOp::SmulOverflows => BinOp::SaddOverflows,
+                BinOp::Fcopysign => BinOp::Fmin,
             };
         }
         let a = run(

@@ -4,7 +4,7 @@
 
 use crate::gen::Generated;
 use guardlift_ir::hoist::clean_loops;
-use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module};
+use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module, UnOp};
 use std::collections::BTreeSet;
 
 /// Every family the generator must produce (the coverage test asserts each
@@ -17,6 +17,10 @@ pub const FAMILIES: &[&str] = &[
     "float.minmax",
     "float.unary",
     "float.fcmp",
+    "int.divrem",
+    "int.overflows",
+    "int.bitcount",
+    "float.round",
     "select",
     "const.int",
     "const.float",
@@ -105,11 +109,19 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
                 InstKind::Iconst { .. } => "const.int",
                 InstKind::Fconst { .. } => "const.float",
                 InstKind::Binary { op, .. } => match op {
+                    o if o.is_division() => "int.divrem",
+                    o if o.is_overflow_test() => "int.overflows",
+                    BinOp::Fcopysign => "float.round",
                     BinOp::Ishl | BinOp::Ushr | BinOp::Sshr => "int.shift",
                     BinOp::Fmin | BinOp::Fmax => "float.minmax",
                     o if o.is_float() => "float.arith",
                     _ => "int.arith",
                 },
+                InstKind::Unary { op, .. } if op.is_int() => "int.bitcount",
+                InstKind::Unary {
+                    op: UnOp::Ffloor | UnOp::Fceil | UnOp::Ftrunc | UnOp::Fnearest,
+                    ..
+                } => "float.round",
                 InstKind::Unary { .. } => "float.unary",
                 InstKind::Icmp { .. } => "int.icmp",
                 InstKind::Fcmp { .. } => "float.fcmp",

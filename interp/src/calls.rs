@@ -80,6 +80,8 @@ impl<'m> Interpreter<'m> {
             "cos" => return abi::gl_cos(f64v(g(0))).to_bits(),
             "exp" => return abi::gl_exp(f64v(g(0))).to_bits(),
             "log" => return abi::gl_log(f64v(g(0))).to_bits(),
+            "pow" => return abi::gl_pow(f64v(g(0)), f64v(g(1))).to_bits(),
+            "fmod" => return abi::gl_fmod(f64v(g(0)), f64v(g(1))).to_bits(),
             "obj_dictify" => rt.obj_dictify(g(0)),
             "obj_free" => rt.obj_free(g(0)),
             "fault_clear_lsb" => rt.fault_clear_lsb(g(0)),

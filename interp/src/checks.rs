@@ -151,8 +151,9 @@ impl<'m> Interpreter<'m> {
     /// (outermost first) when it happened, innermost first, each at the
     /// instruction it was executing.
     pub(crate) fn with_fault_backtrace(&self, mut e: InterpError, stack: &[Frame]) -> InterpError {
-        if let InterpError::Fault { backtrace, .. } | InterpError::StackOverflow { backtrace, .. } =
-            &mut e
+        if let InterpError::Fault { backtrace, .. }
+        | InterpError::StackOverflow { backtrace, .. }
+        | InterpError::Arith { backtrace, .. } = &mut e
         {
             *backtrace = self.call_frames(stack);
         }

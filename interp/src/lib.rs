@@ -93,6 +93,18 @@ pub enum InterpError {
         /// outside it (at most [`guardlift_runtime::backtrace::MAX_FRAMES`]).
         backtrace: Vec<String>,
     },
+    /// A division by zero or `sdiv` of the minimum by −1 (spec §3.1):
+    /// fatal on every engine, reported as `kind` at the op.
+    #[error("{loc}: fatal: {}", guardlift_runtime::fault::arith_message(*kind))]
+    Arith {
+        /// The division.
+        loc: SrcLoc,
+        /// `div_by_zero` or `int_overflow`.
+        kind: guardlift_runtime::ReportKind,
+        /// The IR call chain, innermost first: the division, then the calls
+        /// outside it (at most [`guardlift_runtime::backtrace::MAX_FRAMES`]).
+        backtrace: Vec<String>,
+    },
     /// A check failed in abort or trap mode (the runtime did not end the process).
     #[error("aborted after a violation")]
     Aborted,

@@ -3,7 +3,9 @@
 //! object ops to `memory`, adstacks to `adstack`, calls to `calls`.
 
 use crate::frame::{fault, Cx, Frame, Step};
-use crate::values::{conv, fcmp, fconst, float_binop, icmp, int_binop, mask, unary};
+use crate::values::{
+    conv, fcmp, fconst, float_binop, icmp, int_binop, int_div, mask, unary, DivFault,
+};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::literal::norm_int;
 use guardlift_ir::{InstKind, Value};
@@ -93,6 +95,22 @@ impl<'m> Interpreter<'m> {
             InstKind::Fconst { ty, value } => fconst(*ty, *value),
             InstKind::Binary { op, a, b } if op.is_float() => {
                 float_binop(*op, ty(*a), v(*a), v(*b))
+            }
+            InstKind::Binary { op, a, b } if op.is_division() => {
+                match int_div(*op, ty(*a), v(*a), v(*b)) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let kind = match e {
+                            DivFault::ByZero => guardlift_runtime::ReportKind::DivByZero,
+                            DivFault::Overflow => guardlift_runtime::ReportKind::IntOverflow,
+                        };
+                        return Err(InterpError::Arith {
+                            loc: cx.inst.loc,
+                            kind,
+                            backtrace: Vec::new(),
+                        });
+                    }
+                }
             }
             InstKind::Binary { op, a, b } => int_binop(*op, ty(*a), v(*a), v(*b)),
             InstKind::Unary { op, a } => unary(*op, ty(*a), v(*a)),

@@ -61,9 +61,69 @@ pub(crate) fn int_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
         BinOp::Ishl => a << sh,
         BinOp::Ushr => mask(ty, a) >> sh,
         BinOp::Sshr => ((norm_int(ty, a) as i64) >> sh) as u64,
+        BinOp::SaddOverflows | BinOp::SsubOverflows | BinOp::SmulOverflows => {
+            return overflows(op, ty, a, b) as u64
+        }
         _ => 0,
     };
     norm_int(ty, r)
+}
+
+/// `sadd_overflows` … `smul_overflows`: does the signed operation on `ty`
+/// leave the type's range?
+fn overflows(op: BinOp, ty: Type, a: u64, b: u64) -> bool {
+    let (x, y) = (
+        norm_int(ty, a) as i64 as i128,
+        norm_int(ty, b) as i64 as i128,
+    );
+    let r = match op {
+        BinOp::SaddOverflows => x + y,
+        BinOp::SsubOverflows => x - y,
+        _ => x * y,
+    };
+    let bits = ty.bits();
+    let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+    r < min || r > max
+}
+
+/// Why a division has no result (spec §3.1: fatal reports).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DivFault {
+    /// The divisor is 0 (`div_by_zero`).
+    ByZero,
+    /// `sdiv` of the minimum by −1 (`int_overflow`).
+    Overflow,
+}
+
+/// sdiv udiv srem urem on `ty`, truncating (C semantics); `srem` of the
+/// minimum by −1 is 0.
+pub(crate) fn int_div(op: BinOp, ty: Type, a: u64, b: u64) -> Result<u64, DivFault> {
+    let (sa, sb) = (norm_int(ty, a) as i64, norm_int(ty, b) as i64);
+    let (ua, ub) = (mask(ty, a), mask(ty, b));
+    if ub == 0 {
+        return Err(DivFault::ByZero);
+    }
+    let min = norm_int(ty, 1u64 << (ty.bits() - 1)) as i64;
+    let r = match op {
+        BinOp::Sdiv if sa == min && sb == -1 => return Err(DivFault::Overflow),
+        BinOp::Sdiv => sa.wrapping_div(sb) as u64,
+        BinOp::Srem => sa.wrapping_rem(sb) as u64,
+        BinOp::Udiv => ua / ub,
+        _ => ua % ub,
+    };
+    Ok(norm_int(ty, r))
+}
+
+/// popcnt, clz, ctz on the `ty.bits()` bits of `x`.
+fn bit_count(op: UnOp, ty: Type, x: u64) -> u64 {
+    let bits = ty.bits();
+    let m = mask(ty, x);
+    let n = match op {
+        UnOp::Popcnt => m.count_ones(),
+        UnOp::Clz => m.leading_zeros() - (64 - bits),
+        _ => m.trailing_zeros().min(bits),
+    };
+    n as u64
 }
 
 /// fadd … fmax; a NaN result is the canonical NaN (spec §3), as compiled
@@ -77,6 +137,7 @@ pub(crate) fn float_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
             BinOp::Fmul => x * y,
             BinOp::Fdiv => x / y,
             BinOp::Fmin => fminmax(x as f64, y as f64, false) as f32,
+            BinOp::Fcopysign => return fbits32(x.copysign(y)),
             _ => fminmax(x as f64, y as f64, true) as f32,
         }) as u64
     } else {
@@ -87,19 +148,27 @@ pub(crate) fn float_binop(op: BinOp, ty: Type, a: u64, b: u64) -> u64 {
             BinOp::Fmul => x * y,
             BinOp::Fdiv => x / y,
             BinOp::Fmin => fminmax(x, y, false),
+            BinOp::Fcopysign => return x.copysign(y).to_bits(),
             _ => fminmax(x, y, true),
         })
     }
 }
 
-/// fneg, fabs (bit operations, NaN payload kept) and fsqrt (canonical NaN).
+/// fneg, fabs (bit operations, NaN payload kept), fsqrt and the roundings
+/// (canonical NaN); popcnt, clz, ctz on ints.
 pub(crate) fn unary(op: UnOp, ty: Type, x: u64) -> u64 {
-    if ty == Type::F32 {
+    if op.is_int() {
+        bit_count(op, ty, x)
+    } else if ty == Type::F32 {
         let f = f32v(x);
         match op {
             UnOp::Fneg => fbits32(-f),
             UnOp::Fabs => fbits32(f.abs()),
             UnOp::Fsqrt => canonical_f32_bits(f.sqrt()) as u64,
+            UnOp::Ffloor => canonical_f32_bits(f.floor()) as u64,
+            UnOp::Fceil => canonical_f32_bits(f.ceil()) as u64,
+            UnOp::Ftrunc => canonical_f32_bits(f.trunc()) as u64,
+            _ => canonical_f32_bits(f.round_ties_even()) as u64,
         }
     } else {
         let f = f64v(x);
@@ -107,6 +176,10 @@ pub(crate) fn unary(op: UnOp, ty: Type, x: u64) -> u64 {
             UnOp::Fneg => (-f).to_bits(),
             UnOp::Fabs => f.abs().to_bits(),
             UnOp::Fsqrt => canonical_f64_bits(f.sqrt()),
+            UnOp::Ffloor => canonical_f64_bits(f.floor()),
+            UnOp::Fceil => canonical_f64_bits(f.ceil()),
+            UnOp::Ftrunc => canonical_f64_bits(f.trunc()),
+            _ => canonical_f64_bits(f.round_ties_even()),
         }
     }
 }

@@ -2682,3 +2682,99 @@ fn a_fixed_attribute_claim_on_a_loop_defined_value_is_an_internal_error() {
         r => panic!("a claim on %o, defined in the loop, was not refuted: {r:?}"),
     }
 }
+
+// ---------------------------------------------------------------------------
+// Spec §3.1: divisions, overflow tests, bit counts, roundings
+
+#[test]
+fn division_truncates_like_c_on_every_width() {
+    assert_eq!(bin("i64", "sdiv", s(-7), s(2)), s(-3));
+    assert_eq!(bin("i64", "srem", s(-7), s(2)), s(-1));
+    assert_eq!(bin("i64", "udiv", s(-7), s(2)), s(i64::MAX - 3));
+    assert_eq!(bin("i64", "urem", s(-7), s(2)), 1);
+    assert_eq!(bin("i32", "udiv", s(-1), s(2)), s(i32::MAX as i64));
+    assert_eq!(bin("i8", "sdiv", s(-128), s(3)), s(-42));
+    assert_eq!(bin("i8", "urem", s(-1), s(10)), 5);
+    // srem of the minimum by -1 is 0.
+    assert_eq!(bin("i64", "srem", s(i64::MIN), s(-1)), 0);
+    assert_eq!(bin("i8", "srem", s(-128), s(-1)), 0);
+}
+
+#[test]
+fn division_faults_are_fatal_at_the_op() {
+    for (op, a, b, kind) in [
+        ("sdiv", 5, 0, ReportKind::DivByZero),
+        ("udiv", 5, 0, ReportKind::DivByZero),
+        ("srem", 5, 0, ReportKind::DivByZero),
+        ("urem", 5, 0, ReportKind::DivByZero),
+        ("sdiv", i64::MIN, -1, ReportKind::IntOverflow),
+    ] {
+        let text = format!(
+            "fn @main(%a: i64, %b: i64) -> i64 {{\nentry:\n    %r = {op} %a, %b\n    return %r\n}}\n"
+        );
+        match exec_text(&text, &[s(a), s(b)]).0 {
+            Err(InterpError::Arith { loc, kind: k, .. }) => {
+                assert_eq!((loc.line, k), (3, kind), "{op}");
+            }
+            other => panic!("{op} {a} {b}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn overflow_tests_on_the_operands_type() {
+    let ov = |ty: &str, op: &str, a: i64, b: i64| {
+        let text = format!(
+            "fn @main(%a: {ty}, %b: {ty}) -> i8 {{\nentry:\n    %r = {op} %a, %b\n    return %r\n}}\n"
+        );
+        run(&text, &[s(a), s(b)])
+    };
+    assert_eq!(ov("i64", "sadd_overflows", i64::MAX, 1), 1);
+    assert_eq!(ov("i64", "sadd_overflows", i64::MAX, -1), 0);
+    assert_eq!(ov("i64", "ssub_overflows", i64::MIN, 1), 1);
+    assert_eq!(ov("i64", "smul_overflows", 1 << 32, 1 << 31), 1);
+    assert_eq!(ov("i64", "smul_overflows", 1 << 31, 1 << 31), 0);
+    assert_eq!(ov("i32", "smul_overflows", 1 << 16, 1 << 15), 1);
+    assert_eq!(ov("i32", "sadd_overflows", i32::MAX as i64, 0), 0);
+    assert_eq!(ov("i8", "sadd_overflows", 100, 28), 1);
+    assert_eq!(ov("i8", "ssub_overflows", -128, -1), 0);
+    assert_eq!(ov("i8", "smul_overflows", -128, -1), 1);
+}
+
+#[test]
+fn bit_counts_have_the_operands_type() {
+    assert_eq!(un("i64", "popcnt", s(-1)), 64);
+    assert_eq!(un("i64", "clz", 1), 63);
+    assert_eq!(un("i64", "ctz", 0), 64);
+    assert_eq!(un("i32", "clz", 0), 32);
+    assert_eq!(un("i32", "ctz", s(-2147483648)), 31);
+    assert_eq!(un("i8", "popcnt", s(-1)), 8);
+    assert_eq!(un("i8", "clz", 1), 7);
+    assert_eq!(un("i8", "ctz", 0), 8);
+}
+
+#[test]
+fn roundings_and_copysign() {
+    let f = |op: &str, x: f64| as_f64(un("f64", op, f64b(x)));
+    assert_eq!(f("ffloor", -2.5), -3.0);
+    assert_eq!(f("fceil", -2.5), -2.0);
+    assert_eq!(f("ftrunc", -2.5), -2.0);
+    assert_eq!(f("fnearest", -2.5), -2.0);
+    assert_eq!(f("fnearest", 3.5), 4.0);
+    assert!(f("fceil", -0.5).is_sign_negative());
+    assert_eq!(
+        un("f64", "ffloor", f64b(f64::from_bits(0xfff0_0000_0000_0001))),
+        0x7ff8_0000_0000_0000
+    );
+    assert_eq!(as_f32(un("f32", "fnearest", f32b(0.5))), 0.0);
+    assert_eq!(
+        un("f32", "ftrunc", f32b(f32::from_bits(0xffc0_0001))),
+        0x7fc0_0000
+    );
+    assert_eq!(as_f64(bin("f64", "fcopysign", f64b(2.0), f64b(-0.0))), -2.0);
+    // A bit operation, as fneg: the payload of a NaN is kept.
+    assert_eq!(
+        bin("f64", "fcopysign", 0x7ff0_0000_0000_0001, f64b(-1.0)),
+        0xfff0_0000_0000_0001
+    );
+}

@@ -354,13 +354,18 @@ impl FunctionBuilder<'_> {
         )
     }
 
-    /// A two-operand op; the result has `a`'s type.
+    /// A two-operand op; the result has `a`'s type (an overflow test's is i8).
     pub fn binary(&mut self, op: BinOp, a: Value, b: Value) -> Value {
-        let ty = self.ty(a);
+        let ty = if op.is_overflow_test() {
+            Type::I8
+        } else {
+            self.ty(a)
+        };
         self.push_val(InstKind::Binary { op, a, b }, ty)
     }
 
-    /// A one-operand float op; the result has `a`'s type.
+    /// A one-operand op (float arithmetic or rounding, `popcnt`/`clz`/`ctz`);
+    /// the result has `a`'s type.
     pub fn unary(&mut self, op: UnOp, a: Value) -> Value {
         let ty = self.ty(a);
         self.push_val(InstKind::Unary { op, a }, ty)

@@ -136,6 +136,22 @@ pub enum BinOp {
     Fmin,
     /// Float maximum (NaN if either is NaN).
     Fmax,
+    /// Signed truncating division (divisor 0: `div_by_zero`; MIN / -1: `int_overflow`).
+    Sdiv,
+    /// Unsigned division (divisor 0: `div_by_zero`).
+    Udiv,
+    /// Signed remainder, the dividend's sign (divisor 0: `div_by_zero`; MIN % -1 = 0).
+    Srem,
+    /// Unsigned remainder (divisor 0: `div_by_zero`).
+    Urem,
+    /// 1 (i8) if the signed addition on the operands' type overflows.
+    SaddOverflows,
+    /// 1 (i8) if the signed subtraction on the operands' type overflows.
+    SsubOverflows,
+    /// 1 (i8) if the signed multiplication on the operands' type overflows.
+    SmulOverflows,
+    /// The magnitude of the first float with the sign of the second.
+    Fcopysign,
 }
 
 impl BinOp {
@@ -157,13 +173,69 @@ impl BinOp {
             BinOp::Fdiv => "fdiv",
             BinOp::Fmin => "fmin",
             BinOp::Fmax => "fmax",
+            BinOp::Sdiv => "sdiv",
+            BinOp::Udiv => "udiv",
+            BinOp::Srem => "srem",
+            BinOp::Urem => "urem",
+            BinOp::SaddOverflows => "sadd_overflows",
+            BinOp::SsubOverflows => "ssub_overflows",
+            BinOp::SmulOverflows => "smul_overflows",
+            BinOp::Fcopysign => "fcopysign",
         }
+    }
+    /// Every operation, in declaration order.
+    pub const ALL: [BinOp; 23] = [
+        BinOp::Iadd,
+        BinOp::Isub,
+        BinOp::Imul,
+        BinOp::Band,
+        BinOp::Bor,
+        BinOp::Bxor,
+        BinOp::Ishl,
+        BinOp::Ushr,
+        BinOp::Sshr,
+        BinOp::Fadd,
+        BinOp::Fsub,
+        BinOp::Fmul,
+        BinOp::Fdiv,
+        BinOp::Fmin,
+        BinOp::Fmax,
+        BinOp::Sdiv,
+        BinOp::Udiv,
+        BinOp::Srem,
+        BinOp::Urem,
+        BinOp::SaddOverflows,
+        BinOp::SsubOverflows,
+        BinOp::SmulOverflows,
+        BinOp::Fcopysign,
+    ];
+    /// The operation named `name` in the text format.
+    pub fn from_name(name: &str) -> Option<BinOp> {
+        BinOp::ALL.into_iter().find(|o| o.name() == name)
+    }
+    /// Is this an integer division or remainder (a fatal report on a zero
+    /// divisor, spec §3.1)?
+    pub const fn is_division(self) -> bool {
+        matches!(self, BinOp::Sdiv | BinOp::Udiv | BinOp::Srem | BinOp::Urem)
+    }
+    /// Is this an overflow test (whose result is an i8 flag)?
+    pub const fn is_overflow_test(self) -> bool {
+        matches!(
+            self,
+            BinOp::SaddOverflows | BinOp::SsubOverflows | BinOp::SmulOverflows
+        )
     }
     /// Is this a float operation?
     pub const fn is_float(self) -> bool {
         matches!(
             self,
-            BinOp::Fadd | BinOp::Fsub | BinOp::Fmul | BinOp::Fdiv | BinOp::Fmin | BinOp::Fmax
+            BinOp::Fadd
+                | BinOp::Fsub
+                | BinOp::Fmul
+                | BinOp::Fdiv
+                | BinOp::Fmin
+                | BinOp::Fmax
+                | BinOp::Fcopysign
         )
     }
     /// Is this a shift (whose operands need not have one type)?
@@ -172,7 +244,7 @@ impl BinOp {
     }
 }
 
-/// One-operand float ops.
+/// One-operand ops: float arithmetic and rounding, integer bit counts.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
     /// Negation.
@@ -181,6 +253,20 @@ pub enum UnOp {
     Fabs,
     /// Square root.
     Fsqrt,
+    /// Round toward negative infinity.
+    Ffloor,
+    /// Round toward positive infinity.
+    Fceil,
+    /// Round toward zero.
+    Ftrunc,
+    /// Round to nearest, ties to even.
+    Fnearest,
+    /// Number of set bits (an int of the operand's type).
+    Popcnt,
+    /// Number of leading zero bits (the width for 0).
+    Clz,
+    /// Number of trailing zero bits (the width for 0).
+    Ctz,
 }
 
 impl UnOp {
@@ -190,7 +276,35 @@ impl UnOp {
             UnOp::Fneg => "fneg",
             UnOp::Fabs => "fabs",
             UnOp::Fsqrt => "fsqrt",
+            UnOp::Ffloor => "ffloor",
+            UnOp::Fceil => "fceil",
+            UnOp::Ftrunc => "ftrunc",
+            UnOp::Fnearest => "fnearest",
+            UnOp::Popcnt => "popcnt",
+            UnOp::Clz => "clz",
+            UnOp::Ctz => "ctz",
         }
+    }
+    /// Every operation, in declaration order.
+    pub const ALL: [UnOp; 10] = [
+        UnOp::Fneg,
+        UnOp::Fabs,
+        UnOp::Fsqrt,
+        UnOp::Ffloor,
+        UnOp::Fceil,
+        UnOp::Ftrunc,
+        UnOp::Fnearest,
+        UnOp::Popcnt,
+        UnOp::Clz,
+        UnOp::Ctz,
+    ];
+    /// The operation named `name` in the text format.
+    pub fn from_name(name: &str) -> Option<UnOp> {
+        UnOp::ALL.into_iter().find(|o| o.name() == name)
+    }
+    /// Does it take an integer operand (else a float)?
+    pub const fn is_int(self) -> bool {
+        matches!(self, UnOp::Popcnt | UnOp::Clz | UnOp::Ctz)
     }
 }
 

@@ -1714,3 +1714,48 @@ fn fuzz_never_panics() {
         "only {failures} of 2000 mutants were rejected"
     );
 }
+
+/// The type rules of the spec §3.1 arithmetic: divisions and overflow tests
+/// take two ints (an overflow test yields i8), bit counts an int, the
+/// roundings and `fcopysign` floats.
+#[test]
+fn ops_of_section_3_1_type_rules() {
+    let cases = [
+        (
+            "%r = sdiv %a, %x",
+            "i64",
+            "type mismatch: sdiv %a (i64), %x (f64)",
+        ),
+        (
+            "%r = urem %x, %x",
+            "f64",
+            "type mismatch: urem %x (f64), %x (f64)",
+        ),
+        (
+            "%r = popcnt %x",
+            "f64",
+            "type mismatch: popcnt needs an integer operand, got %x (f64)",
+        ),
+        (
+            "%r = ffloor %a",
+            "i64",
+            "type mismatch: ffloor needs a float operand, got %a (i64)",
+        ),
+        (
+            "%r = fcopysign %x, %a",
+            "f64",
+            "type mismatch: fcopysign %x (f64), %a (i64)",
+        ),
+    ];
+    for (line, ret, msg) in cases {
+        let text = format!(
+            "fn @main(%a: i64, %x: f64) -> {ret} {{\nentry:\n    {line}\n    return %r\n}}\n"
+        );
+        let e = guardlift_ir::parse_and_verify(&text)
+            .expect_err(&text)
+            .to_string();
+        assert!(e.contains(msg), "{text}: {e}");
+    }
+    let ok = "fn @main(%a: i32, %b: i32) -> i8 {\nentry:\n    %o = smul_overflows %a, %b\n    %n = clz %a\n    %q = sdiv %n, %b\n    return %o\n}\n";
+    assert!(guardlift_ir::parse_and_verify(ok).is_ok());
+}

@@ -922,3 +922,162 @@ out:
     assert_eq!(m.safe_func::<i64, i64>("swap_params").unwrap().call(3), 21);
     assert_eq!(m.safe_func::<i64, i64>("swap_params").unwrap().call(4), 12);
 }
+
+/// Rust's reference of the spec §3.1 integer ops on `bits`-wide operands
+/// (`None`: a fatal report, never called here).
+fn int_ref_3_1(op: &str, bits: u32, a: i64, b: i64) -> Option<i64> {
+    let mask = |x: i64| match bits {
+        8 => x as u8 as i64,
+        32 => x as u32 as i64,
+        _ => x,
+    };
+    let (ua, ub) = (mask(a) as u64, mask(b) as u64);
+    let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+    let out = |r: i128| (r < min || r > max) as i64;
+    Some(match op {
+        "sdiv" => a.checked_div(b)?,
+        "srem" => a.checked_rem(b).unwrap_or(0),
+        "udiv" => ua.checked_div(ub)? as i64,
+        "urem" => ua.checked_rem(ub)? as i64,
+        "sadd_overflows" => out(a as i128 + b as i128),
+        "ssub_overflows" => out(a as i128 - b as i128),
+        "smul_overflows" => out(a as i128 * b as i128),
+        _ => unreachable!("{op}"),
+    })
+}
+
+/// Divisions (without the fatal cases: cli/tests/fault_parity.rs), overflow
+/// tests and bit counts on every width against Rust's semantics.
+#[test]
+fn spec_3_1_integer_ops() {
+    let ops = [
+        "sdiv",
+        "udiv",
+        "srem",
+        "urem",
+        "sadd_overflows",
+        "ssub_overflows",
+        "smul_overflows",
+    ];
+    let mut text = String::new();
+    for op in ops {
+        for (t, _) in int_types() {
+            let r = if op.ends_with("_overflows") { "i8" } else { t };
+            text += &format!(
+                "fn @{op}_{t}(%a: {t}, %b: {t}) -> {r} {{\nentry:\n    %r = {op} %a, %b\n    return %r\n}}\n"
+            );
+        }
+    }
+    for op in ["popcnt", "clz", "ctz"] {
+        for (t, _) in int_types() {
+            text += &format!(
+                "fn @{op}_{t}(%a: {t}) -> {t} {{\nentry:\n    %r = {op} %a\n    return %r\n}}\n"
+            );
+        }
+    }
+    let m = jit(&text);
+    for op in ops {
+        for (t, bits) in int_types() {
+            for &a in &INT_SAMPLES {
+                for &b in &INT_SAMPLES {
+                    let (a, b) = (ib(bits, a) as i64, ib(bits, b) as i64);
+                    let min = ib(bits, i64::MIN >> (64 - bits)) as i64;
+                    if op.contains("div") && (b == 0 || (op == "sdiv" && a == min && b == -1)) {
+                        continue;
+                    }
+                    if op.contains("rem") && b == 0 {
+                        continue;
+                    }
+                    let want = int_ref_3_1(op, bits, a, b).expect("not a fatal case");
+                    let r_bits = if op.ends_with("_overflows") { 8 } else { bits };
+                    let got = call(&m, &format!("{op}_{t}"), &[a as u64, b as u64]).unwrap();
+                    assert_eq!(got, ib(r_bits, want), "{op}.{t} {a} {b}");
+                }
+            }
+        }
+    }
+    for (t, bits) in int_types() {
+        for &a in &INT_SAMPLES {
+            let u = ib(bits, a) & (u64::MAX >> (64 - bits));
+            let want = [
+                ("popcnt", u.count_ones()),
+                ("clz", u.leading_zeros() - (64 - bits)),
+                ("ctz", u.trailing_zeros().min(bits)),
+            ];
+            for (op, w) in want {
+                let got = call(&m, &format!("{op}_{t}"), &[ib(bits, a)]).unwrap();
+                assert_eq!(got, w as u64, "{op}.{t} {a}");
+            }
+        }
+    }
+}
+
+/// The roundings (ties to even, canonical NaN) and `fcopysign` (a bit op).
+#[test]
+fn spec_3_1_roundings() {
+    let mut text = String::new();
+    for op in ["ffloor", "fceil", "ftrunc", "fnearest"] {
+        for t in ["f32", "f64"] {
+            text += &format!(
+                "fn @{op}_{t}(%a: {t}) -> {t} {{\nentry:\n    %r = {op} %a\n    return %r\n}}\n"
+            );
+        }
+    }
+    text +=
+        "fn @cs(%a: f64, %b: f64) -> f64 {\nentry:\n    %r = fcopysign %a, %b\n    return %r\n}\n";
+    let m = jit(&text);
+    let samples = [
+        -2.5,
+        -1.5,
+        -0.5,
+        -0.0,
+        0.5,
+        1.5,
+        2.5,
+        2.7,
+        -2.7,
+        1e300,
+        f64::INFINITY,
+        f64::from_bits(0xfff0_0000_0000_0001),
+    ];
+    for x in samples {
+        let refs: [(&str, fn(f64) -> f64); 4] = [
+            ("ffloor", f64::floor),
+            ("fceil", f64::ceil),
+            ("ftrunc", f64::trunc),
+            ("fnearest", f64::round_ties_even),
+        ];
+        for (op, f) in refs {
+            let want = f(x);
+            let want = if want.is_nan() {
+                0x7ff8_0000_0000_0000
+            } else {
+                want.to_bits()
+            };
+            assert_eq!(
+                call(&m, &format!("{op}_f64"), &[x.to_bits()]),
+                Some(want),
+                "{op} {x}"
+            );
+            let x32 = x as f32;
+            let w32 = f(x32 as f64) as f32;
+            let w32 = if w32.is_nan() {
+                0x7fc0_0000
+            } else {
+                w32.to_bits() as u64
+            };
+            let got =
+                call(&m, &format!("{op}_f32"), &[x32.to_bits() as u64]).map(|b| b & 0xffff_ffff);
+            assert_eq!(got, Some(w32), "{op}.f32 {x32}");
+        }
+    }
+    let nan = 0x7ff0_0000_0000_0001u64;
+    assert_eq!(
+        call(&m, "cs", &[nan, (-1.0f64).to_bits()]),
+        Some(nan | 1 << 63)
+    );
+    assert_eq!(
+        call(&m, "cs", &[2.0f64.to_bits(), (-0.0f64).to_bits()]),
+        Some((-2.0f64).to_bits())
+    );
+}

@@ -128,6 +128,30 @@ pub extern "C" fn gl_exp(x: f64) -> f64 {
 pub extern "C" fn gl_log(x: f64) -> f64 {
     x.ln()
 }
+/// `@pow(x, y)`: `x` to the power `y` (the C library's `pow`, as the
+/// object paths' support calls it).
+pub extern "C" fn gl_pow(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+/// `@fmod(x, y)`: C `fmod` (the remainder truncated toward zero, the sign of `x`).
+pub extern "C" fn gl_fmod(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+/// A fatal division fault of the calling IR op (`kind`: a
+/// [`ReportKind::code`], `fp`: the IR function's frame pointer): reported
+/// as the fault handler reports a fault, then the process aborts.
+///
+/// # Safety
+/// Called only by generated code registered with `rt` (the call's return
+/// address names the op).
+pub unsafe extern "C" fn gl_arith_fault(_rt: *const Runtime, kind: u32, fp: u64) {
+    let k = match ReportKind::from_code(kind as u8) {
+        Some(k) if k.is_arith() => k,
+        _ => ReportKind::DivByZero,
+    };
+    crate::fault::arith_fault(k, fp as usize)
+}
 
 // ---- the last-known-write record of guarded dict_slot.store ----
 

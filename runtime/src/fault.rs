@@ -151,6 +151,17 @@ pub enum FaultCause<'a> {
     /// The interpreter's fault that is no memory access (undefined
     /// behaviour it refuses to run): its message.
     Interp(&'a str),
+    /// A fatal arithmetic fault of spec §3.1 at the site (`div_by_zero`,
+    /// `int_overflow`): the report is of that kind, not `host_fault`.
+    Arith(crate::ReportKind),
+}
+
+/// What a fatal arithmetic fault's report says happened.
+pub fn arith_message(kind: crate::ReportKind) -> &'static str {
+    match kind {
+        crate::ReportKind::IntOverflow => "signed division of the minimum by -1 overflows",
+        _ => "integer division by zero",
+    }
 }
 
 /// The frames of a fault's backtrace after the site (`#0`).
@@ -221,9 +232,11 @@ impl FaultReport<'_> {
         }
     }
 
-    /// `host_fault` or `stack_overflow`.
+    /// `host_fault`, `stack_overflow`, or an arithmetic fault's kind.
     pub fn kind(&self) -> &'static str {
-        if self.stack_overflow {
+        if let FaultCause::Arith(k) = self.cause {
+            k.name()
+        } else if self.stack_overflow {
             crate::report::STACK_OVERFLOW
         } else {
             crate::report::HOST_FAULT
@@ -269,6 +282,7 @@ impl std::fmt::Display for FaultReport<'_> {
                 }
             }
             FaultCause::Interp(msg) => writeln!(s, "    {msg}")?,
+            FaultCause::Arith(k) => writeln!(s, "    {}", arith_message(k))?,
         }
         // ASan's order: what (above), then where (the backtrace).
         if let Some(outer) = self.backtrace {
@@ -347,6 +361,11 @@ impl std::fmt::Display for FaultJson<'_> {
                 f,
                 ",\"signal\":null,\"address\":null,\"message\":{}",
                 JsonStr(msg)
+            )?,
+            FaultCause::Arith(k) => write!(
+                f,
+                ",\"signal\":null,\"address\":null,\"message\":{}",
+                JsonStr(arith_message(k))
             )?,
         }
         if let Some(outer) = r.backtrace {
@@ -592,6 +611,50 @@ mod imp {
     }
 
     fn report_and_abort(s: &Signal, placed: &Placed, overflow: bool) -> ! {
+        let cause = FaultCause::Signal {
+            signal: signal_name(s.sig),
+            address: Some(s.fault_addr()),
+            pc: Some(s.pc()),
+            in_host: placed.in_host,
+        };
+        report_placed_and_abort(placed, overflow, cause)
+    }
+
+    /// A fatal arithmetic fault (`kind`: `div_by_zero`, `int_overflow`)
+    /// of the IR op whose cold path called the runtime's
+    /// `gl_arith_fault`: the innermost return address into registered
+    /// code on the stack is that call (its source location is the op's),
+    /// `fp` the IR function's frame record (it called, so it has one).
+    /// Reports as the fault handler does, then aborts.
+    pub fn arith_fault(kind: crate::ReportKind, fp: usize) -> ! {
+        let here = 0usize;
+        let sp = std::ptr::addr_of!(here) as usize;
+        let top = entry_sp();
+        // SAFETY: [sp, top) is this thread's live stack between this frame
+        // and where it entered compiled code (which called us).
+        let found = if top > sp {
+            unsafe { call_site_on_stack(sp, top, SCAN_BYTES) }
+        } else {
+            None
+        };
+        let Some((site_pc, slot)) = found else {
+            // Not called from registered code: nothing to name.
+            std::process::abort()
+        };
+        let record = if slot < fp && fp < top && fp - slot < MAX_FRAME_BYTES {
+            fp
+        } else {
+            0
+        };
+        let placed = Placed {
+            site_pc,
+            in_host: false,
+            record,
+        };
+        report_placed_and_abort(&placed, false, FaultCause::Arith(kind))
+    }
+
+    fn report_placed_and_abort(placed: &Placed, overflow: bool, cause: FaultCause<'_>) -> ! {
         if !crate::output::claim_final_report() {
             crate::output::wait_for_exit()
         }
@@ -617,12 +680,7 @@ mod imp {
             line: site.line,
             col: site.col,
             op: site.op,
-            cause: FaultCause::Signal {
-                signal: signal_name(s.sig),
-                address: Some(s.fault_addr()),
-                pc: Some(s.pc()),
-                in_host: placed.in_host,
-            },
+            cause,
             backtrace: crate::backtrace::enabled()
                 .then_some(OuterFrames::ReturnAddrs(&frames[..n])),
         };
@@ -647,4 +705,16 @@ mod imp {
     pub fn install() -> std::io::Result<()> {
         Ok(())
     }
+
+    /// Without the code registry's stack scan: the process ends as a fault would.
+    pub fn arith_fault(_kind: crate::ReportKind, _fp: usize) -> ! {
+        std::process::abort()
+    }
+}
+
+/// A fatal arithmetic fault (`div_by_zero`, `int_overflow`) of the IR op
+/// whose cold path called `gl_arith_fault` (`fp`: its function's frame
+/// pointer): printed with the reports recorded before, as a fault is; aborts.
+pub fn arith_fault(kind: crate::ReportKind, fp: usize) -> ! {
+    imp::arith_fault(kind, fp)
 }

@@ -3,7 +3,7 @@
 //! and managed-dict slots.
 
 use super::{FnGen, Obj, Param};
-use guardlift_ir::{BinOp, ConvOp, IntCC, Type, Value};
+use guardlift_ir::{BinOp, ConvOp, IntCC, Type, UnOp, Value};
 
 impl FnGen<'_, '_, '_> {
     pub(super) fn int_binary(&mut self) {
@@ -28,6 +28,58 @@ impl FnGen<'_, '_, '_> {
             self.pick_compat(t)
         };
         let r = self.fb.binary(op, a, b);
+        self.vals.push(r);
+    }
+
+    /// The arithmetic of spec §3.1: a division or remainder (its divisor
+    /// made 1 … 127, so it neither divides by zero nor overflows: the
+    /// fatal reports have their own tests), an overflow test, a bit count,
+    /// a rounding or `fcopysign`.
+    pub(super) fn arith_3_1(&mut self) {
+        let r = match self.src.range(0, 4) {
+            0 => {
+                let ops = [BinOp::Sdiv, BinOp::Udiv, BinOp::Srem, BinOp::Urem];
+                let op = ops[self.src.index(ops.len())];
+                let a = self.pick_int();
+                let t = self.ty(a);
+                let b = self.pick_compat(t);
+                let tb = self.ty(b);
+                let m = self.fb.iconst(tb, 0x7f);
+                let low = self.fb.binary(BinOp::Band, b, m);
+                let one = self.fb.iconst(tb, 1);
+                let d = self.fb.binary(BinOp::Bor, low, one);
+                self.fb.binary(op, a, d)
+            }
+            1 => {
+                let ops = [
+                    BinOp::SaddOverflows,
+                    BinOp::SsubOverflows,
+                    BinOp::SmulOverflows,
+                ];
+                let op = ops[self.src.index(ops.len())];
+                let a = self.pick_int();
+                let t = self.ty(a);
+                let b = self.pick_compat(t);
+                self.fb.binary(op, a, b)
+            }
+            2 => {
+                let op = [UnOp::Popcnt, UnOp::Clz, UnOp::Ctz][self.src.index(3)];
+                let a = self.pick_int();
+                self.fb.unary(op, a)
+            }
+            _ => {
+                let t = self.float_ty();
+                let a = self.pick(t);
+                if self.src.chance(1, 5) {
+                    let b = self.pick(t);
+                    self.fb.binary(BinOp::Fcopysign, a, b)
+                } else {
+                    let ops = [UnOp::Ffloor, UnOp::Fceil, UnOp::Ftrunc, UnOp::Fnearest];
+                    let op = ops[self.src.index(ops.len())];
+                    self.fb.unary(op, a)
+                }
+            }
+        };
         self.vals.push(r);
     }
 

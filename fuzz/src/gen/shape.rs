@@ -250,6 +250,7 @@ impl FnGen<'_, '_, '_> {
             if has_objs { 1 } else { 0 },                  // 20 hand-written watch
             if can_loop { 2 } else { 0 },                  // 21 re-allocating loop
             if can_loop && can_leaf_call { 3 } else { 0 }, // 22 leaf-call loop
+            4,                                             // 23 spec §3.1 arithmetic
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -324,6 +325,7 @@ impl FnGen<'_, '_, '_> {
             19 => self.fault(),
             21 => self.realloc_loop(),
             22 => self.leaf_call_loop(),
+            23 => self.arith_3_1(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);

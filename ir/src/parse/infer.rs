@@ -65,6 +65,7 @@ pub(super) fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResul
                         )
                     }
                 },
+                InstKind::Binary { op, .. } if op.is_overflow_test() => Type::I8,
                 _ => st,
             };
             if let Some(k) = known.get_mut(r.index()) {

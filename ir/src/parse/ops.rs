@@ -99,6 +99,13 @@ pub(super) const SUFFIXED: [&str; 14] = [
 ];
 
 pub(super) fn parse_opcode(w: &str, loc: SrcLoc) -> PResult<Op> {
+    // The arithmetic of spec §3.1, by the operations' own name lists.
+    if let Some(op) = BinOp::from_name(w) {
+        return Ok(Op::Bin(op));
+    }
+    if let Some(op) = UnOp::from_name(w) {
+        return Ok(Op::Un(op));
+    }
     let exact = match w {
         "iadd" => Op::Bin(BinOp::Iadd),
         "isub" => Op::Bin(BinOp::Isub),

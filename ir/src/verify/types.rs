@@ -96,16 +96,28 @@ impl FnVerifier<'_> {
                 } else {
                     ta.is_int() && tb.is_int() && ta.compatible(tb)
                 };
-                if ok {
+                if ok && bop.is_overflow_test() {
+                    self.expect_result(inst, Type::I8);
+                } else if ok {
                     self.expect_result(inst, ta);
                 } else {
                     let (da, db) = (self.desc(*a), self.desc(*b));
                     self.err(loc, format!("type mismatch: {op} {da}, {db}"));
                 }
             }
-            Unary { a, .. } => {
+            Unary { op: uop, a } => {
                 let Some(ta) = self.ty(*a) else { return };
-                if ta.is_float() {
+                if uop.is_int() {
+                    if ta.is_int() {
+                        self.expect_result(inst, ta);
+                    } else {
+                        let da = self.desc(*a);
+                        self.err(
+                            loc,
+                            format!("type mismatch: {op} needs an integer operand, got {da}"),
+                        );
+                    }
+                } else if ta.is_float() {
                     self.expect_result(inst, ta);
                 } else {
                     let da = self.desc(*a);

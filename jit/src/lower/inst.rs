@@ -69,6 +69,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         };
         let r = inst.result;
         match &inst.kind {
+            Binary { op, a, b } if op.is_division() => {
+                let v = self.division(*op, *a, *b)?;
+                self.def(r, v);
+            }
             guardlift_ir::scalar_inst!() => {
                 let v = self.scalar(&inst.kind)?;
                 self.def(r, v);
@@ -110,6 +114,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 Type::F32 => self.b.ins().f32const(*value as f32),
                 _ => self.b.ins().f64const(*value),
             },
+            Binary { op, .. } if op.is_division() => {
+                return Err(internal(
+                    self.fname,
+                    "a division is lowered with its checks",
+                ))
+            }
             Binary { op, a, b } => {
                 let (x, y) = (self.val(*a)?, self.val(*b)?);
                 self.binary(*op, x, y)
@@ -121,6 +131,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     UnOp::Fneg => ins.fneg(x),
                     UnOp::Fabs => ins.fabs(x),
                     UnOp::Fsqrt => ins.sqrt(x),
+                    // NaN results canonical (the ISA's NaN canonicalization).
+                    UnOp::Ffloor => ins.floor(x),
+                    UnOp::Fceil => ins.ceil(x),
+                    UnOp::Ftrunc => ins.trunc(x),
+                    UnOp::Fnearest => ins.nearest(x),
+                    UnOp::Popcnt => ins.popcnt(x),
+                    UnOp::Clz => ins.clz(x),
+                    UnOp::Ctz => ins.ctz(x),
                 }
             }
             Icmp { cc, a, b } => {
@@ -160,7 +178,106 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             // NaN if either operand is NaN; -0.0 < +0.0.
             BinOp::Fmin => ins.fmin(x, y),
             BinOp::Fmax => ins.fmax(x, y),
+            // A bit operation, as fneg and fabs (a NaN's payload is kept).
+            BinOp::Fcopysign => ins.fcopysign(x, y),
+            BinOp::SaddOverflows | BinOp::SsubOverflows | BinOp::SmulOverflows => {
+                self.overflows(op, x, y)
+            }
+            // Lowered with their checks (`division`; `scalar` refuses them).
+            BinOp::Sdiv => ins.sdiv(x, y),
+            BinOp::Udiv => ins.udiv(x, y),
+            BinOp::Srem => ins.srem(x, y),
+            BinOp::Urem => ins.urem(x, y),
         }
+    }
+
+    /// `sadd_overflows` … `smul_overflows` (i8 0/1), computed without
+    /// Cranelift's `*_overflow` ops (not every backend has them for every
+    /// width): add/sub from the sign bits, mul through the high half (i64)
+    /// or the sign-extended 64-bit product (narrower types).
+    fn overflows(&mut self, op: BinOp, x: cl::Value, y: cl::Value) -> cl::Value {
+        use condcodes::IntCC as C;
+        let t = self.b.func.dfg.value_type(x);
+        match op {
+            // The sign bit of (x ^ r) & (y ^ r) (add) or (x ^ y) & (x ^ r)
+            // (sub): the operands agree in sign and the result does not.
+            BinOp::SaddOverflows | BinOp::SsubOverflows => {
+                let add = op == BinOp::SaddOverflows;
+                let r = if add {
+                    self.b.ins().iadd(x, y)
+                } else {
+                    self.b.ins().isub(x, y)
+                };
+                let xr = self.b.ins().bxor(x, r);
+                let other = if add {
+                    self.b.ins().bxor(y, r)
+                } else {
+                    self.b.ins().bxor(x, y)
+                };
+                let s = self.b.ins().band(xr, other);
+                self.b.ins().icmp_imm_s(C::SignedLessThan, s, 0)
+            }
+            _ if t == types::I64 => {
+                let hi = self.b.ins().smulhi(x, y);
+                let lo = self.b.ins().imul(x, y);
+                let sign = self.b.ins().sshr_imm_s(lo, 63);
+                self.b.ins().icmp(C::NotEqual, hi, sign)
+            }
+            _ => {
+                let wx = self.b.ins().sextend(types::I64, x);
+                let wy = self.b.ins().sextend(types::I64, y);
+                let p = self.b.ins().imul(wx, wy);
+                let n = self.b.ins().ireduce(t, p);
+                let back = self.b.ins().sextend(types::I64, n);
+                self.b.ins().icmp(C::NotEqual, p, back)
+            }
+        }
+    }
+
+    /// sdiv udiv srem urem: a zero divisor, and `sdiv` of the minimum by
+    /// −1, go to a cold block that calls `gl_arith_fault` (the fatal
+    /// report, spec §3.1; it does not return) with the function's frame
+    /// pointer; the call carries the op's source location, so the report
+    /// names its site. `srem` of the minimum by −1 is Cranelift's 0.
+    fn division(&mut self, op: BinOp, a: Value, b: Value) -> Result<cl::Value, JitError> {
+        use condcodes::IntCC as C;
+        let (x, y) = (self.val(a)?, self.val(b)?);
+        let t = self.b.func.dfg.value_type(x);
+        self.arith_check(y, guardlift_abi::ReportKind::DivByZero)?;
+        if op == BinOp::Sdiv {
+            let min = self.iconst(t, i64::MIN >> (64 - t.bits()));
+            let is_min = self.b.ins().icmp(C::Equal, x, min);
+            let m1 = self.b.ins().icmp_imm_s(C::Equal, y, -1);
+            let both = self.b.ins().band(is_min, m1);
+            let ok = self.b.ins().bxor_imm_s(both, 1);
+            self.arith_check(ok, guardlift_abi::ReportKind::IntOverflow)?;
+        }
+        Ok(self.binary(op, x, y))
+    }
+
+    /// Goes on where `ok` is non-zero; else (cold) the fatal `kind` report.
+    fn arith_check(
+        &mut self,
+        ok: cl::Value,
+        kind: guardlift_abi::ReportKind,
+    ) -> Result<(), JitError> {
+        let cont = self.b.create_block();
+        let cold = self.b.create_block();
+        self.b.set_cold_block(cold);
+        self.b.ins().brif(ok, cont, &[], cold, &[]);
+        self.b.switch_to_block(cold);
+        let rt = self.rt()?;
+        let k = self.iconst(types::I32, kind.code() as i64);
+        let fp = self.b.ins().get_frame_pointer(types::I64);
+        self.call_entry(Entry::ArithFault, &[rt, k, fp])?;
+        let code = if kind == guardlift_abi::ReportKind::IntOverflow {
+            cl::TrapCode::INTEGER_OVERFLOW
+        } else {
+            cl::TrapCode::INTEGER_DIVISION_BY_ZERO
+        };
+        self.b.ins().trap(code);
+        self.b.switch_to_block(cont);
+        Ok(())
     }
 
     fn conv(&mut self, op: ConvOp, ty: Type, a: Value) -> Result<cl::Value, JitError> {

@@ -123,6 +123,13 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
             width: values[1] as u32,
             value: (values[1] >> 32 != 0).then_some(values[2]),
         },
+        // Not trap kinds and never recorded in the sink: fatal, reported as
+        // faults are (`fault::FaultCause::Arith`); decoded as raw values.
+        ReportKind::DivByZero | ReportKind::IntOverflow => Observed::Bounds {
+            object: values[0],
+            index: values[1],
+            capacity: values[2],
+        },
     }
 }
 
