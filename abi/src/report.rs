@@ -98,3 +98,7 @@ pub struct SiteInfo {
 
 /// A module's sites by local id (sparse).
 pub type ModuleSites = BTreeMap<u32, SiteInfo>;
+
+/// Most objects a deduplicated report lists in `objects` (spec §6); the
+/// runtime's sink and the object targets' C support both keep this many.
+pub const MAX_REPORT_OBJECTS: usize = 8;

@@ -24,7 +24,9 @@
 //! the function's index in the program's code table (`gl_code`, the order
 //! of [`guardlift_jit::ObjectCode::functions`]) and the offset in it, or
 //! `- -`. A report line ends with its IR call chain: `N` then `N` PCs, the
-//! report stub's call first (see [`parse`]).
+//! report stub's call first (see [`parse`]), then `OBJS`: `M` then M pairs
+//! `ID COUNT`, the objects its occurrences were about, first seen first (up
+//! to [`MAX_OBJECTS`]; spec §6 `objects`).
 //! | `V BITS` | the entry returned these raw result bits |
 //! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
 //! | `E` | the run ended normally (reports and faults precede it) |
@@ -35,10 +37,11 @@ use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
-use guardlift_runtime::report::observes_the_slot;
+use guardlift_runtime::report::{observes_the_slot, MAX_OBJECTS};
 use guardlift_runtime::trap::decode_observed;
 use guardlift_runtime::{
-    HostFault, LastWrite, ModuleSites, ObjectNote, Observed, Report, ReportKind, SiteInfo,
+    HostFault, LastWrite, ModuleSites, ObjectCount, ObjectNote, Observed, Report, ReportKind,
+    SiteInfo,
 };
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
@@ -360,6 +363,27 @@ fn opt_site(
     }
 }
 
+/// The `OBJS` fields ending a report line: `M` then M pairs `ID COUNT`
+/// (none when the line ends first).
+fn object_counts<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+) -> Result<Vec<ObjectCount>, String> {
+    let m = match it.next() {
+        None => 0,
+        f => hex(f, line)?,
+    };
+    if m > MAX_OBJECTS as u64 {
+        return Err(format!("too many objects in `{line}`"));
+    }
+    let mut out = Vec::with_capacity(m as usize);
+    for _ in 0..m {
+        let (object_id, count) = (hex(it.next(), line)?, hex(it.next(), line)?);
+        out.push(ObjectCount { object_id, count });
+    }
+    Ok(out)
+}
+
 /// The `OBJ` fields `ID FREED ALLOC FREE` of a line (None for id 0).
 fn object_note<'a>(
     it: &mut impl Iterator<Item = &'a str>,
@@ -561,6 +585,7 @@ pub fn parse(
                 };
                 let object = object_note(&mut it, line, sites)?;
                 let backtrace = report_backtrace(&mut it, line, code, &info)?;
+                let objects = object_counts(&mut it, line)?;
                 run.reports.push(Report {
                     kind,
                     site,
@@ -568,6 +593,7 @@ pub fn parse(
                     observed,
                     last_write,
                     object,
+                    objects,
                     count,
                     backtrace,
                 });
@@ -705,6 +731,7 @@ mod tests {
             len: 0x20,
             function: format!("{FUNC_PREFIX}f"),
             locs: vec![loc(0, 3, "load"), loc(8, 4, "call")],
+            instrumented: false,
         }]
     }
 

@@ -366,6 +366,7 @@ fn register_code(
                     len,
                     function: module.functions[i].name.clone(),
                     locs,
+                    instrumented: module.is_instrumented(),
                 })
                 .collect(),
         )
