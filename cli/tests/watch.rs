@@ -356,7 +356,7 @@ fn one_writer_of_two_watched_objects_lists_both() {
             "run",
             &file,
             "--checks",
-            "dict",
+            "dict,bounds,lifetime",
             "--mode",
             "recover",
             "--json",
