@@ -134,3 +134,7 @@ pub fn kind_names() -> impl Iterator<Item = &'static str> {
         .map(ReportKind::name)
         .chain(FAULT_KINDS)
 }
+
+/// Most objects a deduplicated report lists in `objects` (spec §6); the
+/// runtime's sink and the object targets' C support both keep this many.
+pub const MAX_REPORT_OBJECTS: usize = 8;

@@ -24,7 +24,9 @@
 //! the function's index in the program's code table (`gl_code`, the order
 //! of [`guardlift_jit::ObjectCode::functions`]) and the offset in it, or
 //! `- -`. A report line ends with its IR call chain: `N` then `N` PCs, the
-//! report stub's call first (see [`parse`]).
+//! report stub's call first (see [`parse`]), then `OBJS`: `M` then M pairs
+//! `ID COUNT`, the objects its occurrences were about, first seen first (up
+//! to [`MAX_OBJECTS`]; spec §6 `objects`).
 //! | `D KIND SITE N PCs` | a fatal division fault of spec §3.1 ([`ReportKind::code`] of `div_by_zero` or `int_overflow`) at SITE (the op's call of `gl_arith_fault`), then the IR calls outside it (`N` PCs, innermost first); the reports recorded before it precede it |
 //! | `V BITS` | the entry returned these raw result bits |
 //! | `A` | abort/trap mode: a violation ended the run (reports precede it) |
@@ -36,10 +38,11 @@ use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
-use guardlift_runtime::report::observes_the_slot;
+use guardlift_runtime::report::{observes_the_slot, MAX_OBJECTS};
 use guardlift_runtime::trap::decode_observed;
 use guardlift_runtime::{
-    HostFault, LastWrite, ModuleSites, ObjectNote, Observed, Report, ReportKind, SiteInfo,
+    HostFault, LastWrite, ModuleSites, ObjectCount, ObjectNote, Observed, Report, ReportKind,
+    SiteInfo,
 };
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
@@ -367,6 +370,27 @@ fn opt_site(
     }
 }
 
+/// The `OBJS` fields ending a report line: `M` then M pairs `ID COUNT`
+/// (none when the line ends first).
+fn object_counts<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+) -> Result<Vec<ObjectCount>, String> {
+    let m = match it.next() {
+        None => 0,
+        f => hex(f, line)?,
+    };
+    if m > MAX_OBJECTS as u64 {
+        return Err(format!("too many objects in `{line}`"));
+    }
+    let mut out = Vec::with_capacity(m as usize);
+    for _ in 0..m {
+        let (object_id, count) = (hex(it.next(), line)?, hex(it.next(), line)?);
+        out.push(ObjectCount { object_id, count });
+    }
+    Ok(out)
+}
+
 /// The `OBJ` fields `ID FREED ALLOC FREE` of a line (None for id 0).
 fn object_note<'a>(
     it: &mut impl Iterator<Item = &'a str>,
@@ -595,6 +619,7 @@ pub fn parse(
                 };
                 let object = object_note(&mut it, line, sites)?;
                 let backtrace = report_backtrace(&mut it, line, code, &info)?;
+                let objects = object_counts(&mut it, line)?;
                 run.reports.push(Report {
                     kind,
                     site,
@@ -602,6 +627,7 @@ pub fn parse(
                     observed,
                     last_write,
                     object,
+                    objects,
                     count,
                     backtrace,
                 });
@@ -745,6 +771,7 @@ mod tests {
             len: 0x20,
             function: format!("{FUNC_PREFIX}f"),
             locs: vec![loc(0, 3, "load"), loc(8, 4, "call")],
+            instrumented: false,
         }]
     }
 

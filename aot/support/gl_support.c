@@ -669,7 +669,27 @@ typedef struct {
     /* The IR call chain of the first occurrence (capture_frames). */
     unsigned nframes;
     u64 frames[GL_MAX_FRAMES];
+    /* The objects the occurrences were about, first seen first, with
+     * counts (spec §6 `objects`; runtime/src/report.rs count_object). */
+    unsigned nobjects;
+    u64 object_ids[GL_MAX_OBJECTS], object_counts[GL_MAX_OBJECTS];
 } report_t;
+
+/* Adds an occurrence about object `id` (0: none) to `r`'s list. */
+static void count_object(report_t *r, u64 id) {
+    if (!id) return;
+    for (unsigned k = 0; k < r->nobjects; k++) {
+        if (r->object_ids[k] == id) {
+            r->object_counts[k]++;
+            return;
+        }
+    }
+    if (r->nobjects < GL_MAX_OBJECTS) {
+        r->object_ids[r->nobjects] = id;
+        r->object_counts[r->nobjects] = 1;
+        r->nobjects++;
+    }
+}
 
 
 static report_t *g_reports;
@@ -696,6 +716,11 @@ void gl_emit_reports(void) {
         put_site(r->free_site);
         gl_out_field(r->nframes);
         for (unsigned k = 0; k < r->nframes; k++) gl_out_code_pc(r->frames[k]);
+        gl_out_field(r->nobjects);
+        for (unsigned k = 0; k < r->nobjects; k++) {
+            gl_out_field(r->object_ids[k]);
+            gl_out_field(r->object_counts[k]);
+        }
         gl_out_nl();
     }
     g_nreports = 0;
@@ -709,6 +734,7 @@ static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write
     u64 *p = map_get(&g_report_index, key);
     if (p) {
         g_reports[*p].count++;
+        count_object(&g_reports[*p], o ? o->id : 0);
     } else {
         if (g_nreports == g_capreports) {
             g_capreports = g_capreports ? g_capreports * 2 : 16;
@@ -735,6 +761,8 @@ static uint32_t report(u32 kind, u32 site, u64 a, u64 b, u64 c, const last_write
         r->alloc_site = o ? o->alloc_site : NO_SITE;
         r->free_site = o ? o->free_site : NO_SITE;
         r->nframes = gl_capture_frames(r->frames);
+        r->nobjects = 0;
+        count_object(r, r->object_id);
         map_put(&g_report_index, key, g_nreports);
         g_nreports++;
     }

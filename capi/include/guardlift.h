@@ -189,7 +189,23 @@ typedef struct gl_report {
     uint32_t alloc_site_line;
     uint32_t free_site_line;    /* lifetime kinds: the IR call that freed it (0 / NULL: unknown or host) */
     const char *free_site_function;
+    /* Every object the occurrences were about, first seen first, with how
+     * many were about each (up to 8; the first is object_id; NULL / 0 when
+     * no object is known). More than one: the spec's `objects` list. */
+    const struct gl_report_object *objects;
+    uint64_t object_count;
 } gl_report;
+
+/* One entry of gl_report.objects. */
+typedef struct gl_report_object {
+    uint64_t object_id;
+    uint64_t count;
+} gl_report_object;
+
+/* Entry `index` (< report->object_count) of report->objects: its allocation
+ * id and count. Errors: GL_ERR_NULL, GL_ERR_ARGUMENT (index out of range). */
+gl_status gl_report_get_object(const gl_report *report, size_t index, uint64_t *out_id,
+                               uint64_t *out_count);
 
 /* Report callback: called for each occurrence of a violation (up to the
  * runtime's report_limit per site and kind), on the thread that ran the

@@ -657,6 +657,46 @@ pub unsafe extern "C" fn gl_reports_get(
     })
 }
 
+/// Object `index` of a report's `objects` (spec §6): its allocation id and
+/// how many of the report's occurrences were about it.
+///
+/// # Safety
+/// `report` is NULL or a report from a live list or callback;
+/// `out_id` and `out_count` are valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gl_report_get_object(
+    report: *const gl_report,
+    index: usize,
+    out_id: *mut u64,
+    out_count: *mut u64,
+) -> c_int {
+    const F: &str = "gl_report_get_object";
+    ffi(|| {
+        non_null(report, F, "report")?;
+        non_null(out_id, F, "out_id")?;
+        non_null(out_count, F, "out_count")?;
+        // SAFETY: checked non-null; the caller vouches that it is a live report.
+        let r = unsafe { &*report };
+        if index as u64 >= r.object_count || r.objects.is_null() {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!(
+                    "{F}: index {index} out of range (the report lists {} object(s))",
+                    r.object_count
+                ),
+            ));
+        }
+        // SAFETY: `objects` holds `object_count` entries owned with the report.
+        let o = unsafe { *r.objects.add(index) };
+        // SAFETY: checked non-null.
+        unsafe {
+            put(out_id, o.object_id);
+            put(out_count, o.count);
+        }
+        Ok(())
+    })
+}
+
 /// Frees a report list and every string its reports point to (NULL: no-op).
 #[no_mangle]
 pub extern "C" fn gl_reports_free(list: *mut gl_reports) -> c_int {

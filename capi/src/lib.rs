@@ -36,8 +36,8 @@ pub use error::{
     GL_OK,
 };
 pub use state::{
-    gl_report, GL_TYPE_F32, GL_TYPE_F64, GL_TYPE_I32, GL_TYPE_I64, GL_TYPE_I8, GL_TYPE_PTR,
-    GL_TYPE_VOID,
+    gl_report, gl_report_object, GL_TYPE_F32, GL_TYPE_F64, GL_TYPE_I32, GL_TYPE_I64, GL_TYPE_I8,
+    GL_TYPE_PTR, GL_TYPE_VOID,
 };
 
 /// Report kind (`gl_report::kind`, equal to the runtime's report codes):

@@ -140,12 +140,30 @@ pub struct gl_report {
     pub free_site_line: u32,
     /// The free site's IR function (NULL when unknown).
     pub free_site_function: *const c_char,
+    /// Every object the report's occurrences were about, first seen first
+    /// (up to 8; the first is `object_id`; NULL when no object is known).
+    pub objects: *const gl_report_object,
+    /// How many `objects` there are (more than 1: the spec's `objects` list).
+    pub object_count: u64,
+}
+
+/// One object of a report's [`gl_report::objects`] and how many of its
+/// occurrences were about it.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct gl_report_object {
+    /// The object's allocation id.
+    pub object_id: u64,
+    /// Occurrences about it.
+    pub count: u64,
 }
 
 /// A [`gl_report`] with the strings it points into.
 pub(crate) struct OwnedReport {
     pub c: gl_report,
     _strings: Vec<CString>,
+    /// What `c.objects` points into (a moved `Vec` keeps its buffer).
+    _objects: Vec<gl_report_object>,
 }
 
 impl OwnedReport {
@@ -171,6 +189,14 @@ impl OwnedReport {
         let free = obj.and_then(|n| n.free_site.as_ref());
         let alloc_site_function = alloc.map_or(std::ptr::null(), |s| keep(&s.function));
         let free_site_function = free.map_or(std::ptr::null(), |s| keep(&s.function));
+        let objects: Vec<gl_report_object> = r
+            .objects
+            .iter()
+            .map(|o| gl_report_object {
+                object_id: o.object_id,
+                count: o.count,
+            })
+            .collect();
         let mut c = gl_report {
             kind: r.kind.code() as u32,
             site: r.site,
@@ -202,6 +228,12 @@ impl OwnedReport {
             alloc_site_line: alloc.map_or(0, |s| s.line),
             free_site_line: free.map_or(0, |s| s.line),
             free_site_function,
+            objects: if objects.is_empty() {
+                std::ptr::null()
+            } else {
+                objects.as_ptr()
+            },
+            object_count: objects.len() as u64,
         };
         match r.observed {
             Observed::Dict { object, value } => (c.object, c.value) = (object, value),
@@ -239,6 +271,7 @@ impl OwnedReport {
         OwnedReport {
             c,
             _strings: strings,
+            _objects: objects,
         }
     }
 }
@@ -249,20 +282,24 @@ impl OwnedReport {
 pub(crate) struct ReportList {
     pub items: Vec<gl_report>,
     _strings: Vec<Vec<CString>>,
+    _objects: Vec<Vec<gl_report_object>>,
 }
 
 impl ReportList {
     pub fn new(reports: &[Report]) -> Self {
         let mut items = Vec::with_capacity(reports.len());
         let mut strings = Vec::with_capacity(reports.len());
+        let mut objects = Vec::with_capacity(reports.len());
         for r in reports {
             let o = OwnedReport::new(r);
             items.push(o.c);
             strings.push(o._strings);
+            objects.push(o._objects);
         }
         ReportList {
             items,
             _strings: strings,
+            _objects: objects,
         }
     }
 }

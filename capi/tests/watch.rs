@@ -99,3 +99,237 @@ fn c_host_writer_is_named_by_its_symbol() {
     ok!(gl_module_free(m));
     ok!(gl_runtime_free(rt));
 }
+
+/// `@touch` stores and loads attribute 0 (IR code using the object);
+/// `@read` loads the word of its argument (one dict-check site for every
+/// object); `@corrupt` has the host clear the tag bit.
+const HOST_IR: &CStr = c"\
+extern fn @c_host_clear_bit(ptr)
+fn @touch(%o: ptr, %v: i64) -> i64 {
+entry:
+    store_attr %o, 0, %v
+    %r = load_attr %o, 0
+    return %r
+}
+fn @read(%o: ptr) -> i64 {
+entry:
+    %w = dict_slot.load %o
+    return %w
+}
+fn @corrupt(%o: ptr) {
+entry:
+    call @c_host_clear_bit(%o)
+    return
+}
+";
+
+/// A host object's memory (cpython312): dict slot at word 0, the object at
+/// word 3, a values array of 1 attribute (capacity word at word 5).
+struct Block(Box<[u64; 8]>);
+
+impl Block {
+    fn base(&self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+    fn obj(&self) -> u64 {
+        self.base() + 24
+    }
+    /// The host's allocation: what malloc left, a zeroing memset, then the
+    /// values-tagged word (the capacity word first).
+    #[inline(never)]
+    fn fill(&self, v: u64) {
+        let p = self.base() as *mut u64;
+        for i in 0..8 {
+            // SAFETY: the test's own block.
+            unsafe { p.add(i).write_volatile(v) };
+        }
+    }
+    #[inline(never)]
+    fn init(&self) {
+        self.fill(0);
+        let p = self.base() as *mut u64;
+        // SAFETY: the test's own block: capacity 1 at word 5, values at word 6.
+        unsafe {
+            p.add(5).write_volatile(1);
+            p.write_volatile((self.base() + 48) | 0b111);
+        }
+    }
+}
+
+struct HostRig {
+    rt: *mut gl_runtime,
+    m: *mut gl_module,
+    code: *mut gl_code,
+    touch: *mut gl_func,
+    read: *mut gl_func,
+    corrupt: *mut gl_func,
+}
+
+fn host_rig(watch: Option<&CStr>) -> HostRig {
+    let rt = runtime("cpython312", GL_MODE_RECOVER);
+    if let Some(w) = watch {
+        ok!(gl_runtime_configure(rt, w.as_ptr()));
+    }
+    let hf: unsafe extern "C" fn() =
+        // SAFETY: gl_host_fn is a type-erased function pointer; the extern is declared with this signature.
+        unsafe { std::mem::transmute(c_host_clear_bit as extern "C" fn(i64)) };
+    ok!(gl_runtime_add_symbol(
+        rt,
+        c"c_host_clear_bit".as_ptr(),
+        Some(hf)
+    ));
+    let mut m = null_mut();
+    ok!(gl_module_parse(
+        HOST_IR.as_ptr(),
+        c"host.glir".as_ptr(),
+        &mut m
+    ));
+    ok!(gl_module_instrument(m, GL_CHECK_ALL));
+    let mut code = null_mut();
+    ok!(gl_compile(rt, m, &mut code));
+    let f = |name: &CStr, params: &[u32], ret: u32| {
+        let mut f = null_mut();
+        ok!(gl_code_get_func(
+            code,
+            name.as_ptr(),
+            params.as_ptr(),
+            params.len(),
+            ret,
+            &mut f
+        ));
+        f
+    };
+    HostRig {
+        rt,
+        m,
+        code,
+        touch: f(c"touch", &[GL_TYPE_PTR, GL_TYPE_I64], GL_TYPE_I64),
+        read: f(c"read", &[GL_TYPE_PTR], GL_TYPE_I64),
+        corrupt: f(c"corrupt", &[GL_TYPE_PTR], GL_TYPE_VOID),
+    }
+}
+
+impl HostRig {
+    fn call(&self, f: *mut gl_func, args: &[u64]) -> u64 {
+        let mut r = 0u64;
+        ok!(gl_func_call(f, args.as_ptr(), args.len(), &mut r));
+        r
+    }
+    /// (kind name, object_id, objects) of each report taken.
+    fn reports(&self) -> Vec<(String, u64, Vec<(u64, u64)>)> {
+        let (mut list, mut items, mut n) = (null_mut(), std::ptr::null(), 0usize);
+        ok!(gl_runtime_take_reports(
+            self.rt, &mut list, &mut items, &mut n
+        ));
+        let mut out = Vec::new();
+        for i in 0..n {
+            // SAFETY: `items` holds `n` reports owned by the list.
+            let r = unsafe { &*items.add(i) };
+            // SAFETY: a NUL-terminated string owned by the list.
+            let kind = unsafe { CStr::from_ptr(r.kind_name) }
+                .to_string_lossy()
+                .into_owned();
+            let mut objs = Vec::new();
+            for k in 0..r.object_count as usize {
+                let (mut id, mut count) = (0u64, 0u64);
+                ok!(gl_report_get_object(r, k, &mut id, &mut count));
+                objs.push((id, count));
+            }
+            let (mut id, mut count) = (0u64, 0u64);
+            // SAFETY: a live report; the outputs are live locals.
+            let st =
+                unsafe { gl_report_get_object(r, r.object_count as usize, &mut id, &mut count) };
+            assert_eq!(st, GL_ERR_ARGUMENT, "past the end");
+            out.push((kind, r.object_id, objs));
+        }
+        ok!(gl_reports_free(list));
+        out
+    }
+}
+
+impl Drop for HostRig {
+    fn drop(&mut self) {
+        common::all_ok([
+            gl_func_free(self.touch),
+            gl_func_free(self.read),
+            gl_func_free(self.corrupt),
+            gl_code_free(self.code),
+            gl_module_free(self.m),
+            gl_runtime_free(self.rt),
+        ]);
+    }
+}
+
+/// Issue 29 items 2 and 3 through the C API, with `watch=recent`: a host
+/// that registers each object before initialising it (tp_alloc's order),
+/// lets IR code use it, frees it and reuses the memory at once (a memset),
+/// 200 times at one address, gets no `foreign_write`; a corruption of a
+/// live object after that is still caught (watchpoints were on).
+#[test]
+fn host_register_init_free_reuse_is_never_foreign() {
+    let r = host_rig(Some(c"watch=recent"));
+    let b = Block(Box::new([0; 8]));
+    for round in 0..200u64 {
+        b.fill(0xdead_0000_0000_0003 ^ round); // what malloc left
+        let mut id = 0;
+        ok!(gl_runtime_register_object(
+            r.rt,
+            b.obj() as *const _,
+            &mut id
+        ));
+        assert_eq!(id, round + 1);
+        b.init();
+        assert_eq!(r.call(r.touch, &[b.obj(), round]), round);
+        ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
+        b.fill(round); // reused at once
+    }
+    assert_eq!(r.reports(), vec![], "no report over 200 rounds");
+    let mut id = 0;
+    b.init();
+    ok!(gl_runtime_register_object(
+        r.rt,
+        b.obj() as *const _,
+        &mut id
+    ));
+    assert_eq!(r.call(r.touch, &[b.obj(), 7]), 7);
+    r.call(r.corrupt, &[b.obj()]);
+    let reps = r.reports();
+    assert_eq!(
+        reps.iter().filter(|x| x.0 == "foreign_write").count(),
+        1,
+        "the corruption is caught (none: hardware watchpoints unavailable here): {reps:?}"
+    );
+    assert_eq!(reps[0].1, 201, "{reps:?}");
+    ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
+}
+
+/// Issue 29 item 6 through the C API: two objects corrupted, read at one
+/// dict-check site: one report, `objects` = both ids with their counts
+/// (`gl_report.objects` and `gl_report_get_object`).
+#[test]
+fn two_objects_at_one_site_are_listed_in_the_report_struct() {
+    let r = host_rig(None);
+    let (a, b) = (Block(Box::new([0; 8])), Block(Box::new([0; 8])));
+    for x in [&a, &b] {
+        x.init();
+        let mut id = 0;
+        ok!(gl_runtime_register_object(
+            r.rt,
+            x.obj() as *const _,
+            &mut id
+        ));
+        r.call(r.corrupt, &[x.obj()]);
+    }
+    for x in [&a, &b, &b] {
+        assert_eq!(r.call(r.read, &[x.obj()]) & 7, 0b110);
+    }
+    let reps = r.reports();
+    assert_eq!(
+        reps,
+        vec![("dict_slot_tag".to_string(), 1, vec![(1, 1), (2, 2)])],
+        "{reps:?}"
+    );
+    for x in [&a, &b] {
+        ok!(gl_runtime_object_freed(r.rt, x.obj() as *const _));
+    }
+}

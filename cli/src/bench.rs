@@ -386,7 +386,13 @@ exit:
 /// watchpoints off, in ns per store.
 fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
     use guardlift_runtime::watch::{WatchSpec, WatchStatus};
-    let m = parse(SLOT_STORE_LOOP);
+    // Instrumented (dict check): only an instrumented module's stores are
+    // guardlift's own, legitimate writes (spec §6.1); both rows run it.
+    let dict = CheckSet {
+        dict: true,
+        ..Default::default()
+    };
+    let m = instrument(&parse(SLOT_STORE_LOOP), dict);
     let make = |rt: std::sync::Arc<Runtime>, o: u64| {
         let code = Jit::compile(&m, rt, &CompileOptions::default()).expect("compiles");
         let f = code

@@ -224,8 +224,16 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     rt.configure(&options)
         .map_err(|e| CliError::tool(format!("GUARDLIFT_OPTIONS log_path: {e}")))?;
     if let Some(spec) = watch {
-        if let WatchStatus::Unavailable { reason } = rt.enable_watch(spec) {
-            eprintln!("{}", WatchStatus::unavailable_line(&reason));
+        match rt.enable_watch(spec) {
+            WatchStatus::Unavailable { reason } => {
+                eprintln!("{}", WatchStatus::unavailable_line(&reason))
+            }
+            // `sample:K` without `@P`: the phase drawn, to repeat the run.
+            status => {
+                if let Some(line) = status.phase_line() {
+                    eprintln!("{line}");
+                }
+            }
         }
     }
     let engine = match o.engine {
@@ -256,6 +264,7 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
                 }
                 crate::out::write_or_note(format_args!("{j}\n"));
             }
+            print_watch_summary(&rt.watch_status());
         }));
     }
     let outcome = {
@@ -282,6 +291,14 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         watch: rt.watch_status(),
     };
     finish(&ctx, &rt, reports, fault, outcome)
+}
+
+/// The end-of-run summary of a watch session on stderr (spec §6.1: how
+/// many objects were watched, how many were freed unwritten).
+fn print_watch_summary(watch: &Option<WatchStatus>) {
+    if let Some(line) = watch.as_ref().and_then(WatchStatus::summary_line) {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    }
 }
 
 /// `--watch` with `--target`: the program runs in another process (under
@@ -406,6 +423,7 @@ fn finish(
         Ok(())
     };
     rt.write_reports(&reports);
+    print_watch_summary(&c.watch);
     let mut err = std::io::stderr().lock();
     if let Some(f) = &fatal {
         let _ = writeln!(err, "{f}");
@@ -596,6 +614,7 @@ fn write_trap_report_and_abort(
                 observed,
                 last_write: None,
                 object: None,
+                objects: Vec::new(),
                 count: 1,
                 backtrace: Vec::new(),
             }
@@ -628,6 +647,7 @@ fn write_trap_report_and_abort(
             observed: r.observed,
             last_write: None,
             object: None,
+            objects: &[],
             count: 1,
             trap: Some(note),
             backtrace: &[],

@@ -138,10 +138,15 @@ impl<'m> Interpreter<'m> {
                 if !self.live(callers, g, o)? || !self.dict_ok(callers, g, o, w)? {
                     return Ok(Step::Next);
                 }
+                // An instrumented module's store is guardlift's own write;
+                // uninstrumented IR code is foreign to a watchpoint (§6.1).
+                let write = || self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w);
                 self.with_frames(cx.watch, cx.func, inst, || {
-                    watch::runtime_write(|| {
-                        self.write_mem(loc, self.rt.layout().slot_addr(o), 8, w)
-                    })
+                    if self.m.is_instrumented() {
+                        watch::runtime_write(write)
+                    } else {
+                        write()
+                    }
                 })?;
                 if g.0.contains(CheckKind::Dict) {
                     self.rt.note_slot_write(g.1, o, w);

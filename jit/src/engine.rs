@@ -388,6 +388,7 @@ fn register_code(
                     len,
                     function: module.functions[i].name.clone(),
                     locs,
+                    instrumented: module.is_instrumented(),
                 })
                 .collect(),
         )

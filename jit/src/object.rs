@@ -199,6 +199,7 @@ fn emit_with(
             len: code.code_info().total_size as usize,
             function: f.name.clone(),
             locs: crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base),
+            instrumented: module.is_instrumented(),
         });
         if !lw.trap_sites().is_empty() {
             for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites(), &f.name)?

@@ -54,6 +54,9 @@ pub struct CodeFunction {
     pub function: String,
     /// Sorted by `start`, not overlapping.
     pub locs: Vec<PcLoc>,
+    /// Compiled from an instrumented module (one with guard sites): its
+    /// writes of a watched dict word are guardlift's own (spec §6.1).
+    pub instrumented: bool,
 }
 
 /// One IR position: function, source position, opcode; printed as
@@ -202,6 +205,12 @@ pub fn is_code(pc: usize) -> bool {
     with_entry(pc, |_| ()).is_some()
 }
 
+/// Is `pc` inside registered code of an instrumented module?
+/// Async-signal-safe.
+pub fn is_instrumented_code(pc: usize) -> bool {
+    with_entry(pc, |e| e.func.instrumented).unwrap_or(false)
+}
+
 thread_local! {
     /// The stack pointer (roughly) where the thread's outermost call into
     /// compiled code began; 0 when it runs no compiled code.
@@ -334,6 +343,7 @@ mod tests {
                     op: "load",
                 },
             ],
+            instrumented: false,
         }
     }
 

@@ -604,6 +604,22 @@ impl Heap {
         }
     }
 
+    /// What the heap knows of the object with allocation id `id` (live or
+    /// in quarantine), and its address: O(n), for the rare report whose
+    /// object was captured by id (a watchpoint's write).
+    pub fn object_record_by_id(&self, id: u64) -> Option<(u64, ObjectRecord)> {
+        let at = self
+            .objects
+            .iter()
+            .find(|(_, m)| m.id == id)
+            .map(|(&o, _)| o)
+            .or_else(|| self.host.iter().find(|(_, m)| m.id == id).map(|(&o, _)| o))
+            .or_else(|| self.freed.iter().find(|(_, f)| f.id == id).map(|(&o, _)| o))?;
+        self.object_record(at)
+            .filter(|r| r.id == id)
+            .map(|r| (at, r))
+    }
+
     /// Is `obj` a freed object still in quarantine?
     pub fn is_freed(&self, obj: u64) -> bool {
         self.freed.contains_key(&obj)

@@ -75,7 +75,8 @@ pub use guardlift_abi::{adstack, layout};
 pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
 pub use options::Options;
 pub use report::{
-    HumanReport, LastWrite, ObjectNote, Observed, Report, ReportKind, SiteInfo, TrapNote,
+    HumanReport, LastWrite, ObjectCount, ObjectNote, Observed, Report, ReportKind, SiteInfo,
+    TrapNote,
 };
 pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, SiteRegistration, Verdict,

@@ -147,7 +147,7 @@ mod tests {
         assert!(o.json);
         assert_eq!(
             Options::parse("watch=sample:8").unwrap().watch,
-            Some(WatchSpec::Sample(8))
+            Some(WatchSpec::Sample { k: 8, phase: None })
         );
         assert_eq!(
             Options::parse("watch=recent").unwrap().watch,

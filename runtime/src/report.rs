@@ -113,6 +113,32 @@ pub struct ObjectNote {
     pub freed: bool,
 }
 
+/// One object a deduplicated report saw, and how many of its occurrences
+/// were about it (spec §6, `objects`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectCount {
+    /// The object's allocation id.
+    pub object_id: u64,
+    /// Occurrences about it.
+    pub count: u64,
+}
+
+/// Most objects a report lists (spec §6); later ones are counted in the
+/// report's `count` only.
+pub const MAX_OBJECTS: usize = guardlift_abi::report::MAX_REPORT_OBJECTS;
+
+/// Adds an occurrence about object `id` to `objects` (first seen first).
+pub fn count_object(objects: &mut Vec<ObjectCount>, id: u64) {
+    if let Some(o) = objects.iter_mut().find(|o| o.object_id == id) {
+        o.count += 1;
+    } else if objects.len() < MAX_OBJECTS {
+        objects.push(ObjectCount {
+            object_id: id,
+            count: 1,
+        });
+    }
+}
+
 fn site_json(s: &Option<SiteInfo>) -> Json {
     match s {
         Some(s) => json!({"function": s.function, "line": s.line, "col": s.col}),
@@ -200,6 +226,10 @@ pub struct Report {
     pub last_write: Option<LastWrite>,
     /// The object the report is about, when the runtime knows it.
     pub object: Option<ObjectNote>,
+    /// Every object the occurrences were about (up to [`MAX_OBJECTS`], in
+    /// the order first seen; the first is `object`'s). Listed as `objects`
+    /// when there is more than one.
+    pub objects: Vec<ObjectCount>,
     /// How many times the (site, kind) fired.
     pub count: u64,
     /// The first occurrence's backtrace, innermost first (see [`crate::backtrace`]);
@@ -308,6 +338,14 @@ impl Report {
                 m.insert("free_site".into(), site_json(&n.free_site));
             }
         }
+        if self.objects.len() > 1 {
+            let list: Vec<Json> = self
+                .objects
+                .iter()
+                .map(|o| json!({"object_id": o.object_id, "count": o.count}))
+                .collect();
+            m.insert("objects".into(), Json::Array(list));
+        }
         if let (Some(w), Observed::Dict { value, .. }) = (&self.last_write, self.observed) {
             m.insert(
                 "last_write".into(),
@@ -331,6 +369,7 @@ impl Report {
             observed: Some(self.observed),
             last_write: self.last_write.as_ref(),
             object: self.object.as_ref(),
+            objects: &self.objects,
             count: self.count,
             backtrace: &self.backtrace,
             ..HumanReport::at(self.kind, self.site, &self.info)
@@ -370,6 +409,8 @@ pub struct HumanReport<'a> {
     pub last_write: Option<&'a LastWrite>,
     /// The object the report is about (not known to the trap handler).
     pub object: Option<&'a ObjectNote>,
+    /// The objects the occurrences were about ([`Report::objects`]).
+    pub objects: &'a [ObjectCount],
     /// How many times the (site, kind) fired.
     pub count: u64,
     /// Set by trap mode's handler: the signal and the trap's PC.
@@ -392,6 +433,7 @@ impl<'a> HumanReport<'a> {
             observed: None,
             last_write: None,
             object: None,
+            objects: &[],
             count: 1,
             trap: None,
             backtrace: &[],
@@ -523,6 +565,14 @@ impl fmt::Display for HumanReport<'_> {
             if n.freed {
                 writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
             }
+        }
+        if self.objects.len() > 1 {
+            write!(s, "    objects seen here:")?;
+            for (i, o) in self.objects.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                write!(s, "{sep} id {} ({} time(s))", o.object_id, o.count)?;
+            }
+            writeln!(s)?;
         }
         if let (Some(w), Some(Observed::Dict { value, .. })) = (self.last_write, self.observed) {
             let verdict = if w.value != value {
@@ -696,6 +746,18 @@ impl fmt::Display for JsonReport<'_> {
                 write!(f, ",\"free_site\":{}", SiteJson(&n.free_site))?;
             }
         }
+        if r.objects.len() > 1 {
+            f.write_str(",\"objects\":[")?;
+            for (i, o) in r.objects.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                write!(
+                    f,
+                    "{sep}{{\"object_id\":{},\"count\":{}}}",
+                    o.object_id, o.count
+                )?;
+            }
+            f.write_str("]")?;
+        }
         if let (Some(w), Some(Observed::Dict { value, .. })) = (r.last_write, r.observed) {
             write!(f, ",\"last_write\":{{\"by\":{},\"site\":", JsonStr(&w.by))?;
             match w.site {
@@ -749,8 +811,10 @@ pub fn write_signal_safe(fd: i32, json: bool, report: &HumanReport<'_>) {
 /// the runtime keeps it behind a mutex.
 #[derive(Debug, Default)]
 pub struct ReportSink {
-    /// (site, kind, writer of a `foreign_write` or `u32::MAX`) → report.
-    index: HashMap<(u32, ReportKind, u32), usize>,
+    /// (site, kind, a hash of the writer's PC and IR position of a
+    /// `foreign_write`, or `u64::MAX`) → report: one writing instruction's
+    /// writes to several objects are one report listing them (`objects`).
+    index: HashMap<(u32, ReportKind, u64), usize>,
     reports: Vec<Report>,
 }
 
@@ -766,17 +830,39 @@ impl ReportSink {
         last_write: Option<LastWrite>,
         object: Option<ObjectNote>,
     ) -> (u64, &Report) {
+        // A foreign write's report is its writing instruction's at its IR
+        // position (the interpreter writes every IR store from one PC).
         let writer = match observed {
-            Observed::Write { writer, .. } => writer.0,
-            _ => u32::MAX,
+            Observed::Write { writer, .. } => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                writer
+                    .get()
+                    .map_or(u64::from(writer.0), |w| w.pc)
+                    .hash(&mut h);
+                info.hash(&mut h);
+                h.finish() & !(1 << 63)
+            }
+            _ => u64::MAX,
         };
         let i = match self.index.get(&(site, kind, writer)) {
             Some(&i) => {
-                self.reports[i].count += 1;
+                let r = &mut self.reports[i];
+                r.count += 1;
+                if let Some(n) = &object {
+                    count_object(&mut r.objects, n.id);
+                }
                 i
             }
             None => {
                 self.index.insert((site, kind, writer), self.reports.len());
+                let objects = object
+                    .iter()
+                    .map(|n| ObjectCount {
+                        object_id: n.id,
+                        count: 1,
+                    })
+                    .collect();
                 self.reports.push(Report {
                     kind,
                     site,
@@ -784,6 +870,7 @@ impl ReportSink {
                     observed,
                     last_write,
                     object,
+                    objects,
                     count: 1,
                     // A watchpoint's write carries the writer's own backtrace.
                     backtrace: if kind == ReportKind::ForeignWrite {

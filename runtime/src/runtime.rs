@@ -187,8 +187,16 @@ impl Runtime {
         s.report_limit = options.report_limit;
         drop(s);
         if let Some(spec) = &options.watch {
-            if let WatchStatus::Unavailable { reason } = self.enable_watch(spec.clone()) {
-                eprintln!("{}", WatchStatus::unavailable_line(&reason));
+            match self.enable_watch(spec.clone()) {
+                WatchStatus::Unavailable { reason } => {
+                    eprintln!("{}", WatchStatus::unavailable_line(&reason))
+                }
+                // `sample:K` without `@P`: the phase drawn, to repeat the run.
+                status => {
+                    if let Some(line) = status.phase_line() {
+                        eprintln!("{line}");
+                    }
+                }
             }
         }
         if let Some(mb) = options.quarantine_mb {
@@ -381,6 +389,7 @@ impl Runtime {
 
     /// Records that instrumented code wrote `word` to `obj`'s dict slot at `site`.
     pub fn note_slot_write(&self, site: u32, obj: u64, word: u64) {
+        self.object_used(obj);
         let info = self.site_info(site);
         let by = format!(
             "{} at @{} {}:{} (site {site})",
@@ -451,17 +460,26 @@ impl Runtime {
     /// `@obj_new(n)`: a new object with `n` attribute values.
     pub fn obj_new(&self, n: i64) -> u64 {
         let obj = self.host(lock(&self.heap).obj_new(n));
-        self.object_created(obj);
+        self.object_created(obj, false);
         obj
     }
 
-    /// Tells the watchpoints about a new object (by its allocation id).
-    fn object_created(&self, obj: u64) {
+    /// Tells the watchpoints about a new object (by its allocation id;
+    /// `host`: registered by the host, perhaps before its initialisation).
+    fn object_created(&self, obj: u64, host: bool) {
         if obj == 0 || !watch::active() {
             return;
         }
         if let Some(r) = self.object_record(obj) {
-            watch::on_object_created(self.watch_owner(), r.id, obj);
+            watch::on_object_created(self.watch_owner(), r.id, obj, host);
+        }
+    }
+
+    /// IR code uses `obj` (a host object's initialisation is over).
+    #[inline]
+    fn object_used(&self, obj: u64) {
+        if watch::active() {
+            watch::on_object_used(obj);
         }
     }
 
@@ -507,7 +525,7 @@ impl Runtime {
     /// as the object's allocation site.
     pub fn obj_new_at(&self, n: i64, site: u32) -> u64 {
         let obj = self.host(lock(&self.heap).obj_new_at(n, Some(site)));
-        self.object_created(obj);
+        self.object_created(obj, false);
         obj
     }
 
@@ -537,6 +555,7 @@ impl Runtime {
     /// (live, or unknown to the runtime); else `use_after_free` is reported.
     /// Takes no lock while nothing was ever freed.
     pub fn check_live(&self, obj: u64, site: u32) -> Result<(), Verdict> {
+        self.object_used(obj);
         if self.unwatch_epoch() == 0 || !lock(&self.heap).is_freed(obj) {
             return Ok(());
         }
@@ -631,7 +650,7 @@ impl Runtime {
     /// says, spec §4): returns its allocation id.
     pub fn register_object(&self, obj: u64) -> Result<u64, HostObjectError> {
         let id = lock(&self.heap).register_host_object(obj)?;
-        self.object_created(obj);
+        self.object_created(obj, true);
         Ok(id)
     }
 
@@ -678,10 +697,12 @@ impl Runtime {
     }
     /// The slow path of `load_attr`: attribute `i` of `obj`.
     pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
+        self.object_used(obj);
         self.host(lock(&self.heap).load_attr_slow(obj, i))
     }
     /// The slow path of `store_attr`: sets attribute `i` of `obj`.
     pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
+        self.object_used(obj);
         self.host(lock(&self.heap).store_attr_slow(obj, i, v))
     }
     /// Prints `line` (or captures it, [`RuntimeConfig::capture_output`]).
@@ -740,12 +761,32 @@ impl Runtime {
             let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
             (s.handler.clone(), s.report_limit)
         };
-        // The objects written, looked up before the sink is locked.
+        // The objects written, by the allocation id captured when the write
+        // trapped (the address may hold another object by now), looked up
+        // before the sink is locked.
         let notes: Vec<Option<ObjectNote>> = writes
             .iter()
             .map(|(_, observed)| {
-                let r = observed.object().and_then(|o| self.object_record(o));
-                r.map(|r| self.note(r))
+                let Observed::Write { object, writer, .. } = *observed else {
+                    return None;
+                };
+                let id = writer.get()?.object_id;
+                let heap = lock(&self.heap);
+                let r = heap
+                    .object_record(object)
+                    .filter(|r| r.id == id)
+                    .or_else(|| heap.object_record_by_id(id).map(|(_, r)| r));
+                drop(heap);
+                Some(match r {
+                    Some(r) => self.note(r),
+                    // Out of quarantine: only its id is known.
+                    None => ObjectNote {
+                        id,
+                        alloc_site: None,
+                        free_site: None,
+                        freed: true,
+                    },
+                })
             })
             .collect();
         let mut handled = Vec::new();
@@ -776,6 +817,7 @@ impl Runtime {
 
     /// Adds `obj`'s slot to the clobber watch list.
     pub fn watch(&self, obj: u64) {
+        self.object_used(obj);
         lock(&self.heap).watch(obj)
     }
 

@@ -75,12 +75,14 @@ fn child(case: &str) -> ! {
             len: 16,
             function: "outer".into(),
             locs: vec![loc(0, 4, 2, "iconst"), loc(4, 9, 3, "call")],
+            instrumented: false,
         },
         CodeFunction {
             start: base + 16,
             len: 8,
             function: "inner".into(),
             locs: vec![loc(0, 4, 7, "iconst"), loc(4, 8, 8, "load")],
+            instrumented: false,
         },
     ];
     let _code = rt.register_code(funcs).unwrap();

@@ -136,3 +136,252 @@ fn legitimate_writes_are_counted_not_reported_and_free_disarms() {
     assert_eq!(guardlift_runtime::watch::armed_ids(), Vec::<u64>::new());
     rt.obj_free(a);
 }
+
+/// A host object's memory: 8 words, the object at word 3 (its cpython312
+/// dict slot, `obj - 24`, is word 0).
+struct HostBlock(Box<[u64; 8]>);
+
+impl HostBlock {
+    fn new() -> Self {
+        HostBlock(Box::new([0; 8]))
+    }
+    fn obj(&self) -> u64 {
+        self.0.as_ptr() as u64 + 24
+    }
+    fn slot(&self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+}
+
+/// The host's initialisation of its object (after it registered it, as
+/// CPython's tp_alloc does): the whole block zeroed, then a values-tagged
+/// word stored.
+#[inline(never)]
+fn host_init(block: &HostBlock) {
+    let p = block.slot() as *mut u64;
+    for i in 0..8 {
+        // SAFETY: the host's own block.
+        unsafe { p.add(i).write_volatile(0) };
+    }
+    // SAFETY: as above.
+    unsafe { p.write_volatile(block.slot() + 48 + 0b111) };
+}
+
+/// The host reusing a freed block at once (a memset of it).
+#[inline(never)]
+fn host_reuse(block: &HostBlock, fill: u64) {
+    let p = block.slot() as *mut u64;
+    for i in 0..8 {
+        // SAFETY: the host's own block.
+        unsafe { p.add(i).write_volatile(fill) };
+    }
+}
+
+fn counts(rt: &Runtime) -> guardlift_runtime::watch::WatchCounts {
+    match rt.watch_status() {
+        Some(WatchStatus::Active { counts, .. }) => counts,
+        s => panic!("{s:?}"),
+    }
+}
+
+/// Issue 29 item 1: the `object_id` of a foreign write is the id of the
+/// object that owned the slot when the write trapped, even when the object
+/// was freed and its address taken by a new object before the report is
+/// made — with no other report (taken at the end) and with one (a dict
+/// report on the new object drains the writer first).
+#[test]
+fn foreign_write_names_the_object_it_trapped_on_after_address_reuse() {
+    for other_report in [false, true] {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let rt = runtime();
+        require_active(rt.enable_watch(WatchSpec::Objects(vec![1])));
+        let b = HostBlock::new();
+        host_init(&b);
+        let first = rt.register_object(b.obj()).unwrap();
+        rt.watch(b.obj()); // IR code has it: initialisation over
+        rogue_byte_writer(b.slot()); // malformed: 0b110
+        rt.object_freed(b.obj()).unwrap();
+        host_init(&b);
+        let second = rt.register_object(b.obj()).unwrap();
+        assert_eq!((first, second), (1, 2));
+        if other_report {
+            rt.report(
+                ReportKind::DictSlotTag,
+                u32::MAX - 1,
+                Observed::Dict {
+                    object: b.obj(),
+                    value: 0x6,
+                },
+            );
+        }
+        let reports = rt.take_reports();
+        let fw: Vec<_> = reports
+            .iter()
+            .filter(|r| r.kind == ReportKind::ForeignWrite)
+            .collect();
+        assert_eq!(fw.len(), 1, "other report {other_report}: {reports:?}");
+        let r = fw[0];
+        assert_eq!(r.object.as_ref().map(|n| n.id), Some(1), "{r:?}");
+        assert_eq!(r.to_json()["object_id"], 1, "{}", r.to_json());
+        let human = r.to_human();
+        assert!(human.contains("(object_id 1)"), "{human}");
+        assert!(human.contains("object id 1,"), "trailer: {human}");
+        assert!(!human.contains("object id 2"), "{human}");
+        if other_report {
+            let d = reports
+                .iter()
+                .find(|r| r.kind == ReportKind::DictSlotTag)
+                .unwrap();
+            assert_eq!(d.object.as_ref().map(|n| n.id), Some(2), "the new object");
+        }
+        rt.object_freed(b.obj()).unwrap();
+    }
+}
+
+/// Issue 29 item 2: a host that registers its object before initialising
+/// it (CPython's tp_alloc order) gets no `foreign_write` for its init
+/// writes; once IR code used the object, a well-formed write by the host
+/// is foreign again.
+#[test]
+fn init_writes_of_a_host_object_are_not_foreign() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime();
+    require_active(rt.enable_watch(WatchSpec::Recent));
+    let b = HostBlock::new();
+    // Garbage before the registration, as malloc leaves it.
+    host_reuse(&b, 0xdead_beef_0000_0003);
+    rt.register_object(b.obj()).unwrap();
+    host_init(&b);
+    let c = counts(&rt);
+    assert!(c.hits >= 2, "the init writes trapped: {c:?}");
+    assert_eq!(c.legitimate, c.hits, "{c:?}");
+    assert!(
+        foreign_writes(&rt).is_empty(),
+        "init writes reported: {c:?}"
+    );
+    // IR code uses it; the host then rewrites the word (well-formed): foreign.
+    rt.watch(b.obj());
+    host_init(&b);
+    let w = foreign_writes(&rt);
+    assert!(!w.is_empty(), "a write after the first use is foreign");
+    assert!(w.iter().all(|x| x.1.contains("host_init")), "{w:?}");
+    rt.object_freed(b.obj()).unwrap();
+}
+
+/// Issue 29 item 3: a host that reuses a freed object's memory at once
+/// (memset) gets no `foreign_write`: `object_freed` disarms the slot on
+/// every thread before it returns. 200 rounds, `recent` re-arming each new
+/// object at the same address.
+#[test]
+fn reusing_freed_memory_at_once_is_never_reported() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime();
+    require_active(rt.enable_watch(WatchSpec::Recent));
+    let b = HostBlock::new();
+    // Another thread that runs all along (it inherits every breakpoint).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    for round in 0..200u64 {
+        host_init(&b);
+        rt.register_object(b.obj()).unwrap();
+        rt.watch(b.obj()); // used by IR code
+        rt.object_freed(b.obj()).unwrap();
+        host_reuse(&b, round); // old = new for round 0
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
+    let c = counts(&rt);
+    let w = foreign_writes(&rt);
+    assert!(
+        w.is_empty(),
+        "{} foreign write(s) after frees: {w:?} {c:?}",
+        w.len()
+    );
+    assert_eq!(c.armed, 200, "{c:?}");
+    assert_eq!(c.foreign, 0, "{c:?}");
+    assert_eq!(guardlift_runtime::watch::armed_ids(), Vec::<u64>::new());
+}
+
+/// The ids `sample:K[@P]` arms, object by object (each freed at once so a
+/// hardware slot is always free), and the session's counts.
+fn sampled_ids(spec: WatchSpec, n: usize) -> (Vec<u64>, Option<u64>, Arc<Runtime>) {
+    let rt = runtime();
+    let status = rt.enable_watch(spec);
+    let phase = match &status {
+        WatchStatus::Active { phase, .. } => *phase,
+        WatchStatus::Unavailable { .. } => None,
+    };
+    require_active(status);
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let o = rt.obj_new(1);
+        ids.extend(guardlift_runtime::watch::armed_ids());
+        if i == 4 {
+            // Written while armed (if picked): not "freed unwritten".
+            rogue_word_writer(rt.layout().slot_addr(o));
+        }
+        rt.obj_free(o);
+    }
+    rt.take_reports();
+    (ids, phase, rt)
+}
+
+/// Issue 29 item 4: `sample:K@P` watches exactly the ids ≡ P (mod K);
+/// without `@P` a phase is drawn, reported, and repeating with it watches
+/// the same ids; the counts say how many were watched and freed unwritten.
+#[test]
+fn sample_phase_picks_and_repeats() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (ids, phase, rt) = sampled_ids(
+        WatchSpec::Sample {
+            k: 3,
+            phase: Some(2),
+        },
+        12,
+    );
+    assert_eq!(ids, vec![2, 5, 8, 11]);
+    assert_eq!(phase, Some(2));
+    let c = counts(&rt);
+    assert_eq!((c.allocations, c.armed), (12, 4), "{c:?}");
+    // Object 5 (the 5th allocation) was written while armed.
+    assert_eq!(c.freed_unwritten, 3, "{c:?}");
+    let st = rt.watch_status().unwrap();
+    assert_eq!(st.to_json()["phase"], 2);
+    assert_eq!(st.to_json()["watched"], 4);
+    assert_eq!(st.to_json()["allocations"], 12);
+    assert!(st.phase_line().is_none(), "P was given");
+    let summary = st.summary_line().unwrap();
+    assert!(
+        summary.contains("4 of 12 allocations watched, 3 freed unwritten"),
+        "{summary}"
+    );
+    drop(rt);
+
+    let (ids, phase, rt) = sampled_ids(WatchSpec::Sample { k: 3, phase: None }, 12);
+    let p = phase.expect("a drawn phase");
+    assert!(p < 3);
+    let want: Vec<u64> = (1..=12).filter(|i| i % 3 == p).collect();
+    assert_eq!(ids, want, "phase {p}");
+    let line = rt
+        .watch_status()
+        .unwrap()
+        .phase_line()
+        .expect("phase printed");
+    assert!(line.contains(&format!("sample:3@{p}")), "{line}");
+    drop(rt);
+    let (again, _, _rt) = sampled_ids(
+        WatchSpec::Sample {
+            k: 3,
+            phase: Some(p),
+        },
+        12,
+    );
+    assert_eq!(again, want, "repeated with @{p}");
+}

@@ -148,6 +148,71 @@ fn lifetime_and_bounds_reports_name_the_object() {
     }
 }
 
+/// Spec §6: a deduplicated report that saw several objects lists them
+/// (up to 8, first seen first, with counts); `object_id` stays the first.
+#[test]
+fn several_objects_at_one_site_are_listed() {
+    let info = SiteInfo {
+        function: "main".into(),
+        line: 9,
+        col: 5,
+        op: "load_attr".into(),
+    };
+    let note = |id| ObjectNote {
+        id,
+        alloc_site: None,
+        free_site: None,
+        freed: false,
+    };
+    let dict = Observed::Dict {
+        object: 0x40,
+        value: 0x6,
+    };
+    let mut s = ReportSink::default();
+    for id in [3, 5, 3, 3] {
+        s.record(
+            ReportKind::DictSlotTag,
+            1,
+            &info,
+            dict,
+            None,
+            Some(note(id)),
+        );
+    }
+    let r = &s.reports()[0];
+    let j = r.to_json();
+    assert_eq!(j["object_id"], 3);
+    assert_eq!(
+        j["objects"],
+        json!([{"object_id": 3, "count": 3}, {"object_id": 5, "count": 1}])
+    );
+    let text = r.human().json().to_string();
+    let line: Json = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(line, j, "{text}");
+    assert!(
+        r.to_human()
+            .contains("objects seen here: id 3 (3 time(s)), id 5 (1 time(s))"),
+        "{}",
+        r.to_human()
+    );
+    // Up to 8 listed; one object only: no list.
+    for id in 10..20 {
+        s.record(
+            ReportKind::DictSlotTag,
+            1,
+            &info,
+            dict,
+            None,
+            Some(note(id)),
+        );
+    }
+    assert_eq!(s.reports()[0].objects.len(), MAX_OBJECTS);
+    assert_eq!(s.reports()[0].count, 14);
+    s.record(ReportKind::DictSlotTag, 2, &info, dict, None, Some(note(4)));
+    s.record(ReportKind::DictSlotTag, 2, &info, dict, None, Some(note(4)));
+    assert!(s.reports()[1].to_json().get("objects").is_none());
+}
+
 #[test]
 fn json_line_parses() {
     let info = SiteInfo {
@@ -206,6 +271,16 @@ fn json_line_is_the_reports_json() {
             free_site: None,
             freed: true,
         }),
+        objects: vec![
+            ObjectCount {
+                object_id: 2,
+                count: 1,
+            },
+            ObjectCount {
+                object_id: 5,
+                count: 1,
+            },
+        ],
         count: 2,
         backtrace: vec!["@f 7:5 (dict_slot.load)".into(), "@main 9:5 (call)".into()],
     };
@@ -215,6 +290,7 @@ fn json_line_is_the_reports_json() {
         assert_eq!(j, r.to_json(), "{text}");
         r.last_write = None;
         r.object = None;
+        r.objects.clear();
         r.backtrace.clear();
     }
 }

@@ -165,6 +165,7 @@ mod tests {
                 },
                 last_write: None,
                 object: None,
+                objects: Vec::new(),
                 count: 1,
                 backtrace: Vec::new(),
             };

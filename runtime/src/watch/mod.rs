@@ -82,15 +82,21 @@ pub const MAX_SLOTS: usize = 4;
 pub enum WatchSpec {
     /// `object:N[+M…]`: these allocation ids.
     Objects(Vec<u64>),
-    /// `sample:K`: one allocation in K (ids 1, K+1, 2K+1, …).
-    Sample(u64),
+    /// `sample:K[@P]`: one allocation in K, the ids ≡ P (mod K); without
+    /// `@P` the phase is drawn at random when the session starts.
+    Sample {
+        /// K.
+        k: u64,
+        /// P (`< K`), if given.
+        phase: Option<u64>,
+    },
     /// `recent`: the most recently allocated objects.
     Recent,
 }
 
 /// A malformed `--watch` SPEC.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("watch spec `{spec}`: {msg} (expected object:N[+M...], sample:K or recent)")]
+#[error("watch spec `{spec}`: {msg} (expected object:N[+M...], sample:K[@P] or recent)")]
 pub struct WatchSpecError {
     /// The SPEC as given.
     pub spec: String,
@@ -99,7 +105,7 @@ pub struct WatchSpecError {
 }
 
 impl WatchSpec {
-    /// Parses `object:N[+M…]`, `sample:K` or `recent`.
+    /// Parses `object:N[+M…]`, `sample:K[@P]` or `recent`.
     pub fn parse(text: &str) -> Result<WatchSpec, WatchSpecError> {
         let err = |msg: &str| WatchSpecError {
             spec: text.to_string(),
@@ -117,7 +123,20 @@ impl WatchSpec {
                 let ids = ids.split('+').map(count).collect::<Result<Vec<_>, _>>()?;
                 Ok(WatchSpec::Objects(ids))
             }
-            Some(("sample", k)) => Ok(WatchSpec::Sample(count(k)?)),
+            Some(("sample", rest)) => {
+                let (k, phase) = match rest.split_once('@') {
+                    Some((k, p)) => (count(k)?, Some(p)),
+                    None => (count(rest)?, None),
+                };
+                let phase = match phase {
+                    None => None,
+                    Some(p) => match p.trim().parse::<u64>() {
+                        Ok(p) if p < k => Some(p),
+                        _ => return Err(err(&format!("phase `{p}` is not a number below {k}"))),
+                    },
+                };
+                Ok(WatchSpec::Sample { k, phase })
+            }
             _ => Err(err("unknown form")),
         }
     }
@@ -126,7 +145,7 @@ impl WatchSpec {
     fn picks(&self, id: u64) -> bool {
         match self {
             WatchSpec::Objects(ids) => ids.contains(&id),
-            WatchSpec::Sample(k) => (id - 1).is_multiple_of(*k),
+            WatchSpec::Sample { k, phase } => id % k == phase.unwrap_or(1 % k),
             WatchSpec::Recent => true,
         }
     }
@@ -145,7 +164,8 @@ impl fmt::Display for WatchSpec {
                 }
                 Ok(())
             }
-            WatchSpec::Sample(k) => write!(f, "sample:{k}"),
+            WatchSpec::Sample { k, phase: None } => write!(f, "sample:{k}"),
+            WatchSpec::Sample { k, phase: Some(p) } => write!(f, "sample:{k}@{p}"),
             WatchSpec::Recent => f.write_str("recent"),
         }
     }
@@ -158,6 +178,9 @@ pub enum WatchStatus {
     Active {
         /// The SPEC, as given.
         spec: String,
+        /// `sample:K`'s phase P (given, or drawn at random): the spec that
+        /// repeats the run is `sample:K@P`.
+        phase: Option<u64>,
         /// What the session saw so far.
         counts: WatchCounts,
     },
@@ -169,13 +192,22 @@ pub enum WatchStatus {
 }
 
 impl WatchStatus {
-    /// `{"active": true, "spec", "armed", "hits", "legitimate", "foreign",
-    /// "dropped"}` or `{"active": false, "reason"}`.
+    /// `{"active": true, "spec", "phase" (sample:K), "watched",
+    /// "allocations", "freed_unwritten", "armed", "hits", "legitimate",
+    /// "foreign", "dropped"}` or `{"active": false, "reason"}`.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
-            WatchStatus::Active { spec, counts } => serde_json::json!({
+            WatchStatus::Active {
+                spec,
+                phase,
+                counts,
+            } => serde_json::json!({
                 "active": true,
                 "spec": spec,
+                "phase": phase,
+                "watched": counts.armed,
+                "allocations": counts.allocations,
+                "freed_unwritten": counts.freed_unwritten,
                 "armed": counts.armed,
                 "not_armed": counts.not_armed,
                 "hits": counts.hits,
@@ -193,13 +225,58 @@ impl WatchStatus {
     pub fn unavailable_line(reason: &str) -> String {
         format!("guardlift: watchpoints unavailable: {reason}")
     }
+
+    /// The stderr line that makes a `sample:K` run repeatable: the phase
+    /// drawn (`None` for other specs, and when `@P` was given).
+    pub fn phase_line(&self) -> Option<String> {
+        match self {
+            WatchStatus::Active {
+                spec,
+                phase: Some(p),
+                ..
+            } if !spec.contains('@') => {
+                let k = spec.trim().trim_start_matches("sample:");
+                Some(format!(
+                    "guardlift: watch {spec}: phase {p} (drawn at random; repeat with --watch sample:{k}@{p})"
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The end-of-run summary line (stderr): how many objects were watched
+    /// and how many of them were freed with no write trapped.
+    pub fn summary_line(&self) -> Option<String> {
+        match self {
+            WatchStatus::Active { spec, counts, .. } => Some(format!(
+                "guardlift: watch {spec}: {} of {} allocations watched, {} freed unwritten, {} write(s) trapped ({} legitimate, {} foreign{})",
+                counts.armed,
+                counts.allocations,
+                counts.freed_unwritten,
+                counts.hits,
+                counts.legitimate,
+                counts.foreign,
+                if counts.not_armed > 0 {
+                    format!(", {} picked but not armed: all slots busy", counts.not_armed)
+                } else {
+                    String::new()
+                }
+            )),
+            WatchStatus::Unavailable { .. } => None,
+        }
+    }
 }
 
 /// Counters of a session.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct WatchCounts {
+    /// Objects created while the session ran (the ones a spec can pick).
+    pub allocations: u64,
     /// Objects that were armed (over the whole run).
     pub armed: u64,
+    /// Armed objects freed (while armed) with no write trapped after their
+    /// initialisation.
+    pub freed_unwritten: u64,
     /// Objects the spec picked that could not be armed (all slots busy).
     pub not_armed: u64,
     /// Trapped writes.
@@ -330,6 +407,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A running session: which objects are armed, for which runtime.
 struct Session {
     owner: usize,
+    /// The SPEC as given (`sample:K` without its drawn phase).
+    given: String,
+    /// The SPEC with `sample:K`'s phase resolved.
     spec: WatchSpec,
     layout: DictLayout,
     /// Per hardware slot: the fds of its events (one per thread), the
@@ -343,6 +423,19 @@ struct ArmedSlot {
     fds: Vec<i32>,
     object: u64,
     seq: u64,
+}
+
+/// A phase in `0..k` that differs from run to run (clock and pid mixed):
+/// printed, so that a run can be repeated with `sample:K@P`.
+fn random_phase(k: u64) -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut x = t ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (x ^ (x >> 31)) % k
 }
 
 static SESSION: Mutex<Option<Session>> = Mutex::new(None);
@@ -375,12 +468,26 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
             c.store(0, SeqCst);
         }
     }
+    let given = spec.to_string();
+    let spec = match spec {
+        WatchSpec::Sample { k, phase: None } => WatchSpec::Sample {
+            k,
+            phase: Some(random_phase(k)),
+        },
+        other => other,
+    };
+    let phase = match spec {
+        WatchSpec::Sample { phase, .. } => phase,
+        _ => None,
+    };
     let status = WatchStatus::Active {
-        spec: spec.to_string(),
+        spec: given.clone(),
+        phase,
         counts: WatchCounts::default(),
     };
     *s = Some(Session {
         owner,
+        given,
         spec,
         layout,
         slots: Default::default(),
@@ -428,17 +535,27 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
     counts.dropped = DROPPED.load(SeqCst);
     counts.foreign = counts.hits - counts.legitimate;
     Some(WatchStatus::Active {
-        spec: cur.spec.to_string(),
+        spec: cur.given.clone(),
+        phase: match cur.spec {
+            WatchSpec::Sample { phase, .. } => phase,
+            _ => None,
+        },
         counts,
     })
 }
 
-/// The heap created object `id` at `obj` (its dict word is in place).
-pub fn on_object_created(owner: usize, id: u64, obj: u64) {
+/// The heap created object `id` at `obj` (its dict word is in place), or
+/// the host registered one (`host`: its word may not be initialised yet —
+/// a host may register in its allocation hook — so the slot starts in the
+/// *initialising* state: well-formed writes to it are the host's
+/// initialisation, not foreign, until IR code first uses the object,
+/// [`on_object_used`], or guardlift's own code writes it).
+pub fn on_object_created(owner: usize, id: u64, obj: u64, host: bool) {
     let mut s = lock(&SESSION);
     let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
         return;
     };
+    cur.counts.allocations += 1;
     if !cur.spec.picks(id) {
         return;
     }
@@ -462,11 +579,15 @@ pub fn on_object_created(owner: usize, id: u64, obj: u64) {
     // SAFETY: the heap just wrote the word of this live object.
     let word = unsafe { (slot as *const u64).read_volatile() };
     let a = &ARMED[i];
+    let gen = ring::next_gen();
     a.last.store(word, SeqCst);
     a.object.store(obj, SeqCst);
     a.id.store(id, SeqCst);
+    a.init.store(host, SeqCst);
+    a.writes.store(0, SeqCst);
+    a.gen.store(gen, SeqCst);
     a.slot.store(slot, SeqCst);
-    match imp::arm(slot, i) {
+    match imp::arm(slot, i, gen) {
         Ok(fds) if !fds.is_empty() => {
             cur.arm_seq += 1;
             cur.slots[i] = Some(ArmedSlot {
@@ -483,7 +604,12 @@ pub fn on_object_created(owner: usize, id: u64, obj: u64) {
     }
 }
 
-/// The heap is about to free `obj`: its breakpoint (if any) goes.
+/// The heap is about to free `obj`: its breakpoint (if any) goes, on every
+/// thread, before this returns (closing a perf event removes it, and the
+/// events its threads inherited, synchronously). A trap of that arming
+/// still on its way (raised before the close, delivered after) carries
+/// the arming's generation and is discarded by the handler; writes already
+/// in the ring keep the object id they trapped with.
 pub fn on_object_freed(owner: usize, obj: u64) {
     let mut s = lock(&SESSION);
     let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
@@ -492,14 +618,30 @@ pub fn on_object_freed(owner: usize, obj: u64) {
     if let Some(i) =
         (0..MAX_SLOTS).find(|&i| cur.slots[i].as_ref().is_some_and(|a| a.object == obj))
     {
+        if ARMED[i].writes.load(SeqCst) == 0 {
+            cur.counts.freed_unwritten += 1;
+        }
         disarm(cur, i);
+    }
+}
+
+/// IR code uses `obj` (the runtime was asked about it by instrumented
+/// code or the interpreter): a host object's initialisation is over, its
+/// well-formed writes by other code are foreign from now on. Lock-free.
+pub fn on_object_used(obj: u64) {
+    for a in &ARMED {
+        if a.init.load(SeqCst) && a.object.load(SeqCst) == obj && a.slot.load(SeqCst) != 0 {
+            a.init.store(false, SeqCst);
+        }
     }
 }
 
 fn disarm(cur: &mut Session, i: usize) {
     if let Some(a) = cur.slots[i].take() {
-        imp::close_all(&a.fds);
+        // A late trap of this arming no longer matches.
+        ARMED[i].gen.store(0, SeqCst);
         ARMED[i].slot.store(0, SeqCst);
+        imp::close_all(&a.fds);
     }
 }
 
@@ -527,7 +669,7 @@ mod imp {
     pub fn install() -> Result<(), String> {
         probe()
     }
-    pub fn arm(_addr: u64, _hw: usize) -> Result<Vec<i32>, i32> {
+    pub fn arm(_addr: u64, _hw: usize, _gen: u64) -> Result<Vec<i32>, i32> {
         Err(0)
     }
     pub fn close_all(_fds: &[i32]) {}
@@ -539,7 +681,7 @@ mod imp {
     }
     #[allow(dead_code)]
     fn unused() {
-        super::ring::on_hit(0, 0)
+        super::ring::on_hit(0, 0, 0)
     }
 }
 
@@ -553,15 +695,43 @@ mod tests {
             WatchSpec::parse("object:3+5").unwrap(),
             WatchSpec::Objects(vec![3, 5])
         );
-        assert_eq!(WatchSpec::parse("sample:4").unwrap(), WatchSpec::Sample(4));
+        assert_eq!(
+            WatchSpec::parse("sample:4").unwrap(),
+            WatchSpec::Sample { k: 4, phase: None }
+        );
+        assert_eq!(
+            WatchSpec::parse("sample:4@3").unwrap(),
+            WatchSpec::Sample {
+                k: 4,
+                phase: Some(3)
+            }
+        );
+        assert_eq!(
+            WatchSpec::parse("sample:4@0").unwrap().to_string(),
+            "sample:4@0"
+        );
         assert_eq!(WatchSpec::parse("recent").unwrap(), WatchSpec::Recent);
         for bad in [
-            "", "object:", "object:0", "object:x", "sample:0", "all", "recent:1",
+            "",
+            "object:",
+            "object:0",
+            "object:x",
+            "sample:0",
+            "all",
+            "recent:1",
+            "sample:3@3",
+            "sample:3@",
+            "sample:3@x",
+            "sample:@1",
         ] {
             assert!(WatchSpec::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(WatchSpec::Objects(vec![2, 7]).to_string(), "object:2+7");
-        assert!(WatchSpec::Sample(3).picks(1) && WatchSpec::Sample(3).picks(4));
-        assert!(!WatchSpec::Sample(3).picks(2));
+        let s = |p| WatchSpec::Sample { k: 3, phase: p };
+        assert!(s(Some(1)).picks(1) && s(Some(1)).picks(4) && !s(Some(1)).picks(2));
+        assert!(s(Some(0)).picks(3) && s(Some(0)).picks(6) && !s(Some(0)).picks(1));
+        for _ in 0..20 {
+            assert!(random_phase(3) < 3);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! handler's entry, and capstone decoding of the writing instruction's
 //! width.
 
-use super::ring::on_hit;
+use super::ring::{on_hit, GEN_BITS};
 use super::MAX_SLOTS;
 use crate::sigchain::{errno, Order, Signal};
 use std::sync::atomic::AtomicU64;
@@ -12,8 +12,10 @@ use std::sync::atomic::AtomicU64;
 const TRAP_PERF: i32 = 6;
 /// Offset of `si_perf_data` in `siginfo_t` (after `si_addr`).
 const SI_PERF_DATA_OFFSET: usize = 24;
-/// Our tag in `sig_data` (the low byte is the hardware slot).
-const TAG: u64 = 0x676c_7761_7463_6800;
+/// Our tag in `sig_data`'s high half; below it the arming's generation
+/// (bits 8.., [`GEN_BITS`] wide) and the hardware slot (low byte).
+const TAG: u64 = 0x676c_7761_0000_0000;
+const TAG_MASK: u64 = 0xffff_ffff_0000_0000;
 
 const PERF_TYPE_BREAKPOINT: u32 = 5;
 const HW_BREAKPOINT_W: u32 = 2;
@@ -57,7 +59,7 @@ struct PerfEventAttr {
 }
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 136);
 
-fn open(addr: u64, tid: i32, hw: usize) -> Result<i32, i32> {
+fn open(addr: u64, tid: i32, hw: usize, gen: u64) -> Result<i32, i32> {
     let attr = PerfEventAttr {
         type_: PERF_TYPE_BREAKPOINT,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -66,7 +68,7 @@ fn open(addr: u64, tid: i32, hw: usize) -> Result<i32, i32> {
         bp_type: HW_BREAKPOINT_W,
         bp_addr: addr,
         bp_len: HW_BREAKPOINT_LEN_8,
-        sig_data: TAG | hw as u64,
+        sig_data: TAG | (gen & ((1 << GEN_BITS) - 1)) << 8 | hw as u64,
         ..Default::default()
     };
     // SAFETY: a valid attr; the kernel copies it.
@@ -98,10 +100,10 @@ fn threads() -> Vec<i32> {
 }
 
 /// One breakpoint per thread on `addr`, in hardware slot `hw`.
-pub fn arm(addr: u64, hw: usize) -> Result<Vec<i32>, i32> {
+pub fn arm(addr: u64, hw: usize, gen: u64) -> Result<Vec<i32>, i32> {
     let mut fds = Vec::new();
     for tid in threads() {
-        match open(addr, tid, hw) {
+        match open(addr, tid, hw, gen) {
             Ok(fd) => fds.push(fd),
             // The thread ended meanwhile.
             Err(libc::ESRCH) => {}
@@ -127,7 +129,7 @@ static PROBE_WORD: AtomicU64 = AtomicU64::new(0);
 pub fn probe() -> Result<(), String> {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
-    match open(PROBE_WORD.as_ptr() as u64, tid, 0) {
+    match open(PROBE_WORD.as_ptr() as u64, tid, 0, 0) {
         Ok(fd) => {
             close_all(&[fd]);
             Ok(())
@@ -167,10 +169,10 @@ fn on_sigtrap(s: &Signal) -> bool {
     // (for other codes it is another arm of the union, read as plain bits).
     let data = unsafe { *(s.info as *const u8).add(SI_PERF_DATA_OFFSET).cast::<u64>() };
     let hw = (data & 0xff) as usize;
-    if s.code() != TRAP_PERF || data & !0xff != TAG || hw >= MAX_SLOTS {
+    if s.code() != TRAP_PERF || data & TAG_MASK != TAG || hw >= MAX_SLOTS {
         return false;
     }
-    on_hit(hw, s.pc() as u64);
+    on_hit(hw, (data >> 8) & ((1 << GEN_BITS) - 1), s.pc() as u64);
     true
 }
 

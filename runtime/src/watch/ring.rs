@@ -4,7 +4,7 @@
 
 use super::{IR_FRAMES, MAX_SLOTS, RUNTIME_WRITE};
 use crate::layout;
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
 /// One armed hardware slot as the handler sees it.
 pub(super) struct Armed {
@@ -16,6 +16,12 @@ pub(super) struct Armed {
     pub id: AtomicU64,
     /// The word after the last trapped write (or at arming).
     pub last: AtomicU64,
+    /// The arming's generation (0: none); its traps carry it.
+    pub gen: AtomicU64,
+    /// A host object still being initialised (see `on_object_created`).
+    pub init: AtomicBool,
+    /// Writes trapped after the initialisation.
+    pub writes: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -24,11 +30,28 @@ const ARMED_INIT: Armed = Armed {
     object: AtomicU64::new(0),
     id: AtomicU64::new(0),
     last: AtomicU64::new(0),
+    gen: AtomicU64::new(0),
+    init: AtomicBool::new(false),
+    writes: AtomicU64::new(0),
 };
 pub(super) static ARMED: [Armed; MAX_SLOTS] = [ARMED_INIT; MAX_SLOTS];
 pub(super) static HITS: AtomicU64 = AtomicU64::new(0);
 pub(super) static LEGIT: AtomicU64 = AtomicU64::new(0);
 pub(super) static DROPPED: AtomicU64 = AtomicU64::new(0);
+static GEN: AtomicU64 = AtomicU64::new(0);
+
+/// Bits of an arming's generation carried in a trap's `sig_data`.
+pub(super) const GEN_BITS: u32 = 24;
+
+/// The next arming's generation: non-zero, [`GEN_BITS`] wide.
+pub(super) fn next_gen() -> u64 {
+    loop {
+        let g = GEN.fetch_add(1, SeqCst).wrapping_add(1) & ((1 << GEN_BITS) - 1);
+        if g != 0 {
+            return g;
+        }
+    }
+}
 
 const BT_FRAMES: usize = 48;
 const CODE_WINDOW: usize = 32;
@@ -110,19 +133,32 @@ const RING_SLOT: RingSlot = RingSlot {
 static RING: Ring = Ring([RING_SLOT; RING_LEN]);
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// What the handler does with a trap on hardware slot `i` at `pc`
-/// (async-signal-safe: loads, stores, the unwinder).
-pub(super) fn on_hit(i: usize, pc: u64) {
+/// What the handler does with a trap of arming `gen` on hardware slot `i`
+/// at `pc` (async-signal-safe: loads, stores, the unwinder).
+pub(super) fn on_hit(i: usize, gen: u64, pc: u64) {
     let a = &ARMED[i];
     let slot = a.slot.load(SeqCst);
-    if slot == 0 {
-        return; // disarmed meanwhile
+    if slot == 0 || a.gen.load(SeqCst) != gen {
+        return; // disarmed meanwhile (its object freed): discarded
     }
     // SAFETY: armed slots belong to live objects (disarmed before the free).
     let new = unsafe { (slot as *const u64).read_volatile() };
     let old = a.last.swap(new, SeqCst);
     HITS.fetch_add(1, SeqCst);
-    let ours = RUNTIME_WRITE.with(|c| c.load(SeqCst)) || crate::codemap::is_code(pc as usize);
+    // Guardlift's own writers: the runtime, and JIT code of an
+    // instrumented module (uninstrumented IR code is foreign, spec §6.1).
+    let ours =
+        RUNTIME_WRITE.with(|c| c.load(SeqCst)) || crate::codemap::is_instrumented_code(pc as usize);
+    if layout::tag_ok(new) && a.init.load(SeqCst) {
+        // A host initialising its object before IR code used it; a write
+        // of ours means IR code has it now.
+        if ours {
+            a.init.store(false, SeqCst);
+        }
+        LEGIT.fetch_add(1, SeqCst);
+        return;
+    }
+    a.writes.fetch_add(1, SeqCst);
     if layout::tag_ok(new) && ours {
         LEGIT.fetch_add(1, SeqCst);
         return;
