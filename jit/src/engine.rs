@@ -15,8 +15,11 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::codemap::{CodeFunction, CodeRegistration, PcLoc};
-use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
+use guardlift_runtime::{
+    JitDebug, Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite,
+};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -31,6 +34,13 @@ pub struct CompileOptions {
     /// Host functions for externs that are not built-ins: (IR name without
     /// `@`, address). Added only through the `unsafe` [`Self::symbol`].
     symbols: Vec<(String, *const u8)>,
+    /// What to tell profilers and debuggers about the code (perf map,
+    /// jitdump, GDB JIT interface: [`crate::debuginfo`]), on top of what the
+    /// runtime asks (`GUARDLIFT_OPTIONS`' `perfmap`, `jitdump`, `gdb`).
+    pub debug: JitDebug,
+    /// The `.glir` file the module was read from, named in the line tables
+    /// of jitdump and gdb (default: `module.glir`).
+    pub source_file: Option<PathBuf>,
 }
 
 impl CompileOptions {
@@ -60,6 +70,19 @@ impl CompileOptions {
     /// entry points, whose callers vouch for what the symbol does.
     pub unsafe fn symbol(mut self, name: impl Into<String>, addr: *const u8) -> Self {
         self.symbols.push((name.into(), addr));
+        self
+    }
+
+    /// These options with `debug` (see [`Self::debug`]).
+    pub fn with_debug(mut self, debug: JitDebug) -> Self {
+        self.debug = debug;
+        self
+    }
+
+    /// These options naming `path` as the module's source (see
+    /// [`Self::source_file`]).
+    pub fn with_source_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.source_file = Some(path.into());
         self
     }
 
@@ -101,7 +124,10 @@ impl Jit {
         // From here on, any early return must free the module's memory and
         // unregister its sites (once registered).
         let mut site_reg: Option<u32> = None;
-        match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg) {
+        let debug = rt.jit_debug().union(opts.debug);
+        let source = opts.source_file.as_deref();
+        let how = BuildDebug { debug, source };
+        match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
             Err(e) => {
                 if let Some(base) = site_reg {
@@ -151,6 +177,14 @@ struct Built {
     times: CompileTimes,
     traps: Option<TrapRegistration>,
     code: CodeRegistration,
+    published: crate::debuginfo::Published,
+}
+
+/// What [`build`] tells profilers and debuggers, and the source it names.
+#[derive(Copy, Clone)]
+struct BuildDebug<'a> {
+    debug: JitDebug,
+    source: Option<&'a std::path::Path>,
 }
 
 /// What compiling each function leaves for registering the module.
@@ -164,6 +198,9 @@ struct Lowered {
     /// (PC → IR-site map, code size) of each code unit, for the fault
     /// handler and watchpoints.
     pcmaps: Vec<(Vec<PcLoc>, usize)>,
+    /// Cranelift's unwind info of each code unit, collected only for the
+    /// GDB JIT interface (`gdb=1`; else empty).
+    unwind: Vec<Option<cranelift_codegen::isa::unwind::UnwindInfo>>,
 }
 
 /// Declares, lowers, compiles and finalizes every function of `module` in
@@ -179,6 +216,7 @@ fn build(
     call_conv: CallConv,
     externs: Vec<ExternBinding>,
     site_reg: &mut Option<u32>,
+    how: BuildDebug<'_>,
 ) -> Result<Built, JitError> {
     let declare = |jm: &mut JITModule, f: &guardlift_ir::Function| {
         let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
@@ -216,7 +254,7 @@ fn build(
             variants.push((i, id));
         }
     }
-    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants)?;
+    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, how.debug.gdb)?;
     let t = Instant::now();
     lw.define_stubs(jm, &mut FunctionBuilderContext::new())?;
     jm.finalize_definitions()
@@ -244,6 +282,11 @@ fn build(
         .chain((variants.iter()).map(|&(i, id)| (i, jm.get_finalized_function(id) as usize)))
         .collect();
     let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
+    let published = if how.debug.any() {
+        publish(jm, module, &units, &lowered, how)?
+    } else {
+        Default::default()
+    };
     let code = register_code(rt, module, &units, lowered.pcmaps)?;
     Ok(Built {
         funcs,
@@ -251,7 +294,41 @@ fn build(
         times: lowered.times,
         traps,
         code,
+        published,
     })
+}
+
+/// Tells profilers and debuggers about the finalized code of `units` (IR
+/// function, address; the code units of `lowered`: the module's functions,
+/// then the clean variants), as `how` asks ([`crate::debuginfo`]).
+fn publish(
+    jm: &JITModule,
+    module: &guardlift_ir::Module,
+    units: &[(usize, usize)],
+    lowered: &Lowered,
+    how: BuildDebug<'_>,
+) -> Result<crate::debuginfo::Published, JitError> {
+    let n = module.functions.len();
+    let code_units: Vec<crate::debuginfo::CodeUnit<'_>> = (units.iter())
+        .zip(&lowered.pcmaps)
+        .enumerate()
+        .map(|(u, (&(i, addr), (locs, len)))| crate::debuginfo::CodeUnit {
+            function: &module.functions[i].name,
+            clean: u >= n,
+            start: addr,
+            len: *len,
+            locs,
+            line: module.functions[i].loc.line,
+            unwind: lowered.unwind.get(u).and_then(Option::as_ref),
+        })
+        .collect();
+    let source = how
+        .source
+        .unwrap_or_else(|| std::path::Path::new("module.glir"));
+    // SAFETY: the units are this module's finalized code; the module keeps
+    // the result (`Inner::published`) and drops it before freeing the code
+    // (and `compile` drops it with `build`'s error before freeing).
+    unsafe { crate::debuginfo::publish(how.debug, &code_units, source, jm.isa()) }
 }
 
 /// Lowers and compiles every function of `lw`'s module (Cranelift function
@@ -263,6 +340,7 @@ fn compile_functions(
     lw: &mut Lowerer<'_>,
     ids: &[ClFuncId],
     variants: &[(usize, ClFuncId)],
+    unwind: bool,
 ) -> Result<Lowered, JitError> {
     let module = lw.ir;
     let mut ctx = jm.make_context();
@@ -297,6 +375,12 @@ fn compile_functions(
         let locs = crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, lw.site_base);
         out.pcmaps
             .push((locs, code.code_info().total_size as usize));
+        if unwind {
+            let info = code
+                .create_unwind_info(jm.isa())
+                .map_err(|e| JitError::Internal(format!("@{}: unwind info: {e}", f.name)))?;
+            out.unwind.push(info);
+        }
         if !lw.trap_sites().is_empty() {
             for (off, site, kind) in trap_offsets(code, lw.trap_sites(), &f.name)? {
                 out.traps.push((unit, off, site, kind));
@@ -456,6 +540,9 @@ pub(crate) struct Inner {
     /// The code's entry in the code registry (PC → IR site, for faults,
     /// backtraces and watchpoints); unregistered before the code is freed.
     code: Option<CodeRegistration>,
+    /// What profilers and debuggers were told (the GDB JIT entry is
+    /// withdrawn before the code is freed).
+    published: crate::debuginfo::Published,
     pub(crate) rt: Arc<Runtime>,
     pub(crate) funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -480,6 +567,7 @@ impl Drop for Inner {
         // Watched writes from this code resolve to IR while it is registered.
         self.rt.drain_watch();
         drop(self.code.take());
+        self.published.withdraw();
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = state.module.take() {
@@ -538,6 +626,7 @@ impl CompiledModule {
                 times: b.times,
                 traps: b.traps,
                 code: Some(b.code),
+                published: b.published,
                 rt,
                 funcs: b.funcs,
                 by_name,
