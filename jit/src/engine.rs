@@ -178,6 +178,7 @@ struct Built {
     traps: Option<TrapRegistration>,
     code: CodeRegistration,
     published: crate::debuginfo::Published,
+    debug: JitDebug,
 }
 
 /// What [`build`] tells profilers and debuggers, and the source it names.
@@ -256,7 +257,7 @@ fn build(
     }
     let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, how.debug.gdb)?;
     let t = Instant::now();
-    lw.define_stubs(jm, &mut FunctionBuilderContext::new())?;
+    let stubs = lw.define_stubs_seen(jm, &mut FunctionBuilderContext::new(), how.debug.any())?;
     jm.finalize_definitions()
         .map_err(|e| JitError::module("finalizing", e))?;
     lowered.times.codegen += t.elapsed();
@@ -283,7 +284,7 @@ fn build(
         .collect();
     let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
     let published = if how.debug.any() {
-        publish(jm, module, &units, &lowered, how)?
+        publish(jm, module, &units, &lowered, &stubs, how)?
     } else {
         Default::default()
     };
@@ -295,6 +296,7 @@ fn build(
         traps,
         code,
         published,
+        debug: how.debug,
     })
 }
 
@@ -306,15 +308,16 @@ fn publish(
     module: &guardlift_ir::Module,
     units: &[(usize, usize)],
     lowered: &Lowered,
+    stubs: &[lower::StubCode],
     how: BuildDebug<'_>,
 ) -> Result<crate::debuginfo::Published, JitError> {
+    use crate::debuginfo::CodeUnit;
     let n = module.functions.len();
-    let code_units: Vec<crate::debuginfo::CodeUnit<'_>> = (units.iter())
+    let mut code_units: Vec<CodeUnit<'_>> = (units.iter())
         .zip(&lowered.pcmaps)
         .enumerate()
-        .map(|(u, (&(i, addr), (locs, len)))| crate::debuginfo::CodeUnit {
-            function: &module.functions[i].name,
-            clean: u >= n,
+        .map(|(u, (&(i, addr), (locs, len)))| CodeUnit {
+            name: CodeUnit::ir_name(&module.functions[i].name, u >= n),
             start: addr,
             len: *len,
             locs,
@@ -322,6 +325,14 @@ fn publish(
             unwind: lowered.unwind.get(u).and_then(Option::as_ref),
         })
         .collect();
+    code_units.extend(stubs.iter().map(|st| CodeUnit {
+        name: st.name.clone(),
+        start: jm.get_finalized_function(st.id) as usize,
+        len: st.size,
+        locs: &[],
+        line: 0,
+        unwind: st.unwind.as_ref(),
+    }));
     let source = how
         .source
         .unwrap_or_else(|| std::path::Path::new("module.glir"));
@@ -530,6 +541,8 @@ pub(crate) struct State {
     pub(crate) module: Option<JITModule>,
     /// Dynamic-call trampolines by function index, compiled on first use.
     pub(crate) trampolines: HashMap<usize, usize>,
+    /// What profilers and debuggers were told about the trampolines.
+    pub(crate) published: Vec<crate::debuginfo::Published>,
 }
 
 /// A compiled module, shared by its handles; dropping it frees the code.
@@ -543,6 +556,8 @@ pub(crate) struct Inner {
     /// What profilers and debuggers were told (the GDB JIT entry is
     /// withdrawn before the code is freed).
     published: crate::debuginfo::Published,
+    /// What to tell them about code compiled later (trampolines).
+    pub(crate) debug: JitDebug,
     pub(crate) rt: Arc<Runtime>,
     pub(crate) funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -570,6 +585,7 @@ impl Drop for Inner {
         self.published.withdraw();
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.published.clear();
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and
             // `TypedFunc` are gone; every call borrows one of them, so no
@@ -627,6 +643,7 @@ impl CompiledModule {
                 traps: b.traps,
                 code: Some(b.code),
                 published: b.published,
+                debug: b.debug,
                 rt,
                 funcs: b.funcs,
                 by_name,
@@ -634,6 +651,7 @@ impl CompiledModule {
                 state: Mutex::new(State {
                     module: Some(jm),
                     trampolines: HashMap::new(),
+                    published: Vec::new(),
                 }),
             }),
         }

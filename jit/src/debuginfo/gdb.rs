@@ -242,7 +242,7 @@ fn dwarf(
         let e = dw.unit.get_mut(sp);
         e.set(
             gimli::DW_AT_name,
-            AttributeValue::String(u.display_name().into_bytes()),
+            AttributeValue::String(u.name.clone().into_bytes()),
         );
         e.set(gimli::DW_AT_external, AttributeValue::FlagPresent);
         e.set(
@@ -312,7 +312,7 @@ fn image(
             SectionKind::Text,
         );
         obj.add_symbol(Symbol {
-            name: u.display_name().into_bytes(),
+            name: u.name.clone().into_bytes(),
             value: u.start as u64,
             size: u.len as u64,
             kind: SymbolKind::Text,

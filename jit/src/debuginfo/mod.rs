@@ -32,15 +32,15 @@ use std::path::Path;
 /// One compiled function as profilers and debuggers see it.
 #[derive(Clone, Debug)]
 pub struct CodeUnit<'a> {
-    /// The IR function's name, without `@`.
-    pub function: &'a str,
-    /// A clean variant (`lower::version`) rather than the function itself.
-    pub clean: bool,
+    /// The name tools show: `@f` for IR function `@f`, `@f [clean]` for
+    /// its clean variant (`lower::version`), `[stub …]` and
+    /// `[trampoline @f]` for the JIT's own glue code.
+    pub name: String,
     /// Absolute address of the first instruction.
     pub start: usize,
     /// Code size in bytes.
     pub len: usize,
-    /// PC → IR line map (offsets from `start`, sorted).
+    /// PC → IR line map (offsets from `start`, sorted; empty for glue code).
     pub locs: &'a [PcLoc],
     /// The line of the IR function's header (0: unknown).
     pub line: u32,
@@ -49,18 +49,18 @@ pub struct CodeUnit<'a> {
 }
 
 impl CodeUnit<'_> {
-    /// The name tools show: `@f`, or `@f [clean]` for a clean variant.
-    pub fn display_name(&self) -> String {
-        if self.clean {
-            format!("@{} [clean]", self.function)
+    /// The name of IR function `function`'s code (`clean`: its clean variant).
+    pub fn ir_name(function: &str, clean: bool) -> String {
+        if clean {
+            format!("@{function} [clean]")
         } else {
-            format!("@{}", self.function)
+            format!("@{function}")
         }
     }
 
     /// The name in the perf map and jitdump: `guardlift:` and the display name.
     pub fn profiler_name(&self) -> String {
-        format!("guardlift:{}", self.display_name())
+        format!("guardlift:{}", self.name)
     }
 
     /// The bytes of the function's code.

@@ -48,7 +48,7 @@ pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs
 pub use guardlift_abi::Entry;
 pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
 pub use shadow::ShadowRef;
-pub use stubs::{report_stub_conv, Stub};
+pub use stubs::{report_stub_conv, Stub, StubCode};
 
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, Signature, SourceLoc, UserFuncName};

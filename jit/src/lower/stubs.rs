@@ -145,6 +145,19 @@ impl Lowerer<'_> {
         m: &mut M,
         fctx: &mut FunctionBuilderContext,
     ) -> Result<(), JitError> {
+        self.define_stubs_seen(m, fctx, false).map(drop)
+    }
+
+    /// [`Lowerer::define_stubs`], and with `seen` each stub's function,
+    /// name, code size and unwind info (for profilers and debuggers,
+    /// `crate::debuginfo`; empty without `seen`).
+    pub fn define_stubs_seen<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        fctx: &mut FunctionBuilderContext,
+        seen: bool,
+    ) -> Result<Vec<StubCode>, JitError> {
+        let mut out = Vec::new();
         let mut ctx = m.make_context();
         for (st, id) in std::mem::take(&mut self.stubs) {
             let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
@@ -195,9 +208,22 @@ impl Lowerer<'_> {
             b.finalize(m.isa().frontend_config());
             m.define_function(id, &mut ctx)
                 .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+            if seen {
+                if let Some(code) = ctx.compiled_code() {
+                    let unwind = code
+                        .create_unwind_info(m.isa())
+                        .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+                    out.push(StubCode {
+                        id,
+                        name: format!("[stub {st:?}]"),
+                        size: code.code_info().total_size as usize,
+                        unwind,
+                    });
+                }
+            }
             m.clear_context(&mut ctx);
         }
-        Ok(())
+        Ok(out)
     }
 
     pub(super) fn runtime_data<M: ClModule + ?Sized>(
@@ -216,4 +242,17 @@ impl Lowerer<'_> {
         self.rt_data = Some(d);
         Ok(d)
     }
+}
+
+/// A compiled stub as profilers and debuggers see it
+/// ([`Lowerer::define_stubs_seen`]).
+pub struct StubCode {
+    /// Its function in the module.
+    pub id: cranelift_module::FuncId,
+    /// `[stub Slow(StoreAttrSlow)]` and the like.
+    pub name: String,
+    /// Code size in bytes.
+    pub size: usize,
+    /// Cranelift's unwind info.
+    pub unwind: Option<cranelift_codegen::isa::unwind::UnwindInfo>,
 }
