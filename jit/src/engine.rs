@@ -219,13 +219,23 @@ fn build(
     site_reg: &mut Option<u32>,
     how: BuildDebug<'_>,
 ) -> Result<Built, JitError> {
-    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function| {
+    // With `perfmap=1` the functions are declared under the names our perf
+    // map gives them: under `perf record` cranelift-jit writes its own line
+    // for each (`.LfnN` for an anonymous one) before ours, and perf keeps
+    // the first line of a range.
+    let named = how.debug.perfmap;
+    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function, clean: bool| {
         let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
-        jm.declare_anonymous_function(&sig)
-            .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
+        if named {
+            let name = format!("guardlift:{}", crate::debuginfo::CodeUnit::ir_name(&f.name, clean));
+            jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+        } else {
+            jm.declare_anonymous_function(&sig)
+        }
+        .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
     };
     let ids = (module.functions.iter())
-        .map(|f| declare(jm, f))
+        .map(|f| declare(jm, f, false))
         .collect::<Result<Vec<_>, _>>()?;
     let site_base = module
         .register_sites(|s| rt.register_sites(s))
@@ -246,11 +256,12 @@ fn build(
         false,
     );
     lw.shadow = lower::ShadowRef::of(rt);
+    lw.named_stubs = named;
     lw.plan_clean_variants();
     let mut variants = Vec::new();
     for i in 0..module.functions.len() {
         if lw.variant_drops(FuncId(i as u32)).is_some() {
-            let id = declare(jm, &module.functions[i])?;
+            let id = declare(jm, &module.functions[i], true)?;
             lw.clean_funcs[i] = Some(id);
             variants.push((i, id));
         }

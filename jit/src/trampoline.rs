@@ -30,9 +30,14 @@ pub(crate) fn build_trampoline(
     let mut sig = Signature::new(cc);
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
-    let id = jm
-        .declare_anonymous_function(&sig)
-        .map_err(|e| JitError::module(format!("declaring the trampoline of @{}", f.name), e))?;
+    let id = if seen {
+        // Named as in our perf map (see `engine::build`'s `declare`).
+        let name = format!("guardlift:[trampoline @{}]", f.name);
+        jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+    } else {
+        jm.declare_anonymous_function(&sig)
+    }
+    .map_err(|e| JitError::module(format!("declaring the trampoline of @{}", f.name), e))?;
     let mut ctx = jm.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());

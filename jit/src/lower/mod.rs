@@ -139,6 +139,11 @@ pub struct Lowerer<'m> {
     pub colocated_calls: bool,
     /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
     pub shadow: Option<ShadowRef>,
+    /// Declare stubs under their names (`guardlift:[stub …]`, Local
+    /// linkage) rather than anonymously: with `perfmap=1`, so that
+    /// cranelift-jit's own perf map lines (under `perf record`) name them
+    /// as ours do (`crate::debuginfo::perfmap`).
+    pub named_stubs: bool,
     /// The clean variant of every IR function (by [`FuncId`]) that has
     /// one, declared by the JIT after [`Lowerer::plan_clean_variants`]
     /// (`version`).
@@ -180,6 +185,7 @@ impl<'m> Lowerer<'m> {
             externs,
             colocated_calls,
             shadow: None,
+            named_stubs: false,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
             imports: HashMap::new(),

@@ -118,9 +118,14 @@ impl Lowerer<'_> {
             return Ok(id);
         }
         let report_cc = report_stub_conv(m.isa());
-        let id = m
-            .declare_anonymous_function(&st.signature(self.call_conv, report_cc))
-            .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
+        let sig = st.signature(self.call_conv, report_cc);
+        let id = if self.named_stubs {
+            let name = format!("guardlift:[stub {st:?}]");
+            m.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+        } else {
+            m.declare_anonymous_function(&sig)
+        }
+        .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
         self.stubs.push((st, id));
         let what = match st {
             Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
