@@ -137,7 +137,9 @@ impl CompiledModule {
             let source = std::path::Path::new("module.glir");
             // SAFETY: the trampoline is finalized code of this module, which
             // withdraws what `State::published` holds before freeing it.
-            let p = unsafe { crate::debuginfo::publish(debug, &[unit], source, cranelift_module::Module::isa(jm)) }?;
+            let p = unsafe {
+                crate::debuginfo::publish(debug, &[unit], source, cranelift_module::Module::isa(jm))
+            }?;
             st.published.push(p);
         }
         st.trampolines.insert(i, addr);

@@ -227,7 +227,10 @@ fn build(
     let declare = |jm: &mut JITModule, f: &guardlift_ir::Function, clean: bool| {
         let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
         if named {
-            let name = format!("guardlift:{}", crate::debuginfo::CodeUnit::ir_name(&f.name, clean));
+            let name = format!(
+                "guardlift:{}",
+                crate::debuginfo::CodeUnit::ir_name(&f.name, clean)
+            );
             jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
         } else {
             jm.declare_anonymous_function(&sig)

@@ -96,9 +96,9 @@ pub(crate) fn build_trampoline(
         .map_err(|e| JitError::module(format!("the trampoline of @{}", f.name), e))?;
     let seen = match ctx.compiled_code() {
         Some(code) if seen => {
-            let unwind = code.create_unwind_info(jm.isa()).map_err(|e| {
-                JitError::Codegen(format!("the trampoline of @{}: {e:?}", f.name))
-            })?;
+            let unwind = code
+                .create_unwind_info(jm.isa())
+                .map_err(|e| JitError::Codegen(format!("the trampoline of @{}: {e:?}", f.name)))?;
             Some((code.code_info().total_size as usize, unwind))
         }
         _ => None,

@@ -96,9 +96,13 @@ fn jitdump_records_and_gdb_registration_follow_the_module() {
     }
     assert_eq!(at, b.len(), "whole records");
     assert_eq!(loads.len(), 2, "{loads:?}");
-    assert!(loads.iter().all(|(n, a, l)| n == "guardlift:@add" && *a > 0 && *l > 0));
+    assert!(loads
+        .iter()
+        .all(|(n, a, l)| n == "guardlift:@add" && *a > 0 && *l > 0));
     assert!(
-        lines.iter().any(|(l, f)| *l == 3 && f.ends_with("/add.glir")),
+        lines
+            .iter()
+            .any(|(l, f)| *l == 3 && f.ends_with("/add.glir")),
         "{lines:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -234,8 +234,14 @@ fn dwarf(
         gimli::DW_AT_comp_dir,
         AttributeValue::String(dir_s.into_bytes()),
     );
-    cu.set(gimli::DW_AT_language, AttributeValue::Language(gimli::DW_LANG_C));
-    cu.set(gimli::DW_AT_low_pc, AttributeValue::Address(Address::Constant(0)));
+    cu.set(
+        gimli::DW_AT_language,
+        AttributeValue::Language(gimli::DW_LANG_C),
+    );
+    cu.set(
+        gimli::DW_AT_low_pc,
+        AttributeValue::Address(Address::Constant(0)),
+    );
     cu.set(gimli::DW_AT_ranges, AttributeValue::RangeListRef(ranges));
     for u in units {
         let sp = dw.unit.add(root, gimli::DW_TAG_subprogram);
@@ -250,8 +256,14 @@ fn dwarf(
             AttributeValue::Address(Address::Constant(u.start as u64)),
         );
         e.set(gimli::DW_AT_high_pc, AttributeValue::Udata(u.len as u64));
-        e.set(gimli::DW_AT_decl_file, AttributeValue::FileIndex(Some(file)));
-        e.set(gimli::DW_AT_decl_line, AttributeValue::Udata(u64::from(u.line)));
+        e.set(
+            gimli::DW_AT_decl_file,
+            AttributeValue::FileIndex(Some(file)),
+        );
+        e.set(
+            gimli::DW_AT_decl_line,
+            AttributeValue::Udata(u64::from(u.line)),
+        );
     }
     let mut sections = Sections::new(EndianVec::new(LittleEndian));
     dw.write(&mut sections).map_err(dwarf_err)?;

@@ -123,7 +123,10 @@ impl Dump {
             let e = std::io::Error::last_os_error();
             return Err(std::io::Error::new(
                 e.kind(),
-                format!("{}: mmap with PROT_EXEC (perf needs it): {e}", path.display()),
+                format!(
+                    "{}: mmap with PROT_EXEC (perf needs it): {e}",
+                    path.display()
+                ),
             ));
         }
         Ok(Dump {
