@@ -289,6 +289,10 @@ gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
  * words of objects the runtime creates from now on: object:N[+M...],
  * sample:K or recent; where they cannot be had, one line "guardlift:
  * watchpoints unavailable: REASON" on stderr and the run goes on).
+ * perfmap=1, jitdump=1, gdb=1: modules compiled from now on are named to
+ * perf (/tmp/perf-PID.map; jit-PID.dump for perf inject --jit) and gdb (the
+ * GDB JIT interface), see docs/EMBEDDING.md, "Profiling and debugging JIT
+ * code"; all off by default.
  * mode=... is accepted only if it equals the runtime's mode. */
 gl_status gl_runtime_configure(gl_runtime *rt, const char *options);
 

@@ -269,10 +269,11 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     }
     let outcome = {
         let (m, rt2, entry, engine_kind) = (&m, rt.clone(), o.entry.clone(), o.engine);
+        let file = o.file.as_str();
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(RUN_STACK_BYTES)
-                .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind))
+                .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind, file))
                 .map_err(|e| CliError::tool(format!("cannot start the run thread: {e}")))?
                 .join()
                 .map_err(|_| CliError::tool("the run thread panicked (a bug in guardlift)"))?
@@ -682,6 +683,7 @@ fn execute(
     entry: &str,
     args: &[u64],
     engine: Engine,
+    file: &str,
 ) -> Result<Result<Outcome, ExecError>, CliError> {
     Ok(match engine {
         Engine::Interp => {
@@ -727,7 +729,7 @@ fn execute(
                 Err(e) => Err(ExecError::Plain(e.to_string())),
             }
         }
-        Engine::Jit => jit_execute(m, rt, entry, args),
+        Engine::Jit => jit_execute(m, rt, entry, args, file),
     })
 }
 
@@ -736,9 +738,11 @@ fn jit_execute(
     rt: Arc<Runtime>,
     entry: &str,
     args: &[u64],
+    file: &str,
 ) -> Result<Outcome, ExecError> {
-    let code = guardlift_jit::Jit::compile(m, rt, &guardlift_jit::CompileOptions::default())
-        .map_err(ExecError::Jit)?;
+    // The file names the line tables of `perfmap`/`jitdump`/`gdb` (GUARDLIFT_OPTIONS).
+    let opts = guardlift_jit::CompileOptions::default().with_source_file(file);
+    let code = guardlift_jit::Jit::compile(m, rt, &opts).map_err(ExecError::Jit)?;
     // SAFETY: not provable, and not needed: `guardlift run` exists to run
     // the user's program as native code (spec §8), trusted with this
     // process as a compiled C program would be. A wild access is the

@@ -123,7 +123,25 @@ impl CompiledModule {
             .module
             .as_mut()
             .ok_or_else(|| JitError::Internal("the JIT module is already freed".into()))?;
-        let addr = build_trampoline(jm, f)?;
+        let debug = self.inner.debug;
+        let (addr, seen) = build_trampoline(jm, f, debug.any())?;
+        if let Some((len, unwind)) = seen {
+            let unit = crate::debuginfo::CodeUnit {
+                name: format!("[trampoline @{}]", f.name),
+                start: addr,
+                len,
+                locs: &[],
+                line: 0,
+                unwind: unwind.as_ref(),
+            };
+            let source = std::path::Path::new("module.glir");
+            // SAFETY: the trampoline is finalized code of this module, which
+            // withdraws what `State::published` holds before freeing it.
+            let p = unsafe {
+                crate::debuginfo::publish(debug, &[unit], source, cranelift_module::Module::isa(jm))
+            }?;
+            st.published.push(p);
+        }
         st.trampolines.insert(i, addr);
         Ok(addr)
     }

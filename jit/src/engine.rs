@@ -15,8 +15,11 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::codemap::{CodeFunction, CodeRegistration, PcLoc};
-use guardlift_runtime::{Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite};
+use guardlift_runtime::{
+    JitDebug, Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite,
+};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -35,6 +38,13 @@ pub struct CompileOptions {
     /// Host functions for externs that are not built-ins: (IR name without
     /// `@`, address). Added only through the `unsafe` [`Self::symbol`].
     symbols: Vec<(String, *const u8)>,
+    /// What to tell profilers and debuggers about the code (perf map,
+    /// jitdump, GDB JIT interface: [`crate::debuginfo`]), on top of what the
+    /// runtime asks (`GUARDLIFT_OPTIONS`' `perfmap`, `jitdump`, `gdb`).
+    pub debug: JitDebug,
+    /// The `.glir` file the module was read from, named in the line tables
+    /// of jitdump and gdb (default: `module.glir`).
+    pub source_file: Option<PathBuf>,
 }
 
 impl CompileOptions {
@@ -70,6 +80,19 @@ impl CompileOptions {
     /// entry points, whose callers vouch for what the symbol does.
     pub unsafe fn symbol(mut self, name: impl Into<String>, addr: *const u8) -> Self {
         self.symbols.push((name.into(), addr));
+        self
+    }
+
+    /// These options with `debug` (see [`Self::debug`]).
+    pub fn with_debug(mut self, debug: JitDebug) -> Self {
+        self.debug = debug;
+        self
+    }
+
+    /// These options naming `path` as the module's source (see
+    /// [`Self::source_file`]).
+    pub fn with_source_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.source_file = Some(path.into());
         self
     }
 
@@ -115,7 +138,10 @@ impl Jit {
         // From here on, any early return must free the module's memory and
         // unregister its sites (once registered).
         let mut site_reg: Option<u32> = None;
-        match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg) {
+        let debug = rt.jit_debug().union(opts.debug);
+        let source = opts.source_file.as_deref();
+        let how = BuildDebug { debug, source };
+        match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
             Err(e) => {
                 if let Some(base) = site_reg {
@@ -173,6 +199,15 @@ struct Built {
     times: CompileTimes,
     traps: Option<TrapRegistration>,
     code: CodeRegistration,
+    published: crate::debuginfo::Published,
+    debug: JitDebug,
+}
+
+/// What [`build`] tells profilers and debuggers, and the source it names.
+#[derive(Copy, Clone)]
+struct BuildDebug<'a> {
+    debug: JitDebug,
+    source: Option<&'a std::path::Path>,
 }
 
 /// What compiling each function leaves for registering the module.
@@ -186,6 +221,9 @@ struct Lowered {
     /// (PC → IR-site map, code size) of each code unit, for the fault
     /// handler and watchpoints.
     pcmaps: Vec<(Vec<PcLoc>, usize)>,
+    /// Cranelift's unwind info of each code unit, collected only for the
+    /// GDB JIT interface (`gdb=1`; else empty).
+    unwind: Vec<Option<cranelift_codegen::isa::unwind::UnwindInfo>>,
 }
 
 /// Declares, lowers, compiles and finalizes every function of `module` in
@@ -201,14 +239,28 @@ fn build(
     call_conv: CallConv,
     externs: Vec<ExternBinding>,
     site_reg: &mut Option<u32>,
+    how: BuildDebug<'_>,
 ) -> Result<Built, JitError> {
-    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function| {
+    // With `perfmap=1` the functions are declared under the names our perf
+    // map gives them: under `perf record` cranelift-jit writes its own line
+    // for each (`.LfnN` for an anonymous one) before ours, and perf keeps
+    // the first line of a range.
+    let named = how.debug.perfmap;
+    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function, clean: bool| {
         let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
-        jm.declare_anonymous_function(&sig)
-            .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
+        if named {
+            let name = format!(
+                "guardlift:{}",
+                crate::debuginfo::CodeUnit::ir_name(&f.name, clean)
+            );
+            jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+        } else {
+            jm.declare_anonymous_function(&sig)
+        }
+        .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
     };
     let ids = (module.functions.iter())
-        .map(|f| declare(jm, f))
+        .map(|f| declare(jm, f, false))
         .collect::<Result<Vec<_>, _>>()?;
     let site_base = module
         .register_sites(|s| rt.register_sites(s))
@@ -229,18 +281,19 @@ fn build(
         false,
     );
     lw.shadow = lower::ShadowRef::of(rt);
+    lw.named_stubs = named;
     lw.plan_clean_variants();
     let mut variants = Vec::new();
     for i in 0..module.functions.len() {
         if lw.variant_drops(FuncId(i as u32)).is_some() {
-            let id = declare(jm, &module.functions[i])?;
+            let id = declare(jm, &module.functions[i], true)?;
             lw.clean_funcs[i] = Some(id);
             variants.push((i, id));
         }
     }
-    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants)?;
+    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, how.debug.gdb)?;
     let t = Instant::now();
-    lw.define_stubs(jm, &mut FunctionBuilderContext::new())?;
+    let stubs = lw.define_stubs_seen(jm, &mut FunctionBuilderContext::new(), how.debug.any())?;
     jm.finalize_definitions()
         .map_err(|e| JitError::module("finalizing", e))?;
     lowered.times.codegen += t.elapsed();
@@ -266,6 +319,11 @@ fn build(
         .chain((variants.iter()).map(|&(i, id)| (i, jm.get_finalized_function(id) as usize)))
         .collect();
     let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
+    let published = if how.debug.any() {
+        publish(jm, module, &units, &lowered, &stubs, how)?
+    } else {
+        Default::default()
+    };
     let code = register_code(rt, module, &units, lowered.pcmaps)?;
     Ok(Built {
         funcs,
@@ -273,7 +331,51 @@ fn build(
         times: lowered.times,
         traps,
         code,
+        published,
+        debug: how.debug,
     })
+}
+
+/// Tells profilers and debuggers about the finalized code of `units` (IR
+/// function, address; the code units of `lowered`: the module's functions,
+/// then the clean variants), as `how` asks ([`crate::debuginfo`]).
+fn publish(
+    jm: &JITModule,
+    module: &guardlift_ir::Module,
+    units: &[(usize, usize)],
+    lowered: &Lowered,
+    stubs: &[lower::StubCode],
+    how: BuildDebug<'_>,
+) -> Result<crate::debuginfo::Published, JitError> {
+    use crate::debuginfo::CodeUnit;
+    let n = module.functions.len();
+    let mut code_units: Vec<CodeUnit<'_>> = (units.iter())
+        .zip(&lowered.pcmaps)
+        .enumerate()
+        .map(|(u, (&(i, addr), (locs, len)))| CodeUnit {
+            name: CodeUnit::ir_name(&module.functions[i].name, u >= n),
+            start: addr,
+            len: *len,
+            locs,
+            line: module.functions[i].loc.line,
+            unwind: lowered.unwind.get(u).and_then(Option::as_ref),
+        })
+        .collect();
+    code_units.extend(stubs.iter().map(|st| CodeUnit {
+        name: st.name.clone(),
+        start: jm.get_finalized_function(st.id) as usize,
+        len: st.size,
+        locs: &[],
+        line: 0,
+        unwind: st.unwind.as_ref(),
+    }));
+    let source = how
+        .source
+        .unwrap_or_else(|| std::path::Path::new("module.glir"));
+    // SAFETY: the units are this module's finalized code; the module keeps
+    // the result (`Inner::published`) and drops it before freeing the code
+    // (and `compile` drops it with `build`'s error before freeing).
+    unsafe { crate::debuginfo::publish(how.debug, &code_units, source, jm.isa()) }
 }
 
 /// Lowers and compiles every function of `lw`'s module (Cranelift function
@@ -285,6 +387,7 @@ fn compile_functions(
     lw: &mut Lowerer<'_>,
     ids: &[ClFuncId],
     variants: &[(usize, ClFuncId)],
+    unwind: bool,
 ) -> Result<Lowered, JitError> {
     let module = lw.ir;
     let mut ctx = jm.make_context();
@@ -319,6 +422,12 @@ fn compile_functions(
         let locs = crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, lw.site_base);
         out.pcmaps
             .push((locs, code.code_info().total_size as usize));
+        if unwind {
+            let info = code
+                .create_unwind_info(jm.isa())
+                .map_err(|e| JitError::Internal(format!("@{}: unwind info: {e}", f.name)))?;
+            out.unwind.push(info);
+        }
         if !lw.trap_sites().is_empty() {
             for (off, site, kind) in trap_offsets(code, lw.trap_sites(), &f.name)? {
                 out.traps.push((unit, off, site, kind));
@@ -469,6 +578,8 @@ pub(crate) struct State {
     pub(crate) module: Option<JITModule>,
     /// Dynamic-call trampolines by function index, compiled on first use.
     pub(crate) trampolines: HashMap<usize, usize>,
+    /// What profilers and debuggers were told about the trampolines.
+    pub(crate) published: Vec<crate::debuginfo::Published>,
 }
 
 /// A compiled module, shared by its handles; dropping it frees the code.
@@ -479,6 +590,11 @@ pub(crate) struct Inner {
     /// The code's entry in the code registry (PC → IR site, for faults,
     /// backtraces and watchpoints); unregistered before the code is freed.
     code: Option<CodeRegistration>,
+    /// What profilers and debuggers were told (the GDB JIT entry is
+    /// withdrawn before the code is freed).
+    published: crate::debuginfo::Published,
+    /// What to tell them about code compiled later (trampolines).
+    pub(crate) debug: JitDebug,
     pub(crate) rt: Arc<Runtime>,
     pub(crate) funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -503,8 +619,10 @@ impl Drop for Inner {
         // Watched writes from this code resolve to IR while it is registered.
         self.rt.drain_watch();
         drop(self.code.take());
+        self.published.withdraw();
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.published.clear();
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and
             // `TypedFunc` are gone; every call borrows one of them, so no
@@ -561,6 +679,8 @@ impl CompiledModule {
                 times: b.times,
                 traps: b.traps,
                 code: Some(b.code),
+                published: b.published,
+                debug: b.debug,
                 rt,
                 funcs: b.funcs,
                 by_name,
@@ -568,6 +688,7 @@ impl CompiledModule {
                 state: Mutex::new(State {
                     module: Some(jm),
                     trampolines: HashMap::new(),
+                    published: Vec::new(),
                 }),
             }),
         }

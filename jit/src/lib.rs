@@ -24,6 +24,7 @@
 
 pub mod call;
 mod codemap;
+pub mod debuginfo;
 pub mod engine;
 pub mod error;
 pub mod lower;

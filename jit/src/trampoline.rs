@@ -14,16 +14,30 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::Module as _;
 
+/// The code size and unwind info of a trampoline, for profilers and
+/// debuggers (`crate::debuginfo`).
+pub(crate) type Seen = (usize, Option<cranelift_codegen::isa::unwind::UnwindInfo>);
+
 /// `extern "C" fn(args: *const u64, ret: *mut u64)` that unpacks raw bits,
-/// calls `f`, and packs its result.
-pub(crate) fn build_trampoline(jm: &mut JITModule, f: &FuncInfo) -> Result<usize, JitError> {
+/// calls `f`, and packs its result; its address, and with `seen` its
+/// [`Seen`].
+pub(crate) fn build_trampoline(
+    jm: &mut JITModule,
+    f: &FuncInfo,
+    seen: bool,
+) -> Result<(usize, Option<Seen>), JitError> {
     let cc = jm.isa().default_call_conv();
     let mut sig = Signature::new(cc);
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
-    let id = jm
-        .declare_anonymous_function(&sig)
-        .map_err(|e| JitError::module(format!("declaring the trampoline of @{}", f.name), e))?;
+    let id = if seen {
+        // Named as in our perf map (see `engine::build`'s `declare`).
+        let name = format!("guardlift:[trampoline @{}]", f.name);
+        jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+    } else {
+        jm.declare_anonymous_function(&sig)
+    }
+    .map_err(|e| JitError::module(format!("declaring the trampoline of @{}", f.name), e))?;
     let mut ctx = jm.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
@@ -80,7 +94,16 @@ pub(crate) fn build_trampoline(jm: &mut JITModule, f: &FuncInfo) -> Result<usize
     }
     jm.define_function(id, &mut ctx)
         .map_err(|e| JitError::module(format!("the trampoline of @{}", f.name), e))?;
+    let seen = match ctx.compiled_code() {
+        Some(code) if seen => {
+            let unwind = code
+                .create_unwind_info(jm.isa())
+                .map_err(|e| JitError::Codegen(format!("the trampoline of @{}: {e:?}", f.name)))?;
+            Some((code.code_info().total_size as usize, unwind))
+        }
+        _ => None,
+    };
     jm.finalize_definitions()
         .map_err(|e| JitError::module(format!("finalizing the trampoline of @{}", f.name), e))?;
-    Ok(jm.get_finalized_function(id) as usize)
+    Ok((jm.get_finalized_function(id) as usize, seen))
 }

@@ -73,7 +73,7 @@ pub mod watch;
 /// contract crate; these paths keep working.
 pub use guardlift_abi::{adstack, layout};
 pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
-pub use options::Options;
+pub use options::{JitDebug, Options};
 pub use report::{
     HumanReport, LastWrite, ObjectCount, ObjectNote, Observed, Report, ReportKind, SiteInfo,
     TrapNote,

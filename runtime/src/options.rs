@@ -12,6 +12,11 @@
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
 //! case; an error lists exactly these. `backtrace` (a boolean: capture
 //! backtraces of reports; default on).
+//!
+//! Profilers and debuggers (booleans, default off; [`JitDebug`]): `perfmap`
+//! (`/tmp/perf-PID.map` lines for `perf report`), `jitdump` (`jit-PID.dump`
+//! for `perf inject --jit`), `gdb` (the GDB JIT interface: symbols, lines
+//! and unwind info of JIT code).
 
 use crate::mode::Mode;
 use crate::watch::WatchSpec;
@@ -36,6 +41,40 @@ pub struct Options {
     pub quarantine_mb: Option<u64>,
     /// `backtrace=0|1`; `None`: the default (on).
     pub backtrace: Option<bool>,
+    /// `perfmap=`, `jitdump=`, `gdb=`: what the JIT tells profilers and
+    /// debuggers about its code.
+    pub jit_debug: JitDebug,
+}
+
+/// What the JIT publishes about the code it compiles, for profilers and
+/// debuggers (the JIT's `debuginfo` module writes it; all off by default,
+/// and then compiling costs nothing more).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct JitDebug {
+    /// `perfmap=1`: a `/tmp/perf-PID.map` line per compiled function.
+    pub perfmap: bool,
+    /// `jitdump=1`: `jit-PID.dump` (in `$JITDUMPDIR` or the current
+    /// directory) with the code and its `.glir` lines.
+    pub jitdump: bool,
+    /// `gdb=1`: an in-memory ELF per module with symbols, DWARF lines and
+    /// unwind info, registered through the GDB JIT interface.
+    pub gdb: bool,
+}
+
+impl JitDebug {
+    /// Is anything on?
+    pub fn any(self) -> bool {
+        self.perfmap || self.jitdump || self.gdb
+    }
+
+    /// What either asks for.
+    pub fn union(self, other: JitDebug) -> JitDebug {
+        JitDebug {
+            perfmap: self.perfmap || other.perfmap,
+            jitdump: self.jitdump || other.jitdump,
+            gdb: self.gdb || other.gdb,
+        }
+    }
 }
 
 /// A malformed options string.
@@ -91,6 +130,9 @@ impl Options {
                 "log_path" => o.log_path = Some(v.to_string()),
                 "json" => o.json = parse_bool(k, v)?,
                 "backtrace" => o.backtrace = Some(parse_bool(k, v)?),
+                "perfmap" => o.jit_debug.perfmap = parse_bool(k, v)?,
+                "jitdump" => o.jit_debug.jitdump = parse_bool(k, v)?,
+                "gdb" => o.jit_debug.gdb = parse_bool(k, v)?,
                 "report_limit" => {
                     o.report_limit = v
                         .parse()
@@ -155,6 +197,23 @@ mod tests {
         );
         assert!(Options::parse("watch=object").is_err());
         assert!(Options::parse("watch=bogus").is_err());
+    }
+
+    #[test]
+    fn profiler_and_debugger_options() {
+        let d = Options::parse("perfmap=1:gdb=on").unwrap().jit_debug;
+        assert_eq!(
+            d,
+            JitDebug {
+                perfmap: true,
+                jitdump: false,
+                gdb: true
+            }
+        );
+        assert!(d.any() && !JitDebug::default().any());
+        assert!(Options::parse("jitdump=yes").unwrap().jit_debug.jitdump);
+        let e = Options::parse("gdb=maybe").unwrap_err().to_string();
+        assert!(e.contains("gdb=maybe: expected a boolean"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
 pub use crate::mode::Mode;
-use crate::options::Options;
+use crate::options::{JitDebug, Options};
 use crate::output::LogFile;
 use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
@@ -43,6 +43,8 @@ struct Settings {
     log: Option<Arc<LogFile>>,
     /// Write reports as JSON lines instead of human text.
     json: bool,
+    /// What the JIT tells profilers and debuggers about its code.
+    jit_debug: JitDebug,
 }
 
 /// What the caller of a check must do next.
@@ -185,6 +187,7 @@ impl Runtime {
         s.log = log;
         s.json = options.json;
         s.report_limit = options.report_limit;
+        s.jit_debug = options.jit_debug;
         drop(s);
         if let Some(spec) = &options.watch {
             match self.enable_watch(spec.clone()) {
@@ -218,6 +221,25 @@ impl Runtime {
             .log
             .take();
         drop(log);
+    }
+
+    /// What the JIT publishes about code compiled against this runtime for
+    /// profilers and debuggers (`perfmap`, `jitdump`, `gdb` of
+    /// [`Options`]; all off by default).
+    pub fn jit_debug(&self) -> JitDebug {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .jit_debug
+    }
+
+    /// Sets [`Runtime::jit_debug`] (what [`Runtime::configure`] sets from
+    /// `options.jit_debug`); it applies to modules compiled afterwards.
+    pub fn set_jit_debug(&self, d: JitDebug) {
+        self.settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .jit_debug = d;
     }
 
     /// Installs a handler called on each violation (see [`ReportHandler`]).

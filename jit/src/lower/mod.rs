@@ -60,7 +60,7 @@ pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs
 pub use guardlift_abi::Entry;
 pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
 pub use shadow::ShadowRef;
-pub use stubs::{report_stub_conv, Stub};
+pub use stubs::{report_stub_conv, Stub, StubCode};
 
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, Signature, SourceLoc, UserFuncName};
@@ -160,6 +160,11 @@ pub struct Lowerer<'m> {
     pub colocated_calls: bool,
     /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
     pub shadow: Option<ShadowRef>,
+    /// Declare stubs under their names (`guardlift:[stub …]`, Local
+    /// linkage) rather than anonymously: with `perfmap=1`, so that
+    /// cranelift-jit's own perf map lines (under `perf record`) name them
+    /// as ours do (`crate::debuginfo::perfmap`).
+    pub named_stubs: bool,
     /// The clean variant of every IR function (by [`FuncId`]) that has
     /// one, declared by the JIT after [`Lowerer::plan_clean_variants`]
     /// (`version`).
@@ -224,6 +229,7 @@ impl<'m> Lowerer<'m> {
             externs,
             colocated_calls,
             shadow: None,
+            named_stubs: false,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
             imports: HashMap::new(),

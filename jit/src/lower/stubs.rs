@@ -118,9 +118,14 @@ impl Lowerer<'_> {
             return Ok(id);
         }
         let report_cc = report_stub_conv(m.isa());
-        let id = m
-            .declare_anonymous_function(&st.signature(self.call_conv, report_cc))
-            .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
+        let sig = st.signature(self.call_conv, report_cc);
+        let id = if self.named_stubs {
+            let name = format!("guardlift:[stub {st:?}]");
+            m.declare_function(&name, cranelift_module::Linkage::Local, &sig)
+        } else {
+            m.declare_anonymous_function(&sig)
+        }
+        .map_err(|err| JitError::Codegen(format!("declaring the {st:?} stub: {err}")))?;
         self.stubs.push((st, id));
         let what = match st {
             Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
@@ -145,6 +150,19 @@ impl Lowerer<'_> {
         m: &mut M,
         fctx: &mut FunctionBuilderContext,
     ) -> Result<(), JitError> {
+        self.define_stubs_seen(m, fctx, false).map(drop)
+    }
+
+    /// [`Lowerer::define_stubs`], and with `seen` each stub's function,
+    /// name, code size and unwind info (for profilers and debuggers,
+    /// `crate::debuginfo`; empty without `seen`).
+    pub fn define_stubs_seen<M: ClModule + ?Sized>(
+        &mut self,
+        m: &mut M,
+        fctx: &mut FunctionBuilderContext,
+        seen: bool,
+    ) -> Result<Vec<StubCode>, JitError> {
+        let mut out = Vec::new();
         let mut ctx = m.make_context();
         for (st, id) in std::mem::take(&mut self.stubs) {
             let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
@@ -195,9 +213,22 @@ impl Lowerer<'_> {
             b.finalize(m.isa().frontend_config());
             m.define_function(id, &mut ctx)
                 .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+            if seen {
+                if let Some(code) = ctx.compiled_code() {
+                    let unwind = code
+                        .create_unwind_info(m.isa())
+                        .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
+                    out.push(StubCode {
+                        id,
+                        name: format!("[stub {st:?}]"),
+                        size: code.code_info().total_size as usize,
+                        unwind,
+                    });
+                }
+            }
             m.clear_context(&mut ctx);
         }
-        Ok(())
+        Ok(out)
     }
 
     pub(super) fn runtime_data<M: ClModule + ?Sized>(
@@ -216,4 +247,17 @@ impl Lowerer<'_> {
         self.rt_data = Some(d);
         Ok(d)
     }
+}
+
+/// A compiled stub as profilers and debuggers see it
+/// ([`Lowerer::define_stubs_seen`]).
+pub struct StubCode {
+    /// Its function in the module.
+    pub id: cranelift_module::FuncId,
+    /// `[stub Slow(StoreAttrSlow)]` and the like.
+    pub name: String,
+    /// Code size in bytes.
+    pub size: usize,
+    /// Cranelift's unwind info.
+    pub unwind: Option<cranelift_codegen::isa::unwind::UnwindInfo>,
 }
