@@ -391,6 +391,9 @@ fn an_overflow_in_a_callee_prologue_names_the_ir_call() {
             Some("==guardlift== ERROR: stack_overflow at @rec 12:5 (call)"),
             "{engine:?}: {err}"
         );
-        assert!(err.contains("    #0 @rec 12:5 (call)\n    #1 @rec 12:5 (call)"), "{engine:?}: {err}");
+        assert!(
+            err.contains("    #0 @rec 12:5 (call)\n    #1 @rec 12:5 (call)"),
+            "{engine:?}: {err}"
+        );
     }
 }
