@@ -29,7 +29,10 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
         "slot_clobber",
         "A raw store overlapping a watched managed-dict slot.",
     ),
-    ("use_after_free", "An access to a freed object or its memory."),
+    (
+        "use_after_free",
+        "An access to a freed object or its memory.",
+    ),
     ("double_free", "A free of an object already freed."),
     (
         "invalid_free",
@@ -57,10 +60,10 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
 fn rules() -> Vec<(&'static str, String)> {
     guardlift_runtime::report::kind_names()
         .map(|id| {
-            let text = DESCRIPTIONS
-                .iter()
-                .find(|(k, _)| *k == id)
-                .map_or_else(|| format!("guardlift report `{id}`."), |(_, t)| t.to_string());
+            let text = DESCRIPTIONS.iter().find(|(k, _)| *k == id).map_or_else(
+                || format!("guardlift report `{id}`."),
+                |(_, t)| t.to_string(),
+            );
             (id, text)
         })
         .collect()
@@ -188,7 +191,12 @@ mod tests {
     #[test]
     fn every_kind_has_a_rule_and_every_result_a_rule_index() {
         let kinds: Vec<&str> = guardlift_runtime::report::kind_names().collect();
-        for k in ["use_after_free", "attr_out_of_bounds", "foreign_write", "host_fault"] {
+        for k in [
+            "use_after_free",
+            "attr_out_of_bounds",
+            "foreign_write",
+            "host_fault",
+        ] {
             assert!(kinds.contains(&k), "{k} in {kinds:?}");
         }
         let reports: Vec<Json> = kinds
@@ -196,7 +204,9 @@ mod tests {
             .map(|k| json!({"kind": k, "function": "f", "line": 1, "col": 1, "op": "load"}))
             .collect();
         let log = sarif_log("x.glir", &reports);
-        let rules = log["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+        let rules = log["runs"][0]["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap();
         assert_eq!(rules.len(), kinds.len());
         for (i, (k, res)) in kinds
             .iter()

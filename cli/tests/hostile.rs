@@ -84,9 +84,15 @@ fn a_full_disk_is_one_line_and_a_nonzero_exit_for_every_command() {
         let e = stderr(&o);
         assert!(!e.contains("panicked"), "{args:?}: {e}");
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        let notes: Vec<&str> = e.lines().filter(|l| l.contains("cannot write output")).collect();
+        let notes: Vec<&str> = e
+            .lines()
+            .filter(|l| l.contains("cannot write output"))
+            .collect();
         assert_eq!(notes.len(), 1, "{args:?}: {e}");
-        assert!(notes[0].contains("No space left on device"), "{args:?}: {e}");
+        assert!(
+            notes[0].contains("No space left on device"),
+            "{args:?}: {e}"
+        );
     }
     // `check` prints nothing, `compile` writes its file: a full disk there
     // is the same one line.
@@ -98,7 +104,10 @@ fn a_full_disk_is_one_line_and_a_nonzero_exit_for_every_command() {
 /// Issue 28 item 13: a missing entry is a `FILE:LINE:COL: error:` line.
 #[test]
 fn a_missing_entry_has_a_file_line_col() {
-    let f = tmp("no_main.glir", b"fn @f() -> i64 {\nentry:\n    %x = iconst.i64 1\n    return %x\n}\n");
+    let f = tmp(
+        "no_main.glir",
+        b"fn @f() -> i64 {\nentry:\n    %x = iconst.i64 1\n    return %x\n}\n",
+    );
     let f = f.to_str().unwrap();
     for engine in ["jit", "interp"] {
         let o = gl(&["run", f, "--engine", engine]);
@@ -116,7 +125,11 @@ fn the_log_file_is_created_only_when_something_is_reported() {
     std::fs::create_dir_all(&dir).unwrap();
     let clean = programs().join("call_print.glir");
     let adstack = programs().join("guard_adstack_overflow.glir");
-    for engine in [["--engine", "jit"], ["--engine", "interp"], ["--target", "aarch64"]] {
+    for engine in [
+        ["--engine", "jit"],
+        ["--engine", "interp"],
+        ["--target", "aarch64"],
+    ] {
         let log = dir.join(format!("{}.log", engine[1]));
         let _ = std::fs::remove_file(&log);
         let opt = format!("log_path={}", log.display());

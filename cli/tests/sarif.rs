@@ -200,7 +200,14 @@ fn every_result_has_a_rule_index_and_every_kind_a_rule() {
         let what = format!("{} frees", engine.join(" "));
         let (status, log) = run_sarif(
             &p,
-            &["5", "--instrument", "--mode", "recover", engine[0], engine[1]],
+            &[
+                "5",
+                "--instrument",
+                "--mode",
+                "recover",
+                engine[0],
+                engine[1],
+            ],
             &what,
         );
         assert_eq!(status, 1, "{what}");
@@ -221,13 +228,19 @@ fn every_result_has_a_rule_index_and_every_kind_a_rule() {
             "host_fault",
             "stack_overflow",
         ] {
-            assert_eq!(ids.iter().filter(|&&i| i == kind).count(), 1, "{kind}: {ids:?}");
+            assert_eq!(
+                ids.iter().filter(|&&i| i == kind).count(),
+                1,
+                "{kind}: {ids:?}"
+            );
         }
         let rs = results(&log);
         let kinds: Vec<&str> = rs.iter().filter_map(|r| r["ruleId"].as_str()).collect();
         assert_eq!(kinds, ["double_free", "invalid_free"], "{what}");
         for r in rs {
-            let i = r["ruleIndex"].as_u64().unwrap_or_else(|| panic!("{what}: {r}")) as usize;
+            let i = r["ruleIndex"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{what}: {r}")) as usize;
             assert_eq!(rules[i]["id"], r["ruleId"], "{what}");
         }
     }

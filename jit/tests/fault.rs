@@ -225,18 +225,30 @@ fn write_stderr(msg: &str) {
 
 /// A host's SIGSEGV handler (installed before guardlift's) that resolves
 /// the fault: makes the faulting page readable and returns.
-extern "C" fn fixing_handler(_sig: libc::c_int, info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+extern "C" fn fixing_handler(
+    _sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _uc: *mut libc::c_void,
+) {
     // SAFETY: the kernel's siginfo of a SIGSEGV; mprotect is
     // async-signal-safe and the page is the test's own mapping.
     unsafe {
         let page = (*info).si_addr() as usize & !4095;
-        libc::mprotect(page as *mut libc::c_void, 4096, libc::PROT_READ | libc::PROT_WRITE);
+        libc::mprotect(
+            page as *mut libc::c_void,
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+        );
     }
     write_stderr(HOST_FIXED);
 }
 
 /// A host's SIGSEGV handler that does not resolve the fault.
-extern "C" fn declining_handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, _uc: *mut libc::c_void) {
+extern "C" fn declining_handler(
+    _sig: libc::c_int,
+    _info: *mut libc::siginfo_t,
+    _uc: *mut libc::c_void,
+) {
     write_stderr(HOST_DECLINED);
 }
 
@@ -321,8 +333,14 @@ fn a_fault_the_host_handler_leaves_is_a_host_fault() {
     assert_aborted(&o);
     let err = stderr(&o);
     assert_eq!(err.matches(HOST_DECLINED).count(), 1, "{err}");
-    assert!(err.contains("==guardlift== ERROR: host_fault at @main 4:5 (call)"), "{err}");
-    assert!(err.contains("in a host function called by this IR call"), "{err}");
+    assert!(
+        err.contains("==guardlift== ERROR: host_fault at @main 4:5 (call)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("in a host function called by this IR call"),
+        "{err}"
+    );
     assert!(!err.contains("RESULT"), "{err}");
 }
 

@@ -529,7 +529,8 @@ mod imp {
         if code != bytes {
             return None;
         }
-        let on_stack = |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a % 8 == 0;
+        let on_stack =
+            |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a % 8 == 0;
         // SAFETY (each read): `on_stack` checked the word lies in the
         // interrupted thread's live stack, [sp, entry), 8-aligned.
         let read = |a: usize| on_stack(a).then(|| unsafe { crate::codemap::read_stack_word(a) });

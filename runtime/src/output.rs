@@ -47,10 +47,9 @@ impl LogFile {
             .open(path)
         {
             Ok(f) => (f, true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (
-                std::fs::OpenOptions::new().append(true).open(path)?,
-                false,
-            ),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                (std::fs::OpenOptions::new().append(true).open(path)?, false)
+            }
             Err(e) => return Err(e),
         };
         Ok(LogFile {
