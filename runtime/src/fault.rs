@@ -529,11 +529,16 @@ mod imp {
         if code != bytes {
             return None;
         }
-        let on_stack =
-            |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a % 8 == 0;
-        // SAFETY (each read): `on_stack` checked the word lies in the
-        // interrupted thread's live stack, [sp, entry), 8-aligned.
-        let read = |a: usize| on_stack(a).then(|| unsafe { crate::codemap::read_stack_word(a) });
+        let on_stack = |a: usize| {
+            sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a.is_multiple_of(8)
+        };
+        let read = |a: usize| {
+            on_stack(a).then(|| {
+                // SAFETY: `on_stack` checked the word lies in the interrupted
+                // thread's live stack, [sp, entry), 8-aligned.
+                unsafe { crate::codemap::read_stack_word(a) }
+            })
+        };
         let (ra, record) = if off == 0 {
             // Nothing pushed yet: the return address is where the call left it.
             (s.lr().or_else(|| read(sp))?, fp)
@@ -631,9 +636,9 @@ mod imp {
         let here = 0usize;
         let sp = std::ptr::addr_of!(here) as usize;
         let top = entry_sp();
-        // SAFETY: [sp, top) is this thread's live stack between this frame
-        // and where it entered compiled code (which called us).
         let found = if top > sp {
+            // SAFETY: [sp, top) is this thread's live stack between this
+            // frame and where it entered compiled code (which called us).
             unsafe { call_site_on_stack(sp, top, SCAN_BYTES) }
         } else {
             None

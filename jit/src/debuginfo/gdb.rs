@@ -406,7 +406,7 @@ fn make_loadable(b: &mut Vec<u8>, units: &[CodeUnit<'_>]) -> Result<(), JitError
         )));
     }
     // Program headers, 8-aligned at the end.
-    while b.len() % 8 != 0 {
+    while !b.len().is_multiple_of(8) {
         b.push(0);
     }
     let phoff = b.len();
