@@ -209,6 +209,9 @@ fn host_rig(watch: Option<&CStr>) -> HostRig {
     }
 }
 
+/// A report as the tests read it: kind name, `object_id`, `objects` pairs.
+type TakenReport = (String, u64, Vec<(u64, u64)>);
+
 impl HostRig {
     fn call(&self, f: *mut gl_func, args: &[u64]) -> u64 {
         let mut r = 0u64;
@@ -216,7 +219,7 @@ impl HostRig {
         r
     }
     /// (kind name, object_id, objects) of each report taken.
-    fn reports(&self) -> Vec<(String, u64, Vec<(u64, u64)>)> {
+    fn reports(&self) -> Vec<TakenReport> {
         let (mut list, mut items, mut n) = (null_mut(), std::ptr::null(), 0usize);
         ok!(gl_runtime_take_reports(
             self.rt, &mut list, &mut items, &mut n

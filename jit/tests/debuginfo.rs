@@ -100,7 +100,11 @@ fn jitdump_records_and_gdb_registration_follow_the_module() {
     let names: Vec<&str> = loads.iter().map(|(n, ..)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["guardlift:@add", "guardlift:[trampoline @add]", "guardlift:@add"],
+        [
+            "guardlift:@add",
+            "guardlift:[trampoline @add]",
+            "guardlift:@add"
+        ],
         "{loads:?}"
     );
     assert!(loads.iter().all(|(_, a, l)| *a > 0 && *l > 0));

@@ -1041,7 +1041,8 @@ fn spec_3_1_roundings() {
         f64::from_bits(0xfff0_0000_0000_0001),
     ];
     for x in samples {
-        let refs: [(&str, fn(f64) -> f64); 4] = [
+        type Rounding = fn(f64) -> f64;
+        let refs: [(&str, Rounding); 4] = [
             ("ffloor", f64::floor),
             ("fceil", f64::ceil),
             ("ftrunc", f64::trunc),

@@ -529,9 +529,8 @@ mod imp {
         if code != bytes {
             return None;
         }
-        let on_stack = |a: usize| {
-            sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a.is_multiple_of(8)
-        };
+        let on_stack =
+            |a: usize| sp <= a && a.checked_add(8).is_some_and(|e| e <= top) && a.is_multiple_of(8);
         let read = |a: usize| {
             on_stack(a).then(|| {
                 // SAFETY: `on_stack` checked the word lies in the interrupted
