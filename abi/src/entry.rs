@@ -294,7 +294,7 @@ mod tests {
                 assert_eq!(b.symbol, format!("gl_{}", b.name));
             }
         }
-        assert_eq!(builtins().count(), 12);
+        assert_eq!(builtins().count(), 14);
         assert_eq!(
             builtin("load_attr_slow").map(|b| b.entry),
             Some(Entry::LoadAttrSlow)

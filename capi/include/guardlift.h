@@ -71,7 +71,7 @@
 extern "C" {
 #endif
 
-#define GL_ABI_VERSION 1u
+#define GL_ABI_VERSION 2u
 
 /* ---- status codes ------------------------------------------------------- */
 

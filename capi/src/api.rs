@@ -55,7 +55,7 @@ pub const GL_CHECK_LIFETIME: u32 = 16;
 pub const GL_CHECK_ALL: u32 = 31;
 
 /// Bumped when the header's types or functions change incompatibly.
-pub const GL_ABI_VERSION: u32 = 1;
+pub const GL_ABI_VERSION: u32 = 2;
 
 fn h<T>(p: *mut T) -> u64 {
     p as usize as u64

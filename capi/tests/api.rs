@@ -545,8 +545,9 @@ fn many_threads_share_handles_and_lose_no_report() {
 fn misc_entry_points() {
     assert_eq!(gl_abi_version(), GL_ABI_VERSION);
     assert_eq!(gl_report_struct_size(), std::mem::size_of::<gl_report>());
-    // The header's layout of gl_report, no padding: 4+4 + 8+8 + 4+4 + 8 + 8 + 8*5 + 4+4 + 8+8 + 8*3.
-    assert_eq!(gl_report_struct_size(), 176);
+    // The header's layout of gl_report, no padding: 4+4 + 8+8 + 4+4 + 8 + 8 + 8*5 + 4+4 + 8+8 + 8*3
+    // + 8+8 (objects, object_count: ABI version 2).
+    assert_eq!(gl_report_struct_size(), 192);
     let name = |s| {
         // SAFETY: gl_status_name returns a static NUL-terminated string.
         unsafe { CStr::from_ptr(gl_status_name(s)) }
