@@ -302,6 +302,12 @@ impl Heap {
         Some(capacity)
     }
 
+    /// Does the runtime know `obj` at all: an object of the model heap (live
+    /// or in quarantine) or one the host registered?
+    pub fn knows_object(&self, obj: u64) -> bool {
+        self.objects.contains_key(&obj) || self.host.contains_key(&obj) || self.freed.contains_key(&obj)
+    }
+
     /// The object owning the recorded values array at `values`.
     pub fn values_owner(&self, values: u64) -> Option<u64> {
         self.values.get(&values).map(|r| r.owner)

@@ -625,7 +625,19 @@ impl Runtime {
         values: u64,
         index: u64,
     ) -> Result<(), Verdict> {
-        let capacity = lock(&self.heap).recorded_capacity(obj, values).unwrap_or(0);
+        let mut heap = lock(&self.heap);
+        let capacity = match heap.recorded_capacity(obj, values) {
+            Some(c) => c,
+            // An object the runtime never made and was never told of (a
+            // host that does not register its objects): there is no record
+            // to check against, and, as ASan on memory it does not know,
+            // no report. Register host objects to have them checked.
+            None if !heap.knows_object(obj) => return Ok(()),
+            // A known object whose word points to an array the runtime does
+            // not know (a forged or stray word): capacity 0.
+            None => 0,
+        };
+        drop(heap);
         if index < capacity {
             return Ok(());
         }
