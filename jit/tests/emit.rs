@@ -417,6 +417,14 @@ uint32_t gl_report_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t i, uin
     printf("bounds report\n");
     return 0;
 }
+/* The lifetime test of the values array's header: nothing was released. */
+uint8_t gl_check_mem(void *rt, uint64_t addr, uint32_t width, uint32_t site) { return 1; }
+/* The bounds check by the recorded capacity (4, the array's record). */
+uint8_t gl_check_bounds(void *rt, uint32_t site, uint64_t obj, uint64_t v, uint64_t i) {
+    if (v == (uint64_t)(block + 1) && i < 4) return 1;
+    printf("bounds report\n");
+    return 0;
+}
 int64_t calc(int64_t);
 int64_t guarded(uint64_t);
 int main(void) {
