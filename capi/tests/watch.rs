@@ -38,8 +38,17 @@ entry:
 }
 ";
 
+/// The watchpoint tests take turns: a watch session arms the process's
+/// debug registers, which the tests of this file share.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn c_host_writer_is_named_by_its_symbol() {
+    let _serial = serial();
     let rt = runtime("cpython312", GL_MODE_RECOVER);
     ok!(gl_runtime_configure(rt, c"watch=object:1".as_ptr()));
     let hf: unsafe extern "C" fn() =
@@ -151,7 +160,7 @@ impl Block {
         // SAFETY: the test's own block: capacity 1 at word 5, values at word 6.
         unsafe {
             p.add(5).write_volatile(1);
-            p.write_volatile((self.base() + 48) | 0b111);
+            p.write_volatile(self.base() + 48 - 1); // values - 1: low bits 0b111
         }
     }
 }
@@ -270,6 +279,7 @@ impl Drop for HostRig {
 /// live object after that is still caught (watchpoints were on).
 #[test]
 fn host_register_init_free_reuse_is_never_foreign() {
+    let _serial = serial();
     let r = host_rig(Some(c"watch=recent"));
     let b = Block(Box::new([0; 8]));
     for round in 0..200u64 {
@@ -311,6 +321,7 @@ fn host_register_init_free_reuse_is_never_foreign() {
 /// (`gl_report.objects` and `gl_report_get_object`).
 #[test]
 fn two_objects_at_one_site_are_listed_in_the_report_struct() {
+    let _serial = serial();
     let r = host_rig(None);
     let (a, b) = (Block(Box::new([0; 8])), Block(Box::new([0; 8])));
     for x in [&a, &b] {

@@ -707,7 +707,7 @@ fn site_check_lists() {
     assert!(printed.contains("%o = guard.call @obj_new(%n) !site(0, 5:5, bounds)\n"));
     assert!(printed.contains("guard.call @obj_free(%o) !site(4, 9:5, lifetime)\n"));
     assert!(
-        printed.contains("%v = guard.load.i64 %o, 8 !site(3, 8:5, lifetime)\n"),
+        printed.contains("%v = guard.load.i64 %o, 8 !site(3, 8:5, lifetime bounds)\n"),
         "{printed}"
     );
     // `call @obj_new` without a list: every object check

@@ -338,6 +338,10 @@ pub(crate) fn build_isa_verified(
     // Spec §3: a NaN result of fadd fsub fmul fdiv fmin fmax fsqrt fpromote
     // fdemote is the canonical quiet NaN on every target (the interpreter agrees).
     set(&mut fb, "enable_nan_canonicalization", "true")?;
+    // Every function keeps a frame record: the fault, trap and arithmetic
+    // fault paths walk them (and `get_frame_pointer`, which the fatal
+    // division path passes to the runtime, requires it).
+    set(&mut fb, "preserve_frame_pointers", "true")?;
     let flags = settings::Flags::new(fb);
     let mut builder = match target {
         Target::Host => {

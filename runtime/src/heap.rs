@@ -13,6 +13,8 @@
 //! tell a stale pointer or a raw access into freed memory, until more than
 //! the quarantine limit of freed bytes is held (oldest out first, as in
 //! ASan). Lookups are O(1) (by object pointer) or O(log n) (by address).
+//!
+//! tidy: long because the records of objects, host objects, values arrays, the quarantine and the redzones share one set of invariants; splitting it by record is the next clean-up.
 
 use crate::layout::{self, DictLayout};
 use crate::report::LastWrite;
@@ -305,7 +307,9 @@ impl Heap {
     /// Does the runtime know `obj` at all: an object of the model heap (live
     /// or in quarantine) or one the host registered?
     pub fn knows_object(&self, obj: u64) -> bool {
-        self.objects.contains_key(&obj) || self.host.contains_key(&obj) || self.freed.contains_key(&obj)
+        self.objects.contains_key(&obj)
+            || self.host.contains_key(&obj)
+            || self.freed.contains_key(&obj)
     }
 
     /// The object owning the recorded values array at `values`.

@@ -3,6 +3,8 @@
 //!
 //! A report is built from values passed in by the check itself; nothing here
 //! ever reads program memory to describe a violation.
+//!
+//! tidy: long because `HumanReport::fmt` writes every report kind's human form in one allocation-free function (the signal handlers print it).
 
 use crate::layout::{low_bits, TAG_MASK};
 use serde_json::{json, Value as Json};
