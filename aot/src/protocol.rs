@@ -10,7 +10,7 @@
 //! | line | meaning |
 //! |---|---|
 //! | `P i BITS` / `P f BITS` | `print_i64` / `print_f64` of the raw bits |
-//! | `F FN FAULT A B` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands |
+//! | `F FN FAULT A B OBJ ID FREED ALLOC FREE SITE N PCs` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands, the object it was about (0: none) and what the support knew of it (as `OBJ` below), then the IR call that entered the host function (`- -`: not in an IR call) and the IR calls outside it (`N` PCs, innermost first). With a call, the run died there: the reports recorded before precede it and nothing follows |
 //! | `R KIND SITE A B C LW LWSITE LWVALUE LWOBJ COUNT OBJ` | one deduplicated report, in first-occurrence order: [`ReportKind::code`], site id, observed values (as [`decode_observed`] takes them: dict: object word; adstack: capacity len; clobber: address width value; lifetime: object address width; bounds: object index capacity), the last known write to the slot ([`LastWriteCode`], its site, value and object id, 0 = unknown), the occurrence count, then the object the report is about (`OBJ`, below) |
 //! | `T SIGNAL PC FOUND KIND SITE HAVE A B C` | a trap instruction fired (before `A`): FOUND 1 when the PC is a guard's trap (trap mode), with its kind and site; HAVE 1 when the scratch area held this site's observed values A B C (the object is not named: the host's trap handler cannot look it up either) |
 //!
@@ -35,7 +35,7 @@
 use crate::wrap::FUNC_PREFIX;
 use guardlift_runtime::backtrace::{self, MAX_FRAMES};
 use guardlift_runtime::codemap::CodeFunction;
-use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
+use guardlift_runtime::fault::{FaultCause, FaultReport, HostCallFault, OuterFrames};
 use guardlift_runtime::heap::MAX_OBJ_ATTRS;
 use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::report::{observes_the_slot, MAX_OBJECTS};
@@ -281,6 +281,9 @@ pub struct TargetFault {
     pub outer: Vec<String>,
     /// A fatal division fault (`D`: `div_by_zero`, `int_overflow`), not a signal.
     pub arith: Option<ReportKind>,
+    /// A fault the model heap found in a host function called at the site
+    /// (`F` with a site), not a signal.
+    pub host: Option<HostCallFault>,
 }
 
 impl TargetFault {
@@ -292,9 +295,10 @@ impl TargetFault {
             line: self.at.line,
             col: self.at.col,
             op: self.at.op,
-            cause: match self.arith {
-                Some(k) => FaultCause::Arith(k),
-                None => FaultCause::Signal {
+            cause: match (self.arith, &self.host) {
+                (Some(k), _) => FaultCause::Arith(k),
+                (None, Some(h)) => FaultCause::Host(h),
+                (None, None) => FaultCause::Signal {
                     signal: crate::signal_name(self.signal),
                     address: Some(self.address as usize),
                     pc: Some(self.pc as usize),
@@ -514,6 +518,8 @@ fn crash<'a>(
     if at_alt && leaf && !outer.is_empty() {
         outer.remove(0);
     }
+    // (x86_64 sends one frame more for that case: the chain stays full.)
+    outer.truncate(MAX_FRAMES - 1);
     Ok(TargetFault {
         outer: outer.iter().flatten().map(IrPc::frame).collect(),
         stack_overflow: overflow != 0,
@@ -523,6 +529,7 @@ fn crash<'a>(
         in_host: in_host != 0,
         at,
         arith: None,
+        host: None,
     })
 }
 
@@ -549,6 +556,7 @@ fn arith<'a>(
         in_host: false,
         at,
         arith: Some(kind),
+        host: None,
     })
 }
 
@@ -594,8 +602,33 @@ pub fn parse(
                     .ok_or_else(|| format!("bad fault function in `{line}`"))?;
                 let fault =
                     Fault::from_code(fault).ok_or_else(|| format!("bad fault code in `{line}`"))?;
+                let obj = hex(it.next(), line)?;
+                // The object as the support knew it (the `OBJ` fields of `R`).
+                let note = object_note(&mut it, line, sites)?;
+                let host = fault.host_fault(func, a, b);
+                let at = code_pc(&mut it, line, code)?;
+                let outer = code_pcs(&mut it, line, code)?;
+                if let Some(at) = at {
+                    // In an IR call: the run died there (spec §6.2).
+                    run.fault = Some(TargetFault {
+                        outer: outer.iter().flatten().map(IrPc::frame).collect(),
+                        stack_overflow: false,
+                        signal: 0,
+                        address: 0,
+                        pc: 0,
+                        in_host: true,
+                        at,
+                        arith: None,
+                        host: Some(HostCallFault {
+                            fault: host.clone(),
+                            object: (obj != 0).then_some((obj, note)),
+                        }),
+                    });
+                    run.end = End::Crashed { signal: 0 };
+                    complete = true;
+                }
                 if run.host_fault.is_none() {
-                    run.host_fault = Some(fault.host_fault(func, a, b));
+                    run.host_fault = Some(host);
                 }
             }
             "R" => {

@@ -35,6 +35,9 @@ const CFLAGS: &[&str] = &[
     "-Wall",
     "-Wextra",
     "-fno-strict-aliasing",
+    // Frame records in every function: a host fault names the IR call
+    // that entered the support by walking them (gl_host_call_site).
+    "-fno-omit-frame-pointer",
     "-pthread",
 ];
 

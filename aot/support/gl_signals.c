@@ -277,18 +277,83 @@ static void on_crash(int sig, siginfo_t *si, void *uctx) {
     u64 frames[GL_MAX_FRAMES];
     int leaf_lr = 0;
     unsigned n = fault_frames(&r, in_host, site, frames, &leaf_lr);
+    /* A fault in a prologue has no IR site: the call that entered it does. */
+    u64 alt = !in_host && r.lr > 1 ? r.lr - 1 : 0;
+#if defined(__x86_64__)
+    /* No link register: the return address is on the stack. Every
+     * function starts `push rbp; mov rbp, rsp` (4 bytes; Cranelift keeps
+     * frame pointers), then probes the stack (where a deep recursion runs
+     * out of it). The host uses ALT only where the PC has no IR site. */
+    u64 off;
+    if (!in_host && code_index(r.pc, &off) >= 0) {
+        u64 ra = 0;
+        if (off == 0)
+            ra = stack_word(r.sp);
+        else if (off < 4)
+            ra = stack_word(r.sp + 8);
+        else if (r.fp >= r.sp && r.fp + 16 <= g_entry_sp) {
+            ra = stack_word(r.fp + 8);
+        }
+        if (ra > 1 && in_code(ra - 1)) {
+            alt = ra - 1;
+            /* The walk from the function's own record starts with ALT:
+             * LEAF 1 (where the host takes ALT for the site it drops that
+             * frame), and one frame more so the chain stays full. */
+            if (off >= 4 && n && frames[0] == alt) {
+                leaf_lr = 1;
+                n = walk_records(r.fp, g_entry_sp, frames, 0, GL_MAX_FRAMES);
+            }
+        }
+    }
+#endif
     u64 f[5] = {(u64)sig, addr, r.pc, (u64)in_host, (u64)overflow};
     gl_out_char(GL_EV_CRASH);
     for (int k = 0; k < 5; k++) gl_out_field(f[k]);
     gl_out_code_pc(site);
-    /* A fault in a prologue has no IR site: the call that entered it does. */
-    gl_out_code_pc(!in_host && r.lr > 1 ? r.lr - 1 : 0);
+    gl_out_code_pc(alt);
     gl_out_field((u64)leaf_lr);
     gl_out_field(n);
     for (unsigned k = 0; k < n; k++) gl_out_code_pc(frames[k]);
     gl_out_nl();
     gl_flush_out();
     die_of(sig);
+}
+
+u64 gl_host_call_site(u64 *frames, unsigned *n) {
+    u64 here = (u64)(uintptr_t)__builtin_frame_address(0), top = g_entry_sp;
+    *n = 0;
+    if (!top || here >= top) return 0;
+#if defined(__x86_64__) || defined(__aarch64__)
+    /* The chain of frame records `[fp, return address]` (the support is
+     * built with frame pointers, Cranelift's code keeps them): the first
+     * record returning into IR code is the one of the function IR code
+     * called (a stub or this support), the record it saved the IR
+     * function's. A scan of the stack for return addresses could take a
+     * stale one from a local array for one. */
+    for (u64 rec = here; rec && !(rec & 7) && rec + 16 <= top;) {
+        u64 ra = stack_word(rec + 8), next = stack_word(rec);
+        if (ra > 1 && in_code(ra - 1)) {
+            *n = walk_records(next, top, frames, 0, GL_MAX_FRAMES - 1);
+            return ra - 1;
+        }
+        if (next <= rec) break;
+        rec = next;
+    }
+    return 0;
+#else
+    /* riscv64's C frame records lie below the frame pointer: scan. */
+    u64 site = call_on_stack(here, top);
+    if (!site) return 0;
+    u64 rec = first_ir_record(here, top);
+    if (rec && stack_word(rec + 8) - 1 == site) rec = stack_word(rec);
+    *n = walk_records(rec, top, frames, 0, GL_MAX_FRAMES - 1);
+    return site;
+#endif
+}
+
+void gl_die_of_abort(void) {
+    gl_flush_out();
+    die_of(SIGABRT);
 }
 
 /* A fatal division fault of spec 3.1 (`kind`: the ReportKind code of

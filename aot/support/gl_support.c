@@ -212,16 +212,39 @@ static void free_block(u64 p, u64 size) {
     free((void *)(uintptr_t)(p - GL_REDZONE_BYTES));
 }
 
-/* A host fault: the first one is reported; the operation does nothing. */
-static void fault(u32 fn, u32 kind, u64 a, u64 b) {
+static obj_meta *known_meta(u64 obj);
+static void put_site(u32 site);
+
+/* A host fault about object `obj` (0: none). In an IR call (the thread
+ * runs the entry and an IR call is on the stack): what native code would
+ * crash on, so the reports recorded so far, the `F` line with the call
+ * and the IR frames outside it, then the process dies (SIGABRT), as the
+ * host JIT's runtime ends it. Elsewhere the first one is reported and the
+ * operation does nothing. */
+static void fault(u32 fn, u32 kind, u64 a, u64 b, u64 obj) {
+    /* Static: once per run (g_faulted), and no stale stack below the scan. */
+    static u64 frames[GL_MAX_FRAMES];
     if (g_faulted) return;
     g_faulted = 1;
+    unsigned n = 0;
+    u64 site = gl_host_call_site(frames, &n);
+    if (site) gl_emit_reports();
+    obj_meta *m = obj ? known_meta(obj) : NULL;
     gl_out_char(GL_EV_FAULT);
     gl_out_field(fn);
     gl_out_field(kind);
     gl_out_field(a);
     gl_out_field(b);
+    gl_out_field(obj);
+    gl_out_field(m ? m->id : 0);
+    gl_out_field(m ? m->freed : 0);
+    put_site(m ? m->alloc_site : NO_SITE);
+    put_site(m ? m->free_site : NO_SITE);
+    gl_out_code_pc(site);
+    gl_out_field(n);
+    for (unsigned k = 0; k < n; k++) gl_out_code_pc(frames[k]);
     gl_out_nl();
+    if (site) gl_die_of_abort();
 }
 
 static obj_meta *live_meta(u64 obj) {
@@ -261,7 +284,7 @@ static void forget_write(u64 slot_addr) {
 static obj_meta *meta(u32 fn, u64 obj) {
     u64 *p = map_get(&g_objects, obj);
     if (!p) {
-        fault(fn, GL_FAULT_NOT_LIVE, obj, 0);
+        fault(fn, GL_FAULT_NOT_LIVE, obj, 0, obj);
         return NULL;
     }
     return (obj_meta *)(uintptr_t)*p;
@@ -299,7 +322,7 @@ static void dict_set(dict_t *d, u32 i, i64 x) {
 static u64 new_dict(void) {
     u64 d = alloc_block(GL_DICT_OBJECT_BYTES);
     if (!d) {
-        fault(GL_FN_DICT, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        fault(GL_FN_DICT, GL_FAULT_OUT_OF_MEMORY, 0, 0, 0);
         return 0;
     }
     write_word(d, GL_DICT_MAGIC);
@@ -343,19 +366,19 @@ static i64 obj_hi(void) {
 
 static u64 obj_new_at(i64 n, u32 site) {
     if (n < 0 || n > GL_MAX_OBJ_ATTRS) {
-        fault(GL_FN_OBJ_NEW, GL_FAULT_COUNT_RANGE, (u64)n, 0);
+        fault(GL_FN_OBJ_NEW, GL_FAULT_COUNT_RANGE, (u64)n, 0, 0);
         return 0;
     }
     u64 base = alloc_block((size_t)(obj_hi() - obj_lo()));
     if (!base) {
-        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0, 0);
         return 0;
     }
     u64 obj = base + (u64)(-obj_lo());
     u64 vblock = alloc_block((size_t)values_block_bytes((u32)n));
     if (!vblock) {
         free_block(base, (u64)(obj_hi() - obj_lo()));
-        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0);
+        fault(GL_FN_OBJ_NEW, GL_FAULT_OUT_OF_MEMORY, 0, 0, 0);
         return 0;
     }
     u64 values = vblock + GL_VALUES_HEADER_BYTES;
@@ -412,7 +435,7 @@ static void dictify_at(u64 obj, u32 site) {
     u64 word = read_word(slot(obj));
     switch (classify(m, word)) {
     case W_BAD:
-        fault(GL_FN_OBJ_DICTIFY, GL_FAULT_CORRUPTED, obj, word);
+        fault(GL_FN_OBJ_DICTIFY, GL_FAULT_CORRUPTED, obj, word, obj);
         return;
     case W_DICT:
         return;
@@ -564,7 +587,7 @@ void gl_obj_free(void *rt, uint64_t obj) {
     (void)rt;
     u64 *p = map_get(&g_objects, obj);
     if (!p) {
-        fault(GL_FN_OBJ_FREE, freed_meta(obj) ? GL_FAULT_DOUBLE_FREE : GL_FAULT_NOT_LIVE, obj, 0);
+        fault(GL_FN_OBJ_FREE, freed_meta(obj) ? GL_FAULT_DOUBLE_FREE : GL_FAULT_NOT_LIVE, obj, 0, obj);
         return;
     }
     release((obj_meta *)(uintptr_t)*p, NO_SITE);
@@ -584,7 +607,7 @@ uint64_t gl_load_attr_slow(void *rt, uint64_t obj, uint64_t index) {
     u64 word = read_word(slot(obj));
     switch (classify(m, word)) {
     case W_BAD:
-        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word);
+        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word, obj);
         return 0;
     case W_EMPTY:
         return 0;
@@ -594,7 +617,7 @@ uint64_t gl_load_attr_slow(void *rt, uint64_t obj, uint64_t index) {
     }
     case W_VALUES:
         if (i < m->n_attrs) return read_word(m->values + (u64)GL_ATTR_BYTES * i);
-        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs);
+        fault(GL_FN_LOAD_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs, obj);
         return 0;
     }
     return 0;
@@ -608,7 +631,7 @@ void gl_store_attr_slow(void *rt, uint64_t obj, uint64_t index, uint64_t x) {
     u64 word = read_word(slot(obj));
     switch (classify(m, word)) {
     case W_BAD:
-        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word);
+        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_CORRUPTED, obj, word, obj);
         return;
     case W_EMPTY: {
         u64 d = new_dict();
@@ -625,7 +648,7 @@ void gl_store_attr_slow(void *rt, uint64_t obj, uint64_t index, uint64_t x) {
             write_word(m->values + (u64)GL_ATTR_BYTES * i, x);
             return;
         }
-        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs);
+        fault(GL_FN_STORE_ATTR_SLOW, GL_FAULT_ATTR_RANGE, i, m->n_attrs, obj);
         return;
     }
 }

@@ -41,6 +41,12 @@ void gl_out_code_pc(u64 pc);
 /* The IR call chain of the report being recorded, innermost first, as PCs
  * (at most GL_MAX_FRAMES); 0 outside IR code. */
 unsigned gl_capture_frames(u64 *out);
+/* A host fault of the model heap: when this thread is inside an IR call,
+ * that call (return address - 1, the innermost on the stack) and the IR
+ * frames outside it in `frames` (`*n` of them, innermost first); else 0. */
+u64 gl_host_call_site(u64 *frames, unsigned *n);
+/* Writes what is buffered and dies of SIGABRT (no core). */
+void gl_die_of_abort(void);
 /* The run thread is about to call the entry from the frame `entry_frame`
  * (an alternate signal stack, its stack bounds); and has returned. */
 void gl_run_thread_begin(u64 entry_frame);

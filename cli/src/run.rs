@@ -80,6 +80,9 @@ struct InterpFault {
     msg: String,
     /// A wild access's address (else the fault is no memory access).
     address: Option<u64>,
+    /// What a host function of the model heap found (the fault is at the
+    /// instruction that called it).
+    host: Option<guardlift_runtime::fault::HostCallFault>,
     /// The IR frames outside the faulting one, innermost first.
     outer: Vec<String>,
 }
@@ -117,6 +120,7 @@ impl InterpFault {
             op,
             msg,
             address,
+            host: None,
             outer: backtrace,
         }
     }
@@ -128,6 +132,7 @@ impl InterpFault {
         use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
         let cause = match self.address {
             _ if let Some(k) = self.arith => FaultCause::Arith(k),
+            _ if let Some(h) = &self.host => FaultCause::Host(h),
             _ if self.stack_overflow => FaultCause::Signal {
                 signal: "SIGSEGV",
                 address: None,
@@ -687,7 +692,7 @@ fn execute(
 ) -> Result<Result<Outcome, ExecError>, CliError> {
     Ok(match engine {
         Engine::Interp => {
-            let it = match Interpreter::new(m, rt, &HashMap::new()) {
+            let it = match Interpreter::new(m, rt.clone(), &HashMap::new()) {
                 Ok(it) => it,
                 Err(InterpError::Link(d)) => return Ok(Err(ExecError::Diag(d))),
                 Err(e) => return Ok(Err(ExecError::Plain(e.to_string()))),
@@ -702,6 +707,17 @@ fn execute(
                 }) => Ok(Outcome::Fault(InterpFault::new(
                     m, loc, msg, address, backtrace,
                 ))),
+                Err(InterpError::HostFault { loc, backtrace }) => {
+                    let host = rt.take_host_call_fault();
+                    let msg = host
+                        .as_ref()
+                        .map(|h| h.fault.to_string())
+                        .unwrap_or_default();
+                    Ok(Outcome::Fault(InterpFault {
+                        host,
+                        ..InterpFault::new(m, loc, msg, None, backtrace)
+                    }))
+                }
                 Err(InterpError::StackOverflow {
                     loc,
                     limit,

@@ -365,15 +365,15 @@ fn a_fault_in_a_callee_has_the_ir_call_chain_as_backtrace() {
 }
 
 /// Issue 28 item 9: a stack overflow in a callee's prologue (a big frame's
-/// stack probe) names the IR call that overflowed on the interpreter, the
-/// host JIT and aarch64 (the x86_64 object target's C handler does not
-/// yet: docs/INSTRUMENTATION.md).
+/// stack probe) names the IR call that overflowed on every engine and
+/// target (cli/tests/fault_parity.rs compares the whole reports).
 #[test]
 fn an_overflow_in_a_callee_prologue_names_the_ir_call() {
-    let p = program("faults_native/overflow_in_prologue.glir");
+    let p = program("faults/overflow_in_prologue.glir");
     for engine in [
         &["--engine", "interp"][..],
         &["--engine", "jit"],
+        &["--target", "x86_64"],
         &["--target", "aarch64"],
     ] {
         let o = Command::new(bin())
@@ -395,5 +395,53 @@ fn an_overflow_in_a_callee_prologue_names_the_ir_call() {
             err.contains("    #0 @rec 12:5 (call)\n    #1 @rec 12:5 (call)"),
             "{engine:?}: {err}"
         );
+    }
+}
+
+/// Issue 28 item 7 (second half): `--mode trap --json` prints the run's
+/// one JSON object on stdout on every engine and target (the JIT's from its
+/// trap handler, the object targets' from the host), with the report the
+/// interpreter prints, and exits 134.
+#[test]
+fn trap_mode_json_is_one_object_on_every_engine() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ctxmgr_tagflip.glir");
+    let key = |j: &serde_json::Value| {
+        let r = &j["reports"][0];
+        (
+            r["kind"].clone(),
+            r["function"].clone(),
+            r["line"].clone(),
+            r["op"].clone(),
+            r["value_low_bits"].clone(),
+            j["reports"].as_array().map(Vec::len),
+        )
+    };
+    let mut want = None;
+    for flags in FAULT_ENGINES {
+        let o = run(
+            &p,
+            &[
+                "10",
+                "--instrument",
+                "--mode",
+                "trap",
+                "--json",
+                flags[0],
+                flags[1],
+            ],
+        );
+        assert_eq!(exit_code(&o), 134, "{flags:?}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let j: serde_json::Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("{flags:?}: not one JSON object ({e}): {out}"));
+        assert_eq!(j["aborted"], true, "{flags:?}: {j}");
+        assert_eq!(j["engine"], engine_name(flags), "{flags:?}: {j}");
+        assert_eq!(j["result"], serde_json::Value::Null, "{flags:?}: {j}");
+        let k = key(&j);
+        assert_eq!(k.0, "dict_slot_tag", "{flags:?}: {j}");
+        match &want {
+            None => want = Some(k),
+            Some(w) => assert_eq!(&k, w, "{flags:?}: {j}"),
+        }
     }
 }

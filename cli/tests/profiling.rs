@@ -253,7 +253,8 @@ fn gdb_backtrace_of_a_fault_shows_ir_frames_lines_and_host_frames() {
         &["run", demo.to_str().unwrap(), "1000"],
     );
     assert!(
-        out.contains("fatal: host fault in store_attr_slow"),
+        out.contains("ERROR: host_fault at @enter 21:5 (store_attr)")
+            && out.contains("store_attr_slow: object 0x"),
         "{out}"
     );
     let bt: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();

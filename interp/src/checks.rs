@@ -152,6 +152,7 @@ impl<'m> Interpreter<'m> {
     /// instruction it was executing.
     pub(crate) fn with_fault_backtrace(&self, mut e: InterpError, stack: &[Frame]) -> InterpError {
         if let InterpError::Fault { backtrace, .. }
+        | InterpError::HostFault { backtrace, .. }
         | InterpError::StackOverflow { backtrace, .. }
         | InterpError::Arith { backtrace, .. } = &mut e
         {

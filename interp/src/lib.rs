@@ -81,6 +81,17 @@ pub enum InterpError {
         /// [`guardlift_runtime::backtrace::MAX_FRAMES`] frames).
         backtrace: Vec<String>,
     },
+    /// A host function of the model heap called here found what native
+    /// code would have crashed on (the runtime recorded the fault:
+    /// [`Runtime::take_host_call_fault`]); only when the runtime ends the
+    /// process on one ([`Runtime::host_fault_ends_run`]), as the JIT does.
+    #[error("{loc}: fatal: host fault")]
+    HostFault {
+        /// The instruction that called the host function.
+        loc: SrcLoc,
+        /// The IR call chain, innermost first (as for [`InterpError::Fault`]).
+        backtrace: Vec<String>,
+    },
     /// A call deeper than the depth limit: what native code reports as
     /// `stack_overflow` (spec §6.2). `loc` is the call's.
     #[error("{loc}: fatal: stack overflow: call depth limit {limit} exceeded")]

@@ -46,6 +46,14 @@ impl<'m> Interpreter<'m> {
             fr.ip += 1;
             let epoch = self.hoist_epoch(fr, cx.at.0);
             let step = self.exec(fr, &cx)?;
+            if self.rt.host_fault_ends_run() {
+                // A host function called here crashed (what the JIT
+                // reports at this call and dies of).
+                return Err(InterpError::HostFault {
+                    loc: inst.loc,
+                    backtrace: Vec::new(),
+                });
+            }
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
             if matches!(inst.kind, InstKind::Jump { .. } | InstKind::Brif { .. }) {
                 self.track_fixed(fr, cx.at.0, inst.loc)?;

@@ -154,6 +154,23 @@ pub enum FaultCause<'a> {
     /// A fatal arithmetic fault of spec §3.1 at the site (`div_by_zero`,
     /// `int_overflow`): the report is of that kind, not `host_fault`.
     Arith(crate::ReportKind),
+    /// A host function of the model heap called at the site found what a
+    /// real interpreter would have crashed on (a corrupted word in a slow
+    /// path, a free of something that is no object, ...): a `host_fault`
+    /// without a signal (spec §6.2, docs/INSTRUMENTATION.md "Faults").
+    Host(&'a HostCallFault),
+}
+
+/// What a host function of the model heap found wrong, and the object it
+/// was about, as the runtime knew it when it happened (never looked up
+/// again when printed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCallFault {
+    /// The host function and what was wrong.
+    pub fault: crate::heap::HostFault,
+    /// The object's address and what the runtime knows of it (`None` for
+    /// the note: no object of the runtime's at that address).
+    pub object: Option<(u64, Option<crate::report::ObjectNote>)>,
 }
 
 /// What a fatal arithmetic fault's report says happened.
@@ -283,8 +300,13 @@ impl std::fmt::Display for FaultReport<'_> {
             }
             FaultCause::Interp(msg) => writeln!(s, "    {msg}")?,
             FaultCause::Arith(k) => writeln!(s, "    {}", arith_message(k))?,
+            FaultCause::Host(h) => {
+                writeln!(s, "    {}", h.fault)?;
+                writeln!(s, "    in a host function called by this IR call")?;
+            }
         }
-        // ASan's order: what (above), then where (the backtrace).
+        // ASan's order: what (above), then where (the backtrace), then the
+        // object and its history.
         if let Some(outer) = self.backtrace {
             writeln!(s, "    #0 {}", self.frame())?;
             let mut i = 0;
@@ -292,6 +314,13 @@ impl std::fmt::Display for FaultReport<'_> {
                 i += 1;
                 writeln!(s, "    #{i} {fr}")
             })?;
+        }
+        if let FaultCause::Host(HostCallFault {
+            object: Some((_, Some(n))),
+            ..
+        }) = self.cause
+        {
+            crate::report::write_object_note(s, n)?;
         }
         writeln!(s, "    seen 1 time(s)")
     }
@@ -367,6 +396,19 @@ impl std::fmt::Display for FaultJson<'_> {
                 ",\"signal\":null,\"address\":null,\"message\":{}",
                 JsonStr(arith_message(k))
             )?,
+            FaultCause::Host(h) => {
+                write!(
+                    f,
+                    ",\"signal\":null,\"address\":null,\"message\":{},\"in_host\":true",
+                    JsonStr(&h.fault)
+                )?;
+                if let Some((obj, note)) = &h.object {
+                    write!(f, ",\"object\":\"{obj:#x}\"")?;
+                    if let Some(n) = note {
+                        crate::report::write_object_note_json(f, n, false)?;
+                    }
+                }
+            }
         }
         if let Some(outer) = r.backtrace {
             write!(f, ",\"backtrace\":[{}", JsonStr(r.frame()))?;
@@ -659,6 +701,62 @@ mod imp {
         report_placed_and_abort(&placed, false, FaultCause::Arith(kind))
     }
 
+    /// A fault a host function of the model heap found (`fault`), when
+    /// this thread is inside a call into compiled code: reported at the
+    /// innermost IR call on the stack (the one that entered the host
+    /// function) as the fault handler reports a fault in a host function,
+    /// then aborts. Returns when no IR call is on this thread's stack (a
+    /// host calling the runtime itself: the caller records the fault).
+    pub fn host_call_fault(fault: &HostCallFault) {
+        let here = 0usize;
+        let sp = std::ptr::addr_of!(here) as usize;
+        let top = entry_sp();
+        if top <= sp {
+            return;
+        }
+        // SAFETY: [sp, top) is this thread's live stack between this frame
+        // and where it entered compiled code (which called the host).
+        let Some((site_pc, slot)) = (unsafe { call_site_on_stack(sp, top, SCAN_BYTES) }) else {
+            return;
+        };
+        // SAFETY: as above; [slot, top) is part of it.
+        let record = unsafe { ir_record_above(slot, top, site_pc) };
+        let placed = Placed {
+            site_pc,
+            in_host: true,
+            record,
+        };
+        report_placed_and_abort(&placed, false, FaultCause::Host(fault))
+    }
+
+    /// The frame record of the IR function whose call returns to
+    /// `site_pc + 1` (stored at `slot`): the first record `[fp, return
+    /// address]` in `[slot - 8, top)` whose return address is in IR code
+    /// is either the called function's (returning to the site: the IR
+    /// function's record is the one it saved) or the IR function's own
+    /// (the called function set up none). 0: none found.
+    ///
+    /// # Safety
+    /// `[slot - 8, top)` is live stack of this thread.
+    unsafe fn ir_record_above(slot: usize, top: usize, site_pc: usize) -> usize {
+        let mut a = slot - 8;
+        let end = top.min(slot.saturating_add(MAX_FRAME_BYTES));
+        while a + 16 <= end {
+            // SAFETY: per the contract, a and a + 8 lie in [slot - 8, top).
+            let (fp, ra) = unsafe {
+                (
+                    crate::codemap::read_stack_word(a),
+                    crate::codemap::read_stack_word(a + 8),
+                )
+            };
+            if fp > a && fp < top && fp.is_multiple_of(8) && ra > 1 && is_code(ra - 1) {
+                return if ra - 1 == site_pc { fp } else { a };
+            }
+            a += 8;
+        }
+        0
+    }
+
     fn report_placed_and_abort(placed: &Placed, overflow: bool, cause: FaultCause<'_>) -> ! {
         if !crate::output::claim_final_report() {
             crate::output::wait_for_exit()
@@ -715,6 +813,9 @@ mod imp {
     pub fn arith_fault(_kind: crate::ReportKind, _fp: usize) -> ! {
         std::process::abort()
     }
+
+    /// Without the stack scan the fault is only recorded.
+    pub fn host_call_fault(_fault: &super::HostCallFault) {}
 }
 
 /// A fatal arithmetic fault (`div_by_zero`, `int_overflow`) of the IR op
@@ -722,4 +823,12 @@ mod imp {
 /// pointer): printed with the reports recorded before, as a fault is; aborts.
 pub fn arith_fault(kind: crate::ReportKind, fp: usize) -> ! {
     imp::arith_fault(kind, fp)
+}
+
+/// A fault a host function of the model heap found, on a thread inside a
+/// call into compiled code: reported at that IR call as `host_fault` with
+/// the reports recorded before, then the process aborts (spec §6.2).
+/// Returns when the thread is not in compiled code (nothing to name).
+pub fn host_call_fault(_rt: &Runtime, fault: &HostCallFault) {
+    imp::host_call_fault(fault)
 }

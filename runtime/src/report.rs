@@ -181,6 +181,40 @@ impl fmt::Display for SiteText<'_> {
 
 pub use guardlift_abi::SiteInfo;
 
+/// The human lines about a report's object: its id and allocation site,
+/// and where it was freed (without allocating: fault handlers print them).
+pub(crate) fn write_object_note(s: &mut dyn fmt::Write, n: &ObjectNote) -> fmt::Result {
+    writeln!(
+        s,
+        "    object id {}, allocated at {}",
+        n.id,
+        SiteText(&n.alloc_site)
+    )?;
+    if n.freed {
+        writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
+    }
+    Ok(())
+}
+
+/// The JSON fields about a report's object (`,"object_id":…,"alloc_site":…`,
+/// and `free_site` when it was freed or `free_site` is asked for).
+pub(crate) fn write_object_note_json(
+    f: &mut dyn fmt::Write,
+    n: &ObjectNote,
+    free_site: bool,
+) -> fmt::Result {
+    write!(
+        f,
+        ",\"object_id\":{},\"alloc_site\":{}",
+        n.id,
+        SiteJson(&n.alloc_site)
+    )?;
+    if free_site || n.freed {
+        write!(f, ",\"free_site\":{}", SiteJson(&n.free_site))?;
+    }
+    Ok(())
+}
+
 /// Does a dict report at a site of opcode `op` observe the word in the
 /// slot, so that the slot's last known write ([`LastWrite`]) explains it?
 /// Not a `dict_slot.store`: its word is the value it was about to write.
@@ -557,16 +591,8 @@ impl fmt::Display for HumanReport<'_> {
         for (i, f) in self.backtrace.iter().enumerate() {
             writeln!(s, "    #{i} {f}")?;
         }
-        if let Some(n) = self.object {
-            writeln!(
-                s,
-                "    object id {}, allocated at {}",
-                n.id,
-                SiteText(&n.alloc_site)
-            )?;
-            if n.freed {
-                writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
-            }
+        if let Some(n) = &self.object {
+            write_object_note(s, n)?;
         }
         if self.objects.len() > 1 {
             write!(s, "    objects seen here:")?;
@@ -737,16 +763,8 @@ impl fmt::Display for JsonReport<'_> {
             )?,
             Some(Observed::Write { .. }) | None => {}
         }
-        if let Some(n) = r.object {
-            write!(
-                f,
-                ",\"object_id\":{},\"alloc_site\":{}",
-                n.id,
-                SiteJson(&n.alloc_site)
-            )?;
-            if r.kind.is_lifetime() || n.freed {
-                write!(f, ",\"free_site\":{}", SiteJson(&n.free_site))?;
-            }
+        if let Some(n) = &r.object {
+            write_object_note_json(f, n, r.kind.is_lifetime())?;
         }
         if r.objects.len() > 1 {
             f.write_str(",\"objects\":[")?;

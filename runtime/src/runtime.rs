@@ -12,7 +12,7 @@ use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
 use crate::trap::scratch::TrapScratch;
 use crate::watch::{self, WatchSpec, WatchStatus};
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Offset of the trap-mode scratch area ([`TrapScratch`]) from the runtime
@@ -111,7 +111,9 @@ pub struct Runtime {
     heap: Mutex<Heap>,
     sink: Mutex<ReportSink>,
     sites: RwLock<SiteTable>,
-    fault: Mutex<Option<HostFault>>,
+    fault: Mutex<Option<crate::fault::HostCallFault>>,
+    /// A host fault is recorded (what the interpreter polls after a host call).
+    faulted: AtomicBool,
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
     settings: RwLock<Settings>,
@@ -136,6 +138,7 @@ impl Runtime {
             sink: Mutex::new(ReportSink::default()),
             sites: RwLock::new(SiteTable::default()),
             fault: Mutex::new(None),
+            faulted: AtomicBool::new(false),
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
@@ -456,20 +459,49 @@ impl Runtime {
 
     /// The first host fault of the run, if any (taken).
     pub fn take_host_fault(&self) -> Option<HostFault> {
+        self.take_host_call_fault().map(|f| f.fault)
+    }
+
+    /// The first host fault of the run with the object it was about, if
+    /// any (taken).
+    pub fn take_host_call_fault(&self) -> Option<crate::fault::HostCallFault> {
+        self.faulted.store(false, Ordering::SeqCst);
         lock(&self.fault).take()
     }
 
-    fn host<T: Default>(&self, r: Result<T, HostFault>) -> T {
-        match r {
-            Ok(v) => v,
-            Err(e) => {
-                let mut f = lock(&self.fault);
-                if f.is_none() {
-                    *f = Some(e);
-                }
-                T::default()
-            }
+    /// Must the run end here: a host fault is recorded and this runtime
+    /// ends the process on one ([`RuntimeConfig::abort_process`])? The
+    /// interpreter asks after every instruction that called the host; the
+    /// JIT's runs never get here (the fault ended the process at the call).
+    #[inline]
+    pub fn host_fault_ends_run(&self) -> bool {
+        self.abort_process && self.faulted.load(Ordering::Relaxed)
+    }
+
+    /// The result of a host function of the model heap called about `obj`
+    /// (0: none): on a fault, what the host sees instead (`T::default()`),
+    /// the fault recorded (the first one). A real interpreter would crash
+    /// here: with [`RuntimeConfig::abort_process`] and a call from
+    /// compiled code on this thread, the fault is reported at that IR call
+    /// as `host_fault` (with the reports recorded before) and the process
+    /// aborts (spec §6.2); the interpreter stops at the call instead
+    /// ([`Runtime::host_fault_ends_run`]).
+    fn host<T: Default>(&self, r: Result<T, HostFault>, obj: u64) -> T {
+        let e = match r {
+            Ok(v) => return v,
+            Err(e) => e,
+        };
+        let object = (obj != 0).then(|| (obj, self.object_record(obj).map(|r| self.note(r))));
+        let fault = crate::fault::HostCallFault { fault: e, object };
+        if self.abort_process {
+            crate::fault::host_call_fault(self, &fault);
         }
+        let mut f = lock(&self.fault);
+        if f.is_none() {
+            *f = Some(fault);
+            self.faulted.store(true, Ordering::SeqCst);
+        }
+        T::default()
     }
 
     /// Runs `f` on the heap (for engines that need raw access checks).
@@ -481,7 +513,8 @@ impl Runtime {
 
     /// `@obj_new(n)`: a new object with `n` attribute values.
     pub fn obj_new(&self, n: i64) -> u64 {
-        let obj = self.host(lock(&self.heap).obj_new(n));
+        let r = lock(&self.heap).obj_new(n);
+        let obj = self.host(r, 0);
         self.object_created(obj, false);
         obj
     }
@@ -529,7 +562,7 @@ impl Runtime {
         // the watch list).
         self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
         self.values_epoch.fetch_add(1, Ordering::SeqCst);
-        self.host(r)
+        self.host(r, obj)
     }
     /// `@obj_free(obj)`: frees `obj` (reports a double or invalid free).
     pub fn obj_free(&self, obj: u64) {
@@ -540,13 +573,14 @@ impl Runtime {
         self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
         self.values_epoch.fetch_add(1, Ordering::SeqCst);
         drop(heap);
-        self.host(r)
+        self.host(r, obj)
     }
 
     /// `@obj_new(n)` at a guarded call: `site` (runtime-global) is recorded
     /// as the object's allocation site.
     pub fn obj_new_at(&self, n: i64, site: u32) -> u64 {
-        let obj = self.host(lock(&self.heap).obj_new_at(n, Some(site)));
+        let r = lock(&self.heap).obj_new_at(n, Some(site));
+        let obj = self.host(r, 0);
         self.object_created(obj, false);
         obj
     }
@@ -727,17 +761,20 @@ impl Runtime {
     /// `@fault_clear_lsb(obj)`: the rogue writer of the tag-flip scenario
     /// (clears the low bit of `obj`'s dict word, behind the JIT's back).
     pub fn fault_clear_lsb(&self, obj: u64) {
-        self.host(lock(&self.heap).fault_clear_lsb(obj))
+        let r = lock(&self.heap).fault_clear_lsb(obj);
+        self.host(r, obj)
     }
     /// The slow path of `load_attr`: attribute `i` of `obj`.
     pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
         self.object_used(obj);
-        self.host(lock(&self.heap).load_attr_slow(obj, i))
+        let r = lock(&self.heap).load_attr_slow(obj, i);
+        self.host(r, obj)
     }
     /// The slow path of `store_attr`: sets attribute `i` of `obj`.
     pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
         self.object_used(obj);
-        self.host(lock(&self.heap).store_attr_slow(obj, i, v))
+        let r = lock(&self.heap).store_attr_slow(obj, i, v);
+        self.host(r, obj)
     }
     /// Prints `line` (or captures it, [`RuntimeConfig::capture_output`]).
     pub fn print_line(&self, line: &str) {
