@@ -881,7 +881,7 @@ mod tests {
             },
         )]
         .into();
-        let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 2 7 3 0 0 -\nF 4 2 10 96\nV 2a\nE\n";
+        let out = "P i ffffffffffffffff\nP f 3ff0000000000000\nR 0 0 10 96 0 1 0 97 2 7 3 0 0 -\nF 4 2 10 96 10 3 0 0 - - - 0\nV 2a\nE\n";
         let (r, complete) = parse(out, &sites, &[]).unwrap();
         assert!(complete);
         assert_eq!(r.prints, vec![Print::I64(-1), Print::F64(1.0)]);
@@ -897,6 +897,34 @@ mod tests {
         assert_eq!(obj.alloc_site.as_ref().unwrap().line, 27);
         assert_eq!(obj.free_site, None);
         assert_eq!(r.host_fault.as_ref().unwrap().func, "load_attr_slow");
+        // Not in an IR call: recorded, the run goes on.
+        assert_eq!(r.fault, None);
+        // In an IR call (`- -` is none): the run died there, with the object.
+        let code = vec![CodeFunction {
+            start: 0,
+            len: 0x40,
+            function: "main".into(),
+            locs: vec![guardlift_runtime::codemap::PcLoc {
+                start: 0,
+                end: 0x40,
+                line: 27,
+                col: 5,
+                op: "store_attr",
+            }],
+            instrumented: false,
+        }];
+        let (r, complete) = parse("F 5 2 10 96 10 3 1 0 - 0 8 0\n", &sites, &code).unwrap();
+        assert!(complete);
+        assert_eq!(r.end, End::Crashed { signal: 0 });
+        let f = r.fault.unwrap();
+        assert_eq!((f.at.line, f.in_host), (27, true));
+        let h = f.host.unwrap();
+        assert_eq!(h.fault.func, "store_attr_slow");
+        let (addr, note) = h.object.unwrap();
+        assert_eq!(addr, 0x10);
+        let note = note.unwrap();
+        assert_eq!((note.id, note.freed), (3, true));
+        assert_eq!(note.alloc_site.unwrap().line, 27);
         let (r, complete) = parse("T 4 1234 1 0 0 1 10 96 0\nA\n", &sites, &[]).unwrap();
         assert!(complete);
         let End::Trapped(t) = r.end else {

@@ -72,10 +72,21 @@ fn uninstrumented_corruption_is_a_host_fault() {
             .unwrap()
             .run(&[10])
             .unwrap();
-        assert_eq!(r.end, End::Exited, "{t}");
+        // The run dies at the IR instruction that called the host's slow
+        // path, as native code would crash there (spec §6.2).
+        assert_eq!(r.end, End::Crashed { signal: 0 }, "{t}");
         let f = r.host_fault.expect("host fault");
         assert_eq!(f.func, "store_attr_slow", "{t}");
         assert!(f.msg.contains("low bits 0b110"), "{t}: {}", f.msg);
+        let at = r.fault.expect("the fault, placed at its IR site");
+        assert_eq!((at.at.op, at.in_host), ("store_attr", true), "{t}");
+        let (_, note) = at
+            .host
+            .expect("a host function's fault")
+            .object
+            .expect("object");
+        // The one object of the example.
+        assert_eq!(note.expect("known object").id, 1, "{t}");
     }
 }
 
