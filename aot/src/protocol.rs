@@ -560,6 +560,44 @@ fn arith<'a>(
     })
 }
 
+/// An `F` line (see the module docs): the host fault, and where the run
+/// died of it when it happened in an IR call.
+fn host_fault_line<'a>(
+    it: &mut impl Iterator<Item = &'a str>,
+    line: &str,
+    sites: &ModuleSites,
+    code: &[CodeFunction],
+) -> Result<(HostFault, Option<TargetFault>), String> {
+    let func = hex(it.next(), line)?;
+    let fault = hex(it.next(), line)?;
+    let (a, b) = (hex(it.next(), line)?, hex(it.next(), line)?);
+    let func = *FAULT_FUNCS
+        .get(func as usize)
+        .ok_or_else(|| format!("bad fault function in `{line}`"))?;
+    let fault = Fault::from_code(fault).ok_or_else(|| format!("bad fault code in `{line}`"))?;
+    let obj = hex(it.next(), line)?;
+    // The object as the support knew it (the `OBJ` fields of `R`).
+    let note = object_note(it, line, sites)?;
+    let host = fault.host_fault(func, a, b);
+    let at = code_pc(it, line, code)?;
+    let outer = code_pcs(it, line, code)?;
+    let placed = at.map(|at| TargetFault {
+        outer: outer.iter().flatten().map(IrPc::frame).collect(),
+        stack_overflow: false,
+        signal: 0,
+        address: 0,
+        pc: 0,
+        in_host: true,
+        at,
+        arith: None,
+        host: Some(HostCallFault {
+            fault: host.clone(),
+            object: (obj != 0).then_some((obj, note)),
+        }),
+    });
+    Ok((host, placed))
+}
+
 /// Parses the target's stdout. `sites` is the module's site table
 /// ([`guardlift_ir::Module::site_infos`]) so reports name their sites;
 /// `code` the program's code table (PCs in IR code are mapped through it).
@@ -594,36 +632,10 @@ pub fn parse(
                 });
             }
             "F" => {
-                let func = hex(it.next(), line)?;
-                let fault = hex(it.next(), line)?;
-                let (a, b) = (hex(it.next(), line)?, hex(it.next(), line)?);
-                let func = *FAULT_FUNCS
-                    .get(func as usize)
-                    .ok_or_else(|| format!("bad fault function in `{line}`"))?;
-                let fault =
-                    Fault::from_code(fault).ok_or_else(|| format!("bad fault code in `{line}`"))?;
-                let obj = hex(it.next(), line)?;
-                // The object as the support knew it (the `OBJ` fields of `R`).
-                let note = object_note(&mut it, line, sites)?;
-                let host = fault.host_fault(func, a, b);
-                let at = code_pc(&mut it, line, code)?;
-                let outer = code_pcs(&mut it, line, code)?;
-                if let Some(at) = at {
+                let (host, fault) = host_fault_line(&mut it, line, sites, code)?;
+                if let Some(f) = fault {
                     // In an IR call: the run died there (spec §6.2).
-                    run.fault = Some(TargetFault {
-                        outer: outer.iter().flatten().map(IrPc::frame).collect(),
-                        stack_overflow: false,
-                        signal: 0,
-                        address: 0,
-                        pc: 0,
-                        in_host: true,
-                        at,
-                        arith: None,
-                        host: Some(HostCallFault {
-                            fault: host.clone(),
-                            object: (obj != 0).then_some((obj, note)),
-                        }),
-                    });
+                    run.fault = Some(f);
                     run.end = End::Crashed { signal: 0 };
                     complete = true;
                 }

@@ -226,6 +226,8 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         abort_process: true,
         capture_output: o.json,
     });
+    // A host fault is where native code would have crashed: in every mode.
+    rt.set_host_faults_fatal(true);
     rt.configure(&options)
         .map_err(|e| CliError::tool(format!("GUARDLIFT_OPTIONS log_path: {e}")))?;
     if let Some(spec) = watch {

@@ -114,6 +114,8 @@ pub struct Runtime {
     fault: Mutex<Option<crate::fault::HostCallFault>>,
     /// A host fault is recorded (what the interpreter polls after a host call).
     faulted: AtomicBool,
+    /// A host fault ends the process ([`Runtime::set_host_faults_fatal`]).
+    host_faults_fatal: AtomicBool,
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
     settings: RwLock<Settings>,
@@ -139,6 +141,9 @@ impl Runtime {
             sites: RwLock::new(SiteTable::default()),
             fault: Mutex::new(None),
             faulted: AtomicBool::new(false),
+            host_faults_fatal: AtomicBool::new(
+                config.abort_process && config.mode != Mode::Recover,
+            ),
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
@@ -470,19 +475,30 @@ impl Runtime {
     }
 
     /// Must the run end here: a host fault is recorded and this runtime
-    /// ends the process on one ([`RuntimeConfig::abort_process`])? The
-    /// interpreter asks after every instruction that called the host; the
-    /// JIT's runs never get here (the fault ended the process at the call).
+    /// ends the process on one ([`Runtime::set_host_faults_fatal`])? The
+    /// interpreter asks after every instruction; the JIT's runs never get
+    /// here (the fault ended the process at the call).
     #[inline]
     pub fn host_fault_ends_run(&self) -> bool {
-        self.abort_process && self.faulted.load(Ordering::Relaxed)
+        self.faulted.load(Ordering::Relaxed) && self.host_faults_fatal.load(Ordering::Relaxed)
+    }
+
+    /// Does a host fault of the model heap end the process, reported as
+    /// `host_fault` at the IR call (`true`), or is it recorded for
+    /// [`Runtime::take_host_fault`] while the run goes on, the operation
+    /// doing nothing (`false`)? By default it ends the process in abort
+    /// and trap mode with [`RuntimeConfig::abort_process`]; `guardlift run`
+    /// makes it end the process in every mode (spec §6.2: where native
+    /// code would have crashed).
+    pub fn set_host_faults_fatal(&self, fatal: bool) {
+        self.host_faults_fatal.store(fatal, Ordering::SeqCst);
     }
 
     /// The result of a host function of the model heap called about `obj`
     /// (0: none): on a fault, what the host sees instead (`T::default()`),
     /// the fault recorded (the first one). A real interpreter would crash
-    /// here: with [`RuntimeConfig::abort_process`] and a call from
-    /// compiled code on this thread, the fault is reported at that IR call
+    /// here: when host faults are fatal ([`Runtime::set_host_faults_fatal`])
+    /// and compiled code on this thread called, the fault is reported at that IR call
     /// as `host_fault` (with the reports recorded before) and the process
     /// aborts (spec §6.2); the interpreter stops at the call instead
     /// ([`Runtime::host_fault_ends_run`]).
@@ -493,7 +509,7 @@ impl Runtime {
         };
         let object = (obj != 0).then(|| (obj, self.object_record(obj).map(|r| self.note(r))));
         let fault = crate::fault::HostCallFault { fault: e, object };
-        if self.abort_process {
+        if self.host_faults_fatal.load(Ordering::Relaxed) {
             crate::fault::host_call_fault(self, &fault);
         }
         let mut f = lock(&self.fault);
