@@ -228,6 +228,20 @@ pub struct Builtin {
     pub entry: Entry,
 }
 
+impl Builtin {
+    /// Why `func_addr` of this built-in is refused, if it is (on every
+    /// engine, at link time): a built-in that takes the runtime pointer has
+    /// no native address callable with its IR signature.
+    pub fn func_addr_refusal(&self) -> Option<String> {
+        self.needs_rt.then(|| {
+            format!(
+                "func_addr @{}: a built-in that takes the runtime has no address callable with its IR signature",
+                self.name
+            )
+        })
+    }
+}
+
 const fn builtin_of(e: Entry) -> Option<Builtin> {
     match e.ir_name() {
         Some(name) => Some(Builtin {

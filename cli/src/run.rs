@@ -143,7 +143,9 @@ impl InterpFault {
                 signal: "SIGSEGV",
                 address: Some(a as usize),
                 pc: None,
-                in_host: false,
+                // A wild `call_indirect` faults at its target, outside IR
+                // code, as native code does.
+                in_host: self.op == "call_indirect",
             },
             None => FaultCause::Interp(&self.msg),
         };

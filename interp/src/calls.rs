@@ -3,7 +3,7 @@
 //! the embedder's host functions, and the lifetime-checked object
 //! built-ins (`obj_new`/`obj_free` with a guard).
 
-use crate::frame::{Cx, Frame, Step};
+use crate::frame::{fault, Cx, Frame, Step};
 use crate::values::{canon, f64v};
 use crate::{ExternImpl, InterpError, Interpreter};
 use guardlift_ir::{Callee, CheckKind, ExternId, InstKind, ObjCall};
@@ -92,4 +92,113 @@ impl<'m> Interpreter<'m> {
         }
         0
     }
+
+    /// Runs a `call_indirect` of the top frame `fr`: the target is what
+    /// `func_addr` gave (an IR function or an extern, with the signature
+    /// written on the call); anything else is a wild call, the fault native
+    /// code dies of at this site.
+    pub(crate) fn exec_call_indirect(
+        &self,
+        fr: &Frame,
+        cx: &Cx<'_, 'm>,
+    ) -> Result<Step, InterpError> {
+        let inst = cx.inst;
+        let InstKind::CallIndirect { target, args, sig } = &inst.kind else {
+            return Err(InterpError::Internal {
+                loc: inst.loc,
+                msg: format!("{} is not call_indirect", inst.kind.opcode()),
+            });
+        };
+        let t = fr.val(*target);
+        let argv: Vec<u64> = args.iter().map(|a| fr.val(*a)).collect();
+        let wild = || {
+            Err(InterpError::Fault {
+                loc: inst.loc,
+                msg: format!("call_indirect to {t:#x}, which is no function"),
+                address: Some(t),
+                backtrace: Vec::new(),
+            })
+        };
+        let (params, ret, callee) = match token_callee(t) {
+            Some(Callee::Func(fid)) if (fid.0 as usize) < self.m.functions.len() => {
+                let g = self.m.func(fid);
+                (g.param_types(), g.ret, Callee::Func(fid))
+            }
+            Some(Callee::Extern(eid)) if (eid.0 as usize) < self.m.externs.len() => {
+                let e = self.m.ext(eid);
+                (e.params.clone(), e.ret, Callee::Extern(eid))
+            }
+            _ => return wild(),
+        };
+        let same = params.len() == sig.params.len()
+            && params
+                .iter()
+                .zip(&sig.params)
+                .all(|(a, b)| a.compatible(*b))
+            && match (ret, sig.ret) {
+                (Some(a), Some(b)) => a.compatible(b),
+                (None, None) => true,
+                _ => false,
+            };
+        if !same {
+            // Native code would run the callee with the wrong registers:
+            // undefined, refused here.
+            return fault(
+                inst.loc,
+                format!("call_indirect with a signature that is not its target's ({t:#x})"),
+            );
+        }
+        match callee {
+            Callee::Func(fid) => {
+                if cx.callers.len() + 1 >= self.max_depth {
+                    return Err(InterpError::StackOverflow {
+                        loc: inst.loc,
+                        limit: self.max_depth,
+                        backtrace: Vec::new(),
+                    });
+                }
+                let g = self.m.func(fid);
+                let argv: Vec<u64> = g
+                    .params
+                    .iter()
+                    .zip(&argv)
+                    .map(|(p, a)| canon(g.ty(*p), *a))
+                    .collect();
+                Ok(Step::Call(self.new_frame(fid, &argv, inst.result)))
+            }
+            Callee::Extern(eid) => {
+                let r = self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv));
+                Ok(match sig.ret {
+                    Some(rt) => Step::Set(canon(rt, r)),
+                    None => Step::Next,
+                })
+            }
+        }
+    }
+}
+
+/// What `func_addr` gives in the interpreter, which has no native code: a
+/// token naming the function, at an address no native code can have (not
+/// canonical on x86_64 or aarch64), so that a native call of it faults.
+pub(crate) fn func_token(c: Callee) -> u64 {
+    match c {
+        Callee::Func(f) => FUNC_TOKEN | f.0 as u64,
+        Callee::Extern(e) => FUNC_TOKEN | EXTERN_TOKEN | e.0 as u64,
+    }
+}
+
+const FUNC_TOKEN: u64 = 0xfff1_0000_0000_0000;
+const EXTERN_TOKEN: u64 = 1 << 32;
+
+/// The function a [`func_token`] names.
+fn token_callee(t: u64) -> Option<Callee> {
+    if t & 0xffff_0000_0000_0000 != FUNC_TOKEN || t & 0x0000_fffe_0000_0000 != 0 {
+        return None;
+    }
+    let i = t as u32;
+    Some(if t & EXTERN_TOKEN != 0 {
+        Callee::Extern(ExternId(i))
+    } else {
+        Callee::Func(guardlift_ir::FuncId(i))
+    })
 }

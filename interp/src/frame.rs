@@ -18,6 +18,9 @@ pub(crate) struct Frame {
     pub(crate) stacks: Vec<AdBuf>,
     /// (block, inst index) of an alloc → index in `stacks`.
     pub(crate) alloc_slot: HashMap<(usize, usize), usize>,
+    /// (block, inst index) of a `stack_alloc` → its area, a block of the
+    /// runtime's heap given back when the frame returns.
+    pub(crate) areas: HashMap<(usize, usize), u64>,
     /// Where the caller wants the result.
     pub(crate) ret_dst: Option<Value>,
     /// Called from an instruction of a loop `guardlift_ir::hoist` claims
@@ -104,6 +107,7 @@ impl<'m> Interpreter<'m> {
             vals,
             stacks: Vec::new(),
             alloc_slot: HashMap::new(),
+            areas: HashMap::new(),
             ret_dst,
             claimed: false,
             fixed: Vec::new(),

@@ -66,6 +66,34 @@ impl<'m> Interpreter<'m> {
         Ok(())
     }
 
+    /// `stack_alloc SIZE` of the top frame: its area (a block of the
+    /// runtime's heap, so raw accesses into it are checked like any),
+    /// zeroed each time the instruction runs.
+    pub(crate) fn stack_alloc(
+        &self,
+        fr: &mut Frame,
+        cx: &Cx<'_, 'm>,
+        size: u32,
+    ) -> Result<u64, InterpError> {
+        if let Some(&p) = fr.areas.get(&cx.at) {
+            self.rt.with_heap(|h| h.zero_stack_area(p));
+            return Ok(p);
+        }
+        let Some(p) = self.rt.with_heap(|h| h.alloc_stack_area(size)) else {
+            return crate::frame::fault(cx.inst.loc, "stack_alloc: out of memory");
+        };
+        fr.areas.insert(cx.at, p);
+        Ok(p)
+    }
+
+    /// Gives back the `stack_alloc` areas of a frame that returned.
+    pub(crate) fn free_areas(&self, fr: &Frame) {
+        if !fr.areas.is_empty() {
+            self.rt
+                .with_heap(|h| fr.areas.values().for_each(|&p| h.free_stack_area(p)));
+        }
+    }
+
     /// Runs a `load` or `store` of the top frame `fr`.
     pub(crate) fn exec_mem(&self, fr: &mut Frame, cx: &Cx<'_, 'm>) -> Result<Step, InterpError> {
         let inst = cx.inst;

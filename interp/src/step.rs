@@ -80,7 +80,9 @@ impl<'m> Interpreter<'m> {
                 Ok(None)
             }
             Exit::Return(r, dst) => {
-                stack.pop();
+                if let Some(done) = stack.pop() {
+                    self.free_areas(&done);
+                }
                 match stack.last_mut() {
                     None => Ok(Some(r)),
                     Some(caller) => {
@@ -147,6 +149,9 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::Return { value } => return Ok(Step::Return(value.map(v))),
             InstKind::Call { .. } => return self.exec_call(fr, cx),
+            InstKind::CallIndirect { .. } => return self.exec_call_indirect(fr, cx),
+            InstKind::FuncAddr { callee } => crate::calls::func_token(*callee),
+            InstKind::StackAlloc { size } => self.stack_alloc(fr, cx, *size)?,
             InstKind::Watch { obj } => {
                 self.rt.watch(v(*obj));
                 return Ok(Step::Next);

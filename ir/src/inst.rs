@@ -541,6 +541,40 @@ pub enum InstKind {
         /// The object watched.
         obj: Value,
     },
+    /// `stack_alloc SIZE`: `size` bytes of the frame, 16-aligned, zeroed,
+    /// valid until the function returns (spec §3.1).
+    StackAlloc {
+        /// Bytes, 1 to [`MAX_STACK_ALLOC`].
+        size: u32,
+    },
+    /// `func_addr @name`: the native address of an IR function (callable
+    /// with its IR signature under the platform C ABI) or of an extern.
+    FuncAddr {
+        /// The function or extern named.
+        callee: Callee,
+    },
+    /// `call_indirect %f(args) : (T, ...) [-> R]`: a call through a
+    /// pointer with the written signature (a wild target faults at it).
+    CallIndirect {
+        /// The address called.
+        target: Value,
+        /// The arguments.
+        args: Vec<Value>,
+        /// The signature the call assumes.
+        sig: IndirectSig,
+    },
+}
+
+/// Largest `stack_alloc` (1 MiB, spec §3.1).
+pub const MAX_STACK_ALLOC: u32 = 1 << 20;
+
+/// The signature written on a `call_indirect`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IndirectSig {
+    /// Parameter types.
+    pub params: Vec<Type>,
+    /// The result type, if any.
+    pub ret: Option<Type>,
 }
 
 /// One check of spec §6. A guarded instruction carries a [`Checks`] set of
@@ -721,6 +755,12 @@ impl InstKind {
             StoreAttr { obj, .. } | Watch { obj } => Some(*obj),
             _ => None,
         }
+    }
+
+    /// Does it call code the module does not see (`call_indirect`): an
+    /// analysis must assume it frees, writes and runs anything.
+    pub fn calls_unknown_code(&self) -> bool {
+        matches!(self, InstKind::CallIndirect { .. })
     }
 
     /// Is this a `jump`, `brif` or `return`?

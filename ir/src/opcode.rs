@@ -130,6 +130,12 @@ opcodes! {
     AdLen "adstack.len" Always guard=false [];
     /// `guard.watch` (only ever written guarded; it has no site).
     Watch "watch" Never guard=true [];
+    /// `stack_alloc N`.
+    StackAlloc "stack_alloc" Always guard=false [];
+    /// `func_addr @f`.
+    FuncAddr "func_addr" Always guard=false [];
+    /// `call_indirect %f(...) : SIG`.
+    CallIndirect "call_indirect" Maybe guard=false [];
 }
 
 /// The one list of every form's value operands, in printing order (branch
@@ -140,7 +146,15 @@ macro_rules! visit_operands {
     ($kind:expr, $f:ident, $iter:ident) => {{
         use $crate::inst::InstKind::*;
         match $kind {
-            Iconst { .. } | Fconst { .. } | AdAlloc { .. } => {}
+            Iconst { .. }
+            | Fconst { .. }
+            | AdAlloc { .. }
+            | StackAlloc { .. }
+            | FuncAddr { .. } => {}
+            CallIndirect { target, args, .. } => {
+                $f(target);
+                args.$iter().for_each(&mut $f)
+            }
             Binary { a, b, .. } | Icmp { a, b, .. } | Fcmp { a, b, .. } => {
                 $f(a);
                 $f(b)

@@ -235,6 +235,25 @@ impl FnPrinter<'_> {
                 let name = name.map_or_else(|| "<invalid callee>".to_string(), Clone::clone);
                 format!("call @{name}({})", self.vlist(args))
             }
+            FuncAddr { callee } => {
+                let name = match callee {
+                    Callee::Func(id) => self.fnames.get(id.index()),
+                    Callee::Extern(id) => self.enames.get(id.index()),
+                };
+                let name = name.map_or_else(|| "<invalid callee>".to_string(), Clone::clone);
+                format!("func_addr @{name}")
+            }
+            CallIndirect { target, args, sig } => {
+                let params: Vec<String> = sig.params.iter().map(|t| t.to_string()).collect();
+                let ret = sig.ret.map_or_else(String::new, |t| format!(" -> {t}"));
+                format!(
+                    "call_indirect {}({}) : ({}){ret}",
+                    self.v(*target),
+                    self.vlist(args),
+                    params.join(", ")
+                )
+            }
+            StackAlloc { size } => format!("stack_alloc {size}"),
             Jump { dest } => format!("jump {}", self.block_call(dest)),
             Brif {
                 cond,

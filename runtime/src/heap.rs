@@ -54,6 +54,8 @@ pub enum BlockKind {
     Values,
     /// A model dict object.
     Dict,
+    /// A `stack_alloc` area of an interpreter frame (no object).
+    Stack,
 }
 
 #[derive(Debug)]
@@ -451,6 +453,33 @@ impl Heap {
         debug_assert!(self.is_valid(addr, 8));
         // SAFETY: as in `read_word`.
         unsafe { (addr as *mut u64).write_unaligned(v) }
+    }
+
+    /// A `stack_alloc` area of `size` bytes for the interpreter: zeroed,
+    /// 16-aligned, a block raw accesses may touch until
+    /// [`Heap::free_stack_area`] (`None`: out of memory).
+    pub fn alloc_stack_area(&mut self, size: u32) -> Option<u64> {
+        self.alloc(size as usize, BlockKind::Stack)
+    }
+
+    /// Zeroes the `stack_alloc` area at `p` again (the instruction ran again).
+    pub fn zero_stack_area(&mut self, p: u64) {
+        if let Some(b) = self.blocks.get(&p).filter(|b| b.kind == BlockKind::Stack) {
+            // SAFETY: a live block of this heap, `size` bytes from `p`.
+            unsafe { std::ptr::write_bytes(p as *mut u8, 0, b.size) };
+        }
+    }
+
+    /// Gives back the `stack_alloc` area at `p` (its frame returned): at
+    /// once, no quarantine — a stack frame is reused at once too.
+    pub fn free_stack_area(&mut self, p: u64) {
+        if self
+            .blocks
+            .get(&p)
+            .is_some_and(|b| b.kind == BlockKind::Stack)
+        {
+            self.dealloc(p);
+        }
     }
 
     /// `@obj_new(n)`: a values-tagged object with `n` zeroed attributes.

@@ -107,11 +107,13 @@ impl CleanLoop {
 }
 
 /// Is `k` an instruction that keeps a loop checked whatever it touches
-/// (a raw `store` or an adstack op; calls are judged by their callee)?
+/// (a raw `store`, an adstack op, a `call_indirect` to code nobody sees;
+/// direct calls are judged by their callee)?
 fn bars_loop(k: &InstKind) -> bool {
     matches!(
         k,
         InstKind::Store { .. }
+            | InstKind::CallIndirect { .. }
             | InstKind::AdAlloc { .. }
             | InstKind::AdPush { .. }
             | InstKind::AdPop { .. }

@@ -233,6 +233,35 @@ impl<'a> Operands<'_, '_, 'a> {
                     args,
                 }
             }
+            Op::CallIndirect => {
+                let target = self.first()?;
+                self.c.expect(Tok::LParen)?;
+                let args = self.f.args(self.c)?;
+                self.c.expect(Tok::Colon)?;
+                let sig = indirect_sig(self.c)?;
+                self.ty = sig.ret;
+                InstKind::CallIndirect { target, args, sig }
+            }
+            Op::FuncAddr => {
+                let (name, nloc) = self.c.func()?;
+                self.call = Some((name, nloc));
+                self.ty = Some(Type::Ptr);
+                InstKind::FuncAddr {
+                    callee: Callee::Extern(ExternId(u32::MAX)),
+                }
+            }
+            Op::StackAlloc => {
+                let size = self.c.int_in(
+                    "a size",
+                    1,
+                    MAX_STACK_ALLOC as i128,
+                    &format!("a stack_alloc size (1 to {MAX_STACK_ALLOC} bytes)"),
+                )?;
+                self.ty = Some(Type::Ptr);
+                InstKind::StackAlloc {
+                    size: u32::try_from(size).unwrap_or(1),
+                }
+            }
             Op::Jump => InstKind::Jump {
                 dest: self.f.block_call(self.c)?,
             },
@@ -485,4 +514,28 @@ pub(super) fn attr_index(c: &mut Cur<'_, '_>) -> PResult<u32> {
         &format!("an attribute index (0 to {MAX_ATTR_INDEX})"),
     )?;
     Ok(u32::try_from(v).unwrap_or(0))
+}
+
+/// `(T, ...) [-> R]`: a `call_indirect`'s signature.
+fn indirect_sig(c: &mut Cur<'_, '_>) -> PResult<IndirectSig> {
+    c.expect(Tok::LParen)?;
+    let mut params = Vec::new();
+    if !c.eat(Tok::RParen) {
+        loop {
+            params.push(c.ty()?);
+            if c.eat(Tok::Comma) {
+                continue;
+            }
+            if c.eat(Tok::RParen) {
+                break;
+            }
+            return c.fail("`,` or `)`");
+        }
+    }
+    let ret = if c.eat(Tok::Arrow) {
+        Some(c.ty()?)
+    } else {
+        None
+    };
+    Ok(IndirectSig { params, ret })
 }

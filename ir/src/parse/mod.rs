@@ -15,8 +15,8 @@ use crate::analysis::dominator_tree::reverse_postorder;
 use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::ParseError;
 use crate::inst::{
-    BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst,
-    InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
+    BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId,
+    IndirectSig, Inst, InstKind, IntCC, SiteId, SrcLoc, UnOp, Value, MAX_STACK_ALLOC,
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::opcode::{Opcode, Yields};
@@ -379,6 +379,11 @@ impl<'a> Parser<'a> {
                 else {
                     continue;
                 };
+                if let InstKind::FuncAddr { callee } = &mut inst.kind {
+                    // The address of the function, whatever it returns.
+                    *callee = g.callee;
+                    continue;
+                }
                 if let InstKind::Call { callee, .. } = &mut inst.kind {
                     *callee = g.callee;
                 }

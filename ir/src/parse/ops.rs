@@ -32,6 +32,9 @@ pub(super) enum Op {
     AdAccAdj,
     AdLen,
     Watch,
+    StackAlloc,
+    FuncAddr,
+    CallIndirect,
 }
 
 impl Op {
@@ -64,6 +67,9 @@ impl Op {
             Op::AdAccAdj => Opcode::AdAccAdj,
             Op::AdLen => Opcode::AdLen,
             Op::Watch => Opcode::Watch,
+            Op::StackAlloc => Opcode::StackAlloc,
+            Op::FuncAddr => Opcode::FuncAddr,
+            Op::CallIndirect => Opcode::CallIndirect,
         }
     }
 }
@@ -128,6 +134,9 @@ pub(super) fn parse_opcode(w: &str, loc: SrcLoc) -> PResult<Op> {
         "select" => Op::Select,
         "store" => Op::Store,
         "call" => Op::Call,
+        "call_indirect" => Op::CallIndirect,
+        "func_addr" => Op::FuncAddr,
+        "stack_alloc" => Op::StackAlloc,
         "jump" => Op::Jump,
         "brif" => Op::Brif,
         "return" => Op::Return,

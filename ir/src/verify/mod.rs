@@ -474,6 +474,7 @@ impl<'a> FnVerifier<'a> {
                 }
                 _ => return,
             },
+            (InstKind::CallIndirect { sig, .. }, _) => sig.ret.is_some(),
             (_, y) => y == Yields::Always,
         };
         match (yields, inst.result) {

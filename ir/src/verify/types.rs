@@ -2,6 +2,7 @@
 //! every instruction form, by group, for [`FnVerifier`].
 
 use super::*;
+use crate::inst::IndirectSig;
 
 impl FnVerifier<'_> {
     /// Operand and result types of every form (spec §3), by group.
@@ -62,6 +63,67 @@ impl FnVerifier<'_> {
             | AdTopAdj { .. }
             | AdLen { .. } => self.check_adstack_types(inst),
             Watch { obj } => self.need_word(inst, *obj, "object"),
+            StackAlloc { .. } => self.expect_result(inst, Type::Ptr),
+            FuncAddr { callee } => {
+                if self.callee_sig(*callee).is_none() {
+                    self.err(loc, "func_addr of an unknown function".to_string());
+                }
+                self.expect_result(inst, Type::Ptr);
+            }
+            CallIndirect { target, args, sig } => {
+                self.check_call_indirect(inst, *target, args, sig)
+            }
+        }
+    }
+
+    /// `call_indirect`: the target is a word, the arguments and the result
+    /// match the written signature, which has no adstack handle.
+    fn check_call_indirect(
+        &mut self,
+        inst: &Inst,
+        target: Value,
+        args: &[Value],
+        sig: &IndirectSig,
+    ) {
+        let loc = inst.loc;
+        self.need_word(inst, target, "call target");
+        for t in sig.params.iter().chain(&sig.ret) {
+            if t.is_adstack() {
+                self.err(
+                    loc,
+                    format!("call_indirect signature cannot take an adstack handle ({t})"),
+                );
+            }
+        }
+        if sig.params.len() != args.len() {
+            let (want, got) = (sig.params.len(), args.len());
+            self.err(
+                loc,
+                format!("call_indirect signature has {want} parameters, got {got} arguments"),
+            );
+            return;
+        }
+        for (k, (pt, &a)) in sig.params.iter().zip(args).enumerate() {
+            if let Some(at) = self.ty(a) {
+                if !at.compatible(*pt) {
+                    let d = self.desc(a);
+                    self.err(
+                        loc,
+                        format!("argument {} of call_indirect must be {pt}, got {d}", k + 1),
+                    );
+                }
+            }
+        }
+        if let (Some(r), Some(rt)) = (inst.result, sig.ret) {
+            if let Some(t) = self.ty(r) {
+                if !t.compatible(rt) {
+                    let n = self.vname(r);
+                    self.err(
+                        loc,
+                        format!("result {n} of call_indirect has type {t}, expected {rt}"),
+                    );
+                }
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use cranelift_module::Module as ClModule;
 use guardlift_abi::Entry;
 use guardlift_ir::{
     BinOp, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
-    SiteId, Type, UnOp, Value,
+    SiteId, SrcLoc, Type, UnOp, Value,
 };
 
 /// The checks that guard one instruction and can fail, with its site.
@@ -96,6 +96,27 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             | AdTopAdj { .. }
             | AdAccAdj { .. }
             | AdLen { .. } => self.adstack_op(g.on(CheckKind::Adstack), r, &inst.kind)?,
+            StackAlloc { size } => {
+                let v = self.stack_alloc(*size);
+                self.def(r, v);
+            }
+            FuncAddr { callee } => {
+                let v = self.func_addr(*callee, inst.loc)?;
+                self.def(r, v);
+            }
+            CallIndirect { target, args, sig } => {
+                let t = self.val(*target)?;
+                let argv: Vec<cl::Value> = args
+                    .iter()
+                    .map(|&a| self.val(a))
+                    .collect::<Result<_, _>>()?;
+                let s = ir_signature(self.lw.call_conv, &sig.params, sig.ret);
+                let sr = self.b.import_signature(s);
+                let call = self.b.ins().call_indirect(sr, t, &argv);
+                if let Some(v) = self.b.inst_results(call).first().copied() {
+                    self.def(r, v);
+                }
+            }
             Watch { obj } if self.clean_copy_drops_watch(*obj) => {}
             Watch { obj } => {
                 let o = self.val(*obj)?;
@@ -377,6 +398,87 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.def(Some(rv), v);
         }
         Ok(())
+    }
+
+    /// `stack_alloc SIZE`: an explicit stack slot (16-aligned), zeroed
+    /// each time the instruction runs (8 bytes at a time: the slot's size
+    /// is rounded up to 16).
+    fn stack_alloc(&mut self, size: u32) -> cl::Value {
+        let bytes = size.div_ceil(16) * 16;
+        let slot = self.b.create_sized_stack_slot(cl::StackSlotData::new(
+            cl::StackSlotKind::ExplicitSlot,
+            bytes,
+            4,
+        ));
+        let p = self.b.ins().stack_addr(types::I64, slot, 0);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        if bytes <= 128 {
+            for off in (0..bytes).step_by(8) {
+                self.b.ins().store(mem(), zero, p, off as i32);
+            }
+            return p;
+        }
+        // A loop for big areas: i = 0; do { *(p + i) = 0; i += 8 } while i < bytes.
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(body, types::I64);
+        self.b.ins().jump(body, &[cl::BlockArg::Value(zero)]);
+        self.b.switch_to_block(body);
+        let i = self.b.block_params(body)[0];
+        let a = self.b.ins().iadd(p, i);
+        self.b.ins().store(mem(), zero, a, 0);
+        let next = self.b.ins().iadd_imm_s(i, 8);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_s(condcodes::IntCC::UnsignedLessThan, next, bytes as i64);
+        self.b
+            .ins()
+            .brif(more, body, &[cl::BlockArg::Value(next)], done, &[]);
+        self.b.switch_to_block(done);
+        p
+    }
+
+    /// `func_addr @f`: an IR function's native address (its checked
+    /// body, never a clean variant), or an extern's. A built-in that takes
+    /// the runtime pointer has no address callable with its IR signature.
+    fn func_addr(&mut self, callee: Callee, loc: SrcLoc) -> Result<cl::Value, JitError> {
+        let fr =
+            match callee {
+                Callee::Func(fid) => {
+                    let id =
+                        self.lw.funcs.get(fid.0 as usize).copied().ok_or_else(|| {
+                            internal(self.fname, "func_addr of an unknown function")
+                        })?;
+                    self.fref(id)
+                }
+                Callee::Extern(eid) => {
+                    let binding = self
+                        .lw
+                        .externs
+                        .get(eid.0 as usize)
+                        .cloned()
+                        .ok_or_else(|| internal(self.fname, "func_addr of an unknown extern"))?;
+                    match binding {
+                        ExternBinding::Builtin(b) if b.needs_rt => {
+                            return Err(JitError::Link {
+                                loc,
+                                msg: b.func_addr_refusal().unwrap_or_default(),
+                            })
+                        }
+                        ExternBinding::Builtin(b) => {
+                            let sig = super::abi::entry_signature(self.lw.call_conv, b.entry);
+                            self.import(b.symbol, &sig)?
+                        }
+                        ExternBinding::Host { symbol } => {
+                            let e = self.lw.ir.ext(eid);
+                            let sig = ir_signature(self.lw.call_conv, &e.params, e.ret);
+                            self.import(&symbol, &sig)?
+                        }
+                    }
+                }
+            };
+        Ok(self.b.ins().func_addr(types::I64, fr))
     }
 
     fn call_func(
