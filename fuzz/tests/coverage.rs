@@ -136,7 +136,7 @@ fn guards_inputs_expect_every_check_kind() {
 }
 
 /// Every report kind the `guards` model expects somewhere.
-const GUARDS_KINDS: [&str; 7] = [
+const GUARDS_KINDS: [&str; 8] = [
     "dict_slot_tag",
     "adstack_overflow",
     "adstack_underflow",
@@ -144,10 +144,11 @@ const GUARDS_KINDS: [&str; 7] = [
     "double_free",
     "invalid_free",
     "attr_out_of_bounds",
+    "heap_overflow",
 ];
 
 /// The op families of the `guards` lifetime part (`LifeOp::family`).
-const LIFE_FAMILIES: [&str; 7] = [
+const LIFE_FAMILIES: [&str; 10] = [
     "life.free",
     "life.free_interior",
     "life.load_attr",
@@ -155,4 +156,7 @@ const LIFE_FAMILIES: [&str; 7] = [
     "life.dict_slot_load",
     "life.raw_load",
     "life.raw_store",
+    "life.forge_capacity",
+    "life.dictify",
+    "life.redzone",
 ];
