@@ -48,6 +48,13 @@
 //!   attribute index at or past the object's capacity is hand-guarded or
 //!   needs `lifetime` / `bounds`. Freed objects are fresh ones that never
 //!   join the object pool, so nothing else touches them.
+//! - The trust shapes of issue 28 ([`trust`]) too: attribute ops past a
+//!   capacity word a raw store forged (the one write outside the buffer
+//!   and object bodies the program makes unchecked: the word is inside
+//!   the values array's block, and both engines write it alike), uses of
+//!   a values array `@obj_dictify` released, raw accesses touching
+//!   redzones. Object params of helpers are typed `ptr` or `i64`; a
+//!   leaf-call loop may pass an object it selects inside the loop.
 //!
 //! A generated module that does not verify is a bug of this generator: it
 //! panics with the module's text.
