@@ -3,8 +3,8 @@
 //! injected faults, handles passed through block params, ...).
 
 use crate::gen::Generated;
-use guardlift_ir::hoist::clean_loops;
-use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module, UnOp};
+use guardlift_ir::hoist::{clean_loops, leaf_object_params};
+use guardlift_ir::{BinOp, Callee, ConvOp, Function, InstKind, Module, Type, UnOp};
 use std::collections::BTreeSet;
 
 /// Every family the generator must produce (the coverage test asserts each
@@ -45,6 +45,21 @@ pub const FAMILIES: &[&str] = &[
     "loop.clean",
     "loop.clean_leaf_call",
     "loop.fixed_attrs_leaf_call",
+    "loop.clean_leaf_i64_object",
+    "loop.fixed_attrs_leaf_i64_object",
+    "loop.leaf_arg_in_loop",
+    "loop.clean_multi",
+    "loop.host_call",
+    "loop.cold_host_call",
+    "loop.free",
+    "call.object_arg_i64",
+    "trust.forged_capacity",
+    "trust.forged_in_pool",
+    "trust.dictify_kept_values",
+    "trust.dictify_then_new",
+    "trust.dictify_old_word",
+    "trust.redzone",
+    "trust.block_edge",
     "obj.new",
     "obj.free",
     "obj.dictify",
@@ -85,7 +100,11 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
     // Loops the JIT versions (`guardlift_ir::hoist`), those of them that
     // call leaf functions (run as clean variants), and those whose bounds
     // tests the JIT makes once per entry (fixed attributes and a call).
-    for lp in clean_loops(m, f) {
+    let loops = clean_loops(m, f);
+    if loops.len() >= 2 {
+        s.insert("loop.clean_multi");
+    }
+    for lp in loops {
         s.insert("loop.clean");
         let calls = lp.blocks.iter().any(|&b| {
             (f.blocks[b as usize].insts.iter()).any(|i| matches!(i.kind, InstKind::Call { .. }))
@@ -94,6 +113,14 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
             s.insert("loop.clean_leaf_call");
             if !lp.attrs.is_empty() {
                 s.insert("loop.fixed_attrs_leaf_call");
+            }
+            // A leaf callee whose object param is typed `i64` (issue 28
+            // item 4: as much an object as a `ptr` one).
+            if calls_leaf_with_i64_object(m, f, &lp.blocks) {
+                s.insert("loop.clean_leaf_i64_object");
+                if !lp.attrs.is_empty() {
+                    s.insert("loop.fixed_attrs_leaf_i64_object");
+                }
             }
         }
     }
@@ -167,6 +194,25 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
         }
     }
     s
+}
+
+/// Does a block of `blocks` call a leaf object function with an object
+/// param typed `i64`?
+fn calls_leaf_with_i64_object(m: &Module, f: &Function, blocks: &[u32]) -> bool {
+    blocks
+        .iter()
+        .flat_map(|&b| &f.blocks[b as usize].insts)
+        .any(|i| match &i.kind {
+            InstKind::Call {
+                callee: Callee::Func(g),
+                ..
+            } => {
+                let g = m.func(*g);
+                leaf_object_params(g)
+                    .is_some_and(|ps| ps.iter().any(|&p| g.ty(g.params[p]) == Type::I64))
+            }
+            _ => false,
+        })
 }
 
 /// The families of every function of a generated module (module order).

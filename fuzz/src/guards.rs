@@ -19,7 +19,9 @@
 //!   `jump loop(%s)`. From the second iteration on `%t` and `%s` name one
 //!   buffer that the alloc has just emptied; the model runs the loop;
 //! - three fresh objects and the input's frees and uses of them, some
-//!   after a free, some past the attribute capacity ([`life`]);
+//!   after a free, some past the attribute capacity, capacity words
+//!   forged by raw stores, `obj_dictify` with the values pointer kept,
+//!   raw accesses touching the redzones ([`life`]);
 //! - every canary read back at the end.
 //!
 //! The guards are written by hand on exactly the ops under test, or put
@@ -76,6 +78,9 @@ enum Want {
         index: u64,
         capacity: u64,
     },
+    /// A `heap_overflow`: a raw access of `width` bytes touching a
+    /// redzone (`value`: what a store wrote, zero-extended).
+    Overflow { width: u32, value: Option<u64> },
 }
 
 /// A managed-dict word to try.
@@ -400,6 +405,7 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     let life_ext = life::Externs {
         obj_new,
         obj_free: mb.declare_extern("obj_free", &[Type::Ptr], None),
+        obj_dictify: mb.declare_extern("obj_dictify", &[Type::Ptr], None),
     };
     let main = mb.declare_function("main", &[], None);
     let mut fb = mb.function(main);
@@ -422,7 +428,7 @@ pub fn build(input: &GuardsInput) -> GuardsCase {
     emit_realloc_loop(&mut b, ad, input);
     // ---- frees and uses of objects, attribute indices past the capacity ----
     let life_ops = &input.life_ops[..input.life_ops.len().min(MAX_LIFE_OPS)];
-    life::emit(&mut b, &life_ext, input.life_nattrs, life_ops);
+    life::emit(&mut b, &life_ext, layout, input.life_nattrs, life_ops);
     emit_canary_checks(&mut b, ad, layout, &objs, nattrs, &handles);
     b.n += 1;
     b.fb.ret(None);
@@ -925,6 +931,9 @@ fn observed_as(want: Want, seen: &Observed, bases: &mut BTreeMap<usize, u64>) ->
         (Want::DictLow(low), Observed::Dict { value, .. }) => return low == value & 7,
         (Want::Adstack(c, l), Observed::Adstack { capacity, len }) => {
             return (c, l) == (capacity, len)
+        }
+        (Want::Overflow { width: w, value: v }, Observed::Overflow { width, value, .. }) => {
+            return (w, v) == (width, value)
         }
         (
             Want::Life {

@@ -1,13 +1,13 @@
 //! The bodies of the fuzz targets. Each takes the raw fuzzer input and
 //! panics on a finding (libFuzzer records the input as a crash).
 
-use crate::exec::{comparable, run_raw_opt, with_checks, Engine, CHECK_SETS};
+use crate::exec::{comparable, run_raw_with, with_checks, Engine, CHECK_SETS};
 use crate::gen::{self, GenConfig, Generated, ENTRY};
 use crate::guards::{self, GuardsInput};
 use arbitrary::{Arbitrary, Unstructured};
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::{parse_module, print_module, verify_module, Module};
-use guardlift_jit::{OptLevel, Target};
+use guardlift_jit::{CompileOptions, OptLevel, Placement, Target};
 use guardlift_runtime::Mode;
 
 /// The generator's sizes for `differential` and `compile_aarch64`: half of
@@ -165,12 +165,30 @@ fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
 /// output and reports. The bytes after the generator's pick the
 /// instrumented check set and the JIT's optimization level (see
 /// [`pick_differential`]), so each input compiles its program twice, not
-/// once per check set; the fuzzer covers the sets across inputs.
+/// once per check set; the fuzzer covers the sets across inputs. The
+/// byte after those picks where the JIT maps code and data
+/// ([`pick_placement`]; a panic anywhere is a finding).
 pub fn differential(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let g = gen::generate(&mut u, &FUZZ_GEN);
     let (sets, opt) = pick_differential(&g, &mut u);
-    check_generated_opt(&g, &sets, opt);
+    let jit = CompileOptions::default()
+        .with_opt_level(opt)
+        .with_placement(pick_placement(&mut u));
+    check_generated_with(&g, &sets, &jit);
+}
+
+/// Where the JIT maps code and data (`guardlift_jit::Placement`: the
+/// OS's choice, side by side, or code and data more than 4 GiB apart on
+/// either side of the shadow), from the next input byte (the OS's choice
+/// when the input has run out, as before placements were picked). The
+/// shadow mapping is process-wide (made once, unless
+/// `GUARDLIFT_NO_SHADOW` is set when the process starts), so shadow on
+/// and off cannot vary per input: run the target with and without that
+/// variable for both.
+pub fn pick_placement(u: &mut Unstructured<'_>) -> Placement {
+    let k = u.arbitrary::<u8>().unwrap_or(0) as usize;
+    Placement::ALL[k % Placement::ALL.len()]
 }
 
 /// The check sets and JIT optimization level of a `differential` input:
@@ -209,10 +227,15 @@ pub fn check_generated(g: &Generated, sets: &[CheckSet]) {
     check_generated_opt(g, sets, OptLevel::default());
 }
 
-/// [`check_generated`] with the JIT at optimization level `opt`. The
-/// printed module goes through the `parse` checks with the instrumented
-/// round trip of the sets in `sets` only.
+/// [`check_generated`] with the JIT at optimization level `opt`.
 pub fn check_generated_opt(g: &Generated, sets: &[CheckSet], opt: OptLevel) {
+    check_generated_with(g, sets, &CompileOptions::default().with_opt_level(opt));
+}
+
+/// [`check_generated`] with the JIT's compile options `jit`. The printed
+/// module goes through the `parse` checks with the instrumented round
+/// trip of the sets in `sets` only.
+pub fn check_generated_with(g: &Generated, sets: &[CheckSet], jit: &CompileOptions) {
     let text = print_module(&g.module);
     check_round_trip(&text, sets);
     for &checks in sets {
@@ -222,14 +245,16 @@ pub fn check_generated_opt(g: &Generated, sets: &[CheckSet], opt: OptLevel) {
         let m = with_checks(&g.module, checks);
         let ctx = || {
             format!(
-                "checks [{checks}], opt {opt:?}, args {:x?}, needs {:?}\n{}",
+                "checks [{checks}], opt {:?}, placement {:?}, args {:x?}, needs {:?}\n{}",
+                jit.opt_level,
+                jit.placement,
                 g.args,
                 g.needs,
                 print_module(&m)
             )
         };
         let run = |engine| {
-            let raw = run_raw_opt(&m, ENTRY, &g.args, engine, Mode::Recover, opt);
+            let raw = run_raw_with(&m, ENTRY, &g.args, engine, Mode::Recover, jit);
             comparable(&m, ENTRY, raw)
         };
         let a = match run(Engine::Interp) {

@@ -12,6 +12,7 @@ use guardlift_fuzz::exec::CHECK_SETS;
 use guardlift_fuzz::gen::{generate, GenConfig};
 use guardlift_fuzz::guards::{build, GuardsInput};
 use guardlift_fuzz::random_inputs;
+use guardlift_ir::hoist::clean_loops;
 use std::collections::BTreeMap;
 
 #[test]
@@ -21,9 +22,17 @@ fn every_op_family_appears_in_at_least_one_percent_of_functions() {
     let mut functions = 0usize;
     let mut insts = 0usize;
     let mut runnable_uninstrumented = 0usize;
+    // Modules with several versioned (clean) loops, over all functions.
+    let mut multi_loop_modules = 0usize;
     for data in random_inputs(0xc0_ffee, MODULES, 1536) {
         let g = generate(&mut Unstructured::new(&data), &GenConfig::default());
         insts += g.module.inst_count();
+        let loops: usize = (g.module.functions.iter())
+            .map(|f| clean_loops(&g.module, f).len())
+            .sum();
+        if loops >= 2 {
+            multi_loop_modules += 1;
+        }
         if g.needs.allows(CHECK_SETS[0]) {
             runnable_uninstrumented += 1;
         }
@@ -35,9 +44,11 @@ fn every_op_family_appears_in_at_least_one_percent_of_functions() {
         }
     }
     let pct = |n: usize| 100.0 * n as f64 / functions as f64;
+    let multi_pct = 100.0 * multi_loop_modules as f64 / MODULES as f64;
     let mut table = format!(
         "{MODULES} modules, {functions} functions, {:.1} instructions per module, \
-         {:.1} % of modules also run uninstrumented\n{:<28} {:>9} {:>8}\n",
+         {:.1} % of modules also run uninstrumented, {multi_pct:.1} % have two or more \
+         clean loops\n{:<32} {:>9} {:>8}\n",
         insts as f64 / MODULES as f64,
         100.0 * runnable_uninstrumented as f64 / MODULES as f64,
         "family",
@@ -45,7 +56,7 @@ fn every_op_family_appears_in_at_least_one_percent_of_functions() {
         "percent"
     );
     for (f, &n) in &counts {
-        table.push_str(&format!("{f:<28} {n:>9} {:>7.1}%\n", pct(n)));
+        table.push_str(&format!("{f:<32} {n:>9} {:>7.1}%\n", pct(n)));
     }
     eprintln!("{table}");
     let rare: Vec<String> = FAMILIES
@@ -56,6 +67,10 @@ fn every_op_family_appears_in_at_least_one_percent_of_functions() {
     assert!(
         rare.is_empty(),
         "op families in less than 1 % of generated functions: {rare:?}\n{table}"
+    );
+    assert!(
+        multi_pct >= 1.0,
+        "modules with two or more clean loops: {multi_pct:.2} %\n{table}"
     );
 }
 
@@ -136,7 +151,7 @@ fn guards_inputs_expect_every_check_kind() {
 }
 
 /// Every report kind the `guards` model expects somewhere.
-const GUARDS_KINDS: [&str; 7] = [
+const GUARDS_KINDS: [&str; 8] = [
     "dict_slot_tag",
     "adstack_overflow",
     "adstack_underflow",
@@ -144,10 +159,11 @@ const GUARDS_KINDS: [&str; 7] = [
     "double_free",
     "invalid_free",
     "attr_out_of_bounds",
+    "heap_overflow",
 ];
 
 /// The op families of the `guards` lifetime part (`LifeOp::family`).
-const LIFE_FAMILIES: [&str; 7] = [
+const LIFE_FAMILIES: [&str; 10] = [
     "life.free",
     "life.free_interior",
     "life.load_attr",
@@ -155,4 +171,7 @@ const LIFE_FAMILIES: [&str; 7] = [
     "life.dict_slot_load",
     "life.raw_load",
     "life.raw_store",
+    "life.forge_capacity",
+    "life.dictify",
+    "life.redzone",
 ];

@@ -136,3 +136,58 @@ fn a_wrong_adstack_value_is_a_finding() {
         assert!(e.contains("output"), "{engine:?}: {e}");
     }
 }
+
+/// The trust shapes of issue 28 on one fixed input (every layout, hand
+/// guards and the pass, both optimization levels, both engines): a forged
+/// capacity word is read back raw but the attribute ops past the recorded
+/// capacity are still `attr_out_of_bounds` (capacity 2); after
+/// `obj_dictify` the kept values pointer is a use of the released array
+/// (also a forging store through it) while the attribute ops go to the
+/// dict (any index a key); raw accesses touching each redzone are
+/// `heap_overflow`.
+#[test]
+fn forged_capacities_dictified_arrays_and_redzones_fire_as_modelled() {
+    use LifeOp::*;
+    let ops = vec![
+        ForgeCapacity(0, 5), // capacity word 2 + 2 + 5, read back
+        StoreAttr(0, 3),     // attr_out_of_bounds (index 3, recorded 2)
+        LoadAttr(0, 2),      // attr_out_of_bounds
+        StoreAttr(1, 0),
+        Dictify(1),              // the values array released
+        RawLoad(1, 0),           // use_after_free (raw)
+        RawStore(1, 1),          // use_after_free (raw)
+        ForgeCapacity(1, 0),     // use_after_free (raw, the header)
+        StoreAttr(1, 3),         // the dict: index 3 is a key
+        LoadAttr(1, 3),          // reads it back
+        LoadAttr(1, 0),          // the attribute kept by dictify
+        SlotLoad(1),             // a dict word: low bits 0
+        Redzone(2, 0, 2, true),  // past the values array, 8 bytes
+        Redzone(2, 1, 0, false), // the end of its redzone, 1 byte
+        Redzone(2, 2, 1, true),  // before the capacity word, 4 bytes
+        Redzone(2, 3, 2, false), // the start of the redzone before
+        Redzone(2, 4, 1, false), // past the object's block
+        Redzone(2, 5, 2, true),  // before it
+        Redzone(1, 0, 2, false), // dictified: the object's block instead
+        Free(2),
+        Redzone(2, 0, 2, false), // freed: not emitted
+    ];
+    let want: BTreeSet<&str> = ["use_after_free", "attr_out_of_bounds", "heap_overflow"].into();
+    for layout in 0..6 {
+        for instrument in [false, true] {
+            for opt_none in [false, true] {
+                let mut inp = input(instrument, opt_none);
+                inp.layout = layout;
+                inp.life_ops = ops.clone();
+                let case = build(&inp);
+                assert_eq!(case.expected_kinds(), want);
+                for engine in [Engine::Interp, Engine::Jit] {
+                    if let Err(e) = check(&case, engine) {
+                        panic!(
+                            "layout {layout}, instrument {instrument}, opt_none {opt_none}: {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

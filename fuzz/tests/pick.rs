@@ -72,3 +72,24 @@ fn every_check_set_and_opt_level_is_picked() {
     assert_eq!(sets, vec![CHECK_SETS[0], CheckSet::ALL]);
     assert_eq!(opt, OptLevel::Speed);
 }
+
+/// `differential` picks the JIT's placement from the byte after the check
+/// set and level: every placement is reached by some byte, and an input
+/// that has run out keeps the OS's choice.
+#[test]
+fn every_placement_is_picked() {
+    use guardlift_fuzz::targets::pick_placement;
+    use guardlift_jit::Placement;
+    let mut seen = Vec::new();
+    for b in 0..=255u8 {
+        let p = pick_placement(&mut Unstructured::new(&[b]));
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    assert_eq!(seen.len(), Placement::ALL.len(), "{seen:?}");
+    assert_eq!(
+        pick_placement(&mut Unstructured::new(&[])),
+        Placement::System
+    );
+}

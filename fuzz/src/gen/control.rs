@@ -47,6 +47,8 @@ impl FnGen<'_, '_, '_> {
         self.fb.brif(c, then_b, &arm_args[0], else_b, &arm_args[1]);
         let s = self.scope();
         self.depth += 1;
+        let saved_arm = self.arm_in_loop;
+        self.arm_in_loop |= self.loop_depth > 0;
         for (k, blk) in [then_b, else_b].into_iter().enumerate() {
             self.fb.switch_to_block(blk);
             self.vals.extend(arm_params[k].iter().copied());
@@ -59,6 +61,7 @@ impl FnGen<'_, '_, '_> {
             self.restore(&s);
         }
         self.depth -= 1;
+        self.arm_in_loop = saved_arm;
         self.fb.switch_to_block(merge);
         self.vals.extend(merge_vals);
         for (&i, &h) in passed.iter().zip(&merge_handles) {
@@ -96,7 +99,9 @@ impl FnGen<'_, '_, '_> {
         self.leaf_body = true;
         self.ev.insert("ctl.leaf_call_loop");
         let vals = self.vals.len();
+        self.force_call = true;
         self.counted_loop();
+        self.force_call = false;
         // Nothing defined in the loop (its header's params included) is
         // used after it, as versioning requires.
         self.vals.truncate(vals);
@@ -173,6 +178,10 @@ impl FnGen<'_, '_, '_> {
         self.loop_depth += 1;
         let n_stmts = self.src.range(0, 6);
         self.region(n_stmts);
+        if std::mem::take(&mut self.force_call) && self.leaf_body {
+            // A leaf-call loop whose body had no room for its call.
+            self.call_helper();
+        }
         self.compensate(&s);
         let one = self.iconst(ct, 1);
         let i1 = self.fb.binary(BinOp::Iadd, i, one);

@@ -1,6 +1,7 @@
 //! Injected faults (pointer corruption, dict-slot words with bad tags,
-//! adstack overflow and underflow, lifetime and bounds faults) and how
-//! each is guarded by hand or recorded in [`Needs`].
+//! adstack overflow and underflow, lifetime and bounds faults, the trust
+//! shapes of [`super::trust`]) and how each is guarded by hand or
+//! recorded in [`Needs`].
 
 use super::{FnGen, Needs};
 use guardlift_ir::{BinOp, ConvOp, Type};
@@ -14,8 +15,9 @@ impl FnGen<'_, '_, '_> {
             2,                                          // 2 fault_clear_lsb
             2,                                          // 3 raw store over the slot
             2,                                          // 4 dict_slot.store of a bad word
-            4,                                          // 5 lifetime (use after free, bad frees)
+            5,                                          // 5 lifetime (use after free, bad frees)
             2,                                          // 6 attribute index out of bounds
+            7,                                          // 7 trust shapes (gen/trust.rs)
         ];
         match self.src.weighted(&kinds) {
             k @ (0 | 1) => {
@@ -49,6 +51,7 @@ impl FnGen<'_, '_, '_> {
             }
             5 => self.lifetime_fault(),
             6 => self.bounds_fault(),
+            7 => self.trust_fault(),
             2 => {
                 let o = self.pick_obj();
                 self.fb.call(self.ms.ext.fault_clear_lsb, &[o.v]);

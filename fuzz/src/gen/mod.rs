@@ -48,6 +48,13 @@
 //!   attribute index at or past the object's capacity is hand-guarded or
 //!   needs `lifetime` / `bounds`. Freed objects are fresh ones that never
 //!   join the object pool, so nothing else touches them.
+//! - The trust shapes of issue 28 ([`trust`]) too: attribute ops past a
+//!   capacity word a raw store forged (the one write outside the buffer
+//!   and object bodies the program makes unchecked: the word is inside
+//!   the values array's block, and both engines write it alike), uses of
+//!   a values array `@obj_dictify` released, raw accesses touching
+//!   redzones. Object params of helpers are typed `ptr` or `i64`; a
+//!   leaf-call loop may pass an object it selects inside the loop.
 //!
 //! A generated module that does not verify is a bug of this generator: it
 //! panics with the module's text.
@@ -59,6 +66,7 @@ mod helpers;
 mod ops;
 mod shape;
 mod src;
+mod trust;
 
 pub(crate) use src::Src;
 
@@ -166,7 +174,15 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
         let params: Vec<Param> = (0..src.range(0, 4))
             .map(|_| {
                 if src.chance(1, 4) {
-                    Param::Obj(src.range(1, 4))
+                    // An object param typed `i64` in half of them (spec §2: `ptr` mixes with `i64`; a
+                    // leaf callee's object param of either type needs a
+                    // loop-invariant argument, issue 28 item 4).
+                    let ty = if src.chance(1, 2) {
+                        Type::I64
+                    } else {
+                        Type::Ptr
+                    };
+                    Param::Obj(src.range(1, 4), ty)
                 } else {
                     Param::Scalar(src.scalar_ty())
                 }
@@ -181,7 +197,7 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
         let id = mb.declare_function(&format!("h{i}"), &tys, ret);
         // Half the helpers with an object param are leaf object functions
         // (`guardlift_ir::hoist`): loops that call them can be versioned.
-        let leaf = params.iter().any(|p| matches!(p, Param::Obj(_))) && src.chance(1, 2);
+        let leaf = params.iter().any(|p| matches!(p, Param::Obj(..))) && src.chance(1, 2);
         helpers.push(HelperSig {
             id,
             params,
@@ -293,18 +309,19 @@ impl Ext {
     }
 }
 
-/// A helper parameter: a scalar, or an object with at least this many attributes.
+/// A helper parameter: a scalar, or an object with at least this many
+/// attributes, typed `ptr` or `i64`.
 #[derive(Clone, Copy, Debug)]
 enum Param {
     Scalar(Type),
-    Obj(u32),
+    Obj(u32, Type),
 }
 
 impl Param {
     fn ty(&self) -> Type {
         match self {
             Param::Scalar(t) => *t,
-            Param::Obj(_) => Type::Ptr,
+            Param::Obj(_, t) => *t,
         }
     }
 }
@@ -390,6 +407,12 @@ struct FnGen<'f, 'a, 'b> {
     /// ([`FnGen::leaf_call_loop`]): no call but those, no raw store, no
     /// adstack op, no new object.
     leaf_body: bool,
+    /// The next statement of a leaf-call loop's body calls a leaf helper
+    /// if one fits (so that most such loops call one).
+    force_call: bool,
+    /// Generating an `if` arm inside a loop (a host call there is a cold
+    /// one: the loop is not clean, the call rarely taken).
+    arm_in_loop: bool,
     ev: BTreeSet<&'static str>,
 }
 
@@ -434,6 +457,8 @@ fn gen_function(
         dictified: false,
         leaf,
         leaf_body: false,
+        arm_in_loop: false,
+        force_call: false,
         ev: BTreeSet::new(),
     };
     let entry = g.fb.create_block("entry");
@@ -442,7 +467,7 @@ fn gen_function(
         let v = g.fb.param(i);
         match *p {
             Param::Scalar(_) => g.vals.push(v),
-            Param::Obj(k) => g.objs.push(Obj { v, nattrs: k }),
+            Param::Obj(k, _) => g.objs.push(Obj { v, nattrs: k }),
         }
     }
     g.prologue();

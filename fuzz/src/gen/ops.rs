@@ -238,7 +238,7 @@ impl FnGen<'_, '_, '_> {
                 let h = &self.ms.helpers[j];
                 h.leaf
                     && h.params.iter().all(|p| match *p {
-                        Param::Obj(k) => self.objs.iter().any(|o| o.nattrs >= k),
+                        Param::Obj(k, _) => self.objs.iter().any(|o| o.nattrs >= k),
                         Param::Scalar(_) => true,
                     })
             });
@@ -255,7 +255,7 @@ impl FnGen<'_, '_, '_> {
         for p in params {
             match p {
                 Param::Scalar(t) => args.push(self.pick_compat(t)),
-                Param::Obj(k) => {
+                Param::Obj(k, ty) => {
                     let fit: Vec<Obj> = self
                         .objs
                         .iter()
@@ -270,7 +270,24 @@ impl FnGen<'_, '_, '_> {
                         fit[self.src.index(fit.len())]
                     };
                     self.ev.insert("call.object_arg");
-                    args.push(o.v);
+                    if ty == Type::I64 {
+                        self.ev.insert("call.object_arg_i64");
+                    }
+                    let arg = if self.loop_depth > 0 && !fit.is_empty() && self.src.chance(1, 4) {
+                        // An argument defined inside the loop (a select of
+                        // two objects): not loop-invariant, so a loop
+                        // calling a leaf helper with it is not clean and
+                        // no fixed attribute is claimed of it.
+                        let other = fit[self.src.index(fit.len())];
+                        let c = self.pick_int();
+                        if self.leaf_body {
+                            self.ev.insert("loop.leaf_arg_in_loop");
+                        }
+                        self.fb.select(c, o.v, other.v)
+                    } else {
+                        o.v
+                    };
+                    args.push(arg);
                 }
             }
         }
@@ -290,6 +307,7 @@ impl FnGen<'_, '_, '_> {
     }
 
     pub(super) fn print_stmt(&mut self) {
+        self.host_call_event();
         if self.src.chance(1, 2) {
             let a = self.pick_int();
             let a = if self.ty(a) == Type::Ptr {
@@ -305,6 +323,7 @@ impl FnGen<'_, '_, '_> {
     }
 
     pub(super) fn call_builtin(&mut self) {
+        self.host_call_event();
         match self.src.range(0, 5) {
             0..=2 => {
                 let a = self.f64_arg();

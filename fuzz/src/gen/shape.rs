@@ -194,6 +194,9 @@ impl FnGen<'_, '_, '_> {
             if has_objs { 1 } else { 0 },  // 6 hand-written watch
             2,                             // 7 float binary
         ];
+        if std::mem::take(&mut self.force_call) && can_call {
+            return self.call_helper();
+        }
         match self.src.weighted(&w) {
             0 => self.int_binary(),
             1 => self.attr(),
@@ -246,11 +249,13 @@ impl FnGen<'_, '_, '_> {
             if has_stacks && can_loop { 2 } else { 0 },    // 16 tape loop
             if can_ctl { 4 } else { 0 },                   // 17 if/else
             if can_loop { 4 } else { 0 },                  // 18 loop
-            if self.ms.faults { 3 } else { 0 },            // 19 injected fault
+            if self.ms.faults { 4 } else { 0 },            // 19 injected fault
             if has_objs { 1 } else { 0 },                  // 20 hand-written watch
             if can_loop { 2 } else { 0 },                  // 21 re-allocating loop
-            if can_loop && can_leaf_call { 3 } else { 0 }, // 22 leaf-call loop
+            if can_loop && can_leaf_call { 5 } else { 0 }, // 22 leaf-call loop
             4,                                             // 23 spec §3.1 arithmetic
+            if self.loop_depth > 0 { 2 } else { 0 },       // 24 object freed in a loop
+            if self.loop_depth > 0 { 1 } else { 0 },       // 25 cold host call in a loop
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -324,8 +329,17 @@ impl FnGen<'_, '_, '_> {
             18 => self.counted_loop(),
             19 => self.fault(),
             21 => self.realloc_loop(),
-            22 => self.leaf_call_loop(),
+            22 => {
+                self.leaf_call_loop();
+                // Another right after it: several versioned loops per
+                // function (each its own dispatch and loop-entry cache).
+                if self.src.chance(2, 3) {
+                    self.leaf_call_loop();
+                }
+            }
             23 => self.arith_3_1(),
+            24 => self.loop_local_object(),
+            25 => self.cold_host_call(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);

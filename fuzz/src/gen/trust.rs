@@ -1,0 +1,254 @@
+//! The trust shapes of issue 28 in generated modules (every check decides
+//! from the runtime's records, never from memory the program can
+//! rewrite), and the loop shapes around the JIT's versioned loops:
+//!
+//! - a raw store forging an object's capacity word (`values - 8`), read
+//!   back raw, then attribute ops past the real capacity (`bounds`
+//!   compares with the recorded capacity; under `clobber` the forging
+//!   store is a `slot_clobber`, skipped);
+//! - `obj_dictify` with the values pointer and the values-tagged word
+//!   kept across it, then used: raw loads/stores through the pointer, or
+//!   the old word written back with `dict_slot.store` and attribute ops
+//!   through it (`use_after_free`, the dictify call the free site), with
+//!   an `obj_new` after the dictify (the released array must not be
+//!   reused);
+//! - raw loads/stores at and around objects and values arrays: the
+//!   capacity word and the last attribute (no report) and the redzones
+//!   just before and after the values array and the object's block
+//!   (`heap_overflow`);
+//! - an object made, used and freed inside a loop body.
+//!
+//! Each access that breaks a rule is a fault of [`super::faults`]: guarded
+//! by hand or recorded in [`super::Needs`] (`bounds`, `lifetime`), so an
+//! uninstrumented run never makes it; what the program may do
+//! uninstrumented (the forging store: the word is inside the array's
+//! block) both engines do alike on the model heap. The objects are fresh
+//! ones; a forged or dictified one joins the pool only half the time.
+
+use super::{FnGen, Obj, BUF_BYTES};
+use guardlift_ir::{BinOp, ConvOp, Type, Value};
+use guardlift_runtime::heap::REDZONE_BYTES;
+use guardlift_runtime::layout::VALUES_CAPACITY_OFFSET;
+
+/// Bytes of the heap's redzones (spec §6: at least 16).
+const REDZONE: i32 = REDZONE_BYTES as i32;
+
+/// The capacity word's offset from the managed-dict word of a
+/// values-tagged object (the values pointer is the word + 1).
+const CAP_FROM_WORD: i32 = VALUES_CAPACITY_OFFSET + 1;
+
+impl FnGen<'_, '_, '_> {
+    /// A trust-shape fault (see the module's header).
+    pub(super) fn trust_fault(&mut self) {
+        match self.src.weighted(&[2, 3, 2]) {
+            0 => self.forged_capacity(),
+            1 => self.dictify_kept_values(),
+            _ => self.redzone_access(),
+        }
+    }
+
+    /// A fresh object of 1 to 4 attributes (not in the pool) and its word.
+    fn fresh_obj(&mut self) -> (Obj, Value) {
+        let nattrs = self.src.range(1, 4);
+        let n = self.iconst(Type::I64, nattrs as i64);
+        let v = self
+            .fb
+            .call(self.ms.ext.obj_new, &[n])
+            .expect("obj_new returns");
+        let w = self.fb.dict_slot_load(v);
+        (Obj { v, nattrs }, w)
+    }
+
+    /// An attribute op at index `i` of `o`, a fault guarded by hand or
+    /// needing `need` (a load's value joins the pool: 0 where it reported).
+    fn faulty_attr(&mut self, o: Obj, i: u32, need: fn(&mut super::Needs)) {
+        if self.src.chance(1, 2) {
+            let r = self.fb.load_attr(o.v, i);
+            self.object_fault_guard(need);
+            self.vals.push(r);
+        } else {
+            let x = self.pick_compat(Type::I64);
+            self.fb.store_attr(o.v, i, x);
+            self.object_fault_guard(need);
+        }
+    }
+
+    /// Shape 1: a raw store forging the capacity word, then attribute ops
+    /// past the real capacity.
+    fn forged_capacity(&mut self) {
+        let (o, w) = self.fresh_obj();
+        let forged = match self.src.range(0, 3) {
+            0 => (o.nattrs + 1 + self.src.range(0, 3)) as i64,
+            1 => 255,
+            2 => 1 << 20,
+            _ => self.src.u64() as i64,
+        };
+        let f = self.iconst(Type::I64, forged);
+        self.fb.store(f, w, CAP_FROM_WORD);
+        // The word read back: the forged one, or the recorded capacity
+        // where `clobber` refused the store (address-independent).
+        let r = self.fb.load(Type::I64, w, CAP_FROM_WORD);
+        self.vals.push(r);
+        for _ in 0..self.src.range(1, 2) {
+            let i = o.nattrs + self.src.range(0, 2);
+            self.faulty_attr(o, i, |n| n.bounds = true);
+        }
+        if self.src.chance(1, 2) {
+            // Attribute ops, clean loops and dictify meet a forged word too.
+            self.objs.push(o);
+            self.ev.insert("trust.forged_in_pool");
+        }
+        self.ev.insert("trust.forged_capacity");
+    }
+
+    /// Shape 2: the values pointer and the values-tagged word kept across
+    /// `obj_dictify`, then used.
+    fn dictify_kept_values(&mut self) {
+        let (o, w) = self.fresh_obj();
+        let i = self.src.range(0, o.nattrs - 1);
+        let x = self.pick_compat(Type::I64);
+        self.fb.store_attr(o.v, i, x);
+        let one = self.iconst(Type::I64, 1);
+        let values = self.fb.binary(BinOp::Iadd, w, one);
+        self.fb.call(self.ms.ext.obj_dictify, &[o.v]);
+        let dict = self.fb.dict_slot_load(o.v);
+        if self.src.chance(1, 2) {
+            // A new object right after: the released array is not reused.
+            let n = self.src.range(1, 4);
+            self.new_obj(n);
+            self.ev.insert("trust.dictify_then_new");
+        }
+        let life: fn(&mut super::Needs) = |n| n.lifetime = true;
+        let j = self.src.range(0, o.nattrs - 1);
+        match self.src.range(0, 2) {
+            0 => {
+                let y = self.pick_compat(Type::I64);
+                self.fb.store(y, values, 8 * j as i32);
+                self.object_fault_guard(life);
+            }
+            1 => {
+                let r = self.fb.load(Type::I64, values, 8 * j as i32);
+                self.object_fault_guard(life);
+                self.vals.push(r);
+            }
+            _ => {
+                // The old word written back: the attribute ops go through
+                // it to the released array; then the dict word again.
+                self.fb.dict_slot_store(o.v, w);
+                for _ in 0..self.src.range(1, 2) {
+                    let k = self.src.range(0, o.nattrs - 1);
+                    self.faulty_attr(o, k, life);
+                }
+                self.fb.dict_slot_store(o.v, dict);
+                self.ev.insert("trust.dictify_old_word");
+            }
+        }
+        if self.src.chance(1, 2) {
+            self.objs.push(o);
+        }
+        self.ev.insert("trust.dictify_kept_values");
+    }
+
+    /// Shape 3: raw accesses at and around a values array (a fresh
+    /// object's or the sandboxed buffer's) or an object's block.
+    fn redzone_access(&mut self) {
+        let on_obj = !self.objs.is_empty() && self.src.chance(1, 3);
+        let (base, lo, hi) = if on_obj {
+            // The object's block: [obj + lo, obj + hi) (`Heap::obj_new`).
+            let o = self.pick_obj();
+            let off = self.ms.layout.dict_slot_offset();
+            (o.v, off.min(0), (off + 8).max(16))
+        } else if !self.bufs.is_empty() && self.src.chance(1, 2) {
+            let b = self.bufs[self.src.index(self.bufs.len())];
+            (b.base, VALUES_CAPACITY_OFFSET, BUF_BYTES as i32)
+        } else {
+            let (o, w) = self.fresh_obj();
+            let one = self.iconst(Type::I64, 1);
+            let values = self.fb.binary(BinOp::Iadd, w, one);
+            (values, VALUES_CAPACITY_OFFSET, 8 * o.nattrs as i32)
+        };
+        // In bounds first (no report): the block's first and last words
+        // (the capacity word, the last attribute; the object's lowest and
+        // highest word), read raw. Values arrays only: an object block's
+        // words hold addresses in some layouts.
+        if !on_obj && self.src.chance(2, 3) {
+            let off = if self.src.chance(1, 2) { lo } else { hi - 8 };
+            let r = self.fb.load(Type::I64, base, off);
+            self.vals.push(r);
+            self.ev.insert("trust.block_edge");
+        }
+        let (ty, w) = [(Type::I8, 1), (Type::I32, 4), (Type::I64, 8)][self.src.index(3)];
+        let off = match self.src.range(0, 3) {
+            0 => hi,
+            1 => hi + REDZONE - w,
+            2 => lo - w,
+            _ => lo - REDZONE,
+        };
+        if self.src.chance(1, 2) {
+            let r = self.fb.load(ty, base, off);
+            self.object_fault_guard(|n| n.bounds = true);
+            let r = if ty == Type::I64 {
+                r
+            } else {
+                self.fb.conv(ConvOp::Sext, Type::I64, r)
+            };
+            self.vals.push(r);
+        } else {
+            let x = self.pick_compat(ty);
+            self.fb.store(x, base, off);
+            self.object_fault_guard(|n| n.bounds = true);
+        }
+        self.ev.insert("trust.redzone");
+    }
+
+    /// An object made, used and freed inside a loop body (a free in a
+    /// loop: the loop is not clean).
+    pub(super) fn loop_local_object(&mut self) {
+        let n = self.src.range(1, 4);
+        let nv = self.iconst(Type::I64, n as i64);
+        let o = self
+            .fb
+            .call(self.ms.ext.obj_new, &[nv])
+            .expect("obj_new returns");
+        let i = self.src.range(0, n - 1);
+        let x = self.pick_compat(Type::I64);
+        self.fb.store_attr(o, i, x);
+        let r = self.fb.load_attr(o, self.src.range(0, n - 1));
+        self.vals.push(r);
+        self.fb.call(self.ms.ext.obj_free, &[o]);
+        self.ev.insert("loop.free");
+    }
+
+    /// A host call (a built-in, a print, a slow path) on the taken side of
+    /// a branch inside a loop, whose other side skips it: the loop is not
+    /// clean, the call a cold path of the loop.
+    pub(super) fn cold_host_call(&mut self) {
+        let c = self.cond();
+        let cold = self.fb.create_block("cold");
+        let join = self.fb.create_block("join");
+        self.fb.brif(c, cold, &[], join, &[]);
+        self.fb.switch_to_block(cold);
+        let s = self.scope();
+        let saved = std::mem::replace(&mut self.arm_in_loop, true);
+        if self.src.chance(1, 2) {
+            self.print_stmt();
+        } else {
+            self.call_builtin();
+        }
+        self.arm_in_loop = saved;
+        // What the cold block defined does not dominate the join.
+        self.restore(&s);
+        self.fb.jump(join, &[]);
+        self.fb.switch_to_block(join);
+    }
+
+    /// Records a host call: inside a loop, and in an `if` arm inside one.
+    pub(super) fn host_call_event(&mut self) {
+        if self.loop_depth > 0 {
+            self.ev.insert("loop.host_call");
+        }
+        if self.arm_in_loop {
+            self.ev.insert("loop.cold_host_call");
+        }
+    }
+}
