@@ -34,6 +34,7 @@ pub mod safety;
 pub mod target;
 mod trampoline;
 pub mod typed;
+pub mod unwind;
 
 pub use call::{SafeFunc, TypedFunc};
 pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};
