@@ -151,9 +151,9 @@ fn backtraces_walk_through_jit_frames_into_the_host() {
     let s = take_seen();
     assert_walks_through(&s, "dynamic call");
     assert!(
-        s.frames
-            .iter()
-            .any(|f| matches!(f, Frame::Host(names) if names.iter().any(|n| n.contains("call_dynamic")))),
+        s.frames.iter().any(
+            |f| matches!(f, Frame::Host(names) if names.iter().any(|n| n.contains("call_dynamic")))
+        ),
         "the walk passes the trampoline into call_dynamic: {:#?}",
         s.frames
     );
