@@ -15,6 +15,9 @@
 //!    passing a block parameter), and many functions of ~200 instructions.
 //! 6. watchpoints: a legitimate dict-word store from JIT code with `--watch`
 //!    off (zero cost: no trace of it in code or runtime) and on that word.
+//! 7. compile time of one module with `perfmap`, `jitdump`, `gdb` off (the
+//!    default) and each on, and without the unwind info registration
+//!    ([`debuginfo`]).
 //!
 //! `--only` picks row groups ([`GROUPS`]).
 //!
@@ -32,6 +35,8 @@ use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::process::Command;
 use std::time::Instant;
+
+mod debuginfo;
 
 /// `@stores(obj, n)`, from the corpus every engine runs.
 const STORE_LOOP: &str = include_str!("../../tests/programs/attrs_store_loop.glir");
@@ -771,7 +776,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// The row groups of `guardlift bench --only`.
-pub const GROUPS: [&str; 5] = ["store_attr", "adstack", "ctxmgr", "watch", "compile"];
+pub const GROUPS: [&str; 6] = [
+    "store_attr",
+    "adstack",
+    "ctxmgr",
+    "watch",
+    "compile",
+    "debuginfo",
+];
 
 pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliError> {
     if let Some(bad) = only.iter().find(|g| !GROUPS.contains(&g.as_str())) {
@@ -798,6 +810,9 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     }
     if on("watch") {
         rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
+    }
+    if on("debuginfo") {
+        rows.extend(debuginfo::rows(reps.min(11)));
     }
     // 250 000 instructions: the one function of 100 000 blocks.
     let sizes: &[usize] = if quick {
@@ -852,6 +867,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         "cpython_over_jit": ratio(find(&rows, "store_attr cpython"), jit),
         "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),
         "jit_instrumented_over_gcc": ratio(find(&rows, "store_attr jit+dict abort"), find(&rows, "store_attr gcc -O2")),
+        "compile_debuginfo_over_off": debuginfo::rows_ratios(&rows),
     });
     if json_out {
         let j = json!({

@@ -118,7 +118,7 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
         /// Run only these row groups (store_attr, adstack, ctxmgr, watch,
-        /// compile); repeatable or comma-separated. Default: all.
+        /// compile, debuginfo); repeatable or comma-separated. Default: all.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
     },

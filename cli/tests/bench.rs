@@ -6,8 +6,13 @@ use serde_json::Value;
 use std::process::Command;
 
 fn bench() -> Value {
+    bench_with(&[])
+}
+
+fn bench_with(extra: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_guardlift"))
         .args(["bench", "--quick", "--json"])
+        .args(extra)
         .output()
         .expect("guardlift runs");
     assert!(
@@ -189,4 +194,58 @@ fn bench_measures_every_engine_mode_and_phase() {
             if shape == "one function" { 1 } else { 5 }
         );
     }
+}
+
+/// Issue 35's compile-time row: one module compiled with the profiler and
+/// debugger switches off and each on, and without the unwind registration;
+/// the off compile writes no file (the bench checks before any variant that
+/// writes one), and the run leaves none behind.
+#[test]
+fn bench_measures_the_compile_time_of_debuginfo() {
+    let dir = std::env::temp_dir().join(format!("guardlift-bench-dbg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+        .args(["bench", "--quick", "--json", "--only", "debuginfo"])
+        .env("JITDUMPDIR", &dir)
+        .env_remove("GUARDLIFT_OPTIONS")
+        .output()
+        .expect("guardlift runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let rows = b["rows"].as_array().expect("rows");
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "compile debuginfo off",
+            "compile perfmap=1",
+            "compile jitdump=1",
+            "compile gdb=1",
+            "compile unwind off",
+        ],
+        "--only debuginfo runs that group alone"
+    );
+    let ns: Vec<f64> = rows
+        .iter()
+        .map(|r| positive(&r["ns_per_op"], r["name"].as_str().unwrap_or("?")))
+        .collect();
+    let note = rows[0]["note"].as_str().unwrap_or("");
+    assert!(note.contains("no file written"), "{note}");
+    let r = &b["ratios"]["compile_debuginfo_over_off"];
+    for (i, key) in ["perfmap", "jitdump", "gdb"].iter().enumerate() {
+        let x = positive(&r[key], key);
+        let want = ns[i + 1] / ns[0];
+        assert!((x - want).abs() < 1e-6 * want, "{key}: {x} vs {want}");
+    }
+    let x = positive(&r["unwind"], "unwind");
+    assert!((x - ns[0] / ns[4]).abs() < 1e-6 * x);
+    // The jitdump variant wrote into JITDUMPDIR; the bench removed it.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

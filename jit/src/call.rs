@@ -124,23 +124,49 @@ impl CompiledModule {
             .as_mut()
             .ok_or_else(|| JitError::Internal("the JIT module is already freed".into()))?;
         let debug = self.inner.debug;
-        let (addr, seen) = build_trampoline(jm, f, debug.any())?;
-        if let Some((len, unwind)) = seen {
-            let unit = crate::debuginfo::CodeUnit {
-                name: format!("[trampoline @{}]", f.name),
-                start: addr,
-                len,
-                locs: &[],
-                line: 0,
-                unwind: unwind.as_ref(),
-            };
-            let source = std::path::Path::new("module.glir");
-            // SAFETY: the trampoline is finalized code of this module, which
-            // withdraws what `State::published` holds before freeing it.
-            let p = unsafe {
-                crate::debuginfo::publish(debug, &[unit], source, cranelift_module::Module::isa(jm))
-            }?;
-            st.published.push(p);
+        let (addr, seen) = build_trampoline(jm, f, debug.any(), self.inner.unwind_on)?;
+        let reg = match &seen {
+            Some((len, unwind)) if self.inner.unwind_on => {
+                let unit = crate::unwind::UnwindUnit {
+                    start: addr,
+                    len: *len,
+                    info: unwind.as_ref(),
+                };
+                let isa = cranelift_module::Module::isa(jm);
+                // SAFETY: the trampoline is finalized code of this module,
+                // which drops what `State::unwind` holds before freeing it.
+                Some(unsafe { crate::unwind::register(isa, &[unit]) })
+            }
+            _ => None,
+        };
+        let published = match seen {
+            Some((len, unwind)) if debug.any() => {
+                let unit = crate::debuginfo::CodeUnit {
+                    name: format!("[trampoline @{}]", f.name),
+                    start: addr,
+                    len,
+                    locs: &[],
+                    line: 0,
+                    unwind: unwind.as_ref(),
+                };
+                let source = std::path::Path::new("module.glir");
+                // SAFETY: the trampoline is finalized code of this module, which
+                // withdraws what `State::published` holds before freeing it.
+                let p = unsafe {
+                    crate::debuginfo::publish(
+                        debug,
+                        &[unit],
+                        source,
+                        cranelift_module::Module::isa(jm),
+                    )
+                };
+                Some(p)
+            }
+            _ => None,
+        };
+        st.unwind.extend(reg);
+        if let Some(p) = published {
+            st.published.push(p?);
         }
         st.trampolines.insert(i, addr);
         Ok(addr)

@@ -45,6 +45,12 @@ pub struct CompileOptions {
     /// The `.glir` file the module was read from, named in the line tables
     /// of jitdump and gdb (default: `module.glir`).
     pub source_file: Option<PathBuf>,
+    /// Register the code's unwind info with the process's unwinder, so that
+    /// backtraces and C++ exceptions' search walk through JIT frames
+    /// ([`crate::unwind`]): `None` (the default) or `Some(true)` registers,
+    /// `Some(false)` does not (for measurements, or an embedder that wants
+    /// the unwinder to stop at JIT code).
+    pub unwind: Option<bool>,
 }
 
 impl CompileOptions {
@@ -86,6 +92,12 @@ impl CompileOptions {
     /// These options with `debug` (see [`Self::debug`]).
     pub fn with_debug(mut self, debug: JitDebug) -> Self {
         self.debug = debug;
+        self
+    }
+
+    /// These options with unwind info registered or not (see [`Self::unwind`]).
+    pub fn with_unwind(mut self, on: bool) -> Self {
+        self.unwind = Some(on);
         self
     }
 
@@ -140,7 +152,12 @@ impl Jit {
         let mut site_reg: Option<u32> = None;
         let debug = rt.jit_debug().union(opts.debug);
         let source = opts.source_file.as_deref();
-        let how = BuildDebug { debug, source };
+        let unwind = opts.unwind.unwrap_or(true);
+        let how = BuildDebug {
+            debug,
+            source,
+            unwind,
+        };
         match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
             Err(e) => {
@@ -201,13 +218,18 @@ struct Built {
     code: CodeRegistration,
     published: crate::debuginfo::Published,
     debug: JitDebug,
+    unwind: crate::unwind::Registration,
+    unwind_on: bool,
 }
 
-/// What [`build`] tells profilers and debuggers, and the source it names.
+/// What [`build`] tells profilers, debuggers and the unwinder, and the
+/// source it names.
 #[derive(Copy, Clone)]
 struct BuildDebug<'a> {
     debug: JitDebug,
     source: Option<&'a std::path::Path>,
+    /// Register unwind info ([`crate::unwind`]).
+    unwind: bool,
 }
 
 /// What compiling each function leaves for registering the module.
@@ -221,8 +243,9 @@ struct Lowered {
     /// (PC → IR-site map, code size) of each code unit, for the fault
     /// handler and watchpoints.
     pcmaps: Vec<(Vec<PcLoc>, usize)>,
-    /// Cranelift's unwind info of each code unit, collected only for the
-    /// GDB JIT interface (`gdb=1`; else empty).
+    /// Cranelift's unwind info of each code unit, collected for the
+    /// unwinder ([`crate::unwind`], on by default) and the GDB JIT
+    /// interface (`gdb=1`); else empty.
     unwind: Vec<Option<cranelift_codegen::isa::unwind::UnwindInfo>>,
 }
 
@@ -291,9 +314,11 @@ fn build(
             variants.push((i, id));
         }
     }
-    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, how.debug.gdb)?;
+    let unwind_info = how.debug.gdb || how.unwind;
+    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, unwind_info)?;
     let t = Instant::now();
-    let stubs = lw.define_stubs_seen(jm, &mut FunctionBuilderContext::new(), how.debug.any())?;
+    let seen = how.debug.any() || how.unwind;
+    let stubs = lw.define_stubs_seen(jm, &mut FunctionBuilderContext::new(), seen)?;
     jm.finalize_definitions()
         .map_err(|e| JitError::module("finalizing", e))?;
     lowered.times.codegen += t.elapsed();
@@ -319,6 +344,11 @@ fn build(
         .chain((variants.iter()).map(|&(i, id)| (i, jm.get_finalized_function(id) as usize)))
         .collect();
     let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
+    let unwind = if how.unwind {
+        register_unwind(jm, &units, &lowered, &stubs)
+    } else {
+        Default::default()
+    };
     let published = if how.debug.any() {
         publish(jm, module, &units, &lowered, &stubs, how)?
     } else {
@@ -333,7 +363,36 @@ fn build(
         code,
         published,
         debug: how.debug,
+        unwind,
+        unwind_on: how.unwind,
     })
+}
+
+/// Registers the unwind info of the finalized code units (`units`: IR
+/// function, address; then the stubs) with the process's unwinder.
+fn register_unwind(
+    jm: &JITModule,
+    units: &[(usize, usize)],
+    lowered: &Lowered,
+    stubs: &[lower::StubCode],
+) -> crate::unwind::Registration {
+    use crate::unwind::UnwindUnit;
+    let code: Vec<UnwindUnit<'_>> = (units.iter().zip(&lowered.pcmaps).enumerate())
+        .map(|(u, (&(_, start), (_, len)))| UnwindUnit {
+            start,
+            len: *len,
+            info: lowered.unwind.get(u).and_then(Option::as_ref),
+        })
+        .chain(stubs.iter().map(|st| UnwindUnit {
+            start: jm.get_finalized_function(st.id) as usize,
+            len: st.size,
+            info: st.unwind.as_ref(),
+        }))
+        .collect();
+    // SAFETY: the units are this module's finalized code; the module keeps
+    // the registration (`Inner::unwind`) and drops it before freeing the
+    // code (and `compile` drops it with `build`'s error before freeing).
+    unsafe { crate::unwind::register(jm.isa(), &code) }
 }
 
 /// Tells profilers and debuggers about the finalized code of `units` (IR
@@ -423,9 +482,9 @@ fn compile_functions(
         out.pcmaps
             .push((locs, code.code_info().total_size as usize));
         if unwind {
-            let info = code
-                .create_unwind_info(jm.isa())
-                .map_err(|e| JitError::Internal(format!("@{}: unwind info: {e}", f.name)))?;
+            // None when Cranelift cannot describe the frame: the function
+            // is left out of the unwinder's and gdb's tables, never an error.
+            let info = code.create_unwind_info(jm.isa()).ok().flatten();
             out.unwind.push(info);
         }
         if !lw.trap_sites().is_empty() {
@@ -580,6 +639,8 @@ pub(crate) struct State {
     pub(crate) trampolines: HashMap<usize, usize>,
     /// What profilers and debuggers were told about the trampolines.
     pub(crate) published: Vec<crate::debuginfo::Published>,
+    /// The trampolines' unwind info registrations.
+    pub(crate) unwind: Vec<crate::unwind::Registration>,
 }
 
 /// A compiled module, shared by its handles; dropping it frees the code.
@@ -595,6 +656,11 @@ pub(crate) struct Inner {
     published: crate::debuginfo::Published,
     /// What to tell them about code compiled later (trampolines).
     pub(crate) debug: JitDebug,
+    /// The code's unwind info as the unwinder has it; deregistered before
+    /// the code is freed.
+    unwind: crate::unwind::Registration,
+    /// Whether code compiled later (trampolines) registers its unwind info.
+    pub(crate) unwind_on: bool,
     pub(crate) rt: Arc<Runtime>,
     pub(crate) funcs: Vec<FuncInfo>,
     by_name: HashMap<String, usize>,
@@ -623,6 +689,9 @@ impl Drop for Inner {
         self.rt.unregister_sites(self.site_base);
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         state.published.clear();
+        // No unwinder may find tables of code that is about to go.
+        state.unwind.clear();
+        drop(std::mem::take(&mut self.unwind));
         if let Some(m) = state.module.take() {
             // SAFETY: `Inner` is dropped when the last `CompiledModule` and
             // `TypedFunc` are gone; every call borrows one of them, so no
@@ -681,6 +750,8 @@ impl CompiledModule {
                 code: Some(b.code),
                 published: b.published,
                 debug: b.debug,
+                unwind: b.unwind,
+                unwind_on: b.unwind_on,
                 rt,
                 funcs: b.funcs,
                 by_name,
@@ -689,6 +760,7 @@ impl CompiledModule {
                     module: Some(jm),
                     trampolines: HashMap::new(),
                     published: Vec::new(),
+                    unwind: Vec::new(),
                 }),
             }),
         }
@@ -702,6 +774,14 @@ impl CompiledModule {
     /// The runtime the code reports to.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.inner.rt
+    }
+
+    /// (registered, missing): how many of the module's code units (its
+    /// functions, clean variants and stubs; trampolines not counted) have
+    /// their unwind info registered with the process's unwinder, and how
+    /// many could not ([`crate::unwind`]); `(0, 0)` when it is off.
+    pub fn unwind_registered(&self) -> (usize, usize) {
+        (self.inner.unwind.registered(), self.inner.unwind.missing())
     }
 
     /// Added to the module's local site ids to get the runtime's site ids.

@@ -6,6 +6,8 @@
 //!   with [`call`]: typed entry points ([`TypedFunc`], `unsafe` to call, and
 //!   [`SafeFunc`] for functions [`safety`] proves memory-safe) and calls with
 //!   raw argument bits ([`CompiledModule::call_dynamic`]);
+//! - [`unwind`]: the JIT code's unwind info registered with the process's
+//!   unwinder, so backtraces walk through JIT frames;
 //! - [`object`]: relocatable objects for `x86_64` / `aarch64` / `riscv64`, and the text
 //!   of `guardlift emit --what clif|asm`.
 //!
@@ -34,6 +36,7 @@ pub mod safety;
 pub mod target;
 mod trampoline;
 pub mod typed;
+pub mod unwind;
 
 pub use call::{SafeFunc, TypedFunc};
 pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};

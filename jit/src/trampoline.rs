@@ -15,22 +15,24 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module as _;
 
 /// The code size and unwind info of a trampoline, for profilers and
-/// debuggers (`crate::debuginfo`).
+/// debuggers (`crate::debuginfo`) and the unwinder (`crate::unwind`).
 pub(crate) type Seen = (usize, Option<cranelift_codegen::isa::unwind::UnwindInfo>);
 
 /// `extern "C" fn(args: *const u64, ret: *mut u64)` that unpacks raw bits,
-/// calls `f`, and packs its result; its address, and with `seen` its
-/// [`Seen`].
+/// calls `f`, and packs its result; its address, and with `named` or
+/// `unwind` its [`Seen`] (`named`: declared under the name our perf map
+/// gives it, for profilers and debuggers; `unwind`: for the unwinder).
 pub(crate) fn build_trampoline(
     jm: &mut JITModule,
     f: &FuncInfo,
-    seen: bool,
+    named: bool,
+    unwind: bool,
 ) -> Result<(usize, Option<Seen>), JitError> {
     let cc = jm.isa().default_call_conv();
     let mut sig = Signature::new(cc);
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I64));
-    let id = if seen {
+    let id = if named {
         // Named as in our perf map (see `engine::build`'s `declare`).
         let name = format!("guardlift:[trampoline @{}]", f.name);
         jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
@@ -95,10 +97,9 @@ pub(crate) fn build_trampoline(
     jm.define_function(id, &mut ctx)
         .map_err(|e| JitError::module(format!("the trampoline of @{}", f.name), e))?;
     let seen = match ctx.compiled_code() {
-        Some(code) if seen => {
-            let unwind = code
-                .create_unwind_info(jm.isa())
-                .map_err(|e| JitError::Codegen(format!("the trampoline of @{}: {e:?}", f.name)))?;
+        Some(code) if named || unwind => {
+            // None when Cranelift cannot describe the frame: left out.
+            let unwind = code.create_unwind_info(jm.isa()).ok().flatten();
             Some((code.code_info().total_size as usize, unwind))
         }
         _ => None,
