@@ -65,7 +65,7 @@ enum Outcome {
     Fatal(String),
     /// The interpreter's wild access or depth limit: it ends the run as
     /// native code's fault handler does (`host_fault` / `stack_overflow`).
-    Fault(InterpFault),
+    Fault(Box<InterpFault>),
 }
 
 /// An interpreter fault placed at its IR instruction.
@@ -708,19 +708,19 @@ fn execute(
                     msg,
                     address,
                     backtrace,
-                }) => Ok(Outcome::Fault(InterpFault::new(
+                }) => Ok(Outcome::Fault(Box::new(InterpFault::new(
                     m, loc, msg, address, backtrace,
-                ))),
+                )))),
                 Err(InterpError::HostFault { loc, backtrace }) => {
                     let host = rt.take_host_call_fault();
                     let msg = host
                         .as_ref()
                         .map(|h| h.fault.to_string())
                         .unwrap_or_default();
-                    Ok(Outcome::Fault(InterpFault {
+                    Ok(Outcome::Fault(Box::new(InterpFault {
                         host,
                         ..InterpFault::new(m, loc, msg, None, backtrace)
-                    }))
+                    })))
                 }
                 Err(InterpError::StackOverflow {
                     loc,
@@ -728,10 +728,10 @@ fn execute(
                     backtrace,
                 }) => {
                     let msg = format!("call depth limit {limit} exceeded");
-                    Ok(Outcome::Fault(InterpFault {
+                    Ok(Outcome::Fault(Box::new(InterpFault {
                         stack_overflow: true,
                         ..InterpFault::new(m, loc, msg, None, backtrace)
-                    }))
+                    })))
                 }
                 Err(InterpError::Arith {
                     loc,
@@ -739,10 +739,10 @@ fn execute(
                     backtrace,
                 }) => {
                     let msg = guardlift_runtime::fault::arith_message(kind).to_string();
-                    Ok(Outcome::Fault(InterpFault {
+                    Ok(Outcome::Fault(Box::new(InterpFault {
                         arith: Some(kind),
                         ..InterpFault::new(m, loc, msg, None, backtrace)
-                    }))
+                    })))
                 }
                 Err(InterpError::Aborted) => Ok(Outcome::Fatal("aborted".into())),
                 Err(InterpError::Link(d)) => Err(ExecError::Diag(d)),

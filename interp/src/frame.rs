@@ -19,8 +19,10 @@ pub(crate) struct Frame {
     /// (block, inst index) of an alloc → index in `stacks`.
     pub(crate) alloc_slot: HashMap<(usize, usize), usize>,
     /// (block, inst index) of a `stack_alloc` → its area, a block of the
-    /// runtime's heap given back when the frame returns.
-    pub(crate) areas: HashMap<(usize, usize), u64>,
+    /// runtime's heap given back when the frame returns (boxed: most
+    /// frames have none, and a frame moves on every call).
+    #[allow(clippy::box_collection)] // one word in the frame, which moves on every call
+    pub(crate) areas: Option<Box<HashMap<(usize, usize), u64>>>,
     /// Where the caller wants the result.
     pub(crate) ret_dst: Option<Value>,
     /// Called from an instruction of a loop `guardlift_ir::hoist` claims
@@ -107,7 +109,7 @@ impl<'m> Interpreter<'m> {
             vals,
             stacks: Vec::new(),
             alloc_slot: HashMap::new(),
-            areas: HashMap::new(),
+            areas: None,
             ret_dst,
             claimed: false,
             fixed: Vec::new(),

@@ -75,22 +75,23 @@ impl<'m> Interpreter<'m> {
         cx: &Cx<'_, 'm>,
         size: u32,
     ) -> Result<u64, InterpError> {
-        if let Some(&p) = fr.areas.get(&cx.at) {
+        let areas = fr.areas.get_or_insert_with(Default::default);
+        if let Some(&p) = areas.get(&cx.at) {
             self.rt.with_heap(|h| h.zero_stack_area(p));
             return Ok(p);
         }
         let Some(p) = self.rt.with_heap(|h| h.alloc_stack_area(size)) else {
             return crate::frame::fault(cx.inst.loc, "stack_alloc: out of memory");
         };
-        fr.areas.insert(cx.at, p);
+        areas.insert(cx.at, p);
         Ok(p)
     }
 
     /// Gives back the `stack_alloc` areas of a frame that returned.
     pub(crate) fn free_areas(&self, fr: &Frame) {
-        if !fr.areas.is_empty() {
+        if let Some(areas) = &fr.areas {
             self.rt
-                .with_heap(|h| fr.areas.values().for_each(|&p| h.free_stack_area(p)));
+                .with_heap(|h| areas.values().for_each(|&p| h.free_stack_area(p)));
         }
     }
 
