@@ -14,6 +14,7 @@
 //!   capacity violation writes outside the buffer (spec §5). A check the
 //!   instrument pass elided as unable to fail does not count; the proof is
 //!   kept simple rather than clever;
+//! - no `call_indirect`: it runs whatever code the pointer names;
 //! - every extern it calls is a built-in: the built-ins check their object
 //!   arguments against the model heap and report a `host_fault` instead of
 //!   following a bad pointer. A host symbol ([`crate::CompileOptions::symbol`])
@@ -69,6 +70,7 @@ fn direct(m: &Module, f: &Function) -> Option<String> {
     insts(f).find_map(|inst| {
         let why = match &inst.kind {
             InstKind::Load { .. } | InstKind::Store { .. } => "accesses a computed address",
+            InstKind::CallIndirect { .. } => "calls through a pointer",
             InstKind::DictSlotLoad { .. }
             | InstKind::DictSlotStore { .. }
             | InstKind::LoadAttr { .. }

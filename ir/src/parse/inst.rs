@@ -409,6 +409,14 @@ impl<'a> Parser<'a> {
         let (guard, op, result) = (head.guard, head.op, head.result);
         let inst_idx = f.insts.len();
         index_u32(inst_idx, first, "instructions in a block")?;
+        if let (Some((name, rloc)), InstKind::CallIndirect { sig, .. }) = (result, &kind) {
+            if sig.ret.is_none() {
+                return err(
+                    rloc,
+                    format!("the call_indirect signature returns no value, so `%{name} =` cannot take its result"),
+                );
+            }
+        }
         let result = match result {
             Some((name, rloc)) => {
                 Some(f.define(name, rloc, ValueDef::Inst(Block(b as u32)), ty)?)
