@@ -592,3 +592,32 @@ fn long_reason_is_read_from_the_header_only() {
         vec!["//! A", "//! B"]
     );
 }
+
+/// The mutation runs' patches (fuzz/mutants/, fuzz/README.md "Mutation
+/// score") still apply to the tree: a patch that rotted would silently
+/// measure nothing. `git apply --check` changes no file.
+#[test]
+fn mutant_patches_apply() {
+    let dir = root().join("fuzz/mutants");
+    let mut patches: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    patches.sort();
+    assert!(patches.len() >= 6, "the mutants: {patches:?}");
+    for p in patches {
+        let o = std::process::Command::new("git")
+            .current_dir(root())
+            .args(["apply", "--check"])
+            .arg(&p)
+            .output()
+            .expect("git (needed by this test: apt-get install git)");
+        assert!(
+            o.status.success(),
+            "{} no longer applies: regenerate it against the tree\n{}",
+            rel(&p),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
