@@ -215,7 +215,10 @@ fn demo_program_shows_a_report_when_instrumented() {
         // path got the word: exit status 134 (SIGABRT, as a shell shows it).
         let o = gl(&["run", d, "1000", "--engine", engine]);
         use std::os::unix::process::ExitStatusExt;
-        let code = o.status.code().or_else(|| o.status.signal().map(|s| 128 + s));
+        let code = o
+            .status
+            .code()
+            .or_else(|| o.status.signal().map(|s| 128 + s));
         assert_eq!(code, Some(134), "{}", stderr(&o));
         assert!(stderr(&o).contains("corrupted"), "{}", stderr(&o));
         assert!(

@@ -120,6 +120,20 @@ pub fn set_stdout_json_tail(tail: String) {
     let _ = STDOUT_JSON_TAIL.set(tail);
 }
 
+/// What a host function's fault that ends the run (`host_call_fault`,
+/// in normal context: it may allocate) renders before the fault handler's
+/// allocation-free ending.
+struct AtHostFault {
+    /// The reports recorded before, each a full JSON object.
+    reports: Vec<String>,
+    /// The JSON member `"watch":{...}` of a watch session.
+    watch: Option<String>,
+    /// The watch session's end-of-run summary line.
+    summary: Option<String>,
+}
+
+static AT_HOST_FAULT: std::sync::OnceLock<AtHostFault> = std::sync::OnceLock::new();
+
 /// The names of the fatal signals the handler takes.
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {
@@ -433,12 +447,23 @@ pub(crate) fn write_stdout_json(rt: &Runtime, last: &dyn std::fmt::Display) {
     };
     let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
     let _ = w.write_str("{\"result\":null,\"reports\":[");
-    let _ = rt.try_with_reports(|rs| {
-        for r in rs {
-            let _ = write!(w, "{},", r.human().json());
+    let at = AT_HOST_FAULT.get();
+    if let Some(at) = at {
+        for r in &at.reports {
+            let _ = write!(w, "{r},");
         }
-    });
-    let _ = write!(w, "{last}],{tail},\"aborted\":true,\"stdout\":");
+    } else {
+        let _ = rt.try_with_reports(|rs| {
+            for r in rs {
+                let _ = write!(w, "{},", r.human().json());
+            }
+        });
+    }
+    let _ = write!(w, "{last}],{tail},\"aborted\":true,");
+    if let Some(watch) = at.and_then(|a| a.watch.as_ref()) {
+        let _ = write!(w, "{watch},");
+    }
+    let _ = w.write_str("\"stdout\":");
     // The `print_*` output so far, as the CLI's other abort paths give it.
     let written = rt.try_with_output(|out| {
         let _ = write!(w, "{}", crate::report::JsonStr(out));
@@ -794,6 +819,12 @@ mod imp {
             crate::output::write_display_fd_or_stderr(fd, &report);
         }
         write_stdout_json(&rt, &report.json());
+        if let Some(line) = AT_HOST_FAULT.get().and_then(|a| a.summary.as_ref()) {
+            crate::output::write_display_fd_or_stderr(
+                libc::STDERR_FILENO,
+                &format_args!("{line}\n"),
+            );
+        }
         // SAFETY: abort is async-signal-safe.
         unsafe { libc::abort() }
     }
@@ -829,6 +860,22 @@ pub fn arith_fault(kind: crate::ReportKind, fp: usize) -> ! {
 /// call into compiled code: reported at that IR call as `host_fault` with
 /// the reports recorded before, then the process aborts (spec §6.2).
 /// Returns when the thread is not in compiled code (nothing to name).
-pub fn host_call_fault(_rt: &Runtime, fault: &HostCallFault) {
+pub fn host_call_fault(rt: &Runtime, fault: &HostCallFault) {
+    if crate::codemap::entry_sp() == 0 {
+        return;
+    }
+    // The reports so far (a watch session's writes among them) in full,
+    // and the watch session's state, which ends with the run.
+    let reports = rt
+        .peek_reports()
+        .iter()
+        .map(|r| r.to_json().to_string())
+        .collect();
+    let w = rt.watch_status();
+    let _ = AT_HOST_FAULT.set(AtHostFault {
+        reports,
+        watch: w.as_ref().map(|w| format!("\"watch\":{}", w.to_json())),
+        summary: w.as_ref().and_then(|w| w.summary_line()),
+    });
     imp::host_call_fault(fault)
 }
