@@ -6,7 +6,7 @@
 use crate::frame::{fault, Cx, Frame, Step};
 use crate::values::{canon, f64v};
 use crate::{ExternImpl, InterpError, Interpreter};
-use guardlift_ir::{Callee, CheckKind, ExternId, InstKind, ObjCall};
+use guardlift_ir::{Callee, CheckKind, ExternId, FuncId, InstKind, ObjCall};
 use guardlift_runtime::abi;
 
 impl<'m> Interpreter<'m> {
@@ -21,23 +21,7 @@ impl<'m> Interpreter<'m> {
         };
         let argv: Vec<u64> = args.iter().map(|a| fr.val(*a)).collect();
         let eid = match callee {
-            Callee::Func(fid) => {
-                if cx.callers.len() + 1 >= self.max_depth {
-                    return Err(InterpError::StackOverflow {
-                        loc: inst.loc,
-                        limit: self.max_depth,
-                        backtrace: Vec::new(),
-                    });
-                }
-                let callee_f = self.m.func(*fid);
-                let argv: Vec<u64> = callee_f
-                    .params
-                    .iter()
-                    .zip(&argv)
-                    .map(|(p, a)| canon(callee_f.ty(*p), *a))
-                    .collect();
-                return Ok(Step::Call(self.new_frame(*fid, &argv, inst.result)));
-            }
+            Callee::Func(fid) => return self.enter(*fid, &argv, cx),
             Callee::Extern(eid) => *eid,
         };
         let arg0 = argv.first().copied().unwrap_or(0);
@@ -91,6 +75,27 @@ impl<'m> Interpreter<'m> {
             _ => {}
         }
         0
+    }
+
+    /// A call of IR function `fid` with `argv` by the instruction of `cx`:
+    /// its frame, or `stack_overflow` past the depth limit.
+    fn enter(&self, fid: FuncId, argv: &[u64], cx: &Cx<'_, 'm>) -> Result<Step, InterpError> {
+        let inst = cx.inst;
+        if cx.callers.len() + 1 >= self.max_depth {
+            return Err(InterpError::StackOverflow {
+                loc: inst.loc,
+                limit: self.max_depth,
+                backtrace: Vec::new(),
+            });
+        }
+        let g = self.m.func(fid);
+        let argv: Vec<u64> = g
+            .params
+            .iter()
+            .zip(argv)
+            .map(|(p, a)| canon(g.ty(*p), *a))
+            .collect();
+        Ok(Step::Call(self.new_frame(fid, &argv, inst.result)))
     }
 
     /// Runs a `call_indirect` of the top frame `fr`: the target is what
@@ -149,23 +154,7 @@ impl<'m> Interpreter<'m> {
             );
         }
         match callee {
-            Callee::Func(fid) => {
-                if cx.callers.len() + 1 >= self.max_depth {
-                    return Err(InterpError::StackOverflow {
-                        loc: inst.loc,
-                        limit: self.max_depth,
-                        backtrace: Vec::new(),
-                    });
-                }
-                let g = self.m.func(fid);
-                let argv: Vec<u64> = g
-                    .params
-                    .iter()
-                    .zip(&argv)
-                    .map(|(p, a)| canon(g.ty(*p), *a))
-                    .collect();
-                Ok(Step::Call(self.new_frame(fid, &argv, inst.result)))
-            }
+            Callee::Func(fid) => self.enter(fid, &argv, cx),
             Callee::Extern(eid) => {
                 let r = self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv));
                 Ok(match sig.ret {
@@ -199,6 +188,6 @@ fn token_callee(t: u64) -> Option<Callee> {
     Some(if t & EXTERN_TOKEN != 0 {
         Callee::Extern(ExternId(i))
     } else {
-        Callee::Func(guardlift_ir::FuncId(i))
+        Callee::Func(FuncId(i))
     })
 }

@@ -524,26 +524,8 @@ pub(super) fn attr_index(c: &mut Cur<'_, '_>) -> PResult<u32> {
     Ok(u32::try_from(v).unwrap_or(0))
 }
 
-/// `(T, ...) [-> R]`: a `call_indirect`'s signature.
+/// `(T, ...) [-> R]`: a `call_indirect`'s signature (read as an extern's).
 fn indirect_sig(c: &mut Cur<'_, '_>) -> PResult<IndirectSig> {
-    c.expect(Tok::LParen)?;
-    let mut params = Vec::new();
-    if !c.eat(Tok::RParen) {
-        loop {
-            params.push(c.ty()?);
-            if c.eat(Tok::Comma) {
-                continue;
-            }
-            if c.eat(Tok::RParen) {
-                break;
-            }
-            return c.fail("`,` or `)`");
-        }
-    }
-    let ret = if c.eat(Tok::Arrow) {
-        Some(c.ty()?)
-    } else {
-        None
-    };
+    let (params, ret) = super::sig_types(c)?;
     Ok(IndirectSig { params, ret })
 }

@@ -241,25 +241,7 @@ impl<'a> Parser<'a> {
         c.expect(Tok::Word("fn"))?;
         let (name, nloc) = c.func()?;
         self.check_global(name, nloc)?;
-        c.expect(Tok::LParen)?;
-        let mut params = Vec::new();
-        if !c.eat(Tok::RParen) {
-            loop {
-                params.push(c.ty()?);
-                if c.eat(Tok::Comma) {
-                    continue;
-                }
-                if c.eat(Tok::RParen) {
-                    break;
-                }
-                return c.fail("`,` or `)`");
-            }
-        }
-        let ret = if c.eat(Tok::Arrow) {
-            Some(c.ty()?)
-        } else {
-            None
-        };
+        let (params, ret) = sig_types(&mut c)?;
         c.end()?;
         let id = ExternId(index_u32(self.module.externs.len(), loc, "externs")?);
         self.globals.insert(
@@ -460,4 +442,29 @@ impl<'a> Parser<'a> {
         }
         Ok(self.module)
     }
+}
+
+/// `(T, ...) [-> R]`: the parameter and result types of an extern
+/// declaration or a `call_indirect`.
+fn sig_types(c: &mut Cur<'_, '_>) -> PResult<(Vec<Type>, Option<Type>)> {
+    c.expect(Tok::LParen)?;
+    let mut params = Vec::new();
+    if !c.eat(Tok::RParen) {
+        loop {
+            params.push(c.ty()?);
+            if c.eat(Tok::Comma) {
+                continue;
+            }
+            if c.eat(Tok::RParen) {
+                break;
+            }
+            return c.fail("`,` or `)`");
+        }
+    }
+    let ret = if c.eat(Tok::Arrow) {
+        Some(c.ty()?)
+    } else {
+        None
+    };
+    Ok((params, ret))
 }
