@@ -405,12 +405,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// is rounded up to 16).
     fn stack_alloc(&mut self, size: u32) -> cl::Value {
         let bytes = size.div_ceil(16) * 16;
+        // A 16-byte pad on each side (the interpreter's redzones): an
+        // off-by-one store lands in the slot's own pad, never on the rest
+        // of the frame (unreported here; see docs/IR.md).
+        let pad = guardlift_runtime::heap::REDZONE_BYTES as u32;
         let slot = self.b.create_sized_stack_slot(cl::StackSlotData::new(
             cl::StackSlotKind::ExplicitSlot,
-            bytes,
+            bytes + 2 * pad,
             4,
         ));
-        let p = self.b.ins().stack_addr(types::I64, slot, 0);
+        let p = self.b.ins().stack_addr(types::I64, slot, pad as i32);
         let zero = self.b.ins().iconst(types::I64, 0);
         if bytes <= 128 {
             for off in (0..bytes).step_by(8) {
