@@ -305,11 +305,31 @@ gl_status gl_runtime_configure(gl_runtime *rt, const char *options);
  * that they agree. Built-in names (obj_new, obj_dictify, obj_free,
  * fault_clear_lsb, load_attr_slow, store_attr_slow, sin, cos, exp, log,
  * print_i64, print_f64) are always bound to the runtime's model heap and are
- * refused here (GL_ERR_ARGUMENT): in particular the slow paths of
- * load_attr/store_attr cannot be replaced — see docs/EMBEDDING.md for how an
- * interpreter with its own dicts emits attribute access. The function must
+ * refused here (GL_ERR_ARGUMENT): the slow paths of load_attr/store_attr are
+ * bound with gl_runtime_bind_attr_slow_paths instead. The function must
  * stay callable as long as code compiled with it lives. */
 gl_status gl_runtime_add_symbol(gl_runtime *rt, const char *name, gl_host_fn fn);
+
+/* The host's own attribute slow paths: what load_attr/store_attr call on
+ * a managed-dict word that is not values-tagged, instead of the runtime's
+ * model heap (so a values miss goes straight to the VM's dict code). `obj`
+ * is the object's address as IR code holds it, `index` the attribute index
+ * of the op; the load returns the attribute's raw bits. */
+typedef uint64_t (*gl_load_attr_slow_fn)(void *user_data, uint64_t obj, uint32_t index);
+typedef void (*gl_store_attr_slow_fn)(void *user_data, uint64_t obj, uint32_t index,
+                                      uint64_t value);
+
+/* Binds the host's slow paths (both non-NULL, else GL_ERR_NULL), for every
+ * object from now on, the model heap's included. One binding per runtime,
+ * made before any module is compiled against it: GL_ERR_ARGUMENT otherwise
+ * (code compiled earlier assumed the model heap's slow paths). The
+ * functions may do what host functions do (allocate, free objects and tell
+ * the runtime, call back into the interpreter); instrumented loops with an
+ * attribute op then keep all their checks (docs/EMBEDDING.md). They must be
+ * callable from any thread running the code, with `user_data`, until the
+ * runtime is freed, and return normally (no longjmp). */
+gl_status gl_runtime_bind_attr_slow_paths(gl_runtime *rt, gl_load_attr_slow_fn load,
+                                          gl_store_attr_slow_fn store, void *user_data);
 
 /* Installs the report callback (replacing any previous one); cb == NULL
  * removes it. `user_data` is passed back untouched; guardlift never frees
@@ -413,6 +433,16 @@ gl_status gl_code_free(gl_code *code);
  * function, the caller vouches that the memory the code reaches (objects
  * passed as ptr, raw load/store, host symbols) is valid for it. */
 gl_status gl_func_call(gl_func *f, const uint64_t *args, size_t nargs, uint64_t *out_result);
+
+/* The native address of the function (what `func_addr @name` gives IR
+ * code): callable with the function's IR signature under the platform's C
+ * convention, e.g. from the VM's dispatch tables or as a call_indirect
+ * target of another module. Valid while `f` (or another handle to the same
+ * code) is live, never after. A call through it skips what gl_func_call
+ * does first (marking the thread as running compiled code, an alternate
+ * signal stack): a fault in a host function it calls is then a fault of
+ * the host. */
+gl_status gl_func_addr(gl_func *f, const void **out_addr);
 
 /* The same for functions whose parameters and result are all i64/ptr (or
  * that return nothing); GL_ERR_SIGNATURE otherwise. */

@@ -449,6 +449,65 @@ pub unsafe extern "C" fn gl_runtime_add_symbol(
     })
 }
 
+/// `gl_load_attr_slow_fn`: the host's `load_attr` slow path.
+pub type GlLoadAttrSlowFn = unsafe extern "C" fn(*mut c_void, u64, u32) -> u64;
+/// `gl_store_attr_slow_fn`: the host's `store_attr` slow path.
+pub type GlStoreAttrSlowFn = unsafe extern "C" fn(*mut c_void, u64, u32, u64);
+
+/// The C host's slow paths and their user data.
+struct CSlowPaths {
+    load: GlLoadAttrSlowFn,
+    store: GlStoreAttrSlowFn,
+    user: *mut c_void,
+}
+// SAFETY: the header requires both functions and the user data to be usable
+// from any thread that runs code compiled against the runtime.
+unsafe impl Send for CSlowPaths {}
+// SAFETY: as for `Send`: several threads may call them at once.
+unsafe impl Sync for CSlowPaths {}
+
+impl guardlift_runtime::AttrSlowPaths for CSlowPaths {
+    fn load_attr(&self, obj: u64, index: u32) -> i64 {
+        // SAFETY: the C caller's contract for the binding.
+        unsafe { (self.load)(self.user, obj, index) as i64 }
+    }
+    fn store_attr(&self, obj: u64, index: u32, value: i64) {
+        // SAFETY: the C caller's contract for the binding.
+        unsafe { (self.store)(self.user, obj, index, value as u64) }
+    }
+}
+
+/// Binds the host's own `load_attr`/`store_attr` slow paths.
+///
+/// # Safety
+/// `load` and `store` must be safe to call from any thread running code
+/// compiled against `rt`, with `user_data`, until the runtime is freed.
+#[no_mangle]
+pub unsafe extern "C" fn gl_runtime_bind_attr_slow_paths(
+    rt: *mut gl_runtime,
+    load: Option<GlLoadAttrSlowFn>,
+    store: Option<GlStoreAttrSlowFn>,
+    user_data: *mut c_void,
+) -> c_int {
+    const F: &str = "gl_runtime_bind_attr_slow_paths";
+    ffi(|| {
+        let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
+        let (Some(load), Some(store)) = (load, store) else {
+            return Err(Error::new(
+                GL_ERR_NULL,
+                format!("{F}: `load` and `store` must both be functions"),
+            ));
+        };
+        let paths = CSlowPaths {
+            load,
+            store,
+            user: user_data,
+        };
+        (st.rt.bind_attr_slow_paths(Arc::new(paths)))
+            .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))
+    })
+}
+
 struct CCallback {
     f: unsafe extern "C" fn(*const gl_report, *mut c_void),
     user: *mut c_void,
@@ -953,6 +1012,28 @@ pub unsafe extern "C" fn gl_func_call(
         let r = call_bits(&fs, a, F)?;
         // SAFETY: NULL or valid.
         unsafe { put(out_result, r.unwrap_or(0)) };
+        Ok(())
+    })
+}
+
+/// The native address of a function.
+///
+/// # Safety
+/// `out_addr` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn gl_func_addr(f: *mut gl_func, out_addr: *mut *const c_void) -> c_int {
+    const F: &str = "gl_func_addr";
+    ffi(|| {
+        non_null(out_addr, F, "out_addr")?;
+        // SAFETY: checked non-null; valid for a write by contract.
+        unsafe { put(out_addr, std::ptr::null()) };
+        let fs = get_as!(Func, f, Kind::Func, F, "func");
+        let nf = fs
+            .code
+            .native_func(&fs.name)
+            .map_err(|e| jit_error(e, &None))?;
+        // SAFETY: checked non-null; valid for a write by contract.
+        unsafe { put(out_addr, nf.addr().cast()) };
         Ok(())
     })
 }

@@ -23,19 +23,22 @@
 use crate::frame::Cx;
 use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
-use guardlift_ir::hoist::{clean_loops, CleanLoop};
+use guardlift_ir::hoist::{clean_loops_for, CleanLoop, HostModel};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;
 
 /// The blocks of every function's clean loops.
-pub(crate) fn loop_claims(m: &Module) -> LoopClaims {
+pub(crate) fn loop_claims(m: &Module, host: HostModel) -> LoopClaims {
     m.functions
         .iter()
         .map(|f| {
             let mut in_loop = vec![false; f.blocks.len()];
-            for b in clean_loops(m, f).iter().flat_map(|l| l.blocks.iter()) {
+            for b in clean_loops_for(m, f, host)
+                .iter()
+                .flat_map(|l| l.blocks.iter())
+            {
                 if let Some(x) = in_loop.get_mut(*b as usize) {
                     *x = true;
                 }
@@ -49,10 +52,10 @@ pub(crate) fn loop_claims(m: &Module) -> LoopClaims {
 pub(crate) type AttrClaims = Vec<Vec<CleanLoop>>;
 
 /// The clean loops of every function whose `attrs` are not empty.
-pub(crate) fn attr_claims(m: &Module) -> AttrClaims {
+pub(crate) fn attr_claims(m: &Module, host: HostModel) -> AttrClaims {
     (m.functions.iter())
         .map(|f| {
-            (clean_loops(m, f).into_iter())
+            (clean_loops_for(m, f, host).into_iter())
                 .filter(|l| !l.attrs.is_empty())
                 .collect()
         })

@@ -150,6 +150,8 @@ pub struct Interpreter<'m> {
     elision: Option<Vec<HashSet<(u32, u32)>>>,
     /// A failed claim is an [`InterpError::Internal`] (else a debug assertion).
     verify_elision: bool,
+    /// What the loop analysis assumes of the host (its own slow paths).
+    host: guardlift_ir::hoist::HostModel,
     /// The blocks of the loops `guardlift_ir::hoist` claims free nothing
     /// (checked like `elision`).
     loops: Option<LoopClaims>,
@@ -207,6 +209,10 @@ impl<'m> Interpreter<'m> {
         let site_base = m
             .register_sites(|s| rt.register_sites(s))
             .map_err(InterpError::Link)?;
+        // Read after the sites are registered: a binding made later is refused.
+        let host = guardlift_ir::hoist::HostModel {
+            host_slow_paths: rt.attr_slow_paths_bound(),
+        };
         Ok(Interpreter {
             m,
             _sites: guardlift_runtime::SiteRegistration::new(rt.clone(), site_base),
@@ -216,8 +222,9 @@ impl<'m> Interpreter<'m> {
             max_depth: DEFAULT_MAX_DEPTH,
             elision: cfg!(debug_assertions).then(|| elision_claims(m)),
             verify_elision: false,
-            loops: cfg!(debug_assertions).then(|| loop_claims(m)),
-            attr_loops: cfg!(debug_assertions).then(|| attr_claims(m)),
+            host,
+            loops: cfg!(debug_assertions).then(|| loop_claims(m, host)),
+            attr_loops: cfg!(debug_assertions).then(|| attr_claims(m, host)),
         })
     }
 
@@ -232,10 +239,10 @@ impl<'m> Interpreter<'m> {
             self.elision = Some(elision_claims(self.m));
         }
         if on && self.loops.is_none() {
-            self.loops = Some(loop_claims(self.m));
+            self.loops = Some(loop_claims(self.m, self.host));
         }
         if on && self.attr_loops.is_none() {
-            self.attr_loops = Some(attr_claims(self.m));
+            self.attr_loops = Some(attr_claims(self.m, self.host));
         }
     }
 

@@ -15,9 +15,10 @@
 //! Once `step` has been called `--hot` times, it is translated to guardlift
 //! IR text, compiled with [`Jit::compile`] against a recover-mode
 //! [`Runtime`], and called through a [`guardlift_jit::TypedFunc`] from then
-//! on. guardlift's `load_attr`/`store_attr` call the runtime's own model
-//! heap on their slow path (built-ins cannot be rebound), so the translation
-//! branches on the word itself: `load_attr`/`store_attr` when it is
+//! on. It does not bind its own slow paths
+//! (`Runtime::bind_attr_slow_paths`, which `minivm.rs` shows), so
+//! `load_attr`/`store_attr` would call the runtime's model heap on a miss;
+//! the translation branches on the word itself instead: `load_attr`/`store_attr` when it is
 //! values-tagged, the interpreter's `@interp_dict_get`/`@interp_dict_set`
 //! host functions otherwise.
 //!

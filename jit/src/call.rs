@@ -58,6 +58,28 @@ impl CompiledModule {
         })
     }
 
+    /// The native address of function `name` — what `func_addr @name` gives
+    /// IR code: its checked body, callable with its IR signature under the
+    /// platform's C convention — held by a handle that keeps the code
+    /// alive. For a VM's own dispatch tables (a method slot, a
+    /// `call_indirect` target of another module).
+    ///
+    /// A host that calls the address directly, rather than through
+    /// [`TypedFunc::call`], skips what that call does first: marking the
+    /// thread as running compiled code and giving it an alternate signal
+    /// stack (`guardlift_runtime::codemap::enter_compiled_code`). Faults
+    /// and reports in the compiled code are still placed at their IR site;
+    /// a fault in a host function it calls is then a fault of the host,
+    /// and a stack overflow may not be reported as `stack_overflow`.
+    pub fn native_func(&self, name: &str) -> Result<NativeFunc, JitError> {
+        let (index, f) = self.info(name)?;
+        Ok(NativeFunc {
+            inner: self.inner.clone(),
+            addr: f.addr,
+            index,
+        })
+    }
+
     /// A typed handle to function `name` that safe Rust may call: as
     /// [`Self::func`], and [`JitError::NotMemorySafe`] unless the function
     /// is memory-safe ([`Self::check_memory_safe`]).
@@ -217,6 +239,44 @@ impl<A: Params, R: Results> TypedFunc<A, R> {
         // `inner` keeps the code mapped, and the caller vouches for the
         // memory the code touches.
         unsafe { A::invoke::<R>(self.addr, args) }
+    }
+
+    /// The runtime the code reports to.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.inner.rt
+    }
+}
+
+/// The native address of a compiled function, from
+/// [`CompiledModule::native_func`]. It keeps the module's code alive: the
+/// address is valid for calls while this handle (or any other handle to
+/// the module) lives, and not after.
+#[derive(Clone)]
+pub struct NativeFunc {
+    inner: Arc<Inner>,
+    addr: usize,
+    index: usize,
+}
+
+impl std::fmt::Debug for NativeFunc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (p, r) = self.signature();
+        write!(f, "NativeFunc({:#x}{})", self.addr, signature_text(p, r))
+    }
+}
+
+impl NativeFunc {
+    /// The address: call it as an `extern "C"` function of the IR
+    /// signature ([`Self::signature`]), under the contract of
+    /// [`crate::call`], while this handle lives.
+    pub fn addr(&self) -> *const u8 {
+        self.addr as *const u8
+    }
+
+    /// The function's IR signature: (params, result).
+    pub fn signature(&self) -> (&[guardlift_ir::Type], Option<guardlift_ir::Type>) {
+        let f = &self.inner.funcs[self.index];
+        (&f.params, f.ret)
     }
 
     /// The runtime the code reports to.

@@ -304,6 +304,10 @@ fn build(
         false,
     );
     lw.shadow = lower::ShadowRef::of(rt);
+    // Read after the sites are registered: a binding made later is refused.
+    lw.host = guardlift_ir::hoist::HostModel {
+        host_slow_paths: rt.attr_slow_paths_bound(),
+    };
     lw.named_stubs = named;
     lw.plan_clean_variants();
     let mut variants = Vec::new();

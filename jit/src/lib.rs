@@ -38,7 +38,7 @@ mod trampoline;
 pub mod typed;
 pub mod unwind;
 
-pub use call::{SafeFunc, TypedFunc};
+pub use call::{NativeFunc, SafeFunc, TypedFunc};
 pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};
 pub use error::JitError;
 pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};

@@ -7,11 +7,14 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types, their human and JSON forms, the deduplicating sink;
 //! - [`runtime`]: the `Runtime` that ties them together per mode;
+//! - `objects`: the model heap's object built-ins and the object checks
+//!   (an `impl Runtime` block);
 //! - [`shadow`]: one shadow byte per 8-byte granule (freed memory, freed
 //!   objects, watched slots) for the checks' inline hot paths;
 //! - [`options`]: the `GUARDLIFT_OPTIONS` environment variable;
 //! - [`output`]: where report text goes (log with stderr fallback), the final report latch;
 //! - [`sites`]: the guard-site table, sparse, per registered module;
+//! - [`slow_path`]: the host's own attribute slow paths, when it binds them;
 //! - [`abi`]: the C entry points generated code calls;
 //! - [`backtrace`]: backtraces of reports (IR frames, the host's native frame);
 //! - [`codemap`]: the one code registry: compiled code ranges and their PC → IR-site map;
@@ -36,10 +39,10 @@
 //! 4. `watch`: layout, codemap, backtrace, sigchain;
 //! 5. `report`: layout, backtrace, watch, output;
 //! 6. `options`: mode, watch (not `runtime`: `Mode` has its own module);
-//!    `sites`: report; `heap`: layout, report, watch;
+//!    `sites`: report; `heap`: layout, report, watch; `slow_path`: none;
 //!    `trap::scratch`: report, watch;
 //! 7. `runtime`: everything above (it embeds `trap::scratch` only);
-//! 8. `abi`, `fault` (codemap, sigchain, runtime), `trap`'s registry and
+//! 8. `objects`, `abi`, `fault` (codemap, sigchain, runtime), `trap`'s registry and
 //!    handler (runtime, fault, sigchain) — above `runtime`: they add the
 //!    methods that register code and trap sites (`impl Runtime` blocks in
 //!    their own files) and find the runtime of a faulting PC by
@@ -57,6 +60,7 @@ pub mod codemap;
 pub mod fault;
 pub mod heap;
 pub mod mode;
+mod objects;
 pub mod options;
 pub mod output;
 pub mod report;
@@ -66,6 +70,7 @@ pub mod sigchain;
 pub mod sigstack;
 pub mod sigtable;
 pub mod sites;
+pub mod slow_path;
 pub mod trap;
 pub mod watch;
 
@@ -83,4 +88,5 @@ pub use runtime::{
     TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
 };
 pub use sites::{ModuleSites, SiteSpaceFull};
+pub use slow_path::{AttrSlowPaths, BindError, SlowPaths};
 pub use trap::{TrapRegistration, TrapScratch, TrapSite};

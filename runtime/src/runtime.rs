@@ -2,13 +2,14 @@
 //! mode that decides what a failed check does. Engines (interpreter, JIT)
 //! call into it; generated code reaches it through [`crate::abi`].
 
-use crate::heap::{FreeOutcome, Heap, HostFault, HostObjectError, ObjectRecord};
+use crate::heap::{Heap, HostFault, HostObjectError, ObjectRecord};
 use crate::layout::DictLayout;
 pub use crate::mode::Mode;
 use crate::options::{JitDebug, Options};
 use crate::output::LogFile;
 use crate::report::{ObjectNote, Observed, Report, ReportKind, ReportSink, SiteInfo, NO_SITE};
 use crate::sites::{ModuleSites, SiteSpaceFull, SiteTable};
+use crate::slow_path::{BindError, SlowPaths};
 use crate::trap::scratch::TrapScratch;
 use crate::watch::{self, WatchSpec, WatchStatus};
 use std::io::Write;
@@ -98,17 +99,17 @@ pub struct Runtime {
     /// [`UNWATCH_EPOCH_OFFSET`]): generated code that remembers "this site
     /// already watched this object" trusts the memory only while the epoch
     /// is unchanged (see `Runtime::unwatch_epoch`).
-    unwatch_epoch: AtomicU64,
+    pub(crate) unwatch_epoch: AtomicU64,
     /// Bumped whenever an object stops being live or its values array is
     /// released (every free and `obj_dictify`, at [`VALUES_EPOCH_OFFSET`]):
     /// generated code that remembers "[`Runtime::attr_fixed`] held for these
     /// objects and words" trusts it only while the epoch is unchanged.
-    values_epoch: AtomicU64,
+    pub(crate) values_epoch: AtomicU64,
     layout: DictLayout,
     mode: Mode,
     abort_process: bool,
     capture_output: bool,
-    heap: Mutex<Heap>,
+    pub(crate) heap: Mutex<Heap>,
     sink: Mutex<ReportSink>,
     sites: RwLock<SiteTable>,
     fault: Mutex<Option<crate::fault::HostCallFault>>,
@@ -119,9 +120,11 @@ pub struct Runtime {
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
     settings: RwLock<Settings>,
+    /// The host's attribute slow paths ([`crate::slow_path`]), once bound.
+    slow_paths: std::sync::OnceLock<SlowPaths>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -147,6 +150,7 @@ impl Runtime {
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
+            slow_paths: std::sync::OnceLock::new(),
         })
     }
 
@@ -502,7 +506,7 @@ impl Runtime {
     /// as `host_fault` (with the reports recorded before) and the process
     /// aborts (spec §6.2); the interpreter stops at the call instead
     /// ([`Runtime::host_fault_ends_run`]).
-    fn host<T: Default>(&self, r: Result<T, HostFault>, obj: u64) -> T {
+    pub(crate) fn host<T: Default>(&self, r: Result<T, HostFault>, obj: u64) -> T {
         let e = match r {
             Ok(v) => return v,
             Err(e) => e,
@@ -523,209 +527,6 @@ impl Runtime {
     /// Runs `f` on the heap (for engines that need raw access checks).
     pub fn with_heap<R>(&self, f: impl FnOnce(&mut Heap) -> R) -> R {
         f(&mut lock(&self.heap))
-    }
-
-    // ---- built-in host functions (spec §7) ----
-
-    /// `@obj_new(n)`: a new object with `n` attribute values.
-    pub fn obj_new(&self, n: i64) -> u64 {
-        let r = lock(&self.heap).obj_new(n);
-        let obj = self.host(r, 0);
-        self.object_created(obj, false);
-        obj
-    }
-
-    /// Tells the watchpoints about a new object (by its allocation id;
-    /// `host`: registered by the host, perhaps before its initialisation).
-    fn object_created(&self, obj: u64, host: bool) {
-        if obj == 0 || !watch::active() {
-            return;
-        }
-        if let Some(r) = self.object_record(obj) {
-            watch::on_object_created(self.watch_owner(), r.id, obj, host);
-        }
-    }
-
-    /// IR code uses `obj` (a host object's initialisation is over).
-    #[inline]
-    fn object_used(&self, obj: u64) {
-        if watch::active() {
-            watch::on_object_used(obj);
-        }
-    }
-
-    /// Tells the watchpoints an object goes (before its memory may be reused).
-    fn object_going(&self, obj: u64) {
-        if watch::active() {
-            watch::on_object_freed(self.watch_owner(), obj);
-        }
-    }
-    /// `@obj_dictify(obj)`: gives `obj` a real dict.
-    pub fn obj_dictify(&self, obj: u64) {
-        self.obj_dictify_site(obj, None)
-    }
-
-    /// `@obj_dictify(obj)` at a guarded call: `site` (runtime-global) is
-    /// the free site of the values array it releases (in quarantine).
-    pub fn obj_dictify_at(&self, obj: u64, site: u32) {
-        self.obj_dictify_site(obj, Some(site))
-    }
-
-    fn obj_dictify_site(&self, obj: u64, site: Option<u32>) {
-        let r = lock(&self.heap).obj_dictify_at(obj, site);
-        // The released values array is quarantined memory: the lifetime
-        // checks' epoch moves as for a free (and the capacity word left
-        // the watch list).
-        self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
-        self.values_epoch.fetch_add(1, Ordering::SeqCst);
-        self.host(r, obj)
-    }
-    /// `@obj_free(obj)`: frees `obj` (reports a double or invalid free).
-    pub fn obj_free(&self, obj: u64) {
-        self.object_going(obj);
-        let mut heap = lock(&self.heap);
-        let r = heap.obj_free(obj);
-        // Freeing is the only way a slot leaves the watch list.
-        self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
-        self.values_epoch.fetch_add(1, Ordering::SeqCst);
-        drop(heap);
-        self.host(r, obj)
-    }
-
-    /// `@obj_new(n)` at a guarded call: `site` (runtime-global) is recorded
-    /// as the object's allocation site.
-    pub fn obj_new_at(&self, n: i64, site: u32) -> u64 {
-        let r = lock(&self.heap).obj_new_at(n, Some(site));
-        let obj = self.host(r, 0);
-        self.object_created(obj, false);
-        obj
-    }
-
-    /// `@obj_free(obj)` under the lifetime check at `site`: a live object
-    /// goes to quarantine; a freed one is a `double_free`, anything else an
-    /// `invalid_free` (reported; the free is ignored). `Err` carries the
-    /// verdict of a report.
-    pub fn obj_free_at(&self, obj: u64, site: u32) -> Result<(), Verdict> {
-        if self.object_record(obj).is_some_and(|r| !r.freed) {
-            self.object_going(obj);
-        }
-        let outcome = lock(&self.heap).obj_free_at(obj, Some(site));
-        let kind = match outcome {
-            FreeOutcome::Freed => {
-                self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
-                self.values_epoch.fetch_add(1, Ordering::SeqCst);
-                return Ok(());
-            }
-            FreeOutcome::DoubleFree => ReportKind::DoubleFree,
-            FreeOutcome::Invalid => ReportKind::InvalidFree,
-        };
-        Err(self.report(kind, site, lifetime_at(obj, obj, 0)))
-    }
-
-    /// The lifetime check of an object op (`load_attr`, `store_attr`,
-    /// `dict_slot.*`) at `site`: `Ok` when `obj` is not a freed object
-    /// (live, or unknown to the runtime); else `use_after_free` is reported.
-    /// Takes no lock while nothing was ever freed.
-    pub fn check_live(&self, obj: u64, site: u32) -> Result<(), Verdict> {
-        self.object_used(obj);
-        if self.unwatch_epoch() == 0 || !lock(&self.heap).is_freed(obj) {
-            return Ok(());
-        }
-        Err(self.report(ReportKind::UseAfterFree, site, lifetime_at(obj, obj, 0)))
-    }
-
-    /// The entry test of a clean loop that makes the bounds tests of `obj`
-    /// once (`guardlift_ir::hoist`, `CleanLoop::attrs`): is `obj` a live
-    /// object of this runtime whose managed-dict word is its own values
-    /// array, holding more than `max` attributes in the runtime's record
-    /// and in the capacity word in memory? Reads only the memory of a live
-    /// object, whatever the word says; false for anything else (a host
-    /// object, a dict, a foreign word), which keeps the loop checked.
-    pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
-        lock(&self.heap).attr_fixed(obj, max)
-    }
-
-    /// The lifetime check of a raw `load`/`store` of `width` bytes at
-    /// `addr`: `use_after_free` when the bytes fall in a quarantined
-    /// object's memory (header, dict slot, values array).
-    pub fn check_mem(&self, addr: u64, width: u32, site: u32) -> Result<(), Verdict> {
-        if self.unwatch_epoch() == 0 {
-            return Ok(());
-        }
-        let owner = lock(&self.heap).freed_memory_owner(addr, width as u64);
-        match owner {
-            None => Ok(()),
-            Some(obj) => Err(self.report(
-                ReportKind::UseAfterFree,
-                site,
-                lifetime_at(obj, addr, width.max(1)),
-            )),
-        }
-    }
-
-    /// The bounds check of attribute `index` of `obj`, whose word points
-    /// to the values array at `values`: against the capacity the runtime
-    /// recorded for that array (`Heap::recorded_capacity`; 0 for an array
-    /// it does not know), never the capacity word in memory. `Err` carries
-    /// the verdict of the `attr_out_of_bounds` report.
-    pub fn check_bounds(
-        &self,
-        site: u32,
-        obj: u64,
-        values: u64,
-        index: u64,
-    ) -> Result<(), Verdict> {
-        let mut heap = lock(&self.heap);
-        let capacity = match heap.recorded_capacity(obj, values) {
-            Some(c) => c,
-            // An object the runtime never made and was never told of (a
-            // host that does not register its objects): there is no record
-            // to check against, and, as ASan on memory it does not know,
-            // no report. Register host objects to have them checked.
-            None if !heap.knows_object(obj) => return Ok(()),
-            // A known object whose word points to an array the runtime does
-            // not know (a forged or stray word): capacity 0.
-            None => 0,
-        };
-        drop(heap);
-        if index < capacity {
-            return Ok(());
-        }
-        Err(self.report_bounds(site, obj, index, capacity))
-    }
-
-    /// The bounds check of a raw `load`/`store` of `width` bytes at `addr`
-    /// (`value`: what a store writes): `heap_overflow` when the bytes touch
-    /// a redzone of the model heap. `Err` carries the report's verdict.
-    pub fn check_redzone(
-        &self,
-        addr: u64,
-        width: u32,
-        site: u32,
-        value: Option<u64>,
-    ) -> Result<(), Verdict> {
-        if lock(&self.heap).redzone_owner(addr, width as u64).is_none() {
-            return Ok(());
-        }
-        let observed = Observed::Overflow {
-            address: addr,
-            width: width.max(1),
-            value,
-        };
-        Err(self.report(ReportKind::HeapOverflow, site, observed))
-    }
-
-    /// Reports `attr_out_of_bounds`: `index` ≥ the values array's `capacity`.
-    pub fn report_bounds(&self, site: u32, obj: u64, index: u64, capacity: u64) -> Verdict {
-        self.report(
-            ReportKind::AttrOutOfBounds,
-            site,
-            Observed::Bounds {
-                object: obj,
-                index,
-                capacity,
-            },
-        )
     }
 
     // ---- host objects (the embedding API) ----
@@ -780,15 +581,40 @@ impl Runtime {
         let r = lock(&self.heap).fault_clear_lsb(obj);
         self.host(r, obj)
     }
+    /// Binds the host's own attribute slow paths for every object, once,
+    /// before any module is live ([`crate::slow_path`]). Under the sites
+    /// lock: a compile registers its sites before it reads
+    /// [`Runtime::attr_slow_paths_bound`].
+    pub fn bind_attr_slow_paths(&self, paths: SlowPaths) -> Result<(), BindError> {
+        let sites = self.sites.write().unwrap_or_else(|e| e.into_inner());
+        if sites.modules() > 0 {
+            return Err(BindError::ModulesLive(sites.modules()));
+        }
+        self.slow_paths
+            .set(paths)
+            .map_err(|_| BindError::AlreadyBound)
+    }
+
+    /// Did the host bind its slow paths? (`guardlift_ir::hoist::HostModel`.)
+    pub fn attr_slow_paths_bound(&self) -> bool {
+        self.slow_paths.get().is_some()
+    }
+
     /// The slow path of `load_attr`: attribute `i` of `obj`.
     pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
         self.object_used(obj);
+        if let Some(p) = self.slow_paths.get() {
+            return p.load_attr(obj, i);
+        }
         let r = lock(&self.heap).load_attr_slow(obj, i);
         self.host(r, obj)
     }
     /// The slow path of `store_attr`: sets attribute `i` of `obj`.
     pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
         self.object_used(obj);
+        if let Some(p) = self.slow_paths.get() {
+            return p.store_attr(obj, i, v);
+        }
         let r = lock(&self.heap).store_attr_slow(obj, i, v);
         self.host(r, obj)
     }
@@ -830,7 +656,7 @@ impl Runtime {
         watch::status(self.watch_owner())
     }
 
-    fn watch_owner(&self) -> usize {
+    pub(crate) fn watch_owner(&self) -> usize {
         self as *const Runtime as usize
     }
 
@@ -969,7 +795,7 @@ impl Drop for SiteRegistration {
     }
 }
 
-fn lifetime_at(object: u64, address: u64, width: u32) -> Observed {
+pub(crate) fn lifetime_at(object: u64, address: u64, width: u32) -> Observed {
     Observed::Lifetime {
         object,
         address,

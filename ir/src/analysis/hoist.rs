@@ -106,6 +106,21 @@ impl CleanLoop {
     }
 }
 
+/// What the analysis may assume of the host the code will run against.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostModel {
+    /// The host bound its own attribute slow paths
+    /// (`Runtime::bind_attr_slow_paths`): a `load_attr`/`store_attr` that
+    /// finds a word not values-tagged runs host code, which may free or
+    /// rewrite anything, as an extern call may. Then a loop (or a leaf
+    /// callee) that holds an attribute op is never clean: nothing the
+    /// loop's entry can test rules out that an object's word leaves values
+    /// mode inside it (a `dict_slot.store`, the host's own slow path on
+    /// another object). Without a binding the model heap's slow paths free
+    /// and write nothing (the module doc).
+    pub host_slow_paths: bool,
+}
+
 /// Is `k` an instruction that keeps a loop checked whatever it touches
 /// (a raw `store`, an adstack op, a `call_indirect` to code nobody sees;
 /// direct calls are judged by their callee)?
@@ -131,10 +146,21 @@ fn bars_loop(k: &InstKind) -> bool {
 /// much an object as a `ptr` one (spec §2: `ptr` mixes freely with
 /// `i64`), so its argument must be loop-invariant just the same.
 pub fn leaf_object_params(f: &Function) -> Option<Vec<usize>> {
+    leaf_object_params_for(f, HostModel::default())
+}
+
+/// [`leaf_object_params`] against `host`: with host slow paths, a function
+/// with an attribute op is no leaf (that op may run the host's slow path).
+pub fn leaf_object_params_for(f: &Function, host: HostModel) -> Option<Vec<usize>> {
     let mut objs = Vec::new();
     for inst in f.blocks.iter().flat_map(|b| &b.insts) {
         if bars_loop(&inst.kind) || matches!(inst.kind, InstKind::Call { .. }) {
             return None;
+        }
+        if let InstKind::LoadAttr { .. } | InstKind::StoreAttr { .. } = inst.kind {
+            if host.host_slow_paths {
+                return None;
+            }
         }
         if let Some(o) = inst.kind.dict_obj() {
             objs.push(o);
@@ -189,6 +215,11 @@ fn note_max<K: PartialEq>(list: &mut Vec<(K, u32)>, key: K, index: u32) {
 /// The clean loops of `f`, a function of `m` (disjoint: innermost loops
 /// only).
 pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
+    clean_loops_for(m, f, HostModel::default())
+}
+
+/// [`clean_loops`] against `host` ([`HostModel`]).
+pub fn clean_loops_for(m: &Module, f: &Function, host: HostModel) -> Vec<CleanLoop> {
     if f.blocks.len() < 2 {
         return Vec::new();
     }
@@ -241,6 +272,8 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
     let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
     let mut attrs: Vec<Vec<(Value, u32)>> = vec![Vec::new(); loops.len()];
     let mut attrs_ok = vec![true; loops.len()];
+    // Does the loop (or a leaf callee) hold an attribute op?
+    let mut attr_ops = vec![false; loops.len()];
     let mut leaf: HashMap<FuncId, Option<Vec<usize>>> = HashMap::new();
     let mut uses: HashMap<FuncId, AttrUse> = HashMap::new();
     for (bi, blk) in f.blocks.iter().enumerate() {
@@ -262,13 +295,14 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                 } => {
                     let params = leaf
                         .entry(*g)
-                        .or_insert_with(|| leaf_object_params(m.func(*g)));
+                        .or_insert_with(|| leaf_object_params_for(m.func(*g), host));
                     let Some(params) = params else {
                         ok[k] = false;
                         continue;
                     };
                     let u = uses.entry(*g).or_insert_with(|| attr_use(m.func(*g)));
                     attrs_ok[k] &= !u.writes_other;
+                    attr_ops[k] |= !u.max.is_empty();
                     // A fixed attribute is an invariant object's, whatever
                     // the param's type (an argument defined inside the loop
                     // also makes the loop not clean, below).
@@ -294,6 +328,9 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
                 k2 => {
                     if let Some(o) = k2.dict_obj() {
                         let invariant = !inside(def_block(o), k);
+                        if let InstKind::LoadAttr { .. } | InstKind::StoreAttr { .. } = k2 {
+                            attr_ops[k] = true;
+                        }
                         if invariant && !objects[k].contains(&o) {
                             objects[k].push(o);
                         }
@@ -318,7 +355,9 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
         .zip(hdrs)
         .zip(objects.into_iter().zip(attrs))
         .enumerate()
-        .filter(|(k, (_, (objs, _)))| ok[*k] && !objs.is_empty() && objs.len() <= MAX_OBJECTS)
+        // An attribute op may run the host's slow path ([`HostModel`]).
+        .filter(|(k, _)| ok[*k] && !(host.host_slow_paths && attr_ops[*k]))
+        .filter(|(_, (_, (objs, _)))| !objs.is_empty() && objs.len() <= MAX_OBJECTS)
         .map(|(k, ((mut blocks, header), (objects, attrs)))| {
             blocks.sort_unstable();
             CleanLoop {

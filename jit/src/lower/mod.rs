@@ -58,6 +58,7 @@ mod version;
 
 pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs, ExternBinding};
 pub use guardlift_abi::Entry;
+use guardlift_ir::hoist::HostModel;
 pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
 pub use shadow::ShadowRef;
 pub use stubs::{report_stub_conv, Stub, StubCode};
@@ -160,6 +161,9 @@ pub struct Lowerer<'m> {
     pub colocated_calls: bool,
     /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
     pub shadow: Option<ShadowRef>,
+    /// What the loop analysis assumes of the host (its own attribute slow
+    /// paths: `Runtime::attr_slow_paths_bound`).
+    pub host: HostModel,
     /// Declare stubs under their names (`guardlift:[stub …]`, Local
     /// linkage) rather than anonymously: with `perfmap=1`, so that
     /// cranelift-jit's own perf map lines (under `perf record`) name them
@@ -229,6 +233,7 @@ impl<'m> Lowerer<'m> {
             externs,
             colocated_calls,
             shadow: None,
+            host: HostModel::default(),
             named_stubs: false,
             clean_funcs: Vec::new(),
             variants: Vec::new(),

@@ -52,7 +52,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData, SourceLoc};
 use cranelift_module::{DataDescription, Module as ClModule};
 use guardlift_abi::Entry;
-use guardlift_ir::hoist::{clean_loops, leaf_object_params, CleanLoop};
+use guardlift_ir::hoist::{clean_loops_for, leaf_object_params_for, CleanLoop};
 use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
 
 /// What a clean copy or variant drops, by object (param index or value).
@@ -98,7 +98,7 @@ impl Lowerer<'_> {
         let mut fixed: Vec<Option<Vec<usize>>> = vec![None; n];
         // Only a function that calls an IR function needs the analysis.
         for f in self.ir.functions.iter().filter(calls) {
-            for lp in clean_loops(self.ir, f) {
+            for lp in clean_loops_for(self.ir, f, self.host) {
                 for &b in &lp.blocks {
                     for inst in &f.blocks[b as usize].insts {
                         if let InstKind::Call {
@@ -167,7 +167,7 @@ impl Lowerer<'_> {
     fn drops_of(&self, g: FuncId) -> Option<VariantDrops> {
         let f = self.ir.func(g);
         let (mut life, mut watch) = (Vec::new(), Vec::new());
-        for i in leaf_object_params(f)? {
+        for i in leaf_object_params_for(f, self.host)? {
             let p = f.params[i];
             for inst in f.blocks.iter().flat_map(|b| &b.insts) {
                 if inst.kind.dict_obj() != Some(p) {
@@ -254,7 +254,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return;
         }
         let can_watch = self.lw.shadow.is_some_and(|s| s.watch_id.is_some());
-        for lp in clean_loops(self.lw.ir, self.f) {
+        for lp in clean_loops_for(self.lw.ir, self.f, self.lw.host) {
             let (mut life, mut watch) = (Vec::new(), Vec::new());
             let mut hoist_bounds = false;
             for &b in &lp.blocks {
