@@ -86,6 +86,12 @@ macro_rules! foreach_entry {
             Pow gl_pow ["pow"] - (F64, F64) -> F64;
             /// `@fmod(x, y)`: the remainder of `x / y` truncated (C `fmod`).
             Fmod gl_fmod ["fmod"] - (F64, F64) -> F64;
+            /// A `stack_alloc` area `(addr, size)` of a function with
+            /// bounds checks: the pads around it are redzones until
+            /// `gl_stack_release`.
+            StackArea gl_stack_area [] rt (I64, I32);
+            /// The function that made the area `(addr, size)` returns.
+            StackRelease gl_stack_release [] rt (I64, I32);
             /// A fatal division fault `(kind code, frame pointer)` of the
             /// calling IR op (`div_by_zero`, `int_overflow`): never returns.
             ArithFault gl_arith_fault [] rt (I32, I64);
@@ -226,20 +232,6 @@ pub struct Builtin {
     pub needs_rt: bool,
     /// Its row of the table.
     pub entry: Entry,
-}
-
-impl Builtin {
-    /// Why `func_addr` of this built-in is refused, if it is (on every
-    /// engine, at link time): a built-in that takes the runtime pointer has
-    /// no native address callable with its IR signature.
-    pub fn func_addr_refusal(&self) -> Option<String> {
-        self.needs_rt.then(|| {
-            format!(
-                "func_addr @{}: a built-in that takes the runtime has no address callable with its IR signature",
-                self.name
-            )
-        })
-    }
 }
 
 const fn builtin_of(e: Entry) -> Option<Builtin> {

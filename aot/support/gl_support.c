@@ -856,6 +856,24 @@ uint8_t gl_check_redzone(void *rt, uint64_t addr, uint32_t width, uint32_t site,
     return 1;
 }
 
+/* A stack_alloc area of a frame with bounds checks (Runtime::stack_area):
+ * its pads are redzones until gl_stack_release, as the interpreter's areas
+ * (heap blocks) have. */
+void gl_stack_area(void *rt, uint64_t addr, uint32_t size) {
+    (void)rt;
+    set_redzones(addr, size, 0);
+}
+
+/* The frame of the area returns (Runtime::stack_area_gone). */
+void gl_stack_release(void *rt, uint64_t addr, uint32_t size) {
+    (void)rt;
+    u64 end = addr + payload_bytes(size);
+    for (u64 g = 0; g < GL_REDZONE_BYTES / 8; g++) {
+        map_del(&g_redzones, ((addr - GL_REDZONE_BYTES) >> 3) + g);
+        map_del(&g_redzones, (end >> 3) + g);
+    }
+}
+
 /* The bounds check (Runtime::check_bounds): attribute `index` of `obj`,
  * whose word points to the values array at `values`, against the capacity
  * the runtime recorded for that array (0 for one it does not know), never

@@ -189,23 +189,6 @@ impl<'m> Interpreter<'m> {
         for f in &m.functions {
             adstack_capacities(f).map_err(InterpError::Link)?;
         }
-        // And no address of a built-in that takes the runtime.
-        for inst in m
-            .functions
-            .iter()
-            .flat_map(|f| f.blocks.iter().flat_map(|b| &b.insts))
-        {
-            if let guardlift_ir::InstKind::FuncAddr {
-                callee: guardlift_ir::Callee::Extern(e),
-            } = inst.kind
-            {
-                if let Some(ExternImpl::Builtin(b)) = externs.get(e.0 as usize) {
-                    if let Some(why) = b.func_addr_refusal() {
-                        return Err(InterpError::Link(Diagnostic::new(inst.loc, why)));
-                    }
-                }
-            }
-        }
         let site_base = m
             .register_sites(|s| rt.register_sites(s))
             .map_err(InterpError::Link)?;

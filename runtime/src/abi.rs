@@ -211,6 +211,10 @@ abi_fns! {
     fn gl_check_redzone(addr: u64, width: u32, site: u32, store: u32, value: u64) -> u8 = |r| {
         go_on(r.check_redzone(addr, width, site, (store != 0).then_some(value)))
     };
+    /// A frame's `stack_alloc` area: its pads are redzones until released.
+    fn gl_stack_area(addr: u64, size: u32) = |r| r.stack_area(addr, size);
+    /// The frame of the area returns.
+    fn gl_stack_release(addr: u64, size: u32) = |r| r.stack_area_gone(addr, size);
 }
 
 #[cfg(test)]

@@ -56,6 +56,9 @@ pub enum BlockKind {
     Dict,
     /// A `stack_alloc` area of an interpreter frame (no object).
     Stack,
+    /// A `stack_alloc` area of a native frame (JIT code): the frame's
+    /// memory, never the heap's to free.
+    NativeStack,
 }
 
 #[derive(Debug)]
@@ -480,6 +483,48 @@ impl Heap {
         {
             self.dealloc(p);
         }
+    }
+
+    /// A `stack_alloc` area of a native frame at `p` (`size` bytes asked;
+    /// its slot has [`REDZONE_BYTES`] of pad on each side): a block whose
+    /// redzones are checked until [`Heap::native_stack_area_gone`], marked
+    /// in the shadow. An older area it overlaps (of a frame that never
+    /// returned: its thread died) is forgotten first.
+    pub fn native_stack_area(&mut self, p: u64, size: u32) {
+        let size = (size as usize).max(8).next_multiple_of(8);
+        let rz = REDZONE_BYTES as u64;
+        let (lo, hi) = (p.saturating_sub(rz), p.saturating_add(size as u64 + rz));
+        let stale: Vec<(u64, usize)> = (self.blocks.range(..hi).rev())
+            .take_while(|&(&s, b)| s.saturating_add(b.size as u64 + rz) > lo)
+            .filter(|(_, b)| b.kind == BlockKind::NativeStack)
+            .map(|(&s, b)| (s, b.size))
+            .collect();
+        for (s, n) in stale {
+            self.native_stack_area_gone(s, n as u32);
+        }
+        self.blocks.insert(
+            p,
+            HeapBlock {
+                size,
+                kind: BlockKind::NativeStack,
+                owner: 0,
+                freed: false,
+            },
+        );
+        shadow::set_freed_mem(lo, rz, true);
+        shadow::set_freed_mem(p + size as u64, rz, true);
+    }
+
+    /// The frame of the native area at `p` returns: it is no block any
+    /// more, and its redzones are clear in the shadow.
+    pub fn native_stack_area_gone(&mut self, p: u64, _size: u32) {
+        let Some(b) = (self.blocks.get(&p)).filter(|b| b.kind == BlockKind::NativeStack) else {
+            return;
+        };
+        let rz = REDZONE_BYTES as u64;
+        let all = b.size as u64 + 2 * rz;
+        self.blocks.remove(&p);
+        shadow::set_freed_mem(p.saturating_sub(rz), all, false);
     }
 
     /// `@obj_new(n)`: a values-tagged object with `n` zeroed attributes.

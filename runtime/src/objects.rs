@@ -200,6 +200,20 @@ impl Runtime {
         Err(self.report(ReportKind::HeapOverflow, site, observed))
     }
 
+    /// A `stack_alloc` area of native code (a JIT frame's slot, `size`
+    /// bytes at `addr`, with a pad of `REDZONE_BYTES` on each side): its
+    /// pads are redzones, checked as any heap block's, until
+    /// [`Runtime::stack_area_gone`] — what the interpreter's areas, heap
+    /// blocks, have (spec §3.1, docs/IR.md).
+    pub fn stack_area(&self, addr: u64, size: u32) {
+        lock(&self.heap).native_stack_area(addr, size)
+    }
+
+    /// The function that made the area at `addr` returns.
+    pub fn stack_area_gone(&self, addr: u64, size: u32) {
+        lock(&self.heap).native_stack_area_gone(addr, size)
+    }
+
     /// Reports `attr_out_of_bounds`: `index` ≥ the values array's `capacity`.
     pub fn report_bounds(&self, site: u32, obj: u64, index: u64, capacity: u64) -> Verdict {
         self.report(

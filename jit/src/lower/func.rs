@@ -79,6 +79,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if has_guarded_underflow_check(f) {
             self.elided = guardlift_ir::elide::redundant_underflow_checks(f, &self.caps);
         }
+        if self.lw.stack_redzones {
+            self.make_stack_area_slots();
+        }
         let edges = IncomingEdges::of(f, &rpo);
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.

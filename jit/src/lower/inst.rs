@@ -5,6 +5,7 @@
 
 use super::abi::{cl_type, ir_signature, ExternBinding};
 use super::func::{internal, mem};
+use super::stubs::Stub;
 use super::FnLower;
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, condcodes, types, InstBuilder};
@@ -12,7 +13,7 @@ use cranelift_module::Module as ClModule;
 use guardlift_abi::Entry;
 use guardlift_ir::{
     BinOp, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
-    SiteId, SrcLoc, Type, UnOp, Value,
+    SiteId, Type, UnOp, Value,
 };
 
 /// The checks that guard one instruction and can fail, with its site.
@@ -97,11 +98,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             | AdAccAdj { .. }
             | AdLen { .. } => self.adstack_op(g.on(CheckKind::Adstack), r, &inst.kind)?,
             StackAlloc { size } => {
-                let v = self.stack_alloc(*size);
+                let v = self.stack_alloc(*size)?;
                 self.def(r, v);
             }
             FuncAddr { callee } => {
-                let v = self.func_addr(*callee, inst.loc)?;
+                let v = self.func_addr(*callee)?;
                 self.def(r, v);
             }
             CallIndirect { target, args, sig } => {
@@ -367,6 +368,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     .iter()
                     .map(|&v| self.val(v))
                     .collect::<Result<_, _>>()?;
+                self.release_stack_areas()?;
                 self.b.ins().return_(&rv);
             }
             _ => return Err(internal(self.fname, "not a terminator")),
@@ -403,24 +405,31 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// `stack_alloc SIZE`: an explicit stack slot (16-aligned), zeroed
     /// each time the instruction runs (8 bytes at a time: the slot's size
     /// is rounded up to 16).
-    fn stack_alloc(&mut self, size: u32) -> cl::Value {
-        let bytes = size.div_ceil(16) * 16;
+    fn stack_alloc(&mut self, size: u32) -> Result<cl::Value, JitError> {
+        let bytes = size.max(8).next_multiple_of(8);
         // A 16-byte pad on each side (the interpreter's redzones): an
         // off-by-one store lands in the slot's own pad, never on the rest
-        // of the frame (unreported here; see docs/IR.md).
+        // of the frame; with bounds checks the pads are redzones.
         let pad = guardlift_runtime::heap::REDZONE_BYTES as u32;
-        let slot = self.b.create_sized_stack_slot(cl::StackSlotData::new(
-            cl::StackSlotKind::ExplicitSlot,
-            bytes + 2 * pad,
-            4,
-        ));
+        let slot = match self.stack_areas.get(&self.at) {
+            Some(&(slot, _)) => slot,
+            None => self.b.create_sized_stack_slot(cl::StackSlotData::new(
+                cl::StackSlotKind::ExplicitSlot,
+                bytes + 2 * pad,
+                4,
+            )),
+        };
         let p = self.b.ins().stack_addr(types::I64, slot, pad as i32);
+        if self.stack_areas.contains_key(&self.at) {
+            let n = self.iconst(types::I32, size as i64);
+            self.call_stub(Stub::Slow(Entry::StackArea), &[p, n])?;
+        }
         let zero = self.b.ins().iconst(types::I64, 0);
         if bytes <= 128 {
             for off in (0..bytes).step_by(8) {
                 self.b.ins().store(mem(), zero, p, off as i32);
             }
-            return p;
+            return Ok(p);
         }
         // A loop for big areas: i = 0; do { *(p + i) = 0; i += 8 } while i < bytes.
         let body = self.b.create_block();
@@ -440,13 +449,48 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .ins()
             .brif(more, body, &[cl::BlockArg::Value(next)], done, &[]);
         self.b.switch_to_block(done);
-        p
+        Ok(p)
+    }
+
+    /// The frame slots of every `stack_alloc` of the function (with
+    /// [`super::Lowerer::stack_redzones`]), made up front: each `return`
+    /// releases all of them, whichever ran.
+    pub(super) fn make_stack_area_slots(&mut self) {
+        let pad = guardlift_runtime::heap::REDZONE_BYTES as u32;
+        for (bi, blk) in self.f.blocks.iter().enumerate() {
+            for (ii, inst) in blk.insts.iter().enumerate() {
+                if let InstKind::StackAlloc { size } = inst.kind {
+                    let slot = self.b.create_sized_stack_slot(cl::StackSlotData::new(
+                        cl::StackSlotKind::ExplicitSlot,
+                        size.max(8).next_multiple_of(8) + 2 * pad,
+                        4,
+                    ));
+                    self.stack_areas
+                        .insert((bi as u32, ii as u32), (slot, size));
+                }
+            }
+        }
+    }
+
+    /// Before a `return`: the runtime forgets the pads of every
+    /// `stack_alloc` area of the frame (one that never ran is unknown to
+    /// it: a no-op).
+    fn release_stack_areas(&mut self) -> Result<(), JitError> {
+        let pad = guardlift_runtime::heap::REDZONE_BYTES as i32;
+        let mut areas: Vec<_> = self.stack_areas.iter().map(|(k, v)| (*k, *v)).collect();
+        areas.sort_unstable_by_key(|(k, _)| *k);
+        for (_, (slot, size)) in areas {
+            let p = self.b.ins().stack_addr(types::I64, slot, pad);
+            let n = self.iconst(types::I32, size as i64);
+            self.call_stub(Stub::Slow(Entry::StackRelease), &[p, n])?;
+        }
+        Ok(())
     }
 
     /// `func_addr @f`: an IR function's native address (its checked
-    /// body, never a clean variant), or an extern's. A built-in that takes
-    /// the runtime pointer has no address callable with its IR signature.
-    fn func_addr(&mut self, callee: Callee, loc: SrcLoc) -> Result<cl::Value, JitError> {
+    /// body, never a clean variant), or an extern's; for a built-in that
+    /// takes the runtime pointer, its stub's (which passes it).
+    fn func_addr(&mut self, callee: Callee) -> Result<cl::Value, JitError> {
         let fr =
             match callee {
                 Callee::Func(fid) => {
@@ -464,11 +508,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                         .cloned()
                         .ok_or_else(|| internal(self.fname, "func_addr of an unknown extern"))?;
                     match binding {
+                        // Its stub: the module-local function that calls
+                        // it with the runtime pointer, of its IR signature.
                         ExternBinding::Builtin(b) if b.needs_rt => {
-                            return Err(JitError::Link {
-                                loc,
-                                msg: b.func_addr_refusal().unwrap_or_default(),
-                            })
+                            let id = self.lw.stub(self.m, Stub::Slow(b.entry))?;
+                            self.fref(id)
                         }
                         ExternBinding::Builtin(b) => {
                             let sig = super::abi::entry_signature(self.lw.call_conv, b.entry);

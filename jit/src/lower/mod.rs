@@ -69,7 +69,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
 use guardlift_abi::{Mode, ReportKind};
-use guardlift_ir::{analysis, FuncId, Value};
+use guardlift_ir::{analysis, CheckKind, FuncId, Value};
 use std::collections::{HashMap, HashSet};
 
 /// Name of the data symbol whose address is the runtime pointer in object files.
@@ -164,6 +164,11 @@ pub struct Lowerer<'m> {
     /// What the loop analysis assumes of the host (its own attribute slow
     /// paths: `Runtime::attr_slow_paths_bound`).
     pub host: HostModel,
+    /// The module has bounds checks: `stack_alloc` areas tell the runtime
+    /// their pads, which are redzones until the function returns
+    /// (`gl_stack_area` / `gl_stack_release`), as the interpreter's areas
+    /// have.
+    pub stack_redzones: bool,
     /// Declare stubs under their names (`guardlift:[stub …]`, Local
     /// linkage) rather than anonymously: with `perfmap=1`, so that
     /// cranelift-jit's own perf map lines (under `perf record`) name them
@@ -234,6 +239,7 @@ impl<'m> Lowerer<'m> {
             colocated_calls,
             shadow: None,
             host: HostModel::default(),
+            stack_redzones: (ir.sites.values()).any(|s| s.checks.contains(CheckKind::Bounds)),
             named_stubs: false,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
@@ -332,6 +338,7 @@ impl<'m> Lowerer<'m> {
             elided: Default::default(),
             elide_check: false,
             cache_slots: HashMap::new(),
+            stack_areas: HashMap::new(),
             at: (0, 0),
             versions: Vec::new(),
             version_of_header: HashMap::new(),
@@ -370,6 +377,10 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     elide_check: bool,
     /// The frame slot of each `guard.watch`'s cache, by (block, inst).
     cache_slots: HashMap<(u32, u32), cl::StackSlot>,
+    /// With [`Lowerer::stack_redzones`]: the frame slot and size of each
+    /// `stack_alloc`, by (block, inst), made before any block is lowered
+    /// so that every `return` releases them all (`inst`).
+    stack_areas: HashMap<(u32, u32), (cl::StackSlot, u32)>,
     /// (block, inst) of the instruction being lowered.
     at: (u32, u32),
     /// The loops lowered twice (`version`).
