@@ -4,6 +4,8 @@
 //! violation (and host faults: what would have been a crash).
 
 mod bench;
+mod link;
+mod native;
 mod out;
 mod run;
 mod sarif;

@@ -37,6 +37,10 @@ pub struct RunOpts {
     /// Also write the reports as a SARIF 2.1.0 log to this file.
     #[arg(long, value_name = "OUT")]
     pub sarif: Option<String>,
+    /// Resolve externs that are not built-ins from this shared library
+    /// (repeatable: the first that defines a name provides it).
+    #[arg(long, value_name = "LIB.so")]
+    pub link: Vec<String>,
 }
 
 fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
@@ -221,6 +225,11 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         let watch = watch.map(|_| target_watch_unavailable(o.target));
         return target_run(&o, &m, &args, ret_ty, watch);
     }
+    // The libraries stay loaded until the run returns, after the engines
+    // that call into them.
+    let libs =
+        crate::link::Libraries::open(&o.link).map_err(|e| CliError::new(e.with_file(&o.file)))?;
+    let linked = libs.resolve(&m);
     let mode = o.inst.mode(&options);
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
@@ -278,11 +287,13 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
     }
     let outcome = {
         let (m, rt2, entry, engine_kind) = (&m, rt.clone(), o.entry.clone(), o.engine);
-        let file = o.file.as_str();
+        let (file, linked) = (o.file.as_str(), &linked);
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(RUN_STACK_BYTES)
-                .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind, file))
+                .spawn_scoped(s, move || {
+                    execute(m, rt2, &entry, &args, engine_kind, file, linked)
+                })
                 .map_err(|e| CliError::tool(format!("cannot start the run thread: {e}")))?
                 .join()
                 .map_err(|_| CliError::tool("the run thread panicked (a bug in guardlift)"))?
@@ -482,7 +493,8 @@ fn target_run(
     // Already answered by `target_watch_unavailable`.
     options.watch = None;
     let mode = o.inst.mode(&options);
-    let run = guardlift_aot::build(m, &o.entry, t, mode)
+    let run = guardlift_aot::library::read_all(&o.link, t)
+        .and_then(|libs| guardlift_aot::build_with_libraries(m, &o.entry, t, mode, &libs))
         .and_then(|mut b| {
             b.set_quarantine_mb(
                 options
@@ -686,6 +698,8 @@ impl ExecError {
     }
 }
 
+/// Runs `entry` on `engine`; `linked`: the addresses of the externs the
+/// `--link` libraries provide.
 fn execute(
     m: &Module,
     rt: Arc<Runtime>,
@@ -693,10 +707,15 @@ fn execute(
     args: &[u64],
     engine: Engine,
     file: &str,
+    linked: &HashMap<String, usize>,
 ) -> Result<Result<Outcome, ExecError>, CliError> {
     Ok(match engine {
         Engine::Interp => {
-            let it = match Interpreter::new(m, rt.clone(), &HashMap::new()) {
+            let hosts = match crate::link::Libraries::host_fns(m, linked) {
+                Ok(h) => h,
+                Err(d) => return Ok(Err(ExecError::Diag(d))),
+            };
+            let it = match Interpreter::new(m, rt.clone(), &hosts) {
                 Ok(it) => it,
                 Err(InterpError::Link(d)) => return Ok(Err(ExecError::Diag(d))),
                 Err(e) => return Ok(Err(ExecError::Plain(e.to_string()))),
@@ -749,7 +768,7 @@ fn execute(
                 Err(e) => Err(ExecError::Plain(e.to_string())),
             }
         }
-        Engine::Jit => jit_execute(m, rt, entry, args, file),
+        Engine::Jit => jit_execute(m, rt, entry, args, file, linked),
     })
 }
 
@@ -759,9 +778,17 @@ fn jit_execute(
     entry: &str,
     args: &[u64],
     file: &str,
+    linked: &HashMap<String, usize>,
 ) -> Result<Outcome, ExecError> {
     // The file names the line tables of `perfmap`/`jitdump`/`gdb` (GUARDLIFT_OPTIONS).
-    let opts = guardlift_jit::CompileOptions::default().with_source_file(file);
+    let mut opts = guardlift_jit::CompileOptions::default().with_source_file(file);
+    for (name, &addr) in linked {
+        // SAFETY: `addr` is the `--link` library's definition of `name`,
+        // which stays loaded until the run returns (after the compiled code
+        // is dropped); the extern's declaration is the user's word for its
+        // C type, as an embedder's is for the symbols it adds.
+        opts = unsafe { opts.symbol(name.clone(), addr as *const u8) };
+    }
     let code = guardlift_jit::Jit::compile(m, rt, &opts).map_err(ExecError::Jit)?;
     // SAFETY: not provable, and not needed: `guardlift run` exists to run
     // the user's program as native code (spec §8), trusted with this
