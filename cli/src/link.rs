@@ -121,8 +121,9 @@ impl Libraries {
                 // is the user's promise of the C function's type (as for the
                 // JIT, which calls it with the same signature). The library
                 // stays loaded while the interpreter runs (`Libraries`
-                // outlives it in `run`).
-                unsafe { sig.call(addr, args) }
+                // outlives it in `run`). A fault in it is reported at the IR
+                // call (`native_fault`).
+                crate::native_fault::guarded(|| unsafe { sig.call(addr, args) })
             });
             out.insert(e.name.clone(), f);
         }

@@ -6,6 +6,7 @@
 mod bench;
 mod link;
 mod native;
+mod native_fault;
 mod out;
 mod run;
 mod sarif;

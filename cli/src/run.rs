@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Stack for the thread that runs programs (adstack frames can be large).
 const RUN_STACK_BYTES: usize = 512 << 20;
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct RunOpts {
     pub file: String,
     /// Arguments for the entry function, parsed by its parameter types.
@@ -285,6 +285,9 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             print_watch_summary(&rt.watch_status());
         }));
     }
+    if o.engine == Engine::Interp && !linked.is_empty() {
+        install_native_fault_reporter(&rt, &o, instrumented)?;
+    }
     let outcome = {
         let (m, rt2, entry, engine_kind) = (&m, rt.clone(), o.entry.clone(), o.engine);
         let (file, linked) = (o.file.as_str(), &linked);
@@ -312,6 +315,46 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         watch: rt.watch_status(),
     };
     finish(&ctx, &rt, reports, fault, outcome)
+}
+
+/// `--engine interp` with `--link`: a fatal signal in a library function
+/// ends the run as the JIT's fault handler ends it, a `host_fault` report
+/// at the IR call after the reports recorded before (`native_fault`).
+fn install_native_fault_reporter(
+    rt: &Arc<Runtime>,
+    o: &RunOpts,
+    instrumented: bool,
+) -> Result<(), CliError> {
+    use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
+    let (rt, o) = (rt.clone(), o.clone());
+    let reporter: crate::native_fault::Reporter = Box::new(move |f, site| {
+        let site = site.unwrap_or_else(|| guardlift_interp::HostCallSite {
+            function: "?".into(),
+            loc: guardlift_ir::SrcLoc { line: 0, col: 0 },
+            op: "?",
+            outer: Vec::new(),
+        });
+        let report = FaultReport {
+            stack_overflow: false,
+            function: &site.function,
+            line: site.loc.line,
+            col: site.loc.col,
+            op: site.op,
+            cause: FaultCause::Signal {
+                signal: guardlift_runtime::fault::signal_name(f.sig),
+                address: Some(f.address),
+                pc: Some(f.pc),
+                in_host: true,
+            },
+            backtrace: guardlift_runtime::backtrace::enabled()
+                .then_some(OuterFrames::Frames(&site.outer)),
+        };
+        let reports = rt.take_reports();
+        let ends = ("interp", target_name(o.target), instrumented);
+        write_fault_report_and_abort(&rt, &o, &reports, Some(report), ends, &rt.watch_status())
+    });
+    crate::native_fault::install(reporter)
+        .map_err(|e| CliError::tool(format!("cannot install the fault handler: {e}")))
 }
 
 /// The end-of-run summary of a watch session on stderr (spec §6.1: how
