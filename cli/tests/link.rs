@@ -128,21 +128,39 @@ fn build_lib(target: Target, name: &str, source: &str) -> PathBuf {
     so
 }
 
+/// This machine's architecture (x86_64 or aarch64).
+fn host() -> Target {
+    Target::host_arch().expect("an x86_64 or aarch64 host")
+}
+
+/// The other one (under qemu-user).
+fn foreign() -> Target {
+    match host() {
+        Target::Aarch64 => Target::X86_64,
+        _ => Target::Aarch64,
+    }
+}
+
 struct Libs {
     host: PathBuf,
     host2: PathBuf,
-    aarch64: PathBuf,
+    foreign: PathBuf,
     unloadable: PathBuf,
 }
 
 fn libs() -> &'static Libs {
     static L: OnceLock<Libs> = OnceLock::new();
     L.get_or_init(|| Libs {
-        host: build_lib(Target::X86_64, "libone", LIB_C),
-        host2: build_lib(Target::X86_64, "libtwo", LIB2_C),
-        aarch64: build_lib(Target::Aarch64, "libone_aarch64", LIB_C),
-        unloadable: build_lib(Target::X86_64, "libunloadable", UNLOADABLE_C),
+        host: build_lib(host(), "libone", LIB_C),
+        host2: build_lib(host(), "libtwo", LIB2_C),
+        foreign: build_lib(foreign(), "libone_foreign", LIB_C),
+        unloadable: build_lib(host(), "libunloadable", UNLOADABLE_C),
     })
+}
+
+/// `--target` of this machine's architecture (the object path, natively).
+fn host_target() -> [&'static str; 2] {
+    ["--target", host().name()]
 }
 
 /// The engines and targets, with the library each one links.
@@ -151,8 +169,12 @@ fn runs() -> Vec<(&'static str, Vec<&'static str>, &'static Path)> {
     vec![
         ("jit", vec!["--engine", "jit"], l.host.as_path()),
         ("interp", vec!["--engine", "interp"], l.host.as_path()),
-        ("x86_64", vec!["--target", "x86_64"], l.host.as_path()),
-        ("aarch64", vec!["--target", "aarch64"], l.aarch64.as_path()),
+        (host().name(), host_target().to_vec(), l.host.as_path()),
+        (
+            foreign().name(),
+            vec!["--target", foreign().name()],
+            l.foreign.as_path(),
+        ),
     ]
 }
 
@@ -170,7 +192,6 @@ fn run_with(program: &Path, args: &[&str], how: &[&str], links: &[&Path]) -> std
 
 #[test]
 fn every_engine_and_target_calls_the_library_alike() {
-    assert!(cfg!(target_arch = "x86_64"), "these tests build x86_64 libraries for the host");
     let prog = tmp("link_main.glir", PROGRAM.as_bytes());
     let want = "\
 24
@@ -186,7 +207,10 @@ fn every_engine_and_target_calls_the_library_alike() {
         let o = run_with(&prog, &["4"], &how, &[lib]);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         assert_eq!(stdout(&o), want, "{name}");
-        assert!(!stdout(&o).contains("library's"), "{name}: a built-in taken from the library");
+        assert!(
+            !stdout(&o).contains("library's"),
+            "{name}: a built-in taken from the library"
+        );
         let o = run_with(&prog, &["4", "--json"], &how, &[lib]);
         let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
         assert_eq!(j["result"], -6, "{name}");
@@ -201,7 +225,7 @@ fn the_first_library_that_defines_a_name_provides_it() {
         b"extern fn @which() -> i64\nfn @main() -> i64 {\nentry:\n    %w = call @which()\n    return %w\n}\n",
     );
     let l = libs();
-    for how in [["--engine", "jit"], ["--engine", "interp"], ["--target", "x86_64"]] {
+    for how in [["--engine", "jit"], ["--engine", "interp"], host_target()] {
         let o = run_with(&prog, &[], &how, &[&l.host, &l.host2]);
         assert_eq!(stdout(&o), "1\n", "{how:?}: {}", stderr(&o));
         let o = run_with(&prog, &[], &how, &[&l.host2, &l.host]);
@@ -232,40 +256,54 @@ fn a_library_that_cannot_be_loaded_is_an_error_naming_it() {
     let l = libs();
     let missing = out_dir().join("no_such_library.so");
     let cases: [(&Path, &str); 3] = [
-        (&missing, "cannot open the library: No such file or directory"),
+        (
+            &missing,
+            "cannot open the library: No such file or directory",
+        ),
         (&prog, "not an ELF shared library"),
         (&l.unloadable, "not_defined_anywhere"),
     ];
     for (lib, says) in cases {
         for how in [["--engine", "jit"], ["--engine", "interp"]] {
             let o = run_with(&prog, &["4"], &how, &[lib]);
-            assert_eq!(o.status.code(), Some(2), "{how:?} {}: {}", lib.display(), stderr(&o));
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{how:?} {}: {}",
+                lib.display(),
+                stderr(&o)
+            );
             let e = stderr(&o);
             assert!(e.starts_with(&format!("{}: error: ", lib.display())), "{e}");
             assert!(e.contains(says), "{e}");
         }
     }
-    let o = run_with(&prog, &["4"], &["--target", "x86_64"], &[&missing]);
+    let o = run_with(&prog, &["4"], &host_target(), &[&missing]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot open the library"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot open the library"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn a_library_for_another_architecture_is_an_error() {
     let prog = tmp("link_main.glir", PROGRAM.as_bytes());
     let l = libs();
-    let o = run_with(&prog, &["4"], &["--target", "aarch64"], &[&l.host]);
+    let (h, f) = (host().name(), foreign().name());
+    let o = run_with(&prog, &["4"], &["--target", f], &[&l.host]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(
         stderr(&o).trim_end(),
-        format!("{}: error: a library for x86_64, not aarch64", l.host.display())
+        format!("{}: error: a library for {h}, not {f}", l.host.display())
     );
-    for how in [["--engine", "jit"], ["--engine", "interp"], ["--target", "x86_64"]] {
-        let o = run_with(&prog, &["4"], &how, &[&l.aarch64]);
+    for how in [["--engine", "jit"], ["--engine", "interp"], host_target()] {
+        let o = run_with(&prog, &["4"], &how, &[&l.foreign]);
         assert_eq!(o.status.code(), Some(2), "{how:?}: {}", stderr(&o));
         assert_eq!(
             stderr(&o).trim_end(),
-            format!("{}: error: a library for aarch64, not x86_64", l.aarch64.display())
+            format!("{}: error: a library for {f}, not {h}", l.foreign.display())
         );
     }
 }
@@ -277,7 +315,7 @@ fn the_interpreter_refuses_a_signature_beyond_the_argument_registers() {
         b"extern fn @nine(i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64\nfn @main(%n: i64) -> i64 {\nentry:\n    %r = call @nine(%n, %n, %n, %n, %n, %n, %n, %n, %n)\n    return %r\n}\n",
     );
     let l = libs();
-    for how in [["--engine", "jit"], ["--target", "x86_64"]] {
+    for how in [["--engine", "jit"], host_target()] {
         let o = run_with(&prog, &["1"], &how, &[&l.host]);
         assert_eq!(stdout(&o), "45\n", "{how:?}: {}", stderr(&o));
     }
@@ -315,7 +353,10 @@ fn a_fault_in_a_library_function_is_a_host_fault_at_the_call() {
         let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
         let r = &j["reports"][0];
         assert_eq!(r["kind"], "host_fault", "{name}: {j}");
-        assert_eq!((&r["function"], &r["line"], &r["op"]), (&"inner".into(), &5.into(), &"call".into()));
+        assert_eq!(
+            (&r["function"], &r["line"], &r["op"]),
+            (&"inner".into(), &5.into(), &"call".into())
+        );
         assert_eq!(r["in_host"], true, "{name}");
         assert_eq!(r["address"], "0x0", "{name}");
     }
