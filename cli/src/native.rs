@@ -68,6 +68,9 @@ impl NativeSig {
         if other {
             return Err("an adstack handle is no C type".into());
         }
+        if MAX_INT_ARGS == 0 {
+            return Err(format!("no native calls on {}", std::env::consts::ARCH));
+        }
         if ints > MAX_INT_ARGS || floats > MAX_FLOAT_ARGS {
             return Err(format!(
                 "{ints} integer and {floats} float parameter(s): the interpreter calls a \
@@ -111,7 +114,10 @@ impl NativeSig {
                 }
             }
         }
-        let [i0, i1, i2, i3, i4, i5, _i6, _i7] = ints;
+        let [i0, i1, i2, i3, i4, i5, i6, i7] = ints;
+        // Six integer registers on x86-64.
+        #[cfg(target_arch = "x86_64")]
+        let _ = (i6, i7);
         let [f0, f1, f2, f3, f4, f5, f6, f7] = floats;
         let float_ret = self.ret.is_some_and(Type::is_float);
         // SAFETY: the caller vouches that `addr` is a C function whose
@@ -128,7 +134,7 @@ impl NativeSig {
                 let r = f(i0, i1, i2, i3, i4, i5, f0, f1, f2, f3, f4, f5, f6, f7);
                 #[cfg(not(target_arch = "x86_64"))]
                 let r = f(
-                    i0, i1, i2, i3, i4, i5, _i6, _i7, f0, f1, f2, f3, f4, f5, f6, f7,
+                    i0, i1, i2, i3, i4, i5, i6, i7, f0, f1, f2, f3, f4, f5, f6, f7,
                 );
                 let bits = r.to_bits();
                 if self.ret == Some(Type::F32) {
@@ -142,7 +148,7 @@ impl NativeSig {
                 let r = f(i0, i1, i2, i3, i4, i5, f0, f1, f2, f3, f4, f5, f6, f7);
                 #[cfg(not(target_arch = "x86_64"))]
                 let r = f(
-                    i0, i1, i2, i3, i4, i5, _i6, _i7, f0, f1, f2, f3, f4, f5, f6, f7,
+                    i0, i1, i2, i3, i4, i5, i6, i7, f0, f1, f2, f3, f4, f5, f6, f7,
                 );
                 match self.ret {
                     Some(_) => r,
