@@ -55,7 +55,8 @@ pub enum AotError {
     #[error("{0}")]
     Usage(String),
     /// A shared library to link (`run --link`) cannot be: missing, not an
-    /// ELF shared library, or built for another architecture.
+    /// ELF shared library, built for another architecture, or refused by
+    /// the host's loader.
     #[error("{path}: {msg}")]
     Library {
         /// The library as given.
@@ -187,11 +188,6 @@ fn build_linked(
             library::provider(libs, name).map(|_| name.to_string())
         })?;
     }
-    let toolchain = Toolchain::find(target)?;
-    for l in libs {
-        l.check_arch(toolchain.target)?;
-    }
-    let lib_paths: Vec<PathBuf> = libs.iter().map(|l| l.path.clone()).collect();
     let fid = m
         .func_by_name(entry)
         .ok_or_else(|| AotError::Usage(format!("no function @{entry}")))?;
@@ -214,6 +210,11 @@ fn build_linked(
         .into_iter()
         .filter(|f| f.function != wrap::START_SYMBOL)
         .collect();
+    let toolchain = Toolchain::find(target)?;
+    for l in libs {
+        l.check_arch(toolchain.target)?;
+    }
+    let lib_paths: Vec<PathBuf> = libs.iter().map(|l| l.path.clone()).collect();
     let work = WorkDir::new()?;
     let exe = toolchain::link(
         &toolchain,
