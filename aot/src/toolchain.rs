@@ -74,7 +74,8 @@ impl Toolchain {
     /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
     /// (empty: run natively), likewise `..._X86_64` and `..._RISCV64`.
     ///
-    /// The link is static, so the emulator needs no sysroot (`-L`).
+    /// The link is static, so the emulator needs no sysroot (`-L`), unless
+    /// shared libraries are linked ([`sysroot`]).
     pub fn find(target: Target) -> Result<Toolchain, AotError> {
         let target = match target {
             Target::Host => Target::host_arch().ok_or_else(|| {
