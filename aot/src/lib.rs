@@ -15,6 +15,10 @@
 //!    ([`protocol`]) into prints, reports, host faults and the result, in
 //!    the runtime's own types, so the host formats them as it formats its own.
 //!
+//! [`build_with_libraries`] also links shared libraries ([`library`], `run
+//! --link LIB.so`): the program is then linked dynamically, finds them
+//! through its rpath, and runs under qemu-user with the target's sysroot.
+//!
 //! ```no_run
 //! # let module: guardlift_ir::Module = unimplemented!();
 //! use guardlift_aot::{build, End};
@@ -24,6 +28,7 @@
 //! # Ok::<(), guardlift_aot::AotError>(())
 //! ```
 
+pub mod library;
 pub mod protocol;
 pub mod support;
 pub mod toolchain;
@@ -49,6 +54,16 @@ pub enum AotError {
     /// Bad entry or arguments.
     #[error("{0}")]
     Usage(String),
+    /// A shared library to link (`run --link`) cannot be: missing, not an
+    /// ELF shared library, built for another architecture, or refused by
+    /// the host's loader.
+    #[error("{path}: {msg}")]
+    Library {
+        /// The library as given.
+        path: String,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// A compiler or emulator is missing.
     #[error("{0}")]
     Tools(String),
@@ -87,6 +102,7 @@ impl AotError {
         match self {
             AotError::Jit(e) => e.with_file(file),
             AotError::Usage(m) => format!("{file}: error: {m}"),
+            AotError::Library { path, msg } => format!("{path}: error: {msg}"),
             other => format!("guardlift: error: {}", guardlift_jit::error::chain(other)),
         }
     }
@@ -103,6 +119,10 @@ pub struct Build {
     params: Vec<Type>,
     ret: Option<Type>,
     exe: PathBuf,
+    /// Linked dynamically (with shared libraries) and run under an
+    /// emulator: the target's sysroot, where the emulator finds the
+    /// dynamic loader and libc.
+    sysroot: Option<PathBuf>,
     /// Freed memory the target holds in quarantine (`quarantine_mb`).
     quarantine_bytes: u64,
     _work: WorkDir,
@@ -127,6 +147,33 @@ pub fn build_with_host(
     mode: Mode,
     host_c: &[PathBuf],
 ) -> Result<Build, AotError> {
+    build_linked(m, entry, target, mode, host_c, &[])
+}
+
+/// [`build`], also linking the shared libraries `libs` (read with
+/// [`library::read_all`]): every extern of `m` that is not a built-in is
+/// the symbol of its name in the first library that defines it (as the
+/// host engines take it, `run --link`); one that none defines is the link
+/// error `LINE:COL: undefined symbol @name`, as without libraries. A
+/// library built for another architecture is an error.
+pub fn build_with_libraries(
+    m: &Module,
+    entry: &str,
+    target: Target,
+    mode: Mode,
+    libs: &[library::SharedLibrary],
+) -> Result<Build, AotError> {
+    build_linked(m, entry, target, mode, &[], libs)
+}
+
+fn build_linked(
+    m: &Module,
+    entry: &str,
+    target: Target,
+    mode: Mode,
+    host_c: &[PathBuf],
+    libs: &[library::SharedLibrary],
+) -> Result<Build, AotError> {
     // The link runs in its own directory.
     let host_c: Vec<PathBuf> = host_c
         .iter()
@@ -134,9 +181,12 @@ pub fn build_with_host(
         .collect::<Result<_, _>>()
         .map_err(|e| AotError::Build(format!("the current directory: {e}")))?;
     if host_c.is_empty() {
-        // Only built-ins exist on the target: any other extern is the same
-        // link error (LINE:COL: undefined symbol @name) as in the JIT.
-        guardlift_jit::lower::resolve_externs(m, |_| None)?;
+        // Only built-ins and the libraries' symbols exist on the target:
+        // any other extern is the same link error (LINE:COL: undefined
+        // symbol @name) as in the JIT.
+        guardlift_jit::lower::resolve_externs(m, |name| {
+            library::provider(libs, name).map(|_| name.to_string())
+        })?;
     }
     let fid = m
         .func_by_name(entry)
@@ -161,6 +211,10 @@ pub fn build_with_host(
         .filter(|f| f.function != wrap::START_SYMBOL)
         .collect();
     let toolchain = Toolchain::find(target)?;
+    for l in libs {
+        l.check_arch(toolchain.target)?;
+    }
+    let lib_paths: Vec<PathBuf> = libs.iter().map(|l| l.path.clone()).collect();
     let work = WorkDir::new()?;
     let exe = toolchain::link(
         &toolchain,
@@ -168,9 +222,14 @@ pub fn build_with_host(
         &object.traps,
         &code,
         &host_c,
+        &lib_paths,
         m.layout,
         work.path(),
     )?;
+    let sysroot = match (&toolchain.runner, libs.is_empty()) {
+        (Some(_), false) => Some(toolchain::sysroot(&toolchain)?),
+        _ => None,
+    };
     Ok(Build {
         toolchain,
         mode,
@@ -179,6 +238,7 @@ pub fn build_with_host(
         params,
         ret,
         exe,
+        sysroot,
         quarantine_bytes: DEFAULT_QUARANTINE_MB << 20,
         _work: work,
     })
@@ -216,7 +276,7 @@ impl Build {
             format!("{:x}", self.quarantine_bytes),
         ];
         argv.extend(args.iter().map(|a| format!("{a:x}")));
-        let out = toolchain::execute(&self.toolchain, &self.exe, &argv)?;
+        let out = toolchain::execute(&self.toolchain, &self.exe, self.sysroot.as_deref(), &argv)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let (mut run, complete) =
             protocol::parse(&stdout, &self.sites, &self.code).map_err(|e| {

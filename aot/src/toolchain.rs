@@ -74,7 +74,8 @@ impl Toolchain {
     /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
     /// (empty: run natively), likewise `..._X86_64` and `..._RISCV64`.
     ///
-    /// The link is static, so the emulator needs no sysroot (`-L`).
+    /// The link is static, so the emulator needs no sysroot (`-L`), unless
+    /// shared libraries are linked ([`sysroot`]).
     pub fn find(target: Target) -> Result<Toolchain, AotError> {
         let target = match target {
             Target::Host => Target::host_arch().ok_or_else(|| {
@@ -284,13 +285,17 @@ fn publish(obj: &Path, to: &Path) {
 }
 
 /// Writes the program object and links it with the support into a static
-/// executable in `work`.
+/// executable in `work`; with shared libraries `libs` (absolute paths), a
+/// dynamic one that finds them at run time through its rpath (their
+/// directories), also under qemu-user.
+#[allow(clippy::too_many_arguments)]
 pub fn link(
     tc: &Toolchain,
     object: &[u8],
     traps: &[guardlift_jit::ObjectTrap],
     code: &[guardlift_runtime::codemap::CodeFunction],
     host_c: &[PathBuf],
+    libs: &[PathBuf],
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,
 ) -> Result<PathBuf, AotError> {
@@ -314,10 +319,18 @@ pub fn link(
             .arg(&traps_c)
             .args(&support)
             .args(host_c)
-            .args(["-lm", "-pthread"]);
+            .args(libs);
+        for dir in libs.iter().filter_map(|l| l.parent()) {
+            // The loader finds each library where it was linked from
+            // (without a SONAME its path is recorded; with one, the rpath
+            // finds it); qemu-user looks under its sysroot first.
+            c.arg(format!("-Wl,-rpath,{}", dir.display()));
+        }
+        c.args(["-lm", "-pthread"]);
         run_tool(&mut c, &tc.cc.display().to_string())
     };
-    let mut out = attempt(true)?;
+    // A shared library cannot be linked statically.
+    let mut out = attempt(libs.is_empty())?;
     if !out.status.success() && tc.runner.is_none() {
         // Natively, a dynamic link will do when there is no static libc.
         out = attempt(false)?;
@@ -337,11 +350,55 @@ pub fn link(
     Ok(exe)
 }
 
-/// Runs the executable (under the runner when there is one).
-pub fn execute(tc: &Toolchain, exe: &Path, argv: &[String]) -> Result<Output, AotError> {
+/// The sysroot of a cross compiler (where the target's dynamic loader and
+/// libc are: `/usr/aarch64-linux-gnu` on Debian), for an emulator to run a
+/// dynamically linked program (`qemu-aarch64 -L SYSROOT`).
+pub fn sysroot(tc: &Toolchain) -> Result<PathBuf, AotError> {
+    let out = run_tool(
+        Command::new(&tc.cc).arg("-print-file-name=libc.so.6"),
+        &tc.cc.display().to_string(),
+    )?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // `lib/libc.so.6` under the sysroot; a bare name: the compiler has none.
+    let libc = std::fs::canonicalize(&text).ok();
+    match libc
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+    {
+        Some(root) if out.status.success() => Ok(root.to_path_buf()),
+        _ => Err(AotError::Tools(format!(
+            "{} has no libc.so.6 for {} (a dynamically linked program needs the target's libc){}",
+            tc.cc.display(),
+            tc.target.name(),
+            install_hint(tc.target)
+                .map(|h| format!(": {h}"))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+/// Runs the executable (under the runner when there is one, given the
+/// target's `sysroot` when it is linked dynamically).
+pub fn execute(
+    tc: &Toolchain,
+    exe: &Path,
+    sysroot: Option<&Path>,
+    argv: &[String],
+) -> Result<Output, AotError> {
     let mut c = match &tc.runner {
         Some(r) => {
             let mut c = Command::new(r);
+            if let Some(root) = sysroot {
+                // The loader and the libraries of the sysroot, never a
+                // multiarch copy of the host's (`/lib/aarch64-linux-gnu`, a
+                // different glibc build that hangs with the sysroot's loader),
+                // which the host's ld.so.cache would name first.
+                let lib = root.join("lib");
+                c.arg("-L").arg(root);
+                c.arg("-E")
+                    .arg(format!("LD_LIBRARY_PATH={}", lib.display()));
+            }
             c.arg(exe);
             c
         }

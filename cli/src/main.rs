@@ -4,6 +4,9 @@
 //! violation (and host faults: what would have been a crash).
 
 mod bench;
+mod link;
+mod native;
+mod native_fault;
 mod out;
 mod run;
 mod sarif;

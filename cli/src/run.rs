@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Stack for the thread that runs programs (adstack frames can be large).
 const RUN_STACK_BYTES: usize = 512 << 20;
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct RunOpts {
     pub file: String,
     /// Arguments for the entry function, parsed by its parameter types.
@@ -37,6 +37,10 @@ pub struct RunOpts {
     /// Also write the reports as a SARIF 2.1.0 log to this file.
     #[arg(long, value_name = "OUT")]
     pub sarif: Option<String>,
+    /// Resolve externs that are not built-ins from this shared library
+    /// (repeatable: the first that defines a name provides it).
+    #[arg(long, value_name = "LIB.so")]
+    pub link: Vec<String>,
 }
 
 fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
@@ -221,6 +225,11 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         let watch = watch.map(|_| target_watch_unavailable(o.target));
         return target_run(&o, &m, &args, ret_ty, watch);
     }
+    // The libraries stay loaded until the run returns, after the engines
+    // that call into them.
+    let libs =
+        crate::link::Libraries::open(&o.link).map_err(|e| CliError::new(e.with_file(&o.file)))?;
+    let linked = libs.resolve(&m);
     let mode = o.inst.mode(&options);
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
@@ -276,13 +285,18 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
             print_watch_summary(&rt.watch_status());
         }));
     }
+    if o.engine == Engine::Interp && !linked.is_empty() {
+        install_native_fault_reporter(&rt, &o, instrumented)?;
+    }
     let outcome = {
         let (m, rt2, entry, engine_kind) = (&m, rt.clone(), o.entry.clone(), o.engine);
-        let file = o.file.as_str();
+        let (file, linked) = (o.file.as_str(), &linked);
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(RUN_STACK_BYTES)
-                .spawn_scoped(s, move || execute(m, rt2, &entry, &args, engine_kind, file))
+                .spawn_scoped(s, move || {
+                    execute(m, rt2, &entry, &args, engine_kind, file, linked)
+                })
                 .map_err(|e| CliError::tool(format!("cannot start the run thread: {e}")))?
                 .join()
                 .map_err(|_| CliError::tool("the run thread panicked (a bug in guardlift)"))?
@@ -301,6 +315,46 @@ pub fn run(o: RunOpts) -> Result<u8, CliError> {
         watch: rt.watch_status(),
     };
     finish(&ctx, &rt, reports, fault, outcome)
+}
+
+/// `--engine interp` with `--link`: a fatal signal in a library function
+/// ends the run as the JIT's fault handler ends it, a `host_fault` report
+/// at the IR call after the reports recorded before (`native_fault`).
+fn install_native_fault_reporter(
+    rt: &Arc<Runtime>,
+    o: &RunOpts,
+    instrumented: bool,
+) -> Result<(), CliError> {
+    use guardlift_runtime::fault::{FaultCause, FaultReport, OuterFrames};
+    let (rt, o) = (rt.clone(), o.clone());
+    let reporter: crate::native_fault::Reporter = Box::new(move |f, site| {
+        let site = site.unwrap_or_else(|| guardlift_interp::HostCallSite {
+            function: "?".into(),
+            loc: guardlift_ir::SrcLoc { line: 0, col: 0 },
+            op: "?",
+            outer: Vec::new(),
+        });
+        let report = FaultReport {
+            stack_overflow: false,
+            function: &site.function,
+            line: site.loc.line,
+            col: site.loc.col,
+            op: site.op,
+            cause: FaultCause::Signal {
+                signal: guardlift_runtime::fault::signal_name(f.sig),
+                address: Some(f.address),
+                pc: Some(f.pc),
+                in_host: true,
+            },
+            backtrace: guardlift_runtime::backtrace::enabled()
+                .then_some(OuterFrames::Frames(&site.outer)),
+        };
+        let reports = rt.take_reports();
+        let ends = ("interp", target_name(o.target), instrumented);
+        write_fault_report_and_abort(&rt, &o, &reports, Some(report), ends, &rt.watch_status())
+    });
+    crate::native_fault::install(reporter)
+        .map_err(|e| CliError::tool(format!("cannot install the fault handler: {e}")))
 }
 
 /// The end-of-run summary of a watch session on stderr (spec §6.1: how
@@ -482,7 +536,8 @@ fn target_run(
     // Already answered by `target_watch_unavailable`.
     options.watch = None;
     let mode = o.inst.mode(&options);
-    let run = guardlift_aot::build(m, &o.entry, t, mode)
+    let run = guardlift_aot::library::read_all(&o.link, t)
+        .and_then(|libs| guardlift_aot::build_with_libraries(m, &o.entry, t, mode, &libs))
         .and_then(|mut b| {
             b.set_quarantine_mb(
                 options
@@ -686,6 +741,8 @@ impl ExecError {
     }
 }
 
+/// Runs `entry` on `engine`; `linked`: the addresses of the externs the
+/// `--link` libraries provide.
 fn execute(
     m: &Module,
     rt: Arc<Runtime>,
@@ -693,10 +750,15 @@ fn execute(
     args: &[u64],
     engine: Engine,
     file: &str,
+    linked: &HashMap<String, usize>,
 ) -> Result<Result<Outcome, ExecError>, CliError> {
     Ok(match engine {
         Engine::Interp => {
-            let it = match Interpreter::new(m, rt.clone(), &HashMap::new()) {
+            let hosts = match crate::link::Libraries::host_fns(m, linked) {
+                Ok(h) => h,
+                Err(d) => return Ok(Err(ExecError::Diag(d))),
+            };
+            let it = match Interpreter::new(m, rt.clone(), &hosts) {
                 Ok(it) => it,
                 Err(InterpError::Link(d)) => return Ok(Err(ExecError::Diag(d))),
                 Err(e) => return Ok(Err(ExecError::Plain(e.to_string()))),
@@ -749,7 +811,7 @@ fn execute(
                 Err(e) => Err(ExecError::Plain(e.to_string())),
             }
         }
-        Engine::Jit => jit_execute(m, rt, entry, args, file),
+        Engine::Jit => jit_execute(m, rt, entry, args, file, linked),
     })
 }
 
@@ -759,9 +821,17 @@ fn jit_execute(
     entry: &str,
     args: &[u64],
     file: &str,
+    linked: &HashMap<String, usize>,
 ) -> Result<Outcome, ExecError> {
     // The file names the line tables of `perfmap`/`jitdump`/`gdb` (GUARDLIFT_OPTIONS).
-    let opts = guardlift_jit::CompileOptions::default().with_source_file(file);
+    let mut opts = guardlift_jit::CompileOptions::default().with_source_file(file);
+    for (name, &addr) in linked {
+        // SAFETY: `addr` is the `--link` library's definition of `name`,
+        // which stays loaded until the run returns (after the compiled code
+        // is dropped); the extern's declaration is the user's word for its
+        // C type, as an embedder's is for the symbols it adds.
+        opts = unsafe { opts.symbol(name.clone(), addr as *const u8) };
+    }
     let code = guardlift_jit::Jit::compile(m, rt, &opts).map_err(ExecError::Jit)?;
     // SAFETY: not provable, and not needed: `guardlift run` exists to run
     // the user's program as native code (spec §8), trusted with this

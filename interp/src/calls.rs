@@ -39,12 +39,41 @@ impl<'m> Interpreter<'m> {
                 self.rt.obj_dictify_at(arg0, self.site_base + s.0);
                 0
             }
-            _ => self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv)),
+            _ => self.with_frames(cx.watch, cx.func, inst, || {
+                self.in_host_call(cx, eid, || self.call_extern(eid, &argv))
+            }),
         };
         Ok(match self.m.ext(eid).ret {
             Some(rt) => Step::Set(canon(rt, r)),
             None => Step::Next,
         })
+    }
+
+    /// Runs `f`, the call of extern `eid` by the instruction of `cx`; when
+    /// `eid` is an embedder's host function, with the call published for
+    /// [`host_call_site`].
+    fn in_host_call<R>(&self, cx: &Cx<'_, 'm>, eid: ExternId, f: impl FnOnce() -> R) -> R {
+        if !matches!(self.externs[eid.0 as usize], ExternImpl::Host(_)) {
+            return f();
+        }
+        let site = || HostCallSite {
+            function: cx.func.name.clone(),
+            loc: cx.inst.loc,
+            op: cx.inst.kind.opcode(),
+            outer: self.call_frames(cx.callers),
+        };
+        struct Restore(Option<*const SiteFn>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                HOST_CALL.with(|h| h.set(self.0));
+            }
+        }
+        let short: *const (dyn Fn() -> HostCallSite + '_) = &site;
+        // SAFETY: only the lifetime is erased; the pointer is read only
+        // while `f` runs (`Restore` takes it out again, also on unwinding).
+        let ptr: *const SiteFn = unsafe { std::mem::transmute(short) };
+        let _restore = Restore(HOST_CALL.with(|h| h.replace(Some(ptr))));
+        f()
     }
 
     /// Calls extern `eid` with raw-bit arguments `a`; its raw-bit result
@@ -156,7 +185,9 @@ impl<'m> Interpreter<'m> {
         match callee {
             Callee::Func(fid) => self.enter(fid, &argv, cx),
             Callee::Extern(eid) => {
-                let r = self.with_frames(cx.watch, cx.func, inst, || self.call_extern(eid, &argv));
+                let r = self.with_frames(cx.watch, cx.func, inst, || {
+                    self.in_host_call(cx, eid, || self.call_extern(eid, &argv))
+                });
                 Ok(match sig.ret {
                     Some(rt) => Step::Set(canon(rt, r)),
                     None => Step::Next,
@@ -164,6 +195,39 @@ impl<'m> Interpreter<'m> {
             }
         }
     }
+}
+
+/// The IR call of an embedder's host function running on this thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCallSite {
+    /// The calling function.
+    pub function: String,
+    /// The call's position.
+    pub loc: guardlift_ir::SrcLoc,
+    /// Its opcode (`call`, `call_indirect`).
+    pub op: &'static str,
+    /// The IR calls outside it, innermost first, as backtraces print them.
+    pub outer: Vec<String>,
+}
+
+type SiteFn = dyn Fn() -> HostCallSite + 'static;
+
+thread_local! {
+    /// The host call running on this thread (see [`host_call_site`]).
+    static HOST_CALL: std::cell::Cell<Option<*const SiteFn>> = const { std::cell::Cell::new(None) };
+}
+
+/// The IR call through which this thread is running an embedder's host
+/// function (a [`crate::HostFn`]), if it is: for an embedder whose host
+/// function calls native code to report a fault in it at that call, as the
+/// JIT's fault handler does (`guardlift run --link` on the interpreter).
+/// Called on the faulting thread, outside the signal handler (it allocates).
+pub fn host_call_site() -> Option<HostCallSite> {
+    let p = HOST_CALL.with(|h| h.get())?;
+    // SAFETY: published by `in_host_call` for exactly the extent of the
+    // host call, which is still running on this thread (its frames are
+    // below ours), so what the closure borrows is alive.
+    Some(unsafe { (*p)() })
 }
 
 /// What `func_addr` gives in the interpreter, which has no native code: a

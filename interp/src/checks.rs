@@ -163,7 +163,7 @@ impl<'m> Interpreter<'m> {
 
     /// The IR calls `callers` (outermost first) are in, innermost first, as
     /// backtrace frames: each frame's current instruction is its call.
-    fn call_frames(&self, callers: &[Frame]) -> Vec<String> {
+    pub(crate) fn call_frames(&self, callers: &[Frame]) -> Vec<String> {
         callers
             .iter()
             .rev()

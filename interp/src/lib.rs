@@ -35,6 +35,8 @@ use guardlift_runtime::Runtime;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+pub use calls::{host_call_site, HostCallSite};
+
 use adstack::elision_claims;
 use hoist::{attr_claims, loop_claims, AttrClaims, LoopClaims};
 use values::canon;
