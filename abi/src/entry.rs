@@ -1,6 +1,6 @@
 //! The one table of every function generated code calls: the built-in host
 //! functions of spec §7 (with an IR name) and the instrumentation entry
-//! points (without). Each is written once, in [`foreach_entry!`], with its
+//! points (without). Each is written once, in `foreach_entry!`, with its
 //! symbol, parameter and result classes and whether it takes the runtime
 //! pointer, as wasmtime's `foreach_builtin_function!` lists its built-ins.
 //!
@@ -174,7 +174,7 @@ macro_rules! define_entries {
         $(#[$attr:meta])*
         $variant:ident $sym:ident [$($ir:literal)?] $rt:tt ($($p:ident),*) $(-> $r:ident)?;
     )*) => {
-        /// Every entry point and built-in of [`foreach_entry!`].
+        /// Every entry point and built-in of `foreach_entry!`.
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
         pub enum Entry {
             $( $(#[$attr])* $variant, )*

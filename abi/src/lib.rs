@@ -9,7 +9,7 @@
 //! - [`mode`]: [`Mode`], what a failed check does;
 //! - [`offsets`]: the runtime's head and trap scratch area as generated code sees them;
 //! - [`entry`]: the one table of every entry point and built-in ([`foreach_entry!`]);
-//! - [`format`]: the text form of floats.
+//! - `format`: the text form of floats.
 
 pub mod adstack;
 pub mod entry;

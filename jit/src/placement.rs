@@ -12,7 +12,7 @@
 //! more than 4 GiB apart, with the data above or below the code and the
 //! 16 TiB shadow mapping between them.
 //!
-//! A [`PlacedMemory`] reserves a chunk per kind of memory (code, writable
+//! A `PlacedMemory` reserves a chunk per kind of memory (code, writable
 //! data, read-only data: `MAP_NORESERVE`, read-write) at an address chosen
 //! from the gaps of `/proc/self/maps` (`MAP_FIXED_NOREPLACE`: an address
 //! taken since is never overwritten, the search starts again), hands out
@@ -109,7 +109,7 @@ pub enum ChunkKind {
     ReadOnly,
 }
 
-/// One live chunk of a [`PlacedMemory`]: (kind, start address, length).
+/// One live chunk of a `PlacedMemory`: (kind, start address, length).
 pub type PlacedChunk = (ChunkKind, usize, usize);
 
 /// Every live chunk of every [`PlacedMemory`] of the process.

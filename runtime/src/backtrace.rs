@@ -4,7 +4,7 @@
 //! compiled code as a symbolized native frame (`0xPC in symbol file:line`).
 //!
 //! Captured only in the report slow path, on the first occurrence of a
-//! (site, kind) ([`crate::ReportSink::record`]), never on the check's fast
+//! (site, kind) (`crate::ReportSink::record`), never on the check's fast
 //! path. Where the frames come from:
 //!
 //! - **The interpreter** hands its frame vector over for the duration of a
@@ -20,7 +20,7 @@
 //!   ([`crate::codemap::enter_compiled_code`]), or after [`MAX_FRAMES`].
 //!   Each return address is mapped through the PC → IR-site map
 //!   ([`crate::codemap::site_of_pc`]). The fault handler walks the same
-//!   chain from the interrupted frame pointer ([`walk_records`], no
+//!   chain from the interrupted frame pointer (`walk_records`, no
 //!   allocation) and prints each return address as a [`ReturnFrame`].
 //!
 //! `GUARDLIFT_OPTIONS=backtrace=0` turns capture off ([`set_enabled`]).

@@ -29,7 +29,7 @@
 //!
 //! The report's backtrace (unless `backtrace=0`) is the site, then the IR
 //! call chain read from the frame records starting at the interrupted frame
-//! pointer ([`crate::backtrace::walk_records`]): exact on x86_64, where
+//! pointer (`crate::backtrace::walk_records`): exact on x86_64, where
 //! Cranelift gives every function a frame record; on aarch64 a leaf
 //! function without a frame record shows its caller's caller as frame #1.
 //! For a fault in a host function the walk starts from the frame pointer

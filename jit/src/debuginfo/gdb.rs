@@ -48,7 +48,7 @@ pub struct JitDescriptor {
 }
 
 /// The descriptor gdb reads (by this name) when
-/// [`__jit_debug_register_code`] is called. Only touched under [`LOCK`].
+/// [`__jit_debug_register_code`] is called. Only touched under `LOCK`.
 #[no_mangle]
 #[used]
 #[allow(non_upper_case_globals)] // the name gdb looks for

@@ -39,7 +39,7 @@
 //! data and read-only data separately, chunk by chunk, anywhere in the
 //! address space (the 16 TiB shadow reservation between them). So every
 //! reference generated code makes to a symbol is far: data objects through
-//! [`far_data`] (an absolute address: `Abs8`, or a GOT entry in PIC
+//! `far_data` (an absolute address: `Abs8`, or a GOT entry in PIC
 //! objects), calls of JIT functions, stubs, runtime entries and host
 //! functions non-colocated (`Abs8`; the object emitter may call its own
 //! functions near, `Lowerer::colocated_calls`: a linker places one text
@@ -130,7 +130,7 @@ pub fn trap_index(loc: SourceLoc) -> Option<usize> {
 }
 
 /// The trap code Cranelift records for the IR's memory accesses (raw
-/// `load`/`store` and the object-model accesses, [`func::mem`]): where one
+/// `load`/`store` and the object-model accesses, `func::mem`): where one
 /// sits in the code, that machine instruction accesses memory an IR
 /// access named, even where the backend merged the access into another
 /// instruction (`crate::codemap` maps it back to the access).
