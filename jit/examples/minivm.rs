@@ -754,7 +754,8 @@ static DEOPT: Mutex<Option<DeoptState>> = Mutex::new(None);
 /// `@deopt(frame, exit)`: rebuilds the interpreter's frame from the
 /// compiled code's frame area and resumes interpreting `score` where the
 /// guard failed; returns its result (the compiled function returns it).
-extern "C" fn deopt(frame: *const i64, exit: i64) -> i64 {
+extern "C" fn deopt(frame: Ptr, exit: i64) -> i64 {
+    let frame = frame.0 as *const i64;
     let exit_meta = {
         let g = DEOPT.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref().and_then(|s| s.exits.get(exit as usize).cloned())
@@ -925,8 +926,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         if args.dump_ir {
             println!("{}", guardlift_ir::print_module(&module));
         }
-        // SAFETY: `deopt` has the C signature `@deopt` is declared with.
-        let opts = unsafe { CompileOptions::default().symbol("deopt", deopt as *const u8) };
+        // Typed: the compile checks `@deopt`'s declaration against it.
+        let opts =
+            CompileOptions::default().host_fn("deopt", deopt as extern "C" fn(Ptr, i64) -> i64);
         let code = Jit::compile(&module, rt.clone(), &opts)?;
         let score = code.func::<(Ptr, i64, i64), i64>("score")?;
         // SAFETY: the list and its objects are live for the call; the

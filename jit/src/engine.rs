@@ -36,8 +36,12 @@ pub struct CompileOptions {
     /// them; [`crate::placement`]). Generated code works wherever they land.
     pub placement: Option<crate::Placement>,
     /// Host functions for externs that are not built-ins: (IR name without
-    /// `@`, address). Added only through the `unsafe` [`Self::symbol`].
+    /// `@`, address). Added only through the `unsafe` [`Self::symbol`] and
+    /// the typed [`Self::host_fn`].
     symbols: Vec<(String, *const u8)>,
+    /// The Rust signatures of the host functions [`Self::host_fn`] added:
+    /// (IR name, params, result), checked against the module's externs.
+    typed: Vec<(String, Vec<Type>, Option<Type>)>,
     /// What to tell profilers and debuggers about the code (perf map,
     /// jitdump, GDB JIT interface: [`crate::debuginfo`]), on top of what the
     /// runtime asks (`GUARDLIFT_OPTIONS`' `perfmap`, `jitdump`, `gdb`).
@@ -89,6 +93,47 @@ impl CompileOptions {
         self
     }
 
+    /// Adds a typed host function: the extern `@name` of the module calls
+    /// `f`, a safe `extern "C" fn` (`name` may carry the `@`). Compiling a
+    /// module checks that the extern is declared with exactly `f`'s
+    /// signature ([`crate::NativeType`]s: `i8 i32 i64 f32 f64`, [`crate::Ptr`]
+    /// for `ptr`) and fails with [`JitError::Link`] at the declaration
+    /// otherwise; a built-in's name (spec §7) is refused the same way, as
+    /// for [`Self::symbol`]. Registering a name again replaces it.
+    ///
+    /// ```
+    /// use guardlift_jit::{CompileOptions, Jit};
+    /// use guardlift_runtime::{Runtime, RuntimeConfig};
+    ///
+    /// extern "C" fn twice(x: i64) -> i64 {
+    ///     2 * x
+    /// }
+    ///
+    /// let m = guardlift_ir::parse_module(
+    ///     "extern fn @twice(i64) -> i64\n\
+    ///      fn @f(%x: i64) -> i64 {\nentry:\n    %y = call @twice(%x)\n    return %y\n}\n",
+    /// )?;
+    /// let opts = CompileOptions::default().host_fn("twice", twice as extern "C" fn(i64) -> i64);
+    /// let code = Jit::compile(&m, Runtime::new(RuntimeConfig::default()), &opts)?;
+    /// let f = code.func::<i64, i64>("f")?;
+    /// // SAFETY: `f` touches no memory; `twice` is safe Rust.
+    /// assert_eq!(unsafe { f.call(21) }, 42);
+    ///
+    /// // The IR's declaration must match the Rust signature.
+    /// let wrong = guardlift_ir::parse_module("extern fn @twice(f64) -> i64\n")?;
+    /// let err = Jit::compile(&wrong, Runtime::new(RuntimeConfig::default()), &opts).unwrap_err();
+    /// assert!(err.to_string().contains("(i64) -> i64"), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn host_fn<F: crate::HostFn>(mut self, name: &str, f: F) -> Self {
+        let name = name.strip_prefix('@').unwrap_or(name).to_string();
+        self.symbols.retain(|(n, _)| *n != name);
+        self.typed.retain(|(n, ..)| *n != name);
+        self.symbols.push((name.clone(), f.addr()));
+        self.typed.push((name, F::ir_params(), F::ir_ret()));
+        self
+    }
+
     /// These options with `debug` (see [`Self::debug`]).
     pub fn with_debug(mut self, debug: JitDebug) -> Self {
         self.debug = debug;
@@ -133,6 +178,7 @@ impl Jit {
     ) -> Result<CompiledModule, JitError> {
         guardlift_ir::verify_module(module)?;
         check_layout(module, &rt)?;
+        check_host_symbols(module, opts)?;
         let host: HashMap<&str, *const u8> =
             opts.symbols.iter().map(|(n, p)| (n.as_str(), *p)).collect();
         let externs =
@@ -171,6 +217,39 @@ impl Jit {
             }
         }
     }
+}
+
+/// The host symbols agree with the module: none is named like a built-in
+/// (which always binds to the runtime: it would be silently ignored), and
+/// each typed one ([`CompileOptions::host_fn`]) has its extern's signature.
+fn check_host_symbols(
+    module: &guardlift_ir::Module,
+    opts: &CompileOptions,
+) -> Result<(), JitError> {
+    let decl = |name: &str| module.externs.iter().find(|e| e.name == name);
+    for (name, _) in &opts.symbols {
+        if guardlift_runtime::abi::builtin(name).is_some() {
+            return Err(JitError::Link {
+                loc: decl(name).map(|e| e.loc).unwrap_or_default(),
+                msg: format!(
+                    "host function `{name}` is named like a built-in (spec §7), which always binds to the runtime: declare your own extern under another name"
+                ),
+            });
+        }
+    }
+    for (name, params, ret) in &opts.typed {
+        if let Some(e) = decl(name).filter(|e| e.params != *params || e.ret != *ret) {
+            return Err(JitError::Link {
+                loc: e.loc,
+                msg: format!(
+                    "host function @{name} is {} in Rust, but the module declares it {}",
+                    crate::typed::signature_text(params, *ret),
+                    crate::typed::signature_text(&e.params, e.ret)
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Objects would be built at one slot offset and read at another.

@@ -49,4 +49,4 @@ pub use object::{
 pub use object::{emit_object_with_code, ObjectCode};
 pub use placement::Placement;
 pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
-pub use typed::{NativeType, Params, Ptr, Results};
+pub use typed::{HostFn, NativeType, Params, Ptr, Results};

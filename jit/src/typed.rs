@@ -121,6 +121,44 @@ tuple_params!(a: A, b: B, c: C, d: D);
 tuple_params!(a: A, b: B, c: C, d: D, e: E);
 tuple_params!(a: A, b: B, c: C, d: D, e: E, f: F);
 
+/// A Rust function that IR code may call as a host function, whose
+/// signature the JIT checks against the module's `extern` declaration at
+/// link time ([`crate::CompileOptions::host_fn`]): an `extern "C" fn` of up
+/// to six [`NativeType`] parameters and a [`Results`] result, as wasmtime's
+/// `Func::wrap` takes a closure. Sealed.
+pub trait HostFn: Copy + sealed::Sealed + 'static {
+    /// The IR parameter types, in order.
+    fn ir_params() -> Vec<Type>;
+    /// The IR result type (`None` for no result).
+    fn ir_ret() -> Option<Type>;
+    /// The function's address.
+    fn addr(self) -> *const u8;
+}
+
+macro_rules! host_fn {
+    ($($t:ident),*) => {
+        impl<$($t: NativeType,)* R: Results> sealed::Sealed for extern "C" fn($($t),*) -> R {}
+        impl<$($t: NativeType,)* R: Results> HostFn for extern "C" fn($($t),*) -> R {
+            fn ir_params() -> Vec<Type> {
+                vec![$($t::TYPE),*]
+            }
+            fn ir_ret() -> Option<Type> {
+                R::ir_type()
+            }
+            fn addr(self) -> *const u8 {
+                self as *const u8
+            }
+        }
+    };
+}
+host_fn!();
+host_fn!(A);
+host_fn!(A, B);
+host_fn!(A, B, C);
+host_fn!(A, B, C, D);
+host_fn!(A, B, C, D, E);
+host_fn!(A, B, C, D, E, F);
+
 /// `(i64, ptr) -> f64`, as error messages show signatures.
 pub fn signature_text(params: &[Type], ret: Option<Type>) -> String {
     let p: Vec<String> = params.iter().map(|t| t.to_string()).collect();
