@@ -64,10 +64,8 @@ fn typed_host_functions_are_called_with_the_declared_types() {
     let code = Jit::compile(&m, rt(), &opts()).expect("compile");
     let f = code.func::<i64, f64>("f").expect("f");
     // SAFETY: the code touches no memory; the host functions are safe Rust.
-    assert_eq!(
-        unsafe { f.call(100) },
-        -2.0 + 30.0 + 100.0 + 0.5 + 0.25 + 3.0
-    );
+    let r = unsafe { f.call(100) };
+    assert_eq!(r, -2.0 + 30.0 + 100.0 + 0.5 + 0.25 + 3.0);
     assert_eq!(SEEN.load(std::sync::atomic::Ordering::SeqCst), 100);
     let g = code.func::<i64, i8>("g").expect("g");
     // SAFETY: as above.
