@@ -115,6 +115,9 @@ pub struct Runtime {
     fault: Mutex<Option<crate::fault::HostCallFault>>,
     /// A host fault is recorded (what the interpreter polls after a host call).
     faulted: AtomicBool,
+    /// A report was recorded while no report handler was installed: the
+    /// drop flushes the pending reports (else the handler had them all).
+    unhandled: AtomicBool,
     /// A host fault ends the process ([`Runtime::set_host_faults_fatal`]).
     host_faults_fatal: AtomicBool,
     output: Mutex<String>,
@@ -144,6 +147,7 @@ impl Runtime {
             sites: RwLock::new(SiteTable::default()),
             fault: Mutex::new(None),
             faulted: AtomicBool::new(false),
+            unhandled: AtomicBool::new(false),
             host_faults_fatal: AtomicBool::new(
                 config.abort_process && config.mode != Mode::Recover,
             ),
@@ -352,8 +356,10 @@ impl Runtime {
                 r
             })
         };
-        if let (Some(h), Some(r)) = (handler, snapshot) {
-            h(&r)
+        match (handler, snapshot) {
+            (Some(h), Some(r)) => h(&r),
+            (None, _) => self.unhandled.store(true, Ordering::Relaxed),
+            _ => {}
         }
         match self.mode {
             Mode::Recover => Verdict::Recover,
@@ -721,8 +727,9 @@ impl Runtime {
                 }
             }
         }
-        if let Some(h) = handler {
-            handled.iter().for_each(|r| h(r));
+        match handler {
+            Some(h) => handled.iter().for_each(|r| h(r)),
+            None => self.unhandled.store(true, Ordering::Relaxed),
         }
     }
 
@@ -760,12 +767,13 @@ impl Runtime {
 }
 
 impl Drop for Runtime {
-    /// Pending reports are flushed to stderr; never panics.
+    /// Pending reports are flushed to stderr, unless a report handler had
+    /// each when it was recorded; never panics.
     fn drop(&mut self) {
         self.drain_watch();
         watch::stop(self.watch_owner());
         let pending = !lock(&self.sink).is_empty();
-        if pending {
+        if pending && self.unhandled.load(Ordering::Relaxed) {
             self.flush_reports();
         }
     }

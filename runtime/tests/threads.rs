@@ -146,6 +146,46 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
 }
 
 #[test]
+fn reports_a_handler_had_are_not_printed_again_at_drop() {
+    let rt = Runtime::new(RuntimeConfig {
+        mode: Mode::Recover,
+        ..Default::default()
+    });
+    let log = std::env::temp_dir().join(format!("gl-drop-handled-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let opts = guardlift_runtime::Options {
+        log_path: Some(log.display().to_string()),
+        json: true,
+        ..Default::default()
+    };
+    rt.configure(&opts).unwrap();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let s2 = seen.clone();
+    rt.set_report_handler(Some(Arc::new(move |_r| {
+        s2.fetch_add(1, Ordering::Relaxed);
+    })));
+    let base = rt.register_sites([site(0)].into()).unwrap();
+    let o = rt.obj_new(2);
+    rt.fault_clear_lsb(o);
+    rt.report(
+        ReportKind::DictSlotTag,
+        base,
+        Observed::Dict {
+            object: o,
+            value: 6,
+        },
+    );
+    assert_eq!(seen.load(Ordering::Relaxed), 1);
+    drop(rt);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        text.is_empty(),
+        "the handler had it; nothing more at drop: {text}"
+    );
+    let _ = std::fs::remove_file(&log);
+}
+
+#[test]
 fn last_known_write_is_captured_when_the_check_runs() {
     let rt = Runtime::new(RuntimeConfig {
         mode: Mode::Recover,
