@@ -177,6 +177,7 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
                 InstKind::CallIndirect { .. } => "call.indirect",
                 InstKind::Jump { .. } | InstKind::Return { .. } => continue,
                 InstKind::Brif { .. } => "ctl.brif",
+                InstKind::BrTable { .. } => "ctl.br_table",
                 InstKind::DictSlotLoad { .. } => "obj.dict_slot.load",
                 InstKind::DictSlotStore { .. } => "obj.dict_slot.store",
                 InstKind::LoadAttr { .. } => "obj.load_attr",
