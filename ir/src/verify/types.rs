@@ -86,7 +86,20 @@ impl FnVerifier<'_> {
             | AdTopAdj { .. }
             | AdLen { .. } => self.check_adstack_types(inst),
             Watch { obj } => self.need_word(inst, *obj, "object"),
-            StackAlloc { .. } => self.expect_result(inst, Type::Ptr),
+            StackAlloc { size } => {
+                // The parser refuses these; a module built through the API
+                // is checked here.
+                if !(1..=crate::inst::MAX_STACK_ALLOC).contains(size) {
+                    self.err(
+                        loc,
+                        format!(
+                            "stack_alloc size {size} is out of range (1 to {} bytes)",
+                            crate::inst::MAX_STACK_ALLOC
+                        ),
+                    );
+                }
+                self.expect_result(inst, Type::Ptr)
+            }
             FuncAddr { callee } => {
                 if self.callee_sig(*callee).is_none() {
                     self.err(loc, "func_addr of an unknown function".to_string());
