@@ -758,9 +758,21 @@ mod tests {
             .map(|o| o.name())
             .chain(UnOp::ALL.iter().map(|o| o.name()))
         {
-            assert!(text.contains(&format!(" = {name} ")), "{name} missing:\n{text}");
+            assert!(
+                text.contains(&format!(" = {name} ")),
+                "{name} missing:\n{text}"
+            );
         }
-        for name in ["sdiv", "srem", "urem", "udiv", "smul_overflows", "fcopysign", "fnearest", "ctz"] {
+        for name in [
+            "sdiv",
+            "srem",
+            "urem",
+            "udiv",
+            "smul_overflows",
+            "fcopysign",
+            "fnearest",
+            "ctz",
+        ] {
             assert!(text.contains(name), "{name}");
         }
     }
@@ -785,7 +797,9 @@ mod tests {
             })
             .expect_err("out of range");
             assert!(
-                e.0[0].msg.contains(&format!("stack_alloc size {size} is out of range")),
+                e.0[0]
+                    .msg
+                    .contains(&format!("stack_alloc size {size} is out of range")),
                 "{e}"
             );
         }
@@ -821,8 +835,14 @@ mod tests {
         let text = round_trips(&m);
         assert!(text.contains("= func_addr @sin\n"), "{text}");
         assert!(text.contains("= func_addr @g\n"), "{text}");
-        assert!(text.contains("= call_indirect %v1(%v0) : (f64) -> f64\n"), "{text}");
-        assert!(text.contains("    call_indirect %v2(%v4) : (i64)\n"), "{text}");
+        assert!(
+            text.contains("= call_indirect %v1(%v0) : (f64) -> f64\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    call_indirect %v2(%v4) : (i64)\n"),
+            "{text}"
+        );
         // The written signature is checked against the arguments.
         let e = with_f(|f| {
             let x = f.param(1);
@@ -831,7 +851,12 @@ mod tests {
             f.ret(r);
         })
         .expect_err("an f64 argument for an i64 parameter");
-        assert!(e.0[0].msg.contains("argument 1 of call_indirect must be i64"), "{e}");
+        assert!(
+            e.0[0]
+                .msg
+                .contains("argument 1 of call_indirect must be i64"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -857,11 +882,18 @@ mod tests {
         f.finish();
         let m = mb.build().expect("verifies");
         let text = round_trips(&m);
-        assert!(text.contains("    br_table %v0, b(%v0), [a, b(%v0), a]\n"), "{text}");
+        assert!(
+            text.contains("    br_table %v0, b(%v0), [a, b(%v0), a]\n"),
+            "{text}"
+        );
         assert!(text.contains("    br_table %v0, none, []\n"), "{text}");
         let term = m.functions[0].blocks[0].insts.last().expect("a terminator");
         let targets: Vec<u32> = term.kind.branch_targets().map(|d| d.block.0).collect();
-        assert_eq!(targets, vec![2, 1, 2, 1], "the default first, then the table");
+        assert_eq!(
+            targets,
+            vec![2, 1, 2, 1],
+            "the default first, then the table"
+        );
         // Wrong argument counts and a narrow index are verifier errors.
         let e = with_f(|f| {
             let t = f.create_block("t");
@@ -878,6 +910,9 @@ mod tests {
             msgs.contains(&"br_table index must be i64 or ptr, got %v3 (i32)"),
             "{msgs:?}"
         );
-        assert!(msgs.contains(&"block `t` expects 1 arguments, got 0"), "{msgs:?}");
+        assert!(
+            msgs.contains(&"block `t` expects 1 arguments, got 0"),
+            "{msgs:?}"
+        );
     }
 }

@@ -190,9 +190,7 @@ macro_rules! visit_operands {
             } => {
                 $f(index);
                 default.args.$iter().for_each(&mut $f);
-                table
-                    .$iter()
-                    .for_each(|d| d.args.$iter().for_each(&mut $f))
+                table.$iter().for_each(|d| d.args.$iter().for_each(&mut $f))
             }
             Return { value } => {
                 if let Some(v) = value {

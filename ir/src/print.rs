@@ -270,7 +270,11 @@ impl FnPrinter<'_> {
                 default,
                 table,
             } => {
-                let mut t = format!("br_table {}, {}, [", self.v(*index), self.block_call(default));
+                let mut t = format!(
+                    "br_table {}, {}, [",
+                    self.v(*index),
+                    self.block_call(default)
+                );
                 for (i, d) in table.iter().enumerate() {
                     if i > 0 {
                         t.push_str(", ");

@@ -31,10 +31,18 @@ impl FnGen<'_, '_, '_> {
         let arms: Vec<Block> = (0..n_arms).map(|_| self.fb.create_block("case")).collect();
         let merge = self.fb.create_block("endswitch");
         let arm_tys: Vec<Vec<Type>> = (0..n_arms)
-            .map(|_| (0..self.src.range(0, 2)).map(|_| self.src.scalar_ty()).collect())
+            .map(|_| {
+                (0..self.src.range(0, 2))
+                    .map(|_| self.src.scalar_ty())
+                    .collect()
+            })
             .collect();
         let arm_params: Vec<Vec<Value>> = (arms.iter().zip(&arm_tys))
-            .map(|(&b, tys)| tys.iter().map(|&t| self.fb.append_block_param(b, t)).collect())
+            .map(|(&b, tys)| {
+                tys.iter()
+                    .map(|&t| self.fb.append_block_param(b, t))
+                    .collect()
+            })
             .collect();
         let merge_tys: Vec<Type> = (0..self.src.range(0, 2))
             .map(|_| self.src.scalar_ty())
@@ -183,7 +191,12 @@ impl FnGen<'_, '_, '_> {
             let a = self.f64_arg();
             let f = self.ms.ext.math[self.src.index(4)];
             self.ev.insert("call.indirect_builtin");
-            (self.fb.func_addr(f), vec![a], vec![Type::F64], Some(Type::F64))
+            (
+                self.fb.func_addr(f),
+                vec![a],
+                vec![Type::F64],
+                Some(Type::F64),
+            )
         };
         let target = if self.src.chance(1, 3) {
             // A method table: the pointer stored in a frame area, read back.
