@@ -914,5 +914,23 @@ mod tests {
             msgs.contains(&"block `t` expects 1 arguments, got 0"),
             "{msgs:?}"
         );
+        // A table longer than the lowering's i32 index reaches far.
+        let e = with_f(|f| {
+            let t = f.create_block("t");
+            let i = f.param(0);
+            let table = vec![(t, &[][..]); crate::MAX_BR_TABLE + 1];
+            f.br_table(i, (t, &[]), &table);
+            f.switch_to_block(t);
+            f.ret(Some(i));
+        })
+        .expect_err("too long");
+        assert_eq!(
+            e.0[0].msg,
+            format!(
+                "br_table has {} destinations (at most {})",
+                crate::MAX_BR_TABLE + 1,
+                crate::MAX_BR_TABLE
+            )
+        );
     }
 }
