@@ -382,9 +382,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// `br_table`: Cranelift's `br_table`, whose index is an `i32`: the
-    /// unsigned i64 index is clamped to the table's length first (an index
-    /// at or past it takes the default, which Cranelift's jump table puts
-    /// at that position too), then narrowed. Each destination is an
+    /// unsigned i64 index is clamped to the table's length first (every
+    /// index at or past it becomes the length, which Cranelift's
+    /// `br_table` sends to the default), then narrowed. Each destination is an
     /// [`FnLower::edge`] (forwarded arguments, a versioned loop's exit
     /// blocks) and a `BlockCall` with its arguments: Cranelift 0.135
     /// splits the critical edges of a jump table that passes arguments.
