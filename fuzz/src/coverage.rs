@@ -92,6 +92,17 @@ pub const FAMILIES: &[&str] = &[
     "fault.double_free",
     "fault.invalid_free",
     "fault.attr_out_of_bounds",
+    "ctl.br_table",
+    "ctl.br_table_empty",
+    "ctl.br_table_wide_index",
+    "loop.clean_br_table",
+    "mem.stack_alloc",
+    "mem.stack_area",
+    "call.func_addr",
+    "call.indirect",
+    "call.indirect_function",
+    "call.indirect_builtin",
+    "call.indirect_via_memory",
 ];
 
 /// The families of one function of `m` (IR only).
@@ -106,6 +117,13 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
     }
     for lp in loops {
         s.insert("loop.clean");
+        let switches = lp.blocks.iter().any(|&b| {
+            (f.blocks[b as usize].insts.last())
+                .is_some_and(|i| matches!(i.kind, InstKind::BrTable { .. }))
+        });
+        if switches {
+            s.insert("loop.clean_br_table");
+        }
         let calls = lp.blocks.iter().any(|&b| {
             (f.blocks[b as usize].insts.iter()).any(|i| matches!(i.kind, InstKind::Call { .. }))
         });
@@ -177,6 +195,7 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
                 InstKind::CallIndirect { .. } => "call.indirect",
                 InstKind::Jump { .. } | InstKind::Return { .. } => continue,
                 InstKind::Brif { .. } => "ctl.brif",
+                InstKind::BrTable { .. } => "ctl.br_table",
                 InstKind::DictSlotLoad { .. } => "obj.dict_slot.load",
                 InstKind::DictSlotStore { .. } => "obj.dict_slot.store",
                 InstKind::LoadAttr { .. } => "obj.load_attr",

@@ -55,7 +55,7 @@ impl<'m> Interpreter<'m> {
                 });
             }
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
-            if matches!(inst.kind, InstKind::Jump { .. } | InstKind::Brif { .. }) {
+            if inst.kind.is_branch() {
                 self.track_fixed(fr, cx.at.0, inst.loc)?;
             }
             match step {
@@ -145,6 +145,17 @@ impl<'m> Interpreter<'m> {
             } => {
                 let c = mask(ty(*cond), v(*cond)) != 0;
                 self.branch(fr, cx.func, if c { then_dest } else { else_dest });
+                return Ok(Step::Next);
+            }
+            InstKind::BrTable {
+                index,
+                default,
+                table,
+            } => {
+                // Unsigned (spec §3.1): an index past the table, however
+                // large, takes the default.
+                let i = usize::try_from(v(*index)).unwrap_or(usize::MAX);
+                self.branch(fr, cx.func, table.get(i).unwrap_or(default));
                 return Ok(Step::Next);
             }
             InstKind::Return { value } => return Ok(Step::Return(value.map(v))),

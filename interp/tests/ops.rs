@@ -2778,3 +2778,47 @@ fn roundings_and_copysign() {
         0xfff0_0000_0000_0001
     );
 }
+
+/// `br_table` (spec §3.1): the shared program of `jit/tests/ops.rs`'s
+/// test of the same name, with its table of (index, result).
+const BR_TABLE: &str = r#"
+fn @main(%i: i64) -> i64 {
+entry:
+    %ten = iconst.i64 10
+    br_table %i, dflt(%ten), [a, b(%i), b(%ten), a]
+a:
+    %h = iconst.i64 100
+    return %h
+b(%x: i64):
+    %k = iconst.i64 1000
+    %y = iadd %x, %k
+    return %y
+dflt(%t: i64):
+    %u = isub %t, %i
+    return %u
+}
+"#;
+
+/// The index is unsigned and whole: 4 (the length) and everything past
+/// it, -1 and 2^32 (whose low 32 bits are 0) included, take the default.
+#[test]
+fn br_table_index_is_unsigned_and_whole() {
+    for (i, want) in [
+        (0u64, 100u64),
+        (1, 1001),
+        (2, 1010),
+        (3, 100),
+        (4, 6),
+        (5, 5),
+        (u64::MAX, 11),
+        (1 << 32, 10u64.wrapping_sub(1 << 32)),
+        ((1 << 32) | 1, 10u64.wrapping_sub((1 << 32) | 1)),
+        (1 << 63, 10u64.wrapping_sub(1 << 63)),
+    ] {
+        assert_eq!(run(BR_TABLE, &[i]), want, "index {i:#x}");
+    }
+    let empty = "fn @main(%i: i64) -> i64 {\nentry:\n    br_table %i, d(%i), []\nd(%x: i64):\n    return %x\n}\n";
+    for i in [0u64, 7, u64::MAX] {
+        assert_eq!(run(empty, &[i]), i);
+    }
+}

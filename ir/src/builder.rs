@@ -27,8 +27,8 @@
 
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
-    BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, Inst, InstKind, IntCC,
-    SiteId, SrcLoc, UnOp, Value,
+    BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, IndirectSig, Inst,
+    InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
@@ -471,6 +471,102 @@ impl FunctionBuilder<'_> {
         );
     }
 
+    /// `br_table index, default(args), [b0(args), b1(args), ...]`: ends
+    /// the current block. Goes to `table[index]` when `index` (an `i64`,
+    /// read unsigned) is below the table's length, else to `default`; an
+    /// empty table sends every index to the default.
+    ///
+    /// ```
+    /// use guardlift_abi::layout::DictLayout;
+    /// use guardlift_ir::builder::ModuleBuilder;
+    /// use guardlift_ir::Type;
+    ///
+    /// let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+    /// let id = mb.declare_function("pick", &[Type::I64], Some(Type::I64));
+    /// let mut f = mb.function(id);
+    /// let entry = f.create_block("entry");
+    /// let small = f.create_block("small");
+    /// let other = f.create_block("other");
+    /// let x = f.append_block_param(other, Type::I64);
+    /// f.switch_to_block(entry);
+    /// let i = f.param(0);
+    /// // 0 and 2 go to `small`, 1 to `other(%i)`, anything else to `other(%i)` too.
+    /// f.br_table(i, (other, &[i]), &[(small, &[]), (other, &[i]), (small, &[])]);
+    /// f.switch_to_block(small);
+    /// let k = f.iconst(Type::I64, 7);
+    /// f.ret(Some(k));
+    /// f.switch_to_block(other);
+    /// f.ret(Some(x));
+    /// f.finish();
+    /// let m = mb.build().unwrap();
+    /// assert!(guardlift_ir::print_module(&m)
+    ///     .contains("br_table %v0, other(%v0), [small, other(%v0), small]"));
+    /// ```
+    pub fn br_table(
+        &mut self,
+        index: Value,
+        default: (Block, &[Value]),
+        table: &[(Block, &[Value])],
+    ) {
+        let call = |(block, args): (Block, &[Value])| BlockCall {
+            block,
+            args: args.to_vec(),
+        };
+        self.push(
+            InstKind::BrTable {
+                index,
+                default: call(default),
+                table: table.iter().map(|&d| call(d)).collect(),
+            },
+            None,
+        );
+    }
+
+    /// `stack_alloc size`: a `ptr` to `size` bytes of the frame (16-aligned,
+    /// zeroed, valid until the function returns); the verifier checks that
+    /// `size` is 1 to [`crate::MAX_STACK_ALLOC`].
+    pub fn stack_alloc(&mut self, size: u32) -> Value {
+        self.push_val(InstKind::StackAlloc { size }, Type::Ptr)
+    }
+
+    /// `func_addr @f`: the native address (`ptr`) of a function or extern.
+    ///
+    /// # Panics
+    /// If the callee is not declared in this module.
+    pub fn func_addr(&mut self, callee: impl Into<Callee>) -> Value {
+        let callee = callee.into();
+        let known = match callee {
+            Callee::Func(id) => id.index() < self.module.functions.len(),
+            Callee::Extern(id) => id.index() < self.module.externs.len(),
+        };
+        assert!(known, "unknown callee {callee:?}");
+        self.push_val(InstKind::FuncAddr { callee }, Type::Ptr)
+    }
+
+    /// `call_indirect target(args) : (params) [-> ret]`: a call through a
+    /// pointer with the signature written here; returns its result if
+    /// `ret` is one.
+    pub fn call_indirect(
+        &mut self,
+        target: Value,
+        args: &[Value],
+        params: &[Type],
+        ret: Option<Type>,
+    ) -> Option<Value> {
+        let sig = IndirectSig {
+            params: params.to_vec(),
+            ret,
+        };
+        self.push(
+            InstKind::CallIndirect {
+                target,
+                args: args.to_vec(),
+                sig,
+            },
+            ret,
+        )
+    }
+
     /// `return [value]`: ends the current block.
     pub fn ret(&mut self, value: Option<Value>) {
         self.push(InstKind::Return { value }, None);
@@ -590,5 +686,251 @@ impl FunctionBuilder<'_> {
     /// Ends building this function.
     pub fn finish(self) -> FuncId {
         self.func_id()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse_and_verify, print_module};
+
+    /// A builder with `@f(i64, f64) -> i64` being built, its entry current.
+    fn with_f(body: impl FnOnce(&mut FunctionBuilder<'_>)) -> Result<Module, VerifyErrors> {
+        let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+        let id = mb.declare_function("f", &[Type::I64, Type::F64], Some(Type::I64));
+        let mut f = mb.function(id);
+        let entry = f.create_block("entry");
+        f.switch_to_block(entry);
+        body(&mut f);
+        f.finish();
+        mb.build()
+    }
+
+    /// The module prints, and what it prints parses, verifies and prints the same.
+    fn round_trips(m: &Module) -> String {
+        let text = print_module(m);
+        let again = parse_and_verify(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(print_module(&again), text);
+        text
+    }
+
+    #[test]
+    fn binary_and_unary_make_every_arithmetic_op_of_spec_3_1() {
+        let m = with_f(|f| {
+            let (a, x) = (f.param(0), f.param(1));
+            let mut acc = a;
+            for op in BinOp::ALL {
+                let r = if op.is_float() {
+                    let y = f.binary(op, x, x);
+                    assert_eq!(f.ty(y), Type::F64, "{}", op.name());
+                    f.conv(ConvOp::FcvtToSint, Type::I64, y)
+                } else {
+                    let y = f.binary(op, a, a);
+                    let want = if op.is_overflow_test() {
+                        Type::I8
+                    } else {
+                        Type::I64
+                    };
+                    assert_eq!(f.ty(y), want, "{}", op.name());
+                    match want {
+                        Type::I8 => f.conv(ConvOp::Sext, Type::I64, y),
+                        _ => y,
+                    }
+                };
+                acc = f.binary(BinOp::Bxor, acc, r);
+            }
+            for op in UnOp::ALL {
+                let y = if op.is_int() {
+                    f.unary(op, a)
+                } else {
+                    let y = f.unary(op, x);
+                    f.conv(ConvOp::FcvtToSint, Type::I64, y)
+                };
+                assert_eq!(f.ty(y), Type::I64, "{}", op.name());
+                acc = f.binary(BinOp::Iadd, acc, y);
+            }
+            f.ret(Some(acc));
+        })
+        .expect("verifies");
+        let text = round_trips(&m);
+        for name in BinOp::ALL
+            .iter()
+            .map(|o| o.name())
+            .chain(UnOp::ALL.iter().map(|o| o.name()))
+        {
+            assert!(
+                text.contains(&format!(" = {name} ")),
+                "{name} missing:\n{text}"
+            );
+        }
+        for name in [
+            "sdiv",
+            "srem",
+            "urem",
+            "udiv",
+            "smul_overflows",
+            "fcopysign",
+            "fnearest",
+            "ctz",
+        ] {
+            assert!(text.contains(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn stack_alloc_gives_a_pointer_and_its_size_is_verified() {
+        let m = with_f(|f| {
+            let p = f.stack_alloc(24);
+            assert_eq!(f.ty(p), Type::Ptr);
+            let a = f.param(0);
+            f.store(a, p, 16);
+            let v = f.load(Type::I64, p, 16);
+            f.ret(Some(v));
+        })
+        .expect("verifies");
+        assert!(round_trips(&m).contains("= stack_alloc 24\n"));
+        for size in [0, crate::MAX_STACK_ALLOC + 1] {
+            let e = with_f(|f| {
+                f.stack_alloc(size);
+                let a = f.param(0);
+                f.ret(Some(a));
+            })
+            .expect_err("out of range");
+            assert!(
+                e.0[0]
+                    .msg
+                    .contains(&format!("stack_alloc size {size} is out of range")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn func_addr_and_call_indirect_call_through_a_pointer() {
+        let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+        let sin = mb.declare_extern("sin", &[Type::F64], Some(Type::F64));
+        let g = mb.declare_function("g", &[Type::I64], None);
+        let main = mb.declare_function("main", &[Type::F64], Some(Type::F64));
+        let mut f = mb.function(g);
+        let e = f.create_block("entry");
+        f.switch_to_block(e);
+        f.ret(None);
+        f.finish();
+        let mut f = mb.function(main);
+        let e = f.create_block("entry");
+        f.switch_to_block(e);
+        let x = f.param(0);
+        let ps = f.func_addr(sin);
+        let pg = f.func_addr(g);
+        assert_eq!((f.ty(ps), f.ty(pg)), (Type::Ptr, Type::Ptr));
+        let y = f
+            .call_indirect(ps, &[x], &[Type::F64], Some(Type::F64))
+            .expect("a result");
+        assert_eq!(f.ty(y), Type::F64);
+        let k = f.iconst(Type::I64, 3);
+        assert_eq!(f.call_indirect(pg, &[k], &[Type::I64], None), None);
+        f.ret(Some(y));
+        f.finish();
+        let m = mb.build().expect("verifies");
+        let text = round_trips(&m);
+        assert!(text.contains("= func_addr @sin\n"), "{text}");
+        assert!(text.contains("= func_addr @g\n"), "{text}");
+        assert!(
+            text.contains("= call_indirect %v1(%v0) : (f64) -> f64\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    call_indirect %v2(%v4) : (i64)\n"),
+            "{text}"
+        );
+        // The written signature is checked against the arguments.
+        let e = with_f(|f| {
+            let x = f.param(1);
+            let p = f.func_addr(FuncId(0));
+            let r = f.call_indirect(p, &[x], &[Type::I64], Some(Type::I64));
+            f.ret(r);
+        })
+        .expect_err("an f64 argument for an i64 parameter");
+        assert!(
+            e.0[0]
+                .msg
+                .contains("argument 1 of call_indirect must be i64"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn br_table_builds_every_form() {
+        let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+        let id = mb.declare_function("f", &[Type::I64], Some(Type::I64));
+        let mut f = mb.function(id);
+        let entry = f.create_block("entry");
+        let a = f.create_block("a");
+        let b = f.create_block("b");
+        let none = f.create_block("none");
+        let x = f.append_block_param(b, Type::I64);
+        f.switch_to_block(entry);
+        let i = f.param(0);
+        f.br_table(i, (b, &[i]), &[(a, &[]), (b, &[i]), (a, &[])]);
+        f.switch_to_block(a);
+        // An empty table: every index takes the default.
+        f.br_table(i, (none, &[]), &[]);
+        f.switch_to_block(none);
+        f.ret(Some(i));
+        f.switch_to_block(b);
+        f.ret(Some(x));
+        f.finish();
+        let m = mb.build().expect("verifies");
+        let text = round_trips(&m);
+        assert!(
+            text.contains("    br_table %v0, b(%v0), [a, b(%v0), a]\n"),
+            "{text}"
+        );
+        assert!(text.contains("    br_table %v0, none, []\n"), "{text}");
+        let term = m.functions[0].blocks[0].insts.last().expect("a terminator");
+        let targets: Vec<u32> = term.kind.branch_targets().map(|d| d.block.0).collect();
+        assert_eq!(
+            targets,
+            vec![2, 1, 2, 1],
+            "the default first, then the table"
+        );
+        // Wrong argument counts and a narrow index are verifier errors.
+        let e = with_f(|f| {
+            let t = f.create_block("t");
+            let p = f.append_block_param(t, Type::I64);
+            let i = f.param(0);
+            let n = f.conv(ConvOp::Ireduce, Type::I32, i);
+            f.br_table(n, (t, &[i]), &[(t, &[])]);
+            f.switch_to_block(t);
+            f.ret(Some(p));
+        })
+        .expect_err("two errors");
+        let msgs: Vec<&str> = e.0.iter().map(|d| d.msg.as_str()).collect();
+        assert!(
+            msgs.contains(&"br_table index must be i64 or ptr, got %v3 (i32)"),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs.contains(&"block `t` expects 1 arguments, got 0"),
+            "{msgs:?}"
+        );
+        // A table longer than the lowering's i32 index reaches far.
+        let e = with_f(|f| {
+            let t = f.create_block("t");
+            let i = f.param(0);
+            let table = vec![(t, &[][..]); crate::MAX_BR_TABLE + 1];
+            f.br_table(i, (t, &[]), &table);
+            f.switch_to_block(t);
+            f.ret(Some(i));
+        })
+        .expect_err("too long");
+        assert_eq!(
+            e.0[0].msg,
+            format!(
+                "br_table has {} destinations (at most {})",
+                crate::MAX_BR_TABLE + 1,
+                crate::MAX_BR_TABLE
+            )
+        );
     }
 }

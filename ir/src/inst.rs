@@ -462,6 +462,18 @@ pub enum InstKind {
         /// Taken when `cond` is zero.
         else_dest: BlockCall,
     },
+    /// `br_table index, default, [b0, b1, ...]` (spec §3.1): `table[index]`
+    /// when `index` (unsigned) is below the table's length, else `default`.
+    /// An empty table is allowed (every index takes the default), as in
+    /// Cranelift.
+    BrTable {
+        /// The index (an `i64` or `ptr`, read unsigned).
+        index: Value,
+        /// Taken when `index` ≥ the table's length.
+        default: BlockCall,
+        /// The destinations by index, at most [`MAX_BR_TABLE`].
+        table: Vec<BlockCall>,
+    },
     /// `return [value]`.
     Return {
         /// The returned value, if the function returns one.
@@ -567,6 +579,10 @@ pub enum InstKind {
 
 /// Largest `stack_alloc` (1 MiB, spec §3.1).
 pub const MAX_STACK_ALLOC: u32 = 1 << 20;
+
+/// Most destinations of one `br_table` besides its default (2^20: the
+/// lowering indexes Cranelift's jump table with an `i32`).
+pub const MAX_BR_TABLE: usize = 1 << 20;
 
 /// The signature written on a `call_indirect`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -763,11 +779,16 @@ impl InstKind {
         matches!(self, InstKind::CallIndirect { .. })
     }
 
-    /// Is this a `jump`, `brif` or `return`?
+    /// Is this a `jump`, `brif`, `br_table` or `return`?
     pub fn is_terminator(&self) -> bool {
+        self.is_branch() || matches!(self, InstKind::Return { .. })
+    }
+
+    /// Is this a `jump`, `brif` or `br_table` (a terminator with targets)?
+    pub fn is_branch(&self) -> bool {
         matches!(
             self,
-            InstKind::Jump { .. } | InstKind::Brif { .. } | InstKind::Return { .. }
+            InstKind::Jump { .. } | InstKind::Brif { .. } | InstKind::BrTable { .. }
         )
     }
 
@@ -803,6 +824,10 @@ impl InstKind {
                 f(&mut then_dest.block);
                 f(&mut else_dest.block)
             }
+            InstKind::BrTable { default, table, .. } => {
+                f(&mut default.block);
+                table.iter_mut().for_each(|d| f(&mut d.block))
+            }
             _ => {}
         }
     }
@@ -812,18 +837,20 @@ impl InstKind {
         self.branch_targets().collect()
     }
 
-    /// Branch targets of a terminator, in printing order (no allocation).
+    /// Branch targets of a terminator, in printing order (no allocation;
+    /// a `br_table`'s default first, then its table, repeats included).
     pub fn branch_targets(&self) -> impl Iterator<Item = &BlockCall> {
-        let (a, b) = match self {
-            InstKind::Jump { dest } => (Some(dest), None),
+        let (a, b, rest) = match self {
+            InstKind::Jump { dest } => (Some(dest), None, &[][..]),
             InstKind::Brif {
                 then_dest,
                 else_dest,
                 ..
-            } => (Some(then_dest), Some(else_dest)),
-            _ => (None, None),
+            } => (Some(then_dest), Some(else_dest), &[][..]),
+            InstKind::BrTable { default, table, .. } => (Some(default), None, table.as_slice()),
+            _ => (None, None, &[][..]),
         };
-        a.into_iter().chain(b)
+        a.into_iter().chain(b).chain(rest)
     }
 }
 

@@ -104,6 +104,8 @@ opcodes! {
     Jump "jump" Never guard=false [];
     /// `brif`.
     Brif "brif" Never guard=false [];
+    /// `br_table`.
+    BrTable "br_table" Never guard=false [];
     /// `return`.
     Return "return" Never guard=false [];
     /// `dict_slot.load`.
@@ -180,6 +182,15 @@ macro_rules! visit_operands {
                 $f(cond);
                 then_dest.args.$iter().for_each(&mut $f);
                 else_dest.args.$iter().for_each(&mut $f)
+            }
+            BrTable {
+                index,
+                default,
+                table,
+            } => {
+                $f(index);
+                default.args.$iter().for_each(&mut $f);
+                table.$iter().for_each(|d| d.args.$iter().for_each(&mut $f))
             }
             Return { value } => {
                 if let Some(v) = value {

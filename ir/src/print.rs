@@ -265,6 +265,25 @@ impl FnPrinter<'_> {
                 self.block_call(then_dest),
                 self.block_call(else_dest)
             ),
+            BrTable {
+                index,
+                default,
+                table,
+            } => {
+                let mut t = format!(
+                    "br_table {}, {}, [",
+                    self.v(*index),
+                    self.block_call(default)
+                );
+                for (i, d) in table.iter().enumerate() {
+                    if i > 0 {
+                        t.push_str(", ");
+                    }
+                    t.push_str(&self.block_call(d));
+                }
+                t.push(']');
+                t
+            }
             Return { value: Some(v) } => format!("return {}", self.v(*v)),
             Return { value: None } => "return".to_string(),
             DictSlotLoad { obj } => format!("{op} {}", self.v(*obj)),

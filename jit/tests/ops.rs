@@ -1082,3 +1082,50 @@ fn spec_3_1_roundings() {
         Some((-2.0f64).to_bits())
     );
 }
+
+/// `br_table` (spec §3.1), as `interp/tests/ops.rs`'s test of the same
+/// name: the index is unsigned and whole (the lowering clamps it before
+/// narrowing it to Cranelift's `i32` index, so 2^32 is no 0).
+#[test]
+fn br_table_index_is_unsigned_and_whole() {
+    let m = jit(r#"
+fn @main(%i: i64) -> i64 {
+entry:
+    %ten = iconst.i64 10
+    br_table %i, dflt(%ten), [a, b(%i), b(%ten), a]
+a:
+    %h = iconst.i64 100
+    return %h
+b(%x: i64):
+    %k = iconst.i64 1000
+    %y = iadd %x, %k
+    return %y
+dflt(%t: i64):
+    %u = isub %t, %i
+    return %u
+}
+fn @empty(%i: ptr) -> ptr {
+entry:
+    br_table %i, d(%i), []
+d(%x: ptr):
+    return %x
+}
+"#);
+    for (i, want) in [
+        (0u64, 100u64),
+        (1, 1001),
+        (2, 1010),
+        (3, 100),
+        (4, 6),
+        (5, 5),
+        (u64::MAX, 11),
+        (1 << 32, 10u64.wrapping_sub(1 << 32)),
+        ((1 << 32) | 1, 10u64.wrapping_sub((1 << 32) | 1)),
+        (1 << 63, 10u64.wrapping_sub(1 << 63)),
+    ] {
+        assert_eq!(call(&m, "main", &[i]), Some(want), "index {i:#x}");
+    }
+    for i in [0u64, 7, u64::MAX] {
+        assert_eq!(call(&m, "empty", &[i]), Some(i));
+    }
+}

@@ -247,6 +247,16 @@ impl FnGen<'_, '_, '_> {
             return;
         }
         let j = cands[self.src.index(cands.len())];
+        let (id, args) = self.helper_args(j);
+        if let Some(r) = self.fb.call(id, &args) {
+            self.vals.push(r);
+        }
+    }
+
+    /// The arguments of a call of helper `j` (objects for its object
+    /// params, made when none fits), its cost counted: what a direct or an
+    /// indirect call of it passes.
+    pub(super) fn helper_args(&mut self, j: usize) -> (guardlift_ir::FuncId, Vec<Value>) {
         let (id, params, cost) = {
             let h = &self.ms.helpers[j];
             (h.id, h.params.clone(), h.cost)
@@ -292,9 +302,7 @@ impl FnGen<'_, '_, '_> {
             }
         }
         self.cost = self.cost.saturating_add(cost.saturating_mul(self.mult));
-        if let Some(r) = self.fb.call(id, &args) {
-            self.vals.push(r);
-        }
+        (id, args)
     }
 
     pub(super) fn f64_arg(&mut self) -> Value {

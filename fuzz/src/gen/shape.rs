@@ -193,6 +193,7 @@ impl FnGen<'_, '_, '_> {
             if can_loop { 2 } else { 0 },  // 5 loop
             if has_objs { 1 } else { 0 },  // 6 hand-written watch
             2,                             // 7 float binary
+            if can_ctl { 5 } else { 0 },   // 8 br_table switch
         ];
         if std::mem::take(&mut self.force_call) && can_call {
             return self.call_helper();
@@ -208,6 +209,7 @@ impl FnGen<'_, '_, '_> {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);
             }
+            8 => self.switch(),
             _ => {
                 let t = self.float_ty();
                 let (a, b) = (self.pick(t), self.pick(t));
@@ -256,6 +258,9 @@ impl FnGen<'_, '_, '_> {
             4,                                             // 23 spec §3.1 arithmetic
             if self.loop_depth > 0 { 2 } else { 0 },       // 24 object freed in a loop
             if self.loop_depth > 0 { 1 } else { 0 },       // 25 cold host call in a loop
+            if can_ctl { 2 } else { 0 },                   // 26 br_table switch
+            2,                                             // 27 stack_alloc area
+            2,                                             // 28 func_addr + call_indirect
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -340,6 +345,9 @@ impl FnGen<'_, '_, '_> {
             23 => self.arith_3_1(),
             24 => self.loop_local_object(),
             25 => self.cold_host_call(),
+            26 => self.switch(),
+            27 => self.stack_area(),
+            28 => self.indirect_call(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);

@@ -239,6 +239,12 @@ impl Cx<'_> {
                     lens.clear();
                 }
                 Jump { dest } => return vec![(dest.block.index(), self.along(&facts, None, dest))],
+                BrTable { default, table, .. } => {
+                    return std::iter::once(default)
+                        .chain(table)
+                        .map(|dest| (dest.block.index(), self.along(&facts, None, dest)))
+                        .collect()
+                }
                 Brif {
                     cond,
                     then_dest,

@@ -277,6 +277,18 @@ impl<'a> Operands<'_, '_, 'a> {
                     else_dest,
                 }
             }
+            Op::BrTable => {
+                let index = self.first()?;
+                self.c.expect(Tok::Comma)?;
+                let default = self.f.block_call(self.c)?;
+                self.c.expect(Tok::Comma)?;
+                let table = self.br_table_list()?;
+                InstKind::BrTable {
+                    index,
+                    default,
+                    table,
+                }
+            }
             Op::Return => {
                 let value = match self.c.peek() {
                     Some(_) => Some(self.first()?),
@@ -286,6 +298,32 @@ impl<'a> Operands<'_, '_, 'a> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// `[b0(ARGS), b1, ...]`: a `br_table`'s destinations (`[]`: none),
+    /// at most [`MAX_BR_TABLE`].
+    fn br_table_list(&mut self) -> PResult<Vec<BlockCall>> {
+        self.c.expect(Tok::LBracket)?;
+        let mut table = Vec::new();
+        if self.c.eat(Tok::RBracket) {
+            return Ok(table);
+        }
+        loop {
+            if table.len() == MAX_BR_TABLE {
+                return err(
+                    self.c.loc(),
+                    format!("a br_table has at most {MAX_BR_TABLE} destinations"),
+                );
+            }
+            table.push(self.f.block_call(self.c)?);
+            if self.c.eat(Tok::Comma) {
+                continue;
+            }
+            if self.c.eat(Tok::RBracket) {
+                return Ok(table);
+            }
+            return self.c.fail("`,` or `]`");
+        }
     }
 
     /// Object-model and adstack instructions, `guard.watch`.

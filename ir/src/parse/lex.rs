@@ -21,6 +21,8 @@ pub(super) enum Tok<'a> {
     LBrace,
     RBrace,
     Arrow,
+    LBracket,
+    RBracket,
 }
 
 impl Tok<'_> {
@@ -38,6 +40,8 @@ impl Tok<'_> {
             Tok::LBrace => "`{`".into(),
             Tok::RBrace => "`}`".into(),
             Tok::Arrow => "`->`".into(),
+            Tok::LBracket => "`[`".into(),
+            Tok::RBracket => "`]`".into(),
         }
     }
 }
@@ -92,6 +96,8 @@ pub(super) fn lex<'a>(line: &'a str, lineno: u32, out: &mut Vec<Token<'a>>) -> P
             b'=' => Some(Tok::Eq),
             b'{' => Some(Tok::LBrace),
             b'}' => Some(Tok::RBrace),
+            b'[' => Some(Tok::LBracket),
+            b']' => Some(Tok::RBracket),
             _ => None,
         };
         if let Some(tok) = single {

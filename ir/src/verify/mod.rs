@@ -499,6 +499,7 @@ impl<'a> FnVerifier<'a> {
             | AdAlloc { .. }
             | Jump { .. }
             | Brif { .. }
+            | BrTable { .. }
             | AdPush { .. }
             | AdPop { .. }
             | AdTop { .. }

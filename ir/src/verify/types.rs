@@ -36,6 +36,29 @@ impl FnVerifier<'_> {
                 self.check_block_call(inst, then_dest);
                 self.check_block_call(inst, else_dest);
             }
+            BrTable {
+                index,
+                default,
+                table,
+            } => {
+                // The index is a word, read unsigned: `i64`, or `ptr`,
+                // which mixes freely with `i64` (spec §2).
+                self.need_word(inst, *index, "index");
+                if table.len() > crate::inst::MAX_BR_TABLE {
+                    let n = table.len();
+                    self.err(
+                        loc,
+                        format!(
+                            "br_table has {n} destinations (at most {})",
+                            crate::inst::MAX_BR_TABLE
+                        ),
+                    );
+                }
+                self.check_block_call(inst, default);
+                for d in table {
+                    self.check_block_call(inst, d);
+                }
+            }
             Return { value } => self.check_return(inst, *value),
             DictSlotLoad { obj } => {
                 self.need_word(inst, *obj, "object");
@@ -63,7 +86,20 @@ impl FnVerifier<'_> {
             | AdTopAdj { .. }
             | AdLen { .. } => self.check_adstack_types(inst),
             Watch { obj } => self.need_word(inst, *obj, "object"),
-            StackAlloc { .. } => self.expect_result(inst, Type::Ptr),
+            StackAlloc { size } => {
+                // The parser refuses these; a module built through the API
+                // is checked here.
+                if !(1..=crate::inst::MAX_STACK_ALLOC).contains(size) {
+                    self.err(
+                        loc,
+                        format!(
+                            "stack_alloc size {size} is out of range (1 to {} bytes)",
+                            crate::inst::MAX_STACK_ALLOC
+                        ),
+                    );
+                }
+                self.expect_result(inst, Type::Ptr)
+            }
             FuncAddr { callee } => {
                 if self.callee_sig(*callee).is_none() {
                     self.err(loc, "func_addr of an unknown function".to_string());

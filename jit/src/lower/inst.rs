@@ -85,7 +85,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 offset,
             } => self.store(g, *value, *addr, *offset)?,
             Call { callee, args } => self.call(g, r, *callee, args)?,
-            Jump { .. } | Brif { .. } | Return { .. } => self.terminator(&inst.kind)?,
+            Jump { .. } | Brif { .. } | BrTable { .. } | Return { .. } => {
+                self.terminator(&inst.kind)?
+            }
             DictSlotLoad { obj } => self.dict_slot_load(g, r, *obj)?,
             DictSlotStore { obj, word } => self.dict_slot_store(g, *obj, *word)?,
             LoadAttr { obj, index } => self.load_attr(g, r, *obj, *index)?,
@@ -345,7 +347,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         })
     }
 
-    /// `jump`, `brif`, `return`.
+    /// `jump`, `brif`, `br_table`, `return`.
     fn terminator(&mut self, kind: &InstKind) -> Result<(), JitError> {
         match kind {
             InstKind::Jump { dest } => {
@@ -363,6 +365,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 (self.b.ins()).brif(c, e1.to, &e1.args, e2.to, &e2.args);
                 self.fill_exit_edges([e1.exit, e2.exit]);
             }
+            InstKind::BrTable {
+                index,
+                default,
+                table,
+            } => self.br_table(*index, default, table)?,
             InstKind::Return { value } => {
                 let rv: Vec<cl::Value> = value
                     .iter()
@@ -373,6 +380,48 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
             _ => return Err(internal(self.fname, "not a terminator")),
         }
+        Ok(())
+    }
+
+    /// `br_table`: Cranelift's `br_table`, whose index is an `i32`: the
+    /// unsigned i64 index is clamped to the table's length first (every
+    /// index at or past it becomes the length, which Cranelift's
+    /// `br_table` sends to the default), then narrowed. Each destination is an
+    /// [`FnLower::edge`] (forwarded arguments, a versioned loop's exit
+    /// blocks) and a `BlockCall` with its arguments: Cranelift 0.135
+    /// splits the critical edges of a jump table that passes arguments.
+    fn br_table(
+        &mut self,
+        index: Value,
+        default: &guardlift_ir::BlockCall,
+        table: &[guardlift_ir::BlockCall],
+    ) -> Result<(), JitError> {
+        let n = u32::try_from(table.len())
+            .ok()
+            .filter(|&n| n < i32::MAX as u32)
+            .ok_or_else(|| internal(self.fname, "br_table longer than an i32 index reaches"))?;
+        let i = self.val(index)?;
+        let i = match cl_type(self.ty(index)) {
+            types::I64 => i,
+            t => return Err(internal(self.fname, format!("br_table index of type {t}"))),
+        };
+        let len = self.iconst(types::I64, i64::from(n));
+        let clamped = self.b.ins().umin(i, len);
+        let idx = self.b.ins().ireduce(types::I32, clamped);
+        let d = self.edge(default)?;
+        let mut exits = vec![d.exit];
+        let def = self.b.func.dfg.block_call(d.to, &d.args);
+        let mut calls = Vec::with_capacity(table.len());
+        for dest in table {
+            let e = self.edge(dest)?;
+            exits.push(e.exit);
+            calls.push(self.b.func.dfg.block_call(e.to, &e.args));
+        }
+        let jt = self
+            .b
+            .create_jump_table(cl::JumpTableData::new(def, &calls));
+        self.b.ins().br_table(idx, jt);
+        self.fill_exit_edges(exits);
         Ok(())
     }
 

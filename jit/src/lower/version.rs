@@ -485,9 +485,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// After the branch: fills each exit block of [`Self::edge`] with a
     /// jump to its target, passing its params on. Leaves the builder in
     /// the last one filled.
-    pub(super) fn fill_exit_edges<const N: usize>(
+    pub(super) fn fill_exit_edges(
         &mut self,
-        exits: [Option<(cl::Block, cl::Block)>; N],
+        exits: impl IntoIterator<Item = Option<(cl::Block, cl::Block)>>,
     ) {
         for (x, t) in exits.into_iter().flatten() {
             self.b.switch_to_block(x);
@@ -738,6 +738,70 @@ mod tests {
              body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n{extra}    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
              exit:\n    return %n\n}}\n"
         )
+    }
+
+    /// A `br_table` in a versioned loop (it dispatches to the body and
+    /// exits through its default, `ir/tests/hoist`'s case): lowered in both
+    /// copies, the exit through a block of its own, and Cranelift's
+    /// verifier accepts the function.
+    #[test]
+    fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
+        use crate::target::{build_isa_verified, OptLevel, Target, Tier};
+        use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
+        use cranelift_frontend::FunctionBuilderContext;
+        use cranelift_module::{Linkage, Module};
+        use cranelift_object::{ObjectBuilder, ObjectModule};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ir/tests/hoist/a_br_table_loop_is_clean.glir"
+        );
+        let text = std::fs::read_to_string(path).expect("the hoist case");
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(&text).expect("valid"),
+            CheckSet::ALL,
+        );
+        let isa = build_isa_verified(Target::X86_64, OptLevel::Speed, Tier::Optimized, true, true)
+            .expect("isa");
+        let ob = ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
+            .expect("object builder");
+        let mut om = ObjectModule::new(ob);
+        let sig = lower_sig(&m, &om);
+        let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
+        let count = |shadow: bool, om: &mut ObjectModule| {
+            let mut lw = Lowerer::new(
+                &m,
+                RtRef::Const(0),
+                Mode::Recover,
+                0,
+                CallConv::SystemV,
+                vec![id],
+                Vec::new(),
+                false,
+            );
+            if shadow {
+                lw.shadow = Some(ShadowRef {
+                    base: 1 << 40,
+                    watch_id: Some(1),
+                });
+            }
+            let mut f = Function::new();
+            let mut fctx = FunctionBuilderContext::new();
+            (lw.lower_function(om, FuncId(0), UserFuncName::default(), &mut f, &mut fctx))
+                .expect("lowered");
+            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
+            (f.layout.blocks())
+                .filter_map(|b| f.layout.last_inst(b))
+                .filter(|&i| matches!(f.dfg.insts[i], InstructionData::BranchTable { .. }))
+                .count()
+        };
+        assert_eq!(count(false, &mut om), 1, "one copy without a shadow");
+        assert_eq!(count(true, &mut om), 2, "checked and clean copies");
+    }
+
+    fn lower_sig(m: &guardlift_ir::Module, om: &cranelift_object::ObjectModule) -> cl::Signature {
+        use cranelift_module::Module;
+        let f = &m.functions[0];
+        super::super::abi::ir_signature(om.isa().default_call_conv(), &f.param_types(), f.ret)
     }
 
     #[test]
