@@ -78,6 +78,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         alloc_site: Some(site(11)),
         free_site: Some(site(14)),
         freed: true,
+        stacks: Default::default(),
     };
     let obs = Observed::Lifetime {
         object: 0x1000,
@@ -102,6 +103,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         alloc_site: None,
         free_site: None,
         freed: false,
+        stacks: Default::default(),
     };
     s.record(
         ReportKind::AttrOutOfBounds,
@@ -163,6 +165,7 @@ fn several_objects_at_one_site_are_listed() {
         alloc_site: None,
         free_site: None,
         freed: false,
+        stacks: Default::default(),
     };
     let dict = Observed::Dict {
         object: 0x40,
@@ -270,6 +273,7 @@ fn json_line_is_the_reports_json() {
             alloc_site: Some(site(3)),
             free_site: None,
             freed: true,
+            stacks: Default::default(),
         }),
         objects: vec![
             ObjectCount {
