@@ -215,7 +215,8 @@ enum {
 
 /* The host's native stack recorded when the report's object (object_id)
  * was registered or reported freed: *out_count frames (0: none recorded —
- * an object made by @obj_new, a live object's free stack, host_stacks=0),
+ * an object made by @obj_new, a live object's free stack, host_stacks=0,
+ * the default),
  * and frame `index`, innermost first, in *out_frame: "0xPC in FUNCTION
  * FILE:LINE" (file and line when the host has debug info; "0xPC ?" without
  * a symbol), or NULL when index >= *out_count. The frame strings live as
@@ -307,9 +308,9 @@ gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
  * words of objects the runtime creates from now on: object:N[+M...],
  * sample:K or recent; where they cannot be had, one line "guardlift:
  * watchpoints unavailable: REASON" on stderr and the run goes on).
- * host_stacks=0|1 (default 1): record the host's native stack (up to 12
- * return addresses) at gl_runtime_register_object and
- * gl_runtime_object_freed, shown in reports about the object
+ * host_stacks=0|1 (default 0): record the host's native stack (up to 12
+ * return addresses, about 6-7 us per call) at gl_runtime_register_object
+ * and gl_runtime_object_freed, shown in reports about the object
  * (gl_report_get_object_stack).
  * perfmap=1, jitdump=1, gdb=1: modules compiled from now on are named to
  * perf (/tmp/perf-PID.map; jit-PID.dump for perf inject --jit) and gdb (the
@@ -397,8 +398,9 @@ gl_status gl_runtime_take_host_fault(gl_runtime *rt, const char **out_msg);
  * registered is only taken off the watch list; anything else is
  * GL_ERR_ARGUMENT (not a live object).
  *
- * Both record the caller's native stack (the host's frames, up to 12
- * return addresses, unsymbolized; host_stacks=0 turns it off): reports
+ * With host_stacks=1 (gl_runtime_configure) both record the caller's
+ * native stack (the host's frames, up to 12 return addresses, symbolized
+ * only when a report about the object is made): reports
  * about the object show where it was registered and freed
  * (gl_report_get_object_stack). Not to be called from a signal handler. */
 gl_status gl_runtime_register_object(gl_runtime *rt, const void *obj, uint64_t *out_id);

@@ -323,6 +323,7 @@ unsafe extern "C" fn keep_stacks(r: *const gl_report, user: *mut std::ffi::c_voi
 #[test]
 fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
     let r = rig();
+    ok!(gl_runtime_configure(r.rt, c"host_stacks=1".as_ptr()));
     let seen = SeenStacks::default();
     ok!(gl_runtime_set_report_callback(
         r.rt,
@@ -394,11 +395,13 @@ fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
     }
 }
 
-/// `host_stacks=0`: nothing is recorded, the accessor finds no frame; a
-/// live host object's report has its allocation stack and no free stack.
+/// A live host object's report has its allocation stack and no free
+/// stack; `host_stacks=0` (the default): nothing is recorded, the accessor
+/// finds no frame.
 #[test]
 fn host_stacks_option_and_live_objects() {
     let r = rig();
+    ok!(gl_runtime_configure(r.rt, c"host_stacks=1".as_ptr()));
     let o = HostObj::new(1);
     // A live host object's word corrupted: a dict_slot_tag report with the
     // allocation stack only.

@@ -12,7 +12,7 @@
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
 //! case; an error lists exactly these. `backtrace` (a boolean: capture
 //! backtraces of reports; default on). `host_stacks` (a boolean: record the
-//! host's native stacks when it registers and frees objects; default on).
+//! host's native stacks when it registers and frees objects; default off).
 //!
 //! Profilers and debuggers (booleans, default off; [`JitDebug`]): `perfmap`
 //! (`/tmp/perf-PID.map` lines for `perf report`), `jitdump` (`jit-PID.dump`
@@ -43,7 +43,7 @@ pub struct Options {
     /// `backtrace=0|1`; `None`: the default (on).
     pub backtrace: Option<bool>,
     /// `host_stacks=0|1`: record host objects' allocation and free stacks
-    /// ([`crate::host_stack`]); `None`: the default (on).
+    /// ([`crate::host_stack`]); `None`: the default (off).
     pub host_stacks: Option<bool>,
     /// `perfmap=`, `jitdump=`, `gdb=`: what the JIT tells profilers and
     /// debuggers about its code.

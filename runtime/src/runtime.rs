@@ -154,7 +154,7 @@ impl Runtime {
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
             slow_paths: std::sync::OnceLock::new(),
-            host_stacks: AtomicBool::new(true),
+            host_stacks: AtomicBool::new(false),
         })
     }
 
@@ -586,7 +586,8 @@ impl Runtime {
     }
 
     /// Records host objects' allocation and free stacks from now on
-    /// (`host_stacks=1`, the default) or not ([`crate::host_stack`]).
+    /// (`host_stacks=1`) or not (the default: capture costs microseconds
+    /// per registration, [`crate::host_stack`]).
     pub fn set_host_stacks(&self, on: bool) {
         self.host_stacks.store(on, Ordering::Relaxed);
     }

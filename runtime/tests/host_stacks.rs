@@ -3,7 +3,7 @@
 //! functions finds them in the reports about those objects (human and
 //! JSON forms), innermost first, with none of guardlift's own frames; a
 //! report keeps the stacks it was recorded with when the address is
-//! reused; `host_stacks=0` records nothing.
+//! reused; `host_stacks=0` (the default) records nothing.
 
 use guardlift_runtime::{
     Mode, ModuleSites, Options, Report, ReportKind, Runtime, RuntimeConfig, SiteInfo,
@@ -28,6 +28,8 @@ fn runtime() -> (Arc<Runtime>, u32) {
     )]
     .into();
     let base = rt.register_sites(sites).unwrap();
+    rt.configure(&Options::parse("host_stacks=1").unwrap())
+        .unwrap();
     (rt, base)
 }
 
@@ -140,6 +142,15 @@ fn host_stacks_off_records_nothing_and_ir_objects_have_none() {
     let (rt, site) = runtime();
     rt.configure(&Options::parse("host_stacks=0").unwrap())
         .unwrap();
+    // Off is the default.
+    let fresh = Runtime::new(RuntimeConfig::default());
+    let o = Box::new(0u64);
+    hoststack_tp_alloc(&fresh, &*o as *const u64 as u64);
+    assert!(fresh
+        .object_record(&*o as *const u64 as u64)
+        .unwrap()
+        .stacks
+        .is_empty());
     let body = Box::new([0u64; 4]);
     let obj = &body[3] as *const u64 as u64;
     hoststack_tp_alloc(&rt, obj);
