@@ -4,8 +4,8 @@ use crate::error::cstring;
 use guardlift_ir::{Module, Type};
 use guardlift_jit::CompiledModule;
 use guardlift_runtime::{Observed, Report, Runtime};
-use std::ffi::{c_char, CString};
 use std::collections::HashMap;
+use std::ffi::{c_char, CString};
 use std::sync::{Arc, Mutex};
 
 /// A parsed (and possibly instrumented) module.

@@ -330,7 +330,10 @@ fn c_pyish_recycled_objects_are_followed_by_the_lifetime_check() {
         "{}",
         r.stderr
     );
-    assert!(!r.stderr.contains("by the host at:"), "host_stacks is off by default");
+    assert!(
+        !r.stderr.contains("by the host at:"),
+        "host_stacks is off by default"
+    );
 }
 
 /// Issue 29, item 7: with `host_stacks=1`, the report about the stale
@@ -357,12 +360,16 @@ fn c_pyish_use_after_free_names_the_c_allocator_and_deallocator() {
     let alloc = first("allocated");
     let free = first("freed");
     assert!(
-        alloc.starts_with("==pyish==     #0 0x") && alloc.contains(" in object_new ") && alloc.contains("objects.c:"),
+        alloc.starts_with("==pyish==     #0 0x")
+            && alloc.contains(" in object_new ")
+            && alloc.contains("objects.c:"),
         "{alloc}\n{}",
         r.stderr
     );
     assert!(
-        free.starts_with("==pyish==     #0 0x") && free.contains(" in object_free ") && free.contains("objects.c:"),
+        free.starts_with("==pyish==     #0 0x")
+            && free.contains(" in object_free ")
+            && free.contains("objects.c:"),
         "{free}\n{}",
         r.stderr
     );

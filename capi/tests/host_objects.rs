@@ -335,9 +335,7 @@ fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
     glhost_tp_dealloc(r.rt, o.obj());
     assert_eq!(r.call(r.touch, o.obj(), 9), 0);
     let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
-    ok!(gl_runtime_take_reports(
-        r.rt, &mut list, &mut items, &mut n
-    ));
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
     assert_eq!(n, 2, "store_attr and load_attr");
     for i in 0..n {
         // SAFETY: `i` < n: a report of the live list.
@@ -348,7 +346,8 @@ fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
         assert!(alloc[0].contains("glhost_tp_alloc"), "{alloc:?}");
         assert!(free[0].contains("glhost_tp_dealloc"), "{free:?}");
         assert!(
-            alloc[1].contains("reports_about_host_objects_name") && alloc[1].contains("host_objects.rs:"),
+            alloc[1].contains("reports_about_host_objects_name")
+                && alloc[1].contains("host_objects.rs:"),
             "{alloc:?}"
         );
         for f in alloc.iter().chain(&free) {
@@ -357,11 +356,17 @@ fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
         // SAFETY: the report's strings are NUL-terminated and owned by the list.
         let text = unsafe { CStr::from_ptr(rep.text) }.to_string_lossy();
         assert!(
-            text.contains(&format!("registered by the host at:\n      #0 {}\n", alloc[0])),
+            text.contains(&format!(
+                "registered by the host at:\n      #0 {}\n",
+                alloc[0]
+            )),
             "{text}"
         );
         assert!(
-            text.contains(&format!("reported freed by the host at:\n      #0 {}\n", free[0])),
+            text.contains(&format!(
+                "reported freed by the host at:\n      #0 {}\n",
+                free[0]
+            )),
             "{text}"
         );
         // SAFETY: as above.
@@ -374,11 +379,12 @@ fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
         // pointers); the copy is used while the list lives.
         let copy = unsafe { std::ptr::read(rep) };
         assert_eq!(object_stack(&copy, GL_STACK_ALLOC), alloc);
-        let mut frame = null();
+        let (mut frame, mut count) = (null(), 1usize);
         let msg = fails!(
             GL_ERR_ARGUMENT,
-            gl_report_get_object_stack(rep, 7, 0, &mut frame, &mut n)
+            gl_report_get_object_stack(rep, 7, 0, &mut frame, &mut count)
         );
+        assert!(frame.is_null() && count == 0, "cleared on failure");
         assert!(msg.contains("GL_STACK_ALLOC"), "{msg}");
         fails!(
             GL_ERR_NULL,
@@ -411,9 +417,7 @@ fn host_stacks_option_and_live_objects() {
     unsafe { p.write_volatile(p.read_volatile() & !1) };
     r.call(r.touch, o.obj(), 1);
     let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
-    ok!(gl_runtime_take_reports(
-        r.rt, &mut list, &mut items, &mut n
-    ));
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
     assert!(n >= 1);
     // SAFETY: a report of the live list.
     let rep = unsafe { &*items };
@@ -421,7 +425,10 @@ fn host_stacks_option_and_live_objects() {
     assert!(object_stack(rep, GL_STACK_FREE).is_empty());
     // SAFETY: as above.
     let json = unsafe { CStr::from_ptr(rep.json) }.to_string_lossy();
-    assert!(json.contains("\"alloc_stack\":[") && !json.contains("free_stack"), "{json}");
+    assert!(
+        json.contains("\"alloc_stack\":[") && !json.contains("free_stack"),
+        "{json}"
+    );
     ok!(gl_reports_free(list));
     // SAFETY: as above.
     unsafe { p.write_volatile(o.values_word()) };
@@ -431,9 +438,7 @@ fn host_stacks_option_and_live_objects() {
     glhost_tp_alloc(r.rt, o.obj());
     glhost_tp_dealloc(r.rt, o.obj());
     r.call(r.touch, o.obj(), 1);
-    ok!(gl_runtime_take_reports(
-        r.rt, &mut list, &mut items, &mut n
-    ));
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
     assert_eq!(n, 2);
     // SAFETY: a report of the live list.
     let rep = unsafe { &*items };

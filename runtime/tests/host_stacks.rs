@@ -92,7 +92,8 @@ fn a_use_after_free_of_a_host_object_names_where_it_was_registered_and_freed() {
     }
     // The caller of both is this test, with its file and line (debug info).
     assert!(
-        alloc[1].contains("a_use_after_free_of_a_host_object") && alloc[1].contains("host_stacks.rs:"),
+        alloc[1].contains("a_use_after_free_of_a_host_object")
+            && alloc[1].contains("host_stacks.rs:"),
         "{alloc:?}"
     );
     assert!(alloc.len() <= guardlift_runtime::host_stack::HOST_STACK_FRAMES);
@@ -101,10 +102,7 @@ fn a_use_after_free_of_a_host_object_names_where_it_was_registered_and_freed() {
     let at = text.find("registered by the host at:").expect(&text);
     let freed = text.find("reported freed by the host at:").expect(&text);
     assert!(at < freed, "{text}");
-    assert!(
-        text.contains(&format!("      #0 {}\n", alloc[0])),
-        "{text}"
-    );
+    assert!(text.contains(&format!("      #0 {}\n", alloc[0])), "{text}");
     assert!(text.contains(&format!("      #0 {}\n", free[0])), "{text}");
     // The JSON line written without allocating (the log's) says the same.
     let line: serde_json::Value =
@@ -128,7 +126,10 @@ fn a_report_keeps_the_stacks_it_was_recorded_with() {
     let live = rt.object_record(obj).unwrap();
     let again = live.stacks.alloc.as_ref().unwrap().frames()[0].clone();
     assert!(again.contains("hoststack_tp_alloc_again"), "{again}");
-    assert!(live.stacks.free.is_none(), "a live object has no free stack");
+    assert!(
+        live.stacks.free.is_none(),
+        "a live object has no free stack"
+    );
     // The report recorded before still names the first allocator.
     let r = only_report(&rt);
     assert_eq!(r, first);
