@@ -44,7 +44,8 @@ pub const DICT_MAGIC: u64 = 0x6c67_5f64_6963_7421;
 /// Default quarantine size (`quarantine_mb` of `GUARDLIFT_OPTIONS`).
 pub const DEFAULT_QUARANTINE_MB: u64 = 64;
 /// What a freed host object's record counts for in the quarantine (the
-/// host owns its memory; the runtime keeps only the record).
+/// host owns its memory; the runtime keeps only the record), plus the size
+/// of each host stack recorded with it ([`crate::host_stack`]).
 pub const HOST_RECORD_BYTES: usize = 64;
 
 /// What a heap block is.
@@ -608,6 +609,10 @@ impl Heap {
                 if let Some(v) = m.values {
                     self.forget_values(v);
                 }
+                // The record, and its stacks when the host's were recorded.
+                let stacks = [&m.alloc_stack, &free_stack];
+                let stack_bytes = stacks.iter().filter(|s| s.is_some()).count()
+                    * std::mem::size_of::<HostStack>();
                 self.enqueue_freed(
                     obj,
                     FreedObj {
@@ -615,7 +620,7 @@ impl Heap {
                         alloc_site: None,
                         free_site: None,
                         blocks: Vec::new(),
-                        bytes: HOST_RECORD_BYTES,
+                        bytes: HOST_RECORD_BYTES + stack_bytes,
                         stacks: HostStacks {
                             alloc: m.alloc_stack,
                             free: free_stack,

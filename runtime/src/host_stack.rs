@@ -213,3 +213,11 @@ pub(crate) fn raw_frames_only<R>(body: impl FnOnce() -> R) -> R {
     RAW_ONLY.with(|r| r.set(old));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_stack_is_128_bytes_as_docs_embedding_says() {
+        assert_eq!(std::mem::size_of::<super::HostStack>(), 128);
+    }
+}
