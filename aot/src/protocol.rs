@@ -410,6 +410,7 @@ fn object_note<'a>(
         alloc_site,
         free_site,
         freed,
+        stacks: Default::default(),
     }))
 }
 

@@ -207,6 +207,25 @@ typedef struct gl_report_object {
 gl_status gl_report_get_object(const gl_report *report, size_t index, uint64_t *out_id,
                                uint64_t *out_count);
 
+/* Which host stack of a report's object gl_report_get_object_stack gives. */
+enum {
+    GL_STACK_ALLOC = 0, /* where the host registered it (gl_runtime_register_object) */
+    GL_STACK_FREE = 1   /* where the host reported it freed (gl_runtime_object_freed) */
+};
+
+/* The host's native stack recorded when the report's object (object_id)
+ * was registered or reported freed: *out_count frames (0: none recorded —
+ * an object made by @obj_new, a live object's free stack, host_stacks=0,
+ * the default),
+ * and frame `index`, innermost first, in *out_frame: "0xPC in FUNCTION
+ * FILE:LINE" (file and line when the host has debug info; "0xPC ?" without
+ * a symbol), or NULL when index >= *out_count. The frame strings live as
+ * long as the report's other strings. The report's text and json show the
+ * same frames ("alloc_stack", "free_stack"). Errors: GL_ERR_NULL,
+ * GL_ERR_ARGUMENT (`which` is not a GL_STACK_*). */
+gl_status gl_report_get_object_stack(const gl_report *report, uint32_t which, size_t index,
+                                     const char **out_frame, size_t *out_count);
+
 /* Report callback: called for each occurrence of a violation (up to the
  * runtime's report_limit per site and kind), on the thread that ran the
  * failing check, possibly on several threads at once. `report` and its
@@ -289,6 +308,10 @@ gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
  * words of objects the runtime creates from now on: object:N[+M...],
  * sample:K or recent; where they cannot be had, one line "guardlift:
  * watchpoints unavailable: REASON" on stderr and the run goes on).
+ * host_stacks=0|1 (default 0): record the host's native stack (up to 12
+ * return addresses, about 6-7 us per call) at gl_runtime_register_object
+ * and gl_runtime_object_freed, shown in reports about the object
+ * (gl_report_get_object_stack).
  * perfmap=1, jitdump=1, gdb=1: modules compiled from now on are named to
  * perf (/tmp/perf-PID.map; jit-PID.dump for perf inject --jit) and gdb (the
  * GDB JIT interface), see docs/EMBEDDING.md, "Profiling and debugging JIT
@@ -373,7 +396,13 @@ gl_status gl_runtime_take_host_fault(gl_runtime *rt, const char **out_msg);
  * under GL_CHECK_LIFETIME. guardlift never reads or writes the host's
  * freed memory. An address compiled code watched but the host never
  * registered is only taken off the watch list; anything else is
- * GL_ERR_ARGUMENT (not a live object). */
+ * GL_ERR_ARGUMENT (not a live object).
+ *
+ * With host_stacks=1 (gl_runtime_configure) both record the caller's
+ * native stack (the host's frames, up to 12 return addresses, symbolized
+ * only when a report about the object is made): reports
+ * about the object show where it was registered and freed
+ * (gl_report_get_object_stack). Not to be called from a signal handler. */
 gl_status gl_runtime_register_object(gl_runtime *rt, const void *obj, uint64_t *out_id);
 gl_status gl_runtime_object_freed(gl_runtime *rt, const void *obj);
 

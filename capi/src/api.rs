@@ -12,7 +12,7 @@ use guardlift_instrument::CheckSet;
 use guardlift_ir::Type;
 use guardlift_jit::{CompileOptions, Jit, JitError};
 use guardlift_runtime::layout::DictLayout;
-use guardlift_runtime::{Mode, Options, Report, Runtime, RuntimeConfig};
+use guardlift_runtime::{HostCaller, Mode, Options, Report, Runtime, RuntimeConfig};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -643,13 +643,15 @@ pub unsafe extern "C" fn gl_runtime_register_object(
     out_id: *mut u64,
 ) -> c_int {
     const F: &str = "gl_runtime_register_object";
+    // The host's frames are the ones above this function's.
+    let caller = HostCaller::here();
     ffi(|| {
         // SAFETY: `out_id` is NULL or valid for a write by contract.
         unsafe { clear_out(out_id, 0, F, "out_id") }?;
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         let id = st
             .rt
-            .register_object(obj as u64)
+            .register_object_from(obj as u64, caller)
             .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))?;
         // SAFETY: checked non-null.
         unsafe { put(out_id, id) };
@@ -672,10 +674,11 @@ pub unsafe extern "C" fn gl_runtime_object_freed(
     obj: *const std::ffi::c_void,
 ) -> c_int {
     const F: &str = "gl_runtime_object_freed";
+    let caller = HostCaller::here();
     ffi(|| {
         let st = get_as!(Runtime, rt, Kind::Runtime, F, "rt");
         st.rt
-            .object_freed(obj as u64)
+            .object_freed_from(obj as u64, caller)
             .map_err(|e| Error::new(GL_ERR_ARGUMENT, format!("{F}: {e}")))
     })
 }
@@ -753,6 +756,63 @@ pub unsafe extern "C" fn gl_report_get_object(
         unsafe {
             put(out_id, o.object_id);
             put(out_count, o.count);
+        }
+        Ok(())
+    })
+}
+
+/// `gl_report_get_object_stack`'s `which`: the allocation stack.
+pub const GL_STACK_ALLOC: u32 = 0;
+/// `gl_report_get_object_stack`'s `which`: the free stack.
+pub const GL_STACK_FREE: u32 = 1;
+
+/// The host's native stack recorded when the report's object was
+/// registered (`GL_STACK_ALLOC`) or reported freed (`GL_STACK_FREE`):
+/// `*out_count` frames, and frame `index` (innermost first) in `*out_frame`
+/// (NULL when `index >= *out_count`), as the report's text prints it. The
+/// string lives as long as the report's strings.
+///
+/// # Safety
+/// `report` is a live report guardlift gave (a callback's, or an item of a
+/// list not yet freed); the out pointers are valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gl_report_get_object_stack(
+    report: *const gl_report,
+    which: u32,
+    index: usize,
+    out_frame: *mut *const c_char,
+    out_count: *mut usize,
+) -> c_int {
+    const F: &str = "gl_report_get_object_stack";
+    ffi(|| {
+        // SAFETY: NULL or valid for writes by contract.
+        unsafe { clear_out(out_frame, std::ptr::null(), F, "out_frame") }?;
+        // SAFETY: as above.
+        unsafe { clear_out(out_count, 0, F, "out_count") }?;
+        non_null(report, F, "report")?;
+        if which != GL_STACK_ALLOC && which != GL_STACK_FREE {
+            return Err(Error::new(
+                GL_ERR_ARGUMENT,
+                format!("{F}: which must be GL_STACK_ALLOC (0) or GL_STACK_FREE (1), got {which}"),
+            ));
+        }
+        // SAFETY: checked non-null; the caller vouches that it is a live report.
+        let r = unsafe { &*report };
+        let Some(st) = crate::state::stacks_of(r.json) else {
+            return Ok(());
+        };
+        let frames = if which == GL_STACK_ALLOC {
+            &st.alloc
+        } else {
+            &st.free
+        };
+        // The strings stay owned by the report's entry (`st` is a second
+        // reference to them), which lives as long as the report.
+        let frame = frames.get(index).map_or(std::ptr::null(), |f| f.as_ptr());
+        // SAFETY: checked non-null.
+        unsafe {
+            put(out_count, frames.len());
+            put(out_frame, frame);
         }
         Ok(())
     })

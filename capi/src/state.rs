@@ -4,6 +4,7 @@ use crate::error::cstring;
 use guardlift_ir::{Module, Type};
 use guardlift_jit::CompiledModule;
 use guardlift_runtime::{Observed, Report, Runtime};
+use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, Mutex};
 
@@ -158,9 +159,56 @@ pub struct gl_report_object {
     pub count: u64,
 }
 
+/// The host stacks of a report's object as C strings (symbolized when the
+/// C view of the report is made): what `gl_report_get_object_stack` gives.
+pub(crate) struct ReportStacks {
+    /// Allocation stack frames, innermost first.
+    pub alloc: Vec<CString>,
+    /// Free stack frames, innermost first.
+    pub free: Vec<CString>,
+}
+
+/// The host stacks of every live C report, by its `json` pointer (unique
+/// while the report lives; a copy of the `gl_report` struct finds them
+/// too). Only reports about host objects with stacks have an entry.
+static REPORT_STACKS: Mutex<Option<HashMap<usize, Arc<ReportStacks>>>> = Mutex::new(None);
+
+fn report_stacks() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Arc<ReportStacks>>>> {
+    REPORT_STACKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The stacks of the live C report whose `json` is `json`, if it has any.
+pub(crate) fn stacks_of(json: *const c_char) -> Option<Arc<ReportStacks>> {
+    report_stacks().as_ref()?.get(&(json as usize)).cloned()
+}
+
+/// A report's entry in [`REPORT_STACKS`], removed when it is dropped (with
+/// the report's strings).
+pub(crate) struct StacksEntry(usize);
+
+impl StacksEntry {
+    fn new(json: *const c_char, stacks: ReportStacks) -> Self {
+        report_stacks()
+            .get_or_insert_with(HashMap::new)
+            .insert(json as usize, Arc::new(stacks));
+        StacksEntry(json as usize)
+    }
+}
+
+impl Drop for StacksEntry {
+    fn drop(&mut self) {
+        if let Some(m) = report_stacks().as_mut() {
+            m.remove(&self.0);
+        }
+    }
+}
+
 /// A [`gl_report`] with the strings it points into.
 pub(crate) struct OwnedReport {
     pub c: gl_report,
+    /// The object's host stacks (declared before `_strings`, so dropped
+    /// while `json` is still allocated: no other report has its address).
+    _stacks: Option<StacksEntry>,
     _strings: Vec<CString>,
     /// What `c.objects` points into (a moved `Vec` keeps its buffer).
     _objects: Vec<gl_report_object>,
@@ -268,8 +316,29 @@ impl OwnedReport {
                 capacity,
             } => (c.object, c.index, c.capacity) = (object, index, capacity),
         }
+        let stacks = obj.map(|n| &n.stacks).filter(|st| !st.is_empty());
+        let stacks = stacks.map(|st| {
+            let frames = |s: &Option<Arc<guardlift_runtime::HostStack>>| -> Vec<CString> {
+                s.as_ref()
+                    .map(|s| s.frames().iter().map(|f| cstring(f)).collect())
+                    .unwrap_or_default()
+            };
+            let free = if obj.is_some_and(|n| n.freed) {
+                frames(&st.free)
+            } else {
+                Vec::new()
+            };
+            StacksEntry::new(
+                c.json,
+                ReportStacks {
+                    alloc: frames(&st.alloc),
+                    free,
+                },
+            )
+        });
         OwnedReport {
             c,
+            _stacks: stacks,
             _strings: strings,
             _objects: objects,
         }
@@ -281,6 +350,8 @@ impl OwnedReport {
 #[derive(Default)]
 pub(crate) struct ReportList {
     pub items: Vec<gl_report>,
+    // Entries before strings: each is removed while its `json` is allocated.
+    _stacks: Vec<Option<StacksEntry>>,
     _strings: Vec<Vec<CString>>,
     _objects: Vec<Vec<gl_report_object>>,
 }
@@ -290,14 +361,17 @@ impl ReportList {
         let mut items = Vec::with_capacity(reports.len());
         let mut strings = Vec::with_capacity(reports.len());
         let mut objects = Vec::with_capacity(reports.len());
+        let mut stacks = Vec::with_capacity(reports.len());
         for r in reports {
             let o = OwnedReport::new(r);
             items.push(o.c);
             strings.push(o._strings);
             objects.push(o._objects);
+            stacks.push(o._stacks);
         }
         ReportList {
             items,
+            _stacks: stacks,
             _strings: strings,
             _objects: objects,
         }

@@ -330,6 +330,50 @@ fn c_pyish_recycled_objects_are_followed_by_the_lifetime_check() {
         "{}",
         r.stderr
     );
+    assert!(
+        !r.stderr.contains("by the host at:"),
+        "host_stacks is off by default"
+    );
+}
+
+/// Issue 29, item 7: with `host_stacks=1`, the report about the stale
+/// object names the C functions that registered it (`object_new`, pyish's
+/// tp_alloc) and reported it freed (`object_free`, its tp_dealloc), with
+/// their file and line, innermost first (none of guardlift's frames).
+#[test]
+fn c_pyish_use_after_free_names_the_c_allocator_and_deallocator() {
+    let out = Command::new(c_pyish())
+        .args(["--instrument", "--recycle"])
+        .env("GUARDLIFT_OPTIONS", "host_stacks=1")
+        .output()
+        .expect("run pyish");
+    let r = run_output(out);
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    let first = |what: &str| {
+        let at = lines
+            .iter()
+            .position(|l| *l == format!("==pyish==   {what} by the host at:"))
+            .unwrap_or_else(|| panic!("no {what} stack:\n{}", r.stderr));
+        lines[at + 1]
+    };
+    let alloc = first("allocated");
+    let free = first("freed");
+    assert!(
+        alloc.starts_with("==pyish==     #0 0x")
+            && alloc.contains(" in object_new ")
+            && alloc.contains("objects.c:"),
+        "{alloc}\n{}",
+        r.stderr
+    );
+    assert!(
+        free.starts_with("==pyish==     #0 0x")
+            && free.contains(" in object_free ")
+            && free.contains("objects.c:"),
+        "{free}\n{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains(" in gl_runtime_"), "{}", r.stderr);
 }
 
 #[test]

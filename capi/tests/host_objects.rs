@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{last_error, ok, runtime};
+use common::{fails, last_error, ok, runtime};
 use guardlift::*;
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
@@ -263,4 +263,189 @@ fn host_object_api_misuse_is_an_error() {
     // SAFETY: a NULL runtime handle is rejected before anything is read.
     let st = unsafe { gl_runtime_object_freed(null_mut(), o.obj() as *const _) };
     assert_ne!(st, GL_OK, "bad handle");
+}
+
+/// A C host's allocator (tp_alloc): registers the object it made. Its
+/// frame is what the allocation stacks of reports must start with.
+#[inline(never)]
+#[no_mangle]
+extern "C" fn glhost_tp_alloc(rt: *mut gl_runtime, obj: u64) -> u64 {
+    let mut id = 0;
+    ok!(gl_runtime_register_object(rt, obj as *const _, &mut id));
+    std::hint::black_box(id)
+}
+
+/// The C host's deallocator (tp_dealloc): reports the object freed.
+#[inline(never)]
+#[no_mangle]
+extern "C" fn glhost_tp_dealloc(rt: *mut gl_runtime, obj: u64) {
+    ok!(gl_runtime_object_freed(rt, obj as *const _));
+    std::hint::black_box(obj);
+}
+
+/// Every frame of a report's `which` stack through the accessor.
+fn object_stack(r: &gl_report, which: u32) -> Vec<String> {
+    let (mut frame, mut n) = (null(), 0usize);
+    ok!(gl_report_get_object_stack(r, which, 0, &mut frame, &mut n));
+    let v: Vec<String> = (0..n)
+        .map(|i| {
+            ok!(gl_report_get_object_stack(r, which, i, &mut frame, &mut n));
+            assert!(!frame.is_null());
+            // SAFETY: a frame string owned with the report, NUL-terminated.
+            unsafe { CStr::from_ptr(frame) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    // Past the last frame: NULL, and still the count.
+    ok!(gl_report_get_object_stack(r, which, n, &mut frame, &mut n));
+    assert!(frame.is_null() && n == v.len());
+    v
+}
+
+/// What the report callback saw: each report's allocation and free stacks.
+type SeenStacks = std::sync::Mutex<Vec<(Vec<String>, Vec<String>)>>;
+
+unsafe extern "C" fn keep_stacks(r: *const gl_report, user: *mut std::ffi::c_void) {
+    // SAFETY: the test passes a live `SeenStacks`; `r` is live during the call.
+    let (seen, r) = unsafe { (&*(user as *const SeenStacks), &*r) };
+    let stacks = (
+        object_stack(r, GL_STACK_ALLOC),
+        object_stack(r, GL_STACK_FREE),
+    );
+    seen.lock().unwrap().push(stacks);
+}
+
+/// Issue 29, item 7: a use after free of a host object names the host's
+/// functions that registered and freed it — in the report's text and JSON,
+/// through `gl_report_get_object_stack` in a callback and in a taken list —
+/// innermost first, without guardlift's own frames.
+#[test]
+fn reports_about_host_objects_name_where_the_host_registered_and_freed_them() {
+    let r = rig();
+    ok!(gl_runtime_configure(r.rt, c"host_stacks=1".as_ptr()));
+    let seen = SeenStacks::default();
+    ok!(gl_runtime_set_report_callback(
+        r.rt,
+        Some(keep_stacks),
+        &seen as *const SeenStacks as *mut _
+    ));
+    let o = HostObj::new(1);
+    let id = glhost_tp_alloc(r.rt, o.obj());
+    glhost_tp_dealloc(r.rt, o.obj());
+    assert_eq!(r.call(r.touch, o.obj(), 9), 0);
+    let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
+    assert_eq!(n, 2, "store_attr and load_attr");
+    for i in 0..n {
+        // SAFETY: `i` < n: a report of the live list.
+        let rep = unsafe { &*items.add(i) };
+        assert_eq!(rep.object_id, id);
+        let alloc = object_stack(rep, GL_STACK_ALLOC);
+        let free = object_stack(rep, GL_STACK_FREE);
+        assert!(alloc[0].contains("glhost_tp_alloc"), "{alloc:?}");
+        assert!(free[0].contains("glhost_tp_dealloc"), "{free:?}");
+        assert!(
+            alloc[1].contains("reports_about_host_objects_name")
+                && alloc[1].contains("host_objects.rs:"),
+            "{alloc:?}"
+        );
+        for f in alloc.iter().chain(&free) {
+            assert!(!f.contains("gl_runtime_"), "guardlift's frame {f}");
+        }
+        // SAFETY: the report's strings are NUL-terminated and owned by the list.
+        let text = unsafe { CStr::from_ptr(rep.text) }.to_string_lossy();
+        assert!(
+            text.contains(&format!(
+                "registered by the host at:\n      #0 {}\n",
+                alloc[0]
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "reported freed by the host at:\n      #0 {}\n",
+                free[0]
+            )),
+            "{text}"
+        );
+        // SAFETY: as above.
+        let json = unsafe { CStr::from_ptr(rep.json) }.to_string_lossy();
+        let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(j["alloc_stack"], serde_json::json!(alloc), "{json}");
+        assert_eq!(j["free_stack"], serde_json::json!(free), "{json}");
+        // A copy of the struct (as C code makes one) finds the same stacks.
+        // SAFETY: `gl_report` is plain data (numbers and borrowed
+        // pointers); the copy is used while the list lives.
+        let copy = unsafe { std::ptr::read(rep) };
+        assert_eq!(object_stack(&copy, GL_STACK_ALLOC), alloc);
+        let (mut frame, mut count) = (null(), 1usize);
+        let msg = fails!(
+            GL_ERR_ARGUMENT,
+            gl_report_get_object_stack(rep, 7, 0, &mut frame, &mut count)
+        );
+        assert!(frame.is_null() && count == 0, "cleared on failure");
+        assert!(msg.contains("GL_STACK_ALLOC"), "{msg}");
+        fails!(
+            GL_ERR_NULL,
+            gl_report_get_object_stack(rep, GL_STACK_ALLOC, 0, &mut frame, null_mut())
+        );
+    }
+    ok!(gl_reports_free(list));
+    ok!(gl_runtime_set_report_callback(r.rt, None, null_mut()));
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 2, "one callback per report");
+    for (alloc, free) in seen {
+        assert!(alloc[0].contains("glhost_tp_alloc"), "{alloc:?}");
+        assert!(free[0].contains("glhost_tp_dealloc"), "{free:?}");
+    }
+}
+
+/// A live host object's report has its allocation stack and no free
+/// stack; `host_stacks=0` (the default): nothing is recorded, the accessor
+/// finds no frame.
+#[test]
+fn host_stacks_option_and_live_objects() {
+    let r = rig();
+    ok!(gl_runtime_configure(r.rt, c"host_stacks=1".as_ptr()));
+    let o = HostObj::new(1);
+    // A live host object's word corrupted: a dict_slot_tag report with the
+    // allocation stack only.
+    glhost_tp_alloc(r.rt, o.obj());
+    let p = o.slot() as *mut u64;
+    // SAFETY: `p` is the dict slot of `o`, a live host object this test owns.
+    unsafe { p.write_volatile(p.read_volatile() & !1) };
+    r.call(r.touch, o.obj(), 1);
+    let (mut list, mut items, mut n) = (null_mut(), null(), 0usize);
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
+    assert!(n >= 1);
+    // SAFETY: a report of the live list.
+    let rep = unsafe { &*items };
+    assert!(object_stack(rep, GL_STACK_ALLOC)[0].contains("glhost_tp_alloc"));
+    assert!(object_stack(rep, GL_STACK_FREE).is_empty());
+    // SAFETY: as above.
+    let json = unsafe { CStr::from_ptr(rep.json) }.to_string_lossy();
+    assert!(
+        json.contains("\"alloc_stack\":[") && !json.contains("free_stack"),
+        "{json}"
+    );
+    ok!(gl_reports_free(list));
+    // SAFETY: as above.
+    unsafe { p.write_volatile(o.values_word()) };
+    glhost_tp_dealloc(r.rt, o.obj());
+    // Off: the next object has no stacks.
+    ok!(gl_runtime_configure(r.rt, c"host_stacks=0".as_ptr()));
+    glhost_tp_alloc(r.rt, o.obj());
+    glhost_tp_dealloc(r.rt, o.obj());
+    r.call(r.touch, o.obj(), 1);
+    ok!(gl_runtime_take_reports(r.rt, &mut list, &mut items, &mut n));
+    assert_eq!(n, 2);
+    // SAFETY: a report of the live list.
+    let rep = unsafe { &*items };
+    assert!(object_stack(rep, GL_STACK_ALLOC).is_empty());
+    assert!(object_stack(rep, GL_STACK_FREE).is_empty());
+    // SAFETY: as above.
+    let json = unsafe { CStr::from_ptr(rep.json) }.to_string_lossy();
+    assert!(!json.contains("_stack"), "{json}");
+    ok!(gl_reports_free(list));
 }

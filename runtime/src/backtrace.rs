@@ -192,7 +192,7 @@ fn pc_site(ra: usize) -> Option<String> {
 }
 
 /// A host frame: its return address, symbolized; `None` without a symbol.
-fn native_frame(ra: usize) -> Option<String> {
+pub(crate) fn native_frame(ra: usize) -> Option<String> {
     let pc = ra.wrapping_sub(1);
     let mut text = None;
     backtrace::resolve(pc as *mut std::ffi::c_void, |sym| {

@@ -95,10 +95,13 @@ pub fn write_pending_reports(rt: &Arc<Runtime>) {
         }
     }
     let (fd, json) = rt.trap_scratch().output();
-    let pending = rt.try_with_reports(|rs| {
-        for r in rs {
-            crate::report::write_signal_safe(fd, json, &r.human());
-        }
+    // Host stacks print as symbolized before, else as raw addresses.
+    let pending = crate::host_stack::raw_frames_only(|| {
+        rt.try_with_reports(|rs| {
+            for r in rs {
+                crate::report::write_signal_safe(fd, json, &r.human());
+            }
+        })
     });
     if pending.is_none() {
         crate::output::write_fd_or_stderr(
@@ -441,10 +444,15 @@ impl std::fmt::Display for FaultJson<'_> {
 /// the locks it only tries.
 #[cfg(unix)]
 pub(crate) fn write_stdout_json(rt: &Runtime, last: &dyn std::fmt::Display) {
-    use std::fmt::Write as _;
     let Some(tail) = STDOUT_JSON_TAIL.get() else {
         return;
     };
+    crate::host_stack::raw_frames_only(|| write_stdout_json_to(rt, last, tail))
+}
+
+#[cfg(unix)]
+fn write_stdout_json_to(rt: &Runtime, last: &dyn std::fmt::Display, tail: &str) {
+    use std::fmt::Write as _;
     let mut w = crate::output::FdWriter::new(libc::STDOUT_FILENO);
     let _ = w.write_str("{\"result\":null,\"reports\":[");
     let at = AT_HOST_FAULT.get();
@@ -813,12 +821,14 @@ mod imp {
                 .then_some(OuterFrames::ReturnAddrs(&frames[..n])),
         };
         let (fd, json) = rt.trap_scratch().output();
-        if json {
-            crate::output::write_display_fd_or_stderr(fd, &FaultJson(&report));
-        } else {
-            crate::output::write_display_fd_or_stderr(fd, &report);
-        }
-        write_stdout_json(&rt, &report.json());
+        crate::host_stack::raw_frames_only(|| {
+            if json {
+                crate::output::write_display_fd_or_stderr(fd, &FaultJson(&report));
+            } else {
+                crate::output::write_display_fd_or_stderr(fd, &report);
+            }
+            write_stdout_json(&rt, &report.json());
+        });
         if let Some(line) = AT_HOST_FAULT.get().and_then(|a| a.summary.as_ref()) {
             crate::output::write_display_fd_or_stderr(
                 libc::STDERR_FILENO,
@@ -863,6 +873,13 @@ pub fn arith_fault(kind: crate::ReportKind, fp: usize) -> ! {
 pub fn host_call_fault(rt: &Runtime, fault: &HostCallFault) {
     if crate::codemap::entry_sp() == 0 {
         return;
+    }
+    // The object's host stacks symbolized now, in normal context (the
+    // printing below does not symbolize).
+    if let Some((_, Some(n))) = &fault.object {
+        for st in [&n.stacks.alloc, &n.stacks.free].into_iter().flatten() {
+            st.frames();
+        }
     }
     // The reports so far (a watch session's writes among them) in full,
     // and the watch session's state, which ends with the run.

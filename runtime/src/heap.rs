@@ -16,11 +16,13 @@
 //!
 //! tidy: long because the records of objects, host objects, values arrays, the quarantine and the redzones share one set of invariants; splitting it by record is the next clean-up.
 
+use crate::host_stack::{HostStack, HostStacks};
 use crate::layout::{self, DictLayout};
 use crate::report::LastWrite;
 use crate::shadow;
 use std::alloc::{self, Layout as AllocLayout};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Bytes of an object's body at and after its address (refcount, type word).
 pub const OBJ_BODY_BYTES: i64 = 16;
@@ -42,7 +44,8 @@ pub const DICT_MAGIC: u64 = 0x6c67_5f64_6963_7421;
 /// Default quarantine size (`quarantine_mb` of `GUARDLIFT_OPTIONS`).
 pub const DEFAULT_QUARANTINE_MB: u64 = 64;
 /// What a freed host object's record counts for in the quarantine (the
-/// host owns its memory; the runtime keeps only the record).
+/// host owns its memory; the runtime keeps only the record), plus the size
+/// of each host stack recorded with it ([`crate::host_stack`]).
 pub const HOST_RECORD_BYTES: usize = 64;
 
 /// What a heap block is.
@@ -89,6 +92,8 @@ struct HostMeta {
     id: u64,
     /// The values array whose capacity the runtime recorded for it.
     values: Option<u64>,
+    /// The host's stack at its registration ([`crate::host_stack`]).
+    alloc_stack: Option<Arc<HostStack>>,
 }
 
 /// The recorded capacity of a live values array (the bounds check's
@@ -110,6 +115,8 @@ struct FreedObj {
     blocks: Vec<u64>,
     /// Bytes counted against the quarantine limit.
     bytes: usize,
+    /// A host object's stacks at its registration and free.
+    stacks: HostStacks,
 }
 
 /// A values array `obj_dictify` released, held in quarantine like a freed
@@ -129,7 +136,7 @@ const RELEASED_VALUES: u64 = 0;
 
 /// Provenance of an object the heap knows (live or in quarantine), in
 /// runtime-global site ids.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRecord {
     /// Allocation id (1, 2, 3, … per heap).
     pub id: u64,
@@ -139,6 +146,9 @@ pub struct ObjectRecord {
     pub free_site: Option<u32>,
     /// The object was freed (it is in quarantine).
     pub freed: bool,
+    /// A host object's native stacks at its registration and free (empty
+    /// for objects IR code made).
+    pub stacks: HostStacks,
 }
 
 /// What `obj_free` found.
@@ -589,6 +599,16 @@ impl Heap {
     /// layout says): it gets the next allocation id. A freed object's
     /// record at the same address is dropped (the address was reused).
     pub fn register_host_object(&mut self, obj: u64) -> Result<u64, HostObjectError> {
+        self.register_host_object_at(obj, None)
+    }
+
+    /// [`Heap::register_host_object`], recording the host's stack at the
+    /// registration (kept with the record, quarantine included).
+    pub fn register_host_object_at(
+        &mut self,
+        obj: u64,
+        alloc_stack: Option<Arc<HostStack>>,
+    ) -> Result<u64, HostObjectError> {
         if obj == 0 || !obj.is_multiple_of(8) {
             return Err(HostObjectError::BadAddress(obj));
         }
@@ -602,7 +622,14 @@ impl Heap {
             }
         }
         let id = self.next_id();
-        self.host.insert(obj, HostMeta { id, values: None });
+        self.host.insert(
+            obj,
+            HostMeta {
+                id,
+                values: None,
+                alloc_stack,
+            },
+        );
         Ok(id)
     }
 
@@ -611,12 +638,26 @@ impl Heap {
     /// is held or written). An address that was watched but never
     /// registered only leaves the watch list.
     pub fn host_object_freed(&mut self, obj: u64) -> Result<(), HostObjectError> {
+        self.host_object_freed_at(obj, None)
+    }
+
+    /// [`Heap::host_object_freed`], recording the host's stack at the free
+    /// with the freed record.
+    pub fn host_object_freed_at(
+        &mut self,
+        obj: u64,
+        free_stack: Option<Arc<HostStack>>,
+    ) -> Result<(), HostObjectError> {
         let was_watched = self.unwatch_slot(self.slot(obj));
         match self.host.remove(&obj) {
             Some(m) => {
                 if let Some(v) = m.values {
                     self.forget_values(v);
                 }
+                // The record, and its stacks when the host's were recorded.
+                let stacks = [&m.alloc_stack, &free_stack];
+                let stack_bytes = stacks.iter().filter(|s| s.is_some()).count()
+                    * std::mem::size_of::<HostStack>();
                 self.enqueue_freed(
                     obj,
                     FreedObj {
@@ -624,7 +665,11 @@ impl Heap {
                         alloc_site: None,
                         free_site: None,
                         blocks: Vec::new(),
-                        bytes: HOST_RECORD_BYTES,
+                        bytes: HOST_RECORD_BYTES + stack_bytes,
+                        stacks: HostStacks {
+                            alloc: m.alloc_stack,
+                            free: free_stack,
+                        },
                     },
                 );
                 Ok(())
@@ -649,6 +694,7 @@ impl Heap {
                 alloc_site: m.alloc_site,
                 free_site: None,
                 freed: false,
+                stacks: HostStacks::default(),
             });
         }
         if let Some(m) = self.host.get(&obj) {
@@ -657,6 +703,10 @@ impl Heap {
                 alloc_site: None,
                 free_site: None,
                 freed: false,
+                stacks: HostStacks {
+                    alloc: m.alloc_stack.clone(),
+                    free: None,
+                },
             });
         }
         self.freed.get(&obj).map(|f| ObjectRecord {
@@ -664,6 +714,7 @@ impl Heap {
             alloc_site: f.alloc_site,
             free_site: f.free_site,
             freed: true,
+            stacks: f.stacks.clone(),
         })
     }
 
@@ -683,6 +734,7 @@ impl Heap {
                 alloc_site: r.alloc_site,
                 free_site: r.free_site,
                 freed: true,
+                stacks: HostStacks::default(),
             }),
             None => self.object_record(owner),
         }
@@ -971,6 +1023,7 @@ impl Heap {
                 free_site: site,
                 blocks,
                 bytes,
+                stacks: HostStacks::default(),
             },
         );
         FreeOutcome::Freed

@@ -17,6 +17,7 @@
 //! - [`slow_path`]: the host's own attribute slow paths, when it binds them;
 //! - [`abi`]: the C entry points generated code calls;
 //! - [`backtrace`]: backtraces of reports (IR frames, the host's native frame);
+//! - [`host_stack`]: the host's native stacks at a host object's registration and free;
 //! - [`codemap`]: the one code registry: compiled code ranges and their PC → IR-site map;
 //! - [`sigchain`]: installs guardlift's signal handlers and chains the signals that are not ours;
 //! - [`fault`]: the fatal-signal handler (`host_fault`, `stack_overflow`);
@@ -35,11 +36,11 @@
 //!    `sigchain`, `output`;
 //! 2. `codemap`: sigtable, sigstack — it keeps each registrant (the
 //!    runtime) as an opaque `Arc<dyn Any>`, so it sits below `runtime`;
-//! 3. `backtrace`: codemap;
+//! 3. `backtrace`: codemap; `host_stack`: backtrace;
 //! 4. `watch`: layout, codemap, backtrace, sigchain;
-//! 5. `report`: layout, backtrace, watch, output;
+//! 5. `report`: layout, backtrace, host_stack, watch, output;
 //! 6. `options`: mode, watch (not `runtime`: `Mode` has its own module);
-//!    `sites`: report; `heap`: layout, report, watch; `slow_path`: none;
+//!    `sites`: report; `heap`: layout, report, watch, host_stack; `slow_path`: none;
 //!    `trap::scratch`: report, watch;
 //! 7. `runtime`: everything above (it embeds `trap::scratch` only);
 //! 8. `objects`, `abi`, `fault` (codemap, sigchain, runtime), `trap`'s registry and
@@ -59,6 +60,7 @@ pub mod backtrace;
 pub mod codemap;
 pub mod fault;
 pub mod heap;
+pub mod host_stack;
 pub mod mode;
 mod objects;
 pub mod options;
@@ -78,6 +80,7 @@ pub mod watch;
 /// contract crate; these paths keep working.
 pub use guardlift_abi::{adstack, layout};
 pub use heap::{FreeOutcome, HostFault, HostObjectError, ObjectRecord};
+pub use host_stack::{HostCaller, HostStack, HostStacks};
 pub use options::{JitDebug, Options};
 pub use report::{
     HumanReport, LastWrite, ObjectCount, ObjectNote, Observed, Report, ReportKind, SiteInfo,

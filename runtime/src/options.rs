@@ -11,7 +11,8 @@
 //!
 //! Booleans are `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off`, in any
 //! case; an error lists exactly these. `backtrace` (a boolean: capture
-//! backtraces of reports; default on).
+//! backtraces of reports; default on). `host_stacks` (a boolean: record the
+//! host's native stacks when it registers and frees objects; default off).
 //!
 //! Profilers and debuggers (booleans, default off; [`JitDebug`]): `perfmap`
 //! (`/tmp/perf-PID.map` lines for `perf report`), `jitdump` (`jit-PID.dump`
@@ -41,6 +42,9 @@ pub struct Options {
     pub quarantine_mb: Option<u64>,
     /// `backtrace=0|1`; `None`: the default (on).
     pub backtrace: Option<bool>,
+    /// `host_stacks=0|1`: record host objects' allocation and free stacks
+    /// ([`crate::host_stack`]); `None`: the default (off).
+    pub host_stacks: Option<bool>,
     /// `perfmap=`, `jitdump=`, `gdb=`: what the JIT tells profilers and
     /// debuggers about its code.
     pub jit_debug: JitDebug,
@@ -130,6 +134,7 @@ impl Options {
                 "log_path" => o.log_path = Some(v.to_string()),
                 "json" => o.json = parse_bool(k, v)?,
                 "backtrace" => o.backtrace = Some(parse_bool(k, v)?),
+                "host_stacks" => o.host_stacks = Some(parse_bool(k, v)?),
                 "perfmap" => o.jit_debug.perfmap = parse_bool(k, v)?,
                 "jitdump" => o.jit_debug.jitdump = parse_bool(k, v)?,
                 "gdb" => o.jit_debug.gdb = parse_bool(k, v)?,
@@ -245,5 +250,10 @@ mod tests {
             Options::parse("backtrace=0").unwrap().backtrace,
             Some(false)
         );
+        assert_eq!(
+            Options::parse("host_stacks=off").unwrap().host_stacks,
+            Some(false)
+        );
+        assert!(Options::parse("host_stacks=2").is_err());
     }
 }

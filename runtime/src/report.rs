@@ -6,6 +6,7 @@
 //!
 //! tidy: long because `HumanReport::fmt` writes every report kind's human form in one allocation-free function (the signal handlers print it).
 
+use crate::host_stack::{HostStack, HostStacks};
 use crate::layout::{low_bits, TAG_MASK};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
@@ -113,6 +114,10 @@ pub struct ObjectNote {
     pub free_site: Option<SiteInfo>,
     /// Has it been freed?
     pub freed: bool,
+    /// A host object's native stacks at its registration and free, as
+    /// the record held them when the report was recorded (symbolized when
+    /// rendered: [`crate::host_stack`]).
+    pub stacks: HostStacks,
 }
 
 /// One object a deduplicated report saw, and how many of its occurrences
@@ -190,10 +195,39 @@ pub(crate) fn write_object_note(s: &mut dyn fmt::Write, n: &ObjectNote) -> fmt::
         n.id,
         SiteText(&n.alloc_site)
     )?;
+    if let Some(st) = &n.stacks.alloc {
+        write_stack(s, "registered by the host at", st)?;
+    }
     if n.freed {
         writeln!(s, "    freed at {}", SiteText(&n.free_site))?;
+        if let Some(st) = &n.stacks.free {
+            write_stack(s, "reported freed by the host at", st)?;
+        }
     }
     Ok(())
+}
+
+/// A host stack's human lines: `what:`, then its frames (`#0` innermost).
+fn write_stack(s: &mut dyn fmt::Write, what: &str, st: &HostStack) -> fmt::Result {
+    writeln!(s, "    {what}:")?;
+    let mut i = 0;
+    st.each_frame(|fr| {
+        let r = writeln!(s, "      #{i} {fr}");
+        i += 1;
+        r
+    })
+}
+
+/// A host stack as a JSON array of frame strings.
+fn write_stack_json(f: &mut dyn fmt::Write, st: &HostStack) -> fmt::Result {
+    f.write_char('[')?;
+    let mut first = true;
+    st.each_frame(|fr| {
+        let sep = if first { "" } else { "," };
+        first = false;
+        write!(f, "{sep}{}", JsonStr(fr))
+    })?;
+    f.write_char(']')
 }
 
 /// The JSON fields about a report's object (`,"object_id":…,"alloc_site":…`,
@@ -211,6 +245,14 @@ pub(crate) fn write_object_note_json(
     )?;
     if free_site || n.freed {
         write!(f, ",\"free_site\":{}", SiteJson(&n.free_site))?;
+    }
+    if let Some(st) = &n.stacks.alloc {
+        f.write_str(",\"alloc_stack\":")?;
+        write_stack_json(f, st)?;
+    }
+    if let (Some(st), true) = (&n.stacks.free, n.freed) {
+        f.write_str(",\"free_stack\":")?;
+        write_stack_json(f, st)?;
     }
     Ok(())
 }
@@ -372,6 +414,12 @@ impl Report {
             m.insert("alloc_site".into(), site_json(&n.alloc_site));
             if self.kind.is_lifetime() || n.freed {
                 m.insert("free_site".into(), site_json(&n.free_site));
+            }
+            if let Some(st) = &n.stacks.alloc {
+                m.insert("alloc_stack".into(), json!(st.frames()));
+            }
+            if let (Some(st), true) = (&n.stacks.free, n.freed) {
+                m.insert("free_stack".into(), json!(st.frames()));
             }
         }
         if self.objects.len() > 1 {

@@ -3,6 +3,7 @@
 //! call into it; generated code reaches it through [`crate::abi`].
 
 use crate::heap::{Heap, HostFault, HostObjectError, ObjectRecord};
+use crate::host_stack::{HostCaller, HostStack};
 use crate::layout::DictLayout;
 pub use crate::mode::Mode;
 use crate::options::{JitDebug, Options};
@@ -125,6 +126,8 @@ pub struct Runtime {
     settings: RwLock<Settings>,
     /// The host's attribute slow paths ([`crate::slow_path`]), once bound.
     slow_paths: std::sync::OnceLock<SlowPaths>,
+    /// Record host objects' native stacks ([`Runtime::set_host_stacks`]).
+    host_stacks: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -155,6 +158,7 @@ impl Runtime {
             abort_hook: Mutex::new(None),
             settings: RwLock::new(Settings::default()),
             slow_paths: std::sync::OnceLock::new(),
+            host_stacks: AtomicBool::new(false),
         })
     }
 
@@ -199,6 +203,9 @@ impl Runtime {
         // previous log file, if any, is closed below).
         self.trap.set_output(fd, options.json);
         crate::backtrace::set_enabled(options.backtrace.unwrap_or(true));
+        if let Some(on) = options.host_stacks {
+            self.set_host_stacks(on);
+        }
         let mut s = self.settings.write().unwrap_or_else(|e| e.into_inner());
         s.log = log;
         s.json = options.json;
@@ -306,6 +313,7 @@ impl Runtime {
             alloc_site: r.alloc_site.map(|s| self.site_info(s)),
             free_site: r.free_site.map(|s| self.site_info(s)),
             freed: r.freed,
+            stacks: r.stacks,
         }
     }
 
@@ -538,9 +546,23 @@ impl Runtime {
     // ---- host objects (the embedding API) ----
 
     /// The host made an object at `obj` (laid out as this runtime's layout
-    /// says, spec §4): returns its allocation id.
+    /// says, spec §4): returns its allocation id. The caller's native stack
+    /// is recorded as the object's allocation stack ([`crate::host_stack`]).
+    #[inline(never)]
     pub fn register_object(&self, obj: u64) -> Result<u64, HostObjectError> {
-        let id = lock(&self.heap).register_host_object(obj)?;
+        self.register_object_from(obj, HostCaller::here())
+    }
+
+    /// [`Runtime::register_object`] for an entry point of its own (the C
+    /// API): `caller` ([`HostCaller::here`] in that entry point) tells
+    /// where the host's frames begin.
+    pub fn register_object_from(
+        &self,
+        obj: u64,
+        caller: HostCaller,
+    ) -> Result<u64, HostObjectError> {
+        let stack = self.capture_host_stack(caller);
+        let id = lock(&self.heap).register_host_object_at(obj, stack)?;
         self.object_created(obj, true);
         Ok(id)
     }
@@ -548,16 +570,40 @@ impl Runtime {
     /// The host freed the object at `obj` (as a `tp_dealloc` hook would
     /// say): it is never watched again, and instrumented code using it is
     /// a `use_after_free` until the host registers a new object there.
+    /// The caller's native stack is recorded as its free stack.
+    #[inline(never)]
     pub fn object_freed(&self, obj: u64) -> Result<(), HostObjectError> {
+        self.object_freed_from(obj, HostCaller::here())
+    }
+
+    /// [`Runtime::object_freed`] for an entry point of its own (as
+    /// [`Runtime::register_object_from`]).
+    pub fn object_freed_from(&self, obj: u64, caller: HostCaller) -> Result<(), HostObjectError> {
         if self.object_record(obj).is_some_and(|r| !r.freed) {
             self.object_going(obj);
         }
-        let r = lock(&self.heap).host_object_freed(obj);
+        let stack = self.capture_host_stack(caller);
+        let r = lock(&self.heap).host_object_freed_at(obj, stack);
         if r.is_ok() {
             self.unwatch_epoch.fetch_add(1, Ordering::SeqCst);
             self.values_epoch.fetch_add(1, Ordering::SeqCst);
         }
         r
+    }
+
+    /// Records host objects' allocation and free stacks from now on
+    /// (`host_stacks=1`) or not (the default: capture costs microseconds
+    /// per registration, [`crate::host_stack`]).
+    pub fn set_host_stacks(&self, on: bool) {
+        self.host_stacks.store(on, Ordering::Relaxed);
+    }
+
+    fn capture_host_stack(&self, caller: HostCaller) -> Option<Arc<HostStack>> {
+        if self.host_stacks.load(Ordering::Relaxed) {
+            HostStack::capture(caller)
+        } else {
+            None
+        }
     }
 
     /// What the runtime knows of the object at `obj` (live or in quarantine).
@@ -704,6 +750,7 @@ impl Runtime {
                         alloc_site: None,
                         free_site: None,
                         freed: true,
+                        stacks: Default::default(),
                     },
                 })
             })

@@ -364,6 +364,17 @@ void jit_print_report(const gl_report *r, const char *ir_text) {
         fprintf(stderr, "==pyish==   object %#llx, allocation id %llu%s\n", (unsigned long long)r->object,
                 (unsigned long long)r->object_id,
                 r->kind == GL_REPORT_USE_AFTER_FREE ? " (freed by the host)" : "");
+    /* Where the host registered and freed it (GUARDLIFT_OPTIONS=host_stacks=1). */
+    for (uint32_t which = GL_STACK_ALLOC; which <= GL_STACK_FREE; which++) {
+        const char *frame = NULL;
+        size_t n = 0;
+        if (gl_report_get_object_stack(r, which, 0, &frame, &n) != GL_OK || n == 0) continue;
+        fprintf(stderr, "==pyish==   %s by the host at:\n", which == GL_STACK_ALLOC ? "allocated" : "freed");
+        for (size_t i = 0; i < n; i++) {
+            if (gl_report_get_object_stack(r, which, i, &frame, &n) != GL_OK || !frame) break;
+            fprintf(stderr, "==pyish==     #%zu %s\n", i, frame);
+        }
+    }
     if (r->kind == GL_REPORT_ATTR_OUT_OF_BOUNDS)
         fprintf(stderr, "==pyish==   attribute %llu of %llu\n", (unsigned long long)r->index,
                 (unsigned long long)r->capacity);

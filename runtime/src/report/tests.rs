@@ -78,6 +78,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         alloc_site: Some(site(11)),
         free_site: Some(site(14)),
         freed: true,
+        stacks: Default::default(),
     };
     let obs = Observed::Lifetime {
         object: 0x1000,
@@ -102,6 +103,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         alloc_site: None,
         free_site: None,
         freed: false,
+        stacks: Default::default(),
     };
     s.record(
         ReportKind::AttrOutOfBounds,
@@ -163,6 +165,7 @@ fn several_objects_at_one_site_are_listed() {
         alloc_site: None,
         free_site: None,
         freed: false,
+        stacks: Default::default(),
     };
     let dict = Observed::Dict {
         object: 0x40,
@@ -270,6 +273,7 @@ fn json_line_is_the_reports_json() {
             alloc_site: Some(site(3)),
             free_site: None,
             freed: true,
+            stacks: Default::default(),
         }),
         objects: vec![
             ObjectCount {
@@ -293,4 +297,68 @@ fn json_line_is_the_reports_json() {
         r.objects.clear();
         r.backtrace.clear();
     }
+}
+
+/// A host object's stacks in a report printed from a signal handler
+/// (`raw_frames_only`): frames never symbolized print as raw call
+/// addresses and stay unsymbolized; frames symbolized before print as text.
+#[test]
+fn host_stacks_print_raw_in_signal_context_unless_symbolized_before() {
+    let alloc = crate::HostStack::from_return_addresses(&[0x1001, 0x2001]);
+    let free = crate::HostStack::from_return_addresses(&[0x3001]);
+    let note = ObjectNote {
+        id: 5,
+        alloc_site: None,
+        free_site: None,
+        freed: true,
+        stacks: HostStacks {
+            alloc: Some(alloc.clone()),
+            free: Some(free.clone()),
+        },
+    };
+    let info = SiteInfo {
+        function: "f".into(),
+        line: 2,
+        col: 5,
+        op: "load_attr".into(),
+    };
+    let h = HumanReport {
+        observed: Some(Observed::Lifetime {
+            object: 0x40,
+            address: 0x40,
+            width: 0,
+        }),
+        object: Some(&note),
+        ..HumanReport::at(ReportKind::UseAfterFree, 1, &info)
+    };
+    let (text, json) = crate::host_stack::raw_frames_only(|| (h.to_string(), h.json().to_string()));
+    assert!(
+        text.contains("    registered by the host at:\n      #0 0x1000 ?\n      #1 0x2000 ?\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "    freed at an unknown site\n    reported freed by the host at:\n      #0 0x3000 ?\n"
+        ),
+        "{text}"
+    );
+    let j: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(j["alloc_stack"], json!(["0x1000 ?", "0x2000 ?"]));
+    assert_eq!(j["free_stack"], json!(["0x3000 ?"]));
+    // Symbolized in normal context (no symbol at these addresses: the same
+    // text), then printed from the cache.
+    assert_eq!(alloc.frames(), ["0x1000 ?", "0x2000 ?"]);
+    let text2 = crate::host_stack::raw_frames_only(|| h.to_string());
+    assert_eq!(text2, text);
+    // A live object's free stack is not printed.
+    let live = ObjectNote {
+        freed: false,
+        ..note.clone()
+    };
+    let h = HumanReport {
+        object: Some(&live),
+        ..h
+    };
+    assert!(!h.to_string().contains("reported freed"));
+    assert!(!h.json().to_string().contains("free_stack"));
 }
