@@ -140,6 +140,7 @@ impl ModuleBuilder {
             func: id.index(),
             current: None,
             labels,
+            loc: SrcLoc::default(),
         }
     }
 
@@ -172,6 +173,9 @@ pub struct FunctionBuilder<'m> {
     func: usize,
     current: Option<Block>,
     labels: HashSet<String>,
+    /// The source position given to the instructions and blocks appended
+    /// from now on ([`Self::set_srcloc`]).
+    loc: SrcLoc,
 }
 
 impl FunctionBuilder<'_> {
@@ -239,11 +243,12 @@ impl FunctionBuilder<'_> {
         }
         self.labels.insert(label.clone());
         let b = Block(self.f().blocks.len() as u32);
+        let loc = self.loc;
         self.fm().blocks.push(BlockData {
             name: label,
             params: Vec::new(),
             insts: Vec::new(),
-            loc: SrcLoc::default(),
+            loc,
         });
         b
     }
@@ -269,6 +274,40 @@ impl FunctionBuilder<'_> {
         self.current = Some(block);
     }
 
+    /// Sets the source position of the instructions (and blocks) appended
+    /// from now on, as Cranelift's `FunctionBuilder::set_srcloc` does: an
+    /// opaque `(line, col)` the embedder chooses — a source line, or a
+    /// bytecode offset in `line` — which the instrumentation pass copies
+    /// into each guard's site, so reports, backtraces and verifier errors
+    /// name it (`Report::info.line`/`.col`, `gl_report::line`/`col`). The
+    /// default is `0:0` (no position).
+    ///
+    /// ```
+    /// use guardlift_abi::layout::DictLayout;
+    /// use guardlift_ir::{builder::ModuleBuilder, SrcLoc, Type};
+    ///
+    /// let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+    /// let id = mb.declare_function("get", &[Type::Ptr], Some(Type::I64));
+    /// let mut f = mb.function(id);
+    /// let entry = f.create_block("entry");
+    /// f.switch_to_block(entry);
+    /// let obj = f.param(0);
+    /// f.set_srcloc(SrcLoc { line: 42, col: 1 }); // bytecode offset 42: LOAD_ATTR
+    /// let v = f.load_attr(obj, 0);
+    /// f.ret(Some(v));
+    /// let m = mb.build().expect("verifies");
+    /// let inst = &m.functions[0].blocks[0].insts[0];
+    /// assert_eq!((inst.loc.line, inst.loc.col), (42, 1));
+    /// ```
+    pub fn set_srcloc(&mut self, loc: SrcLoc) {
+        self.loc = loc;
+    }
+
+    /// The position [`Self::set_srcloc`] set last.
+    pub fn srcloc(&self) -> SrcLoc {
+        self.loc
+    }
+
     /// The block instructions are appended to.
     pub fn current_block(&self) -> Option<Block> {
         self.current
@@ -287,6 +326,7 @@ impl FunctionBuilder<'_> {
                 self.f().name
             )
         };
+        let loc = self.loc;
         let f = &mut self.module.functions[self.func];
         let block = &f.blocks[b.index()];
         assert!(
@@ -307,7 +347,7 @@ impl FunctionBuilder<'_> {
         f.blocks[b.index()].insts.push(Inst {
             kind,
             result,
-            loc: SrcLoc::default(),
+            loc,
             site: None,
         });
         result
@@ -907,11 +947,11 @@ mod tests {
         .expect_err("two errors");
         let msgs: Vec<&str> = e.0.iter().map(|d| d.msg.as_str()).collect();
         assert!(
-            msgs.contains(&"br_table index must be i64 or ptr, got %v3 (i32)"),
+            msgs.contains(&"br_table index must be i64 or ptr, got %v3 (i32) (in @f)"),
             "{msgs:?}"
         );
         assert!(
-            msgs.contains(&"block `t` expects 1 arguments, got 0"),
+            msgs.contains(&"block `t` expects 1 arguments, got 0 (in @f)"),
             "{msgs:?}"
         );
         // A table longer than the lowering's i32 index reaches far.
@@ -927,7 +967,7 @@ mod tests {
         assert_eq!(
             e.0[0].msg,
             format!(
-                "br_table has {} destinations (at most {})",
+                "br_table has {} destinations (at most {}) (in @f)",
                 crate::MAX_BR_TABLE + 1,
                 crate::MAX_BR_TABLE
             )

@@ -187,7 +187,13 @@ impl<'a> FnVerifier<'a> {
         }
     }
 
+    /// An error at `loc`; one without a position (a module built through
+    /// the API that set none) names its function instead.
     fn err(&mut self, loc: SrcLoc, msg: String) {
+        let msg = match loc == SrcLoc::default() {
+            true => format!("{msg} (in @{})", self.f.name),
+            false => msg,
+        };
         self.errs.push(Diagnostic::new(loc, msg));
     }
 
