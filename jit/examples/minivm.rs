@@ -32,6 +32,11 @@
 //! resumes the interpreter at the failing bytecode with those values, and
 //! returns what the interpreter returns.
 //!
+//! The JIT builds its IR with `guardlift_ir::builder`, one
+//! `set_srcloc(bytecode offset, 1)` per bytecode, so every report names
+//! the bytecode it came from; host functions are typed
+//! (`CompileOptions::host_fn`).
+//!
 //! What else it shows:
 //! - **A bound slow path.** Objects are laid out as CPython 3.12's (the
 //!   managed-dict word at `obj - 24`); some have had their `__dict__`
@@ -53,11 +58,13 @@
 //! It prints the result, where the side exit happened and how many
 //! attribute slow paths and method calls the compiled code made.
 
+use guardlift_abi::layout::DictLayout;
+use guardlift_ir::builder::{FunctionBuilder, ModuleBuilder};
+use guardlift_ir::{BinOp, Block, ConvOp, ExternId, IntCC, Module, SrcLoc, Type, Value};
 use guardlift_jit::{CompileOptions, Jit, Ptr};
 use guardlift_runtime::{AttrSlowPaths, Mode, Report, Runtime, RuntimeConfig};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
@@ -72,7 +79,7 @@ const KEYS: [&str; 2] = ["x", "y"];
 
 /// A type: its name and its `weight` slot (native code).
 #[repr(C)]
-struct Type {
+struct PyType {
     weight: extern "C" fn(u64) -> i64,
     name: &'static str,
 }
@@ -81,7 +88,7 @@ struct Type {
 #[repr(C)]
 struct Obj {
     refcnt: i64,
-    ty: *const Type,
+    ty: *const PyType,
 }
 
 /// A dict of the VM (what a materialised `__dict__` is).
@@ -105,7 +112,7 @@ unsafe fn word(o: u64) -> *mut u64 {
     (o as usize - DICT_OR_VALUES) as *mut u64
 }
 
-fn obj_new(ty: &'static Type, x: i64) -> u64 {
+fn obj_new(ty: &'static PyType, x: i64) -> u64 {
     // SAFETY: fresh allocations of the object's and values' layouts,
     // written within them.
     unsafe {
@@ -225,11 +232,11 @@ extern "C" fn heavy_weight(_o: u64) -> i64 {
     100
 }
 
-static POINT: Type = Type {
+static POINT: PyType = PyType {
     weight: point_weight,
     name: "Point",
 };
-static HEAVY: Type = Type {
+static HEAVY: PyType = PyType {
     weight: heavy_weight,
     name: "Heavy",
 };
@@ -451,7 +458,7 @@ struct Exit {
 }
 
 /// An operand-stack slot of the translation: its IR value and kind.
-type Slot = (String, Kind);
+type Slot = (Value, Kind);
 
 /// The kinds of `score`'s locals (fixed by the specialisation).
 const LOCAL_KINDS: [Kind; NLOCALS] = [
@@ -463,70 +470,88 @@ const LOCAL_KINDS: [Kind; NLOCALS] = [
     Kind::Obj,
 ];
 
-/// Translates `code` to an IR function `@score(ptr, i64, i64) -> i64`; the
-/// side exits' metadata, by exit number.
-fn translate(code: &[Op], max_stack: usize) -> Result<(String, Vec<Exit>), String> {
+fn ir_type(k: Kind) -> Type {
+    match k {
+        Kind::Int => Type::I64,
+        Kind::Obj | Kind::List => Type::Ptr,
+    }
+}
+
+/// The translation of one function: the builder, the frame area and the
+/// side exits' metadata.
+struct Translator<'a, 'm> {
+    f: &'a mut FunctionBuilder<'m>,
+    frame: Value,
+    deopt: ExternId,
+    exits: Vec<Exit>,
+}
+
+impl Translator<'_, '_> {
+    fn int(&mut self, v: i64) -> Value {
+        self.f.iconst(Type::I64, v)
+    }
+
+    /// A guard: a side exit resuming at `pc` with `stack` (the state before
+    /// the bytecode) when `cond` (an i8) is non-zero.
+    fn guard(&mut self, cond: Value, pc: usize, reason: &'static str, stack: &[Slot]) {
+        let k = self.exits.len();
+        self.exits.push(Exit {
+            pc,
+            reason,
+            stack: stack.iter().map(|s| s.1).collect(),
+        });
+        let exit = self.f.create_block(&format!("exit{k}"));
+        let ok = self.f.create_block(&format!("ok{k}"));
+        self.f.brif(cond, exit, &[], ok, &[]);
+        self.f.switch_to_block(exit);
+        for (j, &(v, _)) in stack.iter().enumerate() {
+            self.f.store(v, self.frame, 8 * (NLOCALS + j) as i32);
+        }
+        let e = self.int(k as i64);
+        let r = self.f.call(self.deopt, &[self.frame, e]);
+        self.f.ret(r);
+        self.f.switch_to_block(ok);
+    }
+}
+
+/// Translates `code` with the IR builder to `@score(ptr, i64, i64) -> i64`,
+/// each instruction at the position `(bytecode offset, 1)`, so reports name
+/// the bytecode; the side exits' metadata, by exit number.
+fn translate(code: &[Op], max_stack: usize) -> Result<(Module, Vec<Exit>), String> {
     let mut leaders: Vec<usize> = vec![0];
     for (pc, op) in code.iter().enumerate() {
-        match *op {
-            JumpIfFalse(t) => leaders.extend([t, pc + 1]),
-            Jump(t) => leaders.extend([t, pc + 1]),
-            _ => {}
+        if let JumpIfFalse(t) | Jump(t) = *op {
+            leaders.extend([t, pc + 1]);
         }
     }
     leaders.retain(|&l| l < code.len());
     leaders.sort_unstable();
     leaders.dedup();
-    let label = |pc: usize| format!("pc{pc}");
-    let mut out = String::new();
-    let mut exits_ir = String::new();
-    let mut exits: Vec<Exit> = Vec::new();
-    let frame_bytes = 8 * (NLOCALS + max_stack);
-    let _ = writeln!(out, "layout cpython312\n");
-    let _ = writeln!(out, "extern fn @deopt(ptr, i64) -> i64\n");
-    let _ = writeln!(out, "fn @score(%objs: ptr, %n: i64, %d: i64) -> i64 {{");
-    let _ = writeln!(out, "entry:");
-    let _ = writeln!(out, "    %frame = stack_alloc {frame_bytes}");
-    for (k, name) in ["objs", "n", "d"].iter().enumerate().take(NPARAMS) {
-        let _ = writeln!(out, "    store %{name}, %frame, {}", 8 * k);
+    let mut mb = ModuleBuilder::new(DictLayout::Cpython312);
+    let deopt = mb.declare_extern("deopt", &[Type::Ptr, Type::I64], Some(Type::I64));
+    let id = mb.declare_function("score", &[Type::Ptr, Type::I64, Type::I64], Some(Type::I64));
+    let mut f = mb.function(id);
+    let entry = f.create_block("entry");
+    let blocks: HashMap<usize, Block> = (leaders.iter())
+        .map(|&pc| (pc, f.create_block(&format!("pc{pc}"))))
+        .collect();
+    f.switch_to_block(entry);
+    let frame = f.stack_alloc((8 * (NLOCALS + max_stack)) as u32);
+    for k in 0..NPARAMS {
+        let p = f.param(k);
+        f.store(p, frame, 8 * k as i32);
     }
-    let _ = writeln!(out, "    jump {}", label(0));
-    let mut tmp = 0usize;
-    let mut fresh = || {
-        tmp += 1;
-        format!("%t{tmp}")
+    f.jump(blocks[&0], &[]);
+    let mut t = Translator {
+        f: &mut f,
+        frame,
+        deopt,
+        exits: Vec::new(),
     };
     let mut stack: Vec<Slot> = Vec::new();
-    // A guard: branch to a side exit resuming at `pc` with `stack` when
-    // `cond` (an i8) is non-zero.
-    let mut guard = |out: &mut String,
-                     exits_ir: &mut String,
-                     fresh: &mut dyn FnMut() -> String,
-                     cond: &str,
-                     pc: usize,
-                     reason: &'static str,
-                     stack: &[Slot]| {
-        let k = exits.len();
-        exits.push(Exit {
-            pc,
-            reason,
-            stack: stack.iter().map(|s| s.1).collect(),
-        });
-        let ok = format!("ok{k}");
-        let _ = writeln!(out, "    brif {cond}, exit{k}, {ok}");
-        let _ = writeln!(out, "{ok}:");
-        let _ = writeln!(exits_ir, "exit{k}:");
-        for (j, (v, _)) in stack.iter().enumerate() {
-            let _ = writeln!(exits_ir, "    store {v}, %frame, {}", 8 * (NLOCALS + j));
-        }
-        let e = fresh();
-        let r = fresh();
-        let _ = writeln!(exits_ir, "    {e} = iconst.i64 {k}");
-        let _ = writeln!(exits_ir, "    {r} = call @deopt(%frame, {e})");
-        let _ = writeln!(exits_ir, "    return {r}");
-    };
+    let under = || "stack underflow".to_string();
     for (pc, op) in code.iter().enumerate() {
-        if leaders.binary_search(&pc).is_ok() {
+        if let Some(&b) = blocks.get(&pc) {
             if !stack.is_empty() {
                 return Err(format!(
                     "pc {pc}: the operand stack is not empty at a block start"
@@ -534,211 +559,133 @@ fn translate(code: &[Op], max_stack: usize) -> Result<(String, Vec<Exit>), Strin
             }
             // Fall through into the new block.
             if pc > 0 && !matches!(code[pc - 1], JumpIfFalse(_) | Jump(_) | Return) {
-                let _ = writeln!(out, "    jump {}", label(pc));
+                t.f.jump(b, &[]);
             }
-            let _ = writeln!(out, "{}:", label(pc));
+            t.f.switch_to_block(b);
         }
-        let pop2 = |s: &mut Vec<Slot>| -> Result<(Slot, Slot), String> {
-            let b = s.pop().ok_or("stack underflow")?;
-            let a = s.pop().ok_or("stack underflow")?;
-            Ok((a, b))
-        };
+        t.f.set_srcloc(SrcLoc {
+            line: pc as u32,
+            col: 1,
+        });
+        let before = stack.clone();
         match *op {
             Const(c) => {
-                let v = fresh();
-                let _ = writeln!(out, "    {v} = iconst.i64 {c}");
+                let v = t.int(c);
                 stack.push((v, Kind::Int));
             }
             Load(k) => {
-                let v = fresh();
-                let ty = if LOCAL_KINDS[k] == Kind::Int {
-                    "i64"
-                } else {
-                    "ptr"
-                };
-                let _ = writeln!(out, "    {v} = load.{ty} %frame, {}", 8 * k);
+                let v = t.f.load(ir_type(LOCAL_KINDS[k]), frame, 8 * k as i32);
                 stack.push((v, LOCAL_KINDS[k]));
             }
             Store(k) => {
-                let (v, kind) = stack.pop().ok_or("stack underflow")?;
+                let (v, kind) = stack.pop().ok_or_else(under)?;
                 if kind != LOCAL_KINDS[k] {
                     return Err(format!("pc {pc}: local {k} changes kind"));
                 }
-                let _ = writeln!(out, "    store {v}, %frame, {}", 8 * k);
+                t.f.store(v, frame, 8 * k as i32);
             }
             Add | Mul => {
-                let before = stack.clone();
-                let ((a, _), (b, _)) = pop2(&mut stack)?;
-                let (test, op) = if *op == Add {
-                    ("sadd_overflows", "iadd")
-                } else {
-                    ("smul_overflows", "imul")
+                let (b, _) = stack.pop().ok_or_else(under)?;
+                let (a, _) = stack.pop().ok_or_else(under)?;
+                let (test, op) = match *op {
+                    Add => (BinOp::SaddOverflows, BinOp::Iadd),
+                    _ => (BinOp::SmulOverflows, BinOp::Imul),
                 };
-                let o = fresh();
-                let _ = writeln!(out, "    {o} = {test} {a}, {b}");
-                guard(
-                    &mut out,
-                    &mut exits_ir,
-                    &mut fresh,
-                    &o,
-                    pc,
-                    "integer overflow",
-                    &before,
-                );
-                let v = fresh();
-                let _ = writeln!(out, "    {v} = {op} {a}, {b}");
+                let o = t.f.binary(test, a, b);
+                t.guard(o, pc, "integer overflow", &before);
+                let v = t.f.binary(op, a, b);
                 stack.push((v, Kind::Int));
             }
             FloorDiv | Mod => {
-                let before = stack.clone();
-                let ((a, _), (b, _)) = pop2(&mut stack)?;
+                let (b, _) = stack.pop().ok_or_else(under)?;
+                let (a, _) = stack.pop().ok_or_else(under)?;
                 // Guards: a zero divisor (the interpreter raises), and
                 // MIN // -1 (overflows).
-                let (z, zero, m1, min, isneg1, ismin, both) = (
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                );
-                let _ = writeln!(out, "    {z} = iconst.i64 0");
-                let _ = writeln!(out, "    {zero} = icmp.eq {b}, {z}");
-                guard(
-                    &mut out,
-                    &mut exits_ir,
-                    &mut fresh,
-                    &zero,
-                    pc,
-                    "division by zero",
-                    &before,
-                );
-                let _ = writeln!(out, "    {m1} = iconst.i64 -1");
-                let _ = writeln!(out, "    {min} = iconst.i64 {}", i64::MIN);
-                let _ = writeln!(out, "    {isneg1} = icmp.eq {b}, {m1}");
-                let _ = writeln!(out, "    {ismin} = icmp.eq {a}, {min}");
-                let _ = writeln!(out, "    {both} = band {isneg1}, {ismin}");
-                guard(
-                    &mut out,
-                    &mut exits_ir,
-                    &mut fresh,
-                    &both,
-                    pc,
-                    "integer overflow",
-                    &before,
-                );
+                let z = t.int(0);
+                let zero = t.f.icmp(IntCC::Eq, b, z);
+                t.guard(zero, pc, "division by zero", &before);
+                let (m1, min) = (t.int(-1), t.int(i64::MIN));
+                let isneg1 = t.f.icmp(IntCC::Eq, b, m1);
+                let ismin = t.f.icmp(IntCC::Eq, a, min);
+                let both = t.f.binary(BinOp::Band, isneg1, ismin);
+                t.guard(both, pc, "integer overflow", &before);
                 // Python floors: q = a / b, r = a % b (truncating); when r
                 // != 0 and r, b differ in sign, q -= 1 and r += b.
-                let (q, r, x, sx, rnz, adj, adj64, qf, badd, rf) = (
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                );
-                let _ = writeln!(out, "    {q} = sdiv {a}, {b}");
-                let _ = writeln!(out, "    {r} = srem {a}, {b}");
-                let _ = writeln!(out, "    {x} = bxor {r}, {b}");
-                let _ = writeln!(out, "    {sx} = icmp.slt {x}, {z}");
-                let _ = writeln!(out, "    {rnz} = icmp.ne {r}, {z}");
-                let _ = writeln!(out, "    {adj} = band {sx}, {rnz}");
-                let _ = writeln!(out, "    {adj64} = uext.i64 {adj}");
+                let q = t.f.binary(BinOp::Sdiv, a, b);
+                let r = t.f.binary(BinOp::Srem, a, b);
+                let x = t.f.binary(BinOp::Bxor, r, b);
+                let sx = t.f.icmp(IntCC::Slt, x, z);
+                let rnz = t.f.icmp(IntCC::Ne, r, z);
+                let adj = t.f.binary(BinOp::Band, sx, rnz);
                 let v = if *op == FloorDiv {
-                    let _ = writeln!(out, "    {qf} = isub {q}, {adj64}");
-                    qf
+                    let adj64 = t.f.conv(ConvOp::Uext, Type::I64, adj);
+                    t.f.binary(BinOp::Isub, q, adj64)
                 } else {
-                    let _ = writeln!(out, "    {badd} = select {adj}, {b}, {z}");
-                    let _ = writeln!(out, "    {rf} = iadd {r}, {badd}");
-                    rf
+                    let badd = t.f.select(adj, b, z);
+                    t.f.binary(BinOp::Iadd, r, badd)
                 };
                 stack.push((v, Kind::Int));
             }
             Lt => {
-                let ((a, _), (b, _)) = pop2(&mut stack)?;
-                let (c, v) = (fresh(), fresh());
-                let _ = writeln!(out, "    {c} = icmp.slt {a}, {b}");
-                let _ = writeln!(out, "    {v} = uext.i64 {c}");
+                let (b, _) = stack.pop().ok_or_else(under)?;
+                let (a, _) = stack.pop().ok_or_else(under)?;
+                let c = t.f.icmp(IntCC::Slt, a, b);
+                let v = t.f.conv(ConvOp::Uext, Type::I64, c);
                 stack.push((v, Kind::Int));
             }
-            JumpIfFalse(t) => {
-                let (c, _) = stack.pop().ok_or("stack underflow")?;
-                let _ = writeln!(out, "    brif {c}, {}, {}", label(pc + 1), label(t));
+            JumpIfFalse(target) => {
+                let (c, _) = stack.pop().ok_or_else(under)?;
+                t.f.brif(c, blocks[&(pc + 1)], &[], blocks[&target], &[]);
             }
-            Jump(t) => {
-                let _ = writeln!(out, "    jump {}", label(t));
-            }
+            Jump(target) => t.f.jump(blocks[&target], &[]),
             LoadAttr(k) => {
-                let (o, _) = stack.pop().ok_or("stack underflow")?;
-                let v = fresh();
-                let _ = writeln!(out, "    {v} = load_attr {o}, {k}");
+                let (o, _) = stack.pop().ok_or_else(under)?;
+                let v = t.f.load_attr(o, k);
                 stack.push((v, Kind::Int));
             }
             StoreAttr(k) => {
-                let ((v, _), (o, _)) = pop2(&mut stack)?;
-                let _ = writeln!(out, "    store_attr {o}, {k}, {v}");
+                let (o, _) = stack.pop().ok_or_else(under)?;
+                let (v, _) = stack.pop().ok_or_else(under)?;
+                t.f.store_attr(o, k, v);
             }
             GetItem => {
-                let before = stack.clone();
-                let ((l, _), (i, _)) = pop2(&mut stack)?;
-                let (len, oob, items, three, off, addr, v) = (
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                    fresh(),
-                );
-                let _ = writeln!(out, "    {len} = load.i64 {l}, 0");
+                let (i, _) = stack.pop().ok_or_else(under)?;
+                let (l, _) = stack.pop().ok_or_else(under)?;
+                let len = t.f.load(Type::I64, l, 0);
                 // Unsigned: a negative index fails too (the interpreter
                 // handles Python's negative indices).
-                let _ = writeln!(out, "    {oob} = icmp.uge {i}, {len}");
-                guard(
-                    &mut out,
-                    &mut exits_ir,
-                    &mut fresh,
-                    &oob,
-                    pc,
-                    "index out of range",
-                    &before,
-                );
-                let _ = writeln!(out, "    {items} = load.ptr {l}, 8");
-                let _ = writeln!(out, "    {three} = iconst.i64 3");
-                let _ = writeln!(out, "    {off} = ishl {i}, {three}");
-                let _ = writeln!(out, "    {addr} = iadd {items}, {off}");
-                let _ = writeln!(out, "    {v} = load.ptr {addr}, 0");
+                let oob = t.f.icmp(IntCC::Uge, i, len);
+                t.guard(oob, pc, "index out of range", &before);
+                let items = t.f.load(Type::Ptr, l, 8);
+                let three = t.int(3);
+                let off = t.f.binary(BinOp::Ishl, i, three);
+                let addr = t.f.binary(BinOp::Iadd, items, off);
+                let v = t.f.load(Type::Ptr, addr, 0);
                 stack.push((v, Kind::Obj));
             }
             Len => {
-                let (l, _) = stack.pop().ok_or("stack underflow")?;
-                let v = fresh();
-                let _ = writeln!(out, "    {v} = load.i64 {l}, 0");
+                let (l, _) = stack.pop().ok_or_else(under)?;
+                let v = t.f.load(Type::I64, l, 0);
                 stack.push((v, Kind::Int));
             }
             CallWeight => {
-                let (o, _) = stack.pop().ok_or("stack underflow")?;
-                let (ty, f, v) = (fresh(), fresh(), fresh());
+                let (o, _) = stack.pop().ok_or_else(under)?;
                 // The object's type, then its `weight` slot.
-                let _ = writeln!(out, "    {ty} = load.ptr {o}, 8");
-                let _ = writeln!(out, "    {f} = load.ptr {ty}, 0");
-                let _ = writeln!(out, "    {v} = call_indirect {f}({o}) : (ptr) -> i64");
-                stack.push((v, Kind::Int));
+                let ty = t.f.load(Type::Ptr, o, 8);
+                let slot = t.f.load(Type::Ptr, ty, 0);
+                let v = t.f.call_indirect(slot, &[o], &[Type::Ptr], Some(Type::I64));
+                stack.push((v.ok_or("call_indirect gave no value")?, Kind::Int));
             }
             Return => {
-                let (v, _) = stack.pop().ok_or("stack underflow")?;
-                let _ = writeln!(out, "    return {v}");
+                let (v, _) = stack.pop().ok_or_else(under)?;
+                t.f.ret(Some(v));
             }
         }
     }
-    out.push_str(&exits_ir);
-    out.push_str("}\n");
-    Ok((out, exits))
+    let exits = t.exits;
+    f.finish();
+    let m = mb.build().map_err(|e| e.to_string())?;
+    Ok((m, exits))
 }
 
 // ---- the side exit ---------------------------------------------------------------------------
@@ -871,10 +818,18 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     });
     let reports = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = reports.clone();
+    // The site's position is the bytecode offset the translation set.
     rt.set_report_handler(Some(Arc::new(move |r: &Report| {
-        sink.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r.to_human());
+        let pc = r.info.line as usize;
+        let what = format!(
+            "minivm: {} at bytecode {pc} ({}) of score\n{}",
+            r.kind.name(),
+            SCORE
+                .get(pc)
+                .map_or("?".to_string(), |op| format!("{op:?}")),
+            r.to_human()
+        );
+        sink.lock().unwrap_or_else(|e| e.into_inner()).push(what);
     })));
     rt.bind_attr_slow_paths(Arc::new(VmSlowPaths))?;
 
@@ -914,12 +869,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let list_addr = &list as *const List as u64;
 
     let result = if args.jit {
-        let (text, exits) = translate(SCORE, 8)?;
+        let (mut module, exits) = translate(SCORE, 8)?;
         *DEOPT.lock().unwrap_or_else(|e| e.into_inner()) = Some(DeoptState {
             exits,
             taken: Vec::new(),
         });
-        let mut module = guardlift_ir::parse_module(&text)?;
         if args.instrument {
             module = guardlift_instrument::instrument(&module, guardlift_instrument::CheckSet::ALL);
         }
