@@ -15,10 +15,17 @@
 //! calls, the host symbols') touches only memory that is valid for that
 //! access while the call runs: allocated, large enough, not freed, and not
 //! behind a Rust reference that assumes it unchanged or unaliased.
-//! guardlift's checks do not discharge the promise: they check the object
-//! model's invariants, not where a raw pointer points. Their violations are
-//! no part of it either: they go to the runtime (abort mode ends the
-//! process, recover mode skips the op).
+//! What guardlift's checks stop never happens, so it is no part of the
+//! promise: with the `lifetime` check, an access to an object the runtime
+//! knows to be freed (one of its model heap's, or a host object the host
+//! reported through `object_freed`) is reported and skipped (recover mode)
+//! or ends the run (abort and trap modes) before it touches memory, and the
+//! `bounds` and `adstack` checks stop accesses past what the runtime
+//! recorded in the same way. Passing such an object to instrumented code is
+//! therefore within the contract; passing it to code without the check is
+//! not. What no check can see — a raw pointer into memory the runtime
+//! never knew, a host function's own accesses — stays the caller's
+//! promise.
 //!
 //! # The safe entry points
 //!

@@ -15,7 +15,7 @@
 //! recorded, whatever later happens to the record.
 //!
 //! Never called in a signal handler. A signal handler that prints a pending
-//! report ([`raw_frames_only`]) prints the frames already symbolized, else
+//! report (`raw_frames_only`) prints the frames already symbolized, else
 //! the raw addresses. `GUARDLIFT_OPTIONS=host_stacks=0` turns capture off
 //! for a runtime ([`crate::Runtime::set_host_stacks`]; off by default:
 //! the unwinder costs about 6–7 µs per capture, docs/EMBEDDING.md).

@@ -135,8 +135,42 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Runtime {
+    /// A runtime with `config`, whose layout may come from input: an
+    /// invalid `DictLayout::Custom` offset (not a multiple of 8, or beyond
+    /// `MAX_CUSTOM_DICT_SLOT_OFFSET`) is an error, never a heap that
+    /// writes words outside its objects.
+    ///
+    /// ```
+    /// use guardlift_runtime::{layout::DictLayout, Runtime, RuntimeConfig};
+    ///
+    /// let bad = RuntimeConfig { layout: DictLayout::Custom(3), ..Default::default() };
+    /// assert!(Runtime::try_new(bad).is_err());
+    /// let ok = RuntimeConfig { layout: DictLayout::custom(-32)?, ..Default::default() };
+    /// assert_eq!(Runtime::try_new(ok)?.layout().dict_slot_offset(), -32);
+    /// # Ok::<(), guardlift_runtime::layout::LayoutError>(())
+    /// ```
+    pub fn try_new(config: RuntimeConfig) -> Result<Arc<Runtime>, crate::layout::LayoutError> {
+        if let DictLayout::Custom(o) = config.layout {
+            DictLayout::custom(o as i64)?;
+        }
+        Ok(Runtime::new_unchecked(config))
+    }
+
     /// A runtime with `config`; share it (`Arc`) with every engine using it.
+    ///
+    /// # Panics
+    /// If `config.layout` is an invalid `DictLayout::Custom` offset (build
+    /// custom layouts with `DictLayout::custom`, or call
+    /// [`Runtime::try_new`] for a layout from input).
     pub fn new(config: RuntimeConfig) -> Arc<Runtime> {
+        match Runtime::try_new(config) {
+            Ok(rt) => rt,
+            Err(e) => panic!("Runtime::new: {e} (use DictLayout::custom or Runtime::try_new)"),
+        }
+    }
+
+    /// [`Runtime::new`] once the layout is known to be valid.
+    fn new_unchecked(config: RuntimeConfig) -> Arc<Runtime> {
         Arc::new(Runtime {
             trap: TrapScratch::new(),
             unwatch_epoch: AtomicU64::new(0),
@@ -266,6 +300,26 @@ impl Runtime {
     }
 
     /// Installs a handler called on each violation (see [`ReportHandler`]).
+    ///
+    /// ```
+    /// use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig, SiteInfo};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let s = seen.clone();
+    /// rt.set_report_handler(Some(Arc::new(move |r: &Report| {
+    ///     s.lock().unwrap().push(r.kind.name()); // record; never free objects here
+    /// })));
+    /// // A site, as a compiled module registers its own.
+    /// let info = SiteInfo { function: "get".into(), line: 3, col: 5, op: "load_attr".into() };
+    /// let base = rt.register_sites([(0, info)].into()).unwrap();
+    /// let obj = rt.obj_new(1);
+    /// rt.obj_free(obj);
+    /// // What instrumented code's lifetime check does at that site:
+    /// assert!(rt.check_live(obj, base).is_err());
+    /// assert_eq!(*seen.lock().unwrap(), ["use_after_free"]);
+    /// ```
     pub fn set_report_handler(&self, handler: Option<ReportHandler>) {
         self.settings
             .write()
@@ -548,6 +602,21 @@ impl Runtime {
     /// The host made an object at `obj` (laid out as this runtime's layout
     /// says, spec §4): returns its allocation id. The caller's native stack
     /// is recorded as the object's allocation stack ([`crate::host_stack`]).
+    ///
+    /// ```
+    /// use guardlift_runtime::{Runtime, RuntimeConfig};
+    ///
+    /// let rt = Runtime::new(RuntimeConfig::default());
+    /// // A host object of the default layout (cpython312: the managed-dict
+    /// // word 24 bytes before the object), with no values and no dict yet.
+    /// let mem = vec![0u64; 8];
+    /// let obj = mem.as_ptr() as u64 + 32;
+    /// let id = rt.register_object(obj)?;
+    /// assert!(id >= 1);
+    /// rt.object_freed(obj)?; // as the host's tp_dealloc would say
+    /// assert!(rt.object_freed(obj).is_err(), "freed twice: an error, not a crash");
+    /// # Ok::<(), guardlift_runtime::HostObjectError>(())
+    /// ```
     #[inline(never)]
     pub fn register_object(&self, obj: u64) -> Result<u64, HostObjectError> {
         self.register_object_from(obj, HostCaller::here())
