@@ -37,6 +37,7 @@ use std::process::Command;
 use std::time::Instant;
 
 mod debuginfo;
+mod watch_alloc;
 
 /// `@stores(obj, n)`, from the corpus every engine runs.
 const STORE_LOOP: &str = include_str!("../../tests/programs/attrs_store_loop.glir");
@@ -810,6 +811,10 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     }
     if on("watch") {
         rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
+        rows.extend(watch_alloc::rows(
+            reps.min(7),
+            if quick { 2_000 } else { 20_000 },
+        ));
     }
     if on("debuginfo") {
         rows.extend(debuginfo::rows(reps.min(11)));
