@@ -387,10 +387,18 @@ exit:
 }
 ";
 
+/// The watch group: watched stores, then the host allocation rows
+/// ([`watch_alloc`]).
+fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
+    let mut rows = watch_store_rows(reps, n);
+    rows.extend(watch_alloc::rows(reps, n));
+    rows
+}
+
 /// The cost of a watched legitimate write (each one traps: the kernel
 /// delivers SIGTRAP, the handler counts it) next to the same store with
 /// watchpoints off, in ns per store.
-fn watch_rows(reps: usize, n: u64) -> Vec<Row> {
+fn watch_store_rows(reps: usize, n: u64) -> Vec<Row> {
     use guardlift_runtime::watch::{WatchSpec, WatchStatus};
     // Instrumented (dict check): only an instrumented module's stores are
     // guardlift's own, legitimate writes (spec §6.1); both rows run it.
@@ -811,10 +819,6 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     }
     if on("watch") {
         rows.extend(watch_rows(reps.min(7), if quick { 2_000 } else { 20_000 }));
-        rows.extend(watch_alloc::rows(
-            reps.min(7),
-            if quick { 2_000 } else { 20_000 },
-        ));
     }
     if on("debuginfo") {
         rows.extend(debuginfo::rows(reps.min(11)));
