@@ -101,13 +101,14 @@ fn report_limit_caps_handler_calls_not_counts() {
     assert_eq!(rt.take_reports()[0].count, 10);
 }
 
-#[test]
-fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
+/// A recover-mode runtime writing its reports as JSON lines to a fresh
+/// log file named after `name`.
+fn json_log_runtime(name: &str) -> (Arc<Runtime>, std::path::PathBuf) {
     let rt = Runtime::new(RuntimeConfig {
         mode: Mode::Recover,
         ..Default::default()
     });
-    let log = std::env::temp_dir().join(format!("gl-drop-flush-{}.jsonl", std::process::id()));
+    let log = std::env::temp_dir().join(format!("gl-drop-{name}-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let opts = guardlift_runtime::Options {
         log_path: Some(log.display().to_string()),
@@ -115,6 +116,12 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
         ..Default::default()
     };
     rt.configure(&opts).unwrap();
+    (rt, log)
+}
+
+#[test]
+fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
+    let (rt, log) = json_log_runtime("flush");
     let base = rt.register_sites([site(0)].into()).unwrap();
     let o = rt.obj_new(2);
     rt.fault_clear_lsb(o);
@@ -147,18 +154,7 @@ fn dropping_a_runtime_with_pending_reports_flushes_and_does_not_panic() {
 
 #[test]
 fn reports_a_handler_had_are_not_printed_again_at_drop() {
-    let rt = Runtime::new(RuntimeConfig {
-        mode: Mode::Recover,
-        ..Default::default()
-    });
-    let log = std::env::temp_dir().join(format!("gl-drop-handled-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&log);
-    let opts = guardlift_runtime::Options {
-        log_path: Some(log.display().to_string()),
-        json: true,
-        ..Default::default()
-    };
-    rt.configure(&opts).unwrap();
+    let (rt, log) = json_log_runtime("handled");
     let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let s2 = seen.clone();
     rt.set_report_handler(Some(Arc::new(move |_r| {

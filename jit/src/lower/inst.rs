@@ -526,9 +526,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// it: a no-op).
     fn release_stack_areas(&mut self) -> Result<(), JitError> {
         let pad = guardlift_runtime::heap::REDZONE_BYTES as i32;
-        let mut areas: Vec<_> = self.stack_areas.iter().map(|(k, v)| (*k, *v)).collect();
-        areas.sort_unstable_by_key(|(k, _)| *k);
-        for (_, (slot, size)) in areas {
+        let areas: Vec<_> = self.stack_areas.values().copied().collect();
+        for (slot, size) in areas {
             let p = self.b.ins().stack_addr(types::I64, slot, pad);
             let n = self.iconst(types::I32, size as i64);
             self.call_stub(Stub::Slow(Entry::StackRelease), &[p, n])?;

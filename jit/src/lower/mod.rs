@@ -70,7 +70,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataId, FuncId as ClFuncId, Linkage, Module as ClModule};
 use guardlift_abi::{Mode, ReportKind};
 use guardlift_ir::{analysis, CheckKind, FuncId, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Name of the data symbol whose address is the runtime pointer in object files.
 pub const RUNTIME_SYMBOL: &str = "guardlift_runtime";
@@ -338,7 +338,7 @@ impl<'m> Lowerer<'m> {
             elided: Default::default(),
             elide_check: false,
             cache_slots: HashMap::new(),
-            stack_areas: HashMap::new(),
+            stack_areas: BTreeMap::new(),
             at: (0, 0),
             versions: Vec::new(),
             version_of_header: HashMap::new(),
@@ -380,7 +380,7 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// With [`Lowerer::stack_redzones`]: the frame slot and size of each
     /// `stack_alloc`, by (block, inst), made before any block is lowered
     /// so that every `return` releases them all (`inst`).
-    stack_areas: HashMap<(u32, u32), (cl::StackSlot, u32)>,
+    stack_areas: BTreeMap<(u32, u32), (cl::StackSlot, u32)>,
     /// (block, inst) of the instruction being lowered.
     at: (u32, u32),
     /// The loops lowered twice (`version`).
