@@ -745,6 +745,7 @@ pub fn parse(
 mod tests {
     use super::*;
     use guardlift_runtime::heap::Heap;
+    use guardlift_runtime::internals::*;
     use guardlift_runtime::layout::DictLayout;
     use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 

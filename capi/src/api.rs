@@ -11,6 +11,7 @@ use crate::state::*;
 use guardlift_instrument::CheckSet;
 use guardlift_ir::Type;
 use guardlift_jit::{CompileOptions, Jit, JitError};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::layout::DictLayout;
 use guardlift_runtime::{HostCaller, Mode, Options, Report, Runtime, RuntimeConfig};
 use std::ffi::{c_char, c_int, c_void};

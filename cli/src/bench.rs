@@ -30,6 +30,7 @@ use guardlift_instrument::{instrument, instrument_owned, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::Module;
 use guardlift_jit::{CompileOptions, Jit, Ptr, Tier};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;

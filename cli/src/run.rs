@@ -6,6 +6,7 @@ use crate::{Engine, InstrumentArgs, Target, What};
 use guardlift_interp::{InterpError, Interpreter};
 use guardlift_ir::literal::{format_value, json_value, parse_arg};
 use guardlift_ir::Module;
+use guardlift_runtime::internals::*;
 use guardlift_runtime::watch::{WatchSpec, WatchStatus};
 use guardlift_runtime::{Report, Runtime, RuntimeConfig};
 use std::collections::HashMap;

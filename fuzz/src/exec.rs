@@ -8,6 +8,7 @@ use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::literal::norm_int;
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{CompileOptions, OptLevel};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig};
 use guardlift_tests::CmpReport;
 use std::collections::HashMap;

@@ -8,6 +8,7 @@ use crate::values::{canon, f64v};
 use crate::{ExternImpl, InterpError, Interpreter};
 use guardlift_ir::{Callee, CheckKind, ExternId, FuncId, InstKind, ObjCall};
 use guardlift_runtime::abi;
+use guardlift_runtime::internals::*;
 
 impl<'m> Interpreter<'m> {
     /// Runs a `call` of the top frame `fr`.

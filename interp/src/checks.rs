@@ -8,6 +8,7 @@ use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::{CheckKind, Checks, Function, Inst, Module};
 use guardlift_runtime::backtrace;
+use guardlift_runtime::internals::*;
 use guardlift_runtime::layout::tag_ok;
 use guardlift_runtime::watch::{self, IrFrame};
 use guardlift_runtime::{Observed, ReportKind, Verdict};

@@ -25,6 +25,7 @@ use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::hoist::{clean_loops_for, CleanLoop, HostModel};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
+use guardlift_runtime::internals::*;
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;

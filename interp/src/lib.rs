@@ -38,6 +38,7 @@ use std::sync::Arc;
 pub use calls::{host_call_site, HostCallSite};
 
 use adstack::elision_claims;
+use guardlift_runtime::internals::*;
 use hoist::{attr_claims, loop_claims, AttrClaims, LoopClaims};
 use values::canon;
 

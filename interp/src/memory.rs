@@ -9,6 +9,7 @@ use crate::frame::{wild, Cx, Frame, Step};
 use crate::values::{canon, store_bits};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::{CheckKind, Checks, InstKind, SrcLoc};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::layout;
 use guardlift_runtime::watch;
 use guardlift_runtime::Mode;

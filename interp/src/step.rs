@@ -9,6 +9,7 @@ use crate::values::{
 use crate::{InterpError, Interpreter};
 use guardlift_ir::literal::norm_int;
 use guardlift_ir::{InstKind, Value};
+use guardlift_runtime::internals::*;
 
 /// How the top frame stopped running.
 enum Exit {

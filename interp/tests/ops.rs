@@ -11,6 +11,7 @@ use guardlift_instrument::{instrument, CheckSet};
 use guardlift_interp::{InterpError, Interpreter};
 use guardlift_ir::{parse_and_verify, Module};
 use guardlift_runtime::adstack::{self, AdElem};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::layout::{self, DictLayout};
 use guardlift_runtime::{Mode, Observed, Report, ReportKind, Runtime, RuntimeConfig};
 use std::collections::HashMap;

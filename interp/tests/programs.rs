@@ -22,6 +22,7 @@ use guardlift_instrument::{instrument, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::literal::{format_value, parse_arg};
 use guardlift_ir::{parse_and_verify, Module};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

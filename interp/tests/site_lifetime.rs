@@ -3,6 +3,7 @@
 
 use guardlift_interp::Interpreter;
 use guardlift_ir::parse_module;
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 

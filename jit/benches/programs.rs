@@ -4,6 +4,7 @@
 
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_jit::{CompileOptions, Jit, Ptr, TypedFunc};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use std::sync::Arc;
 

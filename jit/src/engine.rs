@@ -15,6 +15,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::{FuncId, Type};
 use guardlift_runtime::codemap::{CodeFunction, CodeRegistration, PcLoc};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{
     JitDebug, Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite,
 };
@@ -186,14 +187,21 @@ impl Jit {
     /// let code = Jit::compile(&module, rt.clone(), &CompileOptions::default())?;
     /// let get = code.func::<Ptr, i64>("get")?;
     ///
-    /// let obj = rt.obj_new(1); // an object of the runtime's model heap
-    /// rt.fault_clear_lsb(obj); // a rogue writer clears the word's tag bit
-    /// // SAFETY: `obj` is a live object of the runtime's heap.
+    /// // A host object of the default layout (cpython312: the managed-dict
+    /// // word 24 bytes before the object), registered as the host made it.
+    /// let mut mem = vec![0u64; 8];
+    /// let obj = mem.as_mut_ptr() as u64 + 32;
+    /// rt.register_object(obj)?;
+    /// mem[1] = 0x96; // a rogue writer leaves the word with its tag bit cleared
+    /// // SAFETY: `obj` is a live registered object (`mem` outlives the call).
     /// let v = unsafe { get.call(Ptr(obj)) };
     /// assert_eq!(v, 0); // recover mode: the bad load gives 0...
     /// let reports = rt.take_reports(); // ...and is reported at its site
     /// assert_eq!(reports[0].kind.name(), "dict_slot_tag");
     /// assert_eq!((reports[0].info.line, reports[0].info.col), (3, 5));
+    ///
+    /// rt.object_freed(obj)?; // as the host's tp_dealloc would say
+    /// drop(mem);
     ///
     /// // Teardown in any order: the code lives while a handle (`get`)
     /// // does; the runtime flushes reports nobody took, and never panics.

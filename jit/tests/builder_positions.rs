@@ -8,6 +8,7 @@ use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::builder::ModuleBuilder;
 use guardlift_ir::{SrcLoc, Type};
 use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 
 #[test]

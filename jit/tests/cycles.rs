@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_runtime::internals::*;
 
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").expect("statm");

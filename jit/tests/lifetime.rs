@@ -12,6 +12,7 @@ mod common;
 use common::*;
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_jit::{CompileOptions, CompiledModule, Jit, Ptr};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Observed, Report, ReportKind};
 
 const PRELUDE: &str = r#"

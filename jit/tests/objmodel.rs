@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::layout::{self, DictLayout};
 use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, RuntimeConfig};
 

@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use guardlift_jit::{CompileOptions, Jit};
+use guardlift_runtime::internals::*;
 
 const GUARDED: &str = r#"
 extern fn @obj_new(i64) -> ptr

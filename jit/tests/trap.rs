@@ -16,6 +16,7 @@ use common::{
     signal_of, stderr, PREVIOUS_HANDLER_RAN,
 };
 use guardlift_jit::{CompileOptions, Jit};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, ReportKind, Runtime, RuntimeConfig};
 use std::sync::Arc;
 

@@ -10,7 +10,9 @@
 //! table: an entry without a function here, or whose function's type
 //! disagrees with the table, fails to compile.
 
+use crate::objects::ObjectBuiltins;
 use crate::report::{Observed, ReportKind};
+use crate::runtime::RuntimeInternals;
 use crate::runtime::{Runtime, Verdict};
 pub use guardlift_abi::entry::{builtin, builtins, AbiTy, Builtin, Entry};
 

@@ -38,14 +38,30 @@
 
 use crate::codemap::{CodeFunction, CodeRegistration};
 use crate::runtime::Runtime;
+use crate::runtime::RuntimeInternals;
 use std::sync::Arc;
 
-impl Runtime {
+/// Compiled code and its faults: how the JIT registers code for the fault
+/// handler and how engines without a signal print a fault. Internals like
+/// [`crate::runtime::RuntimeInternals`] (see [`crate::internals`]).
+pub trait CodeFaults {
     /// Registers compiled functions in the code registry
     /// ([`crate::codemap`]) and installs the fault handler the first time.
     /// The registration keeps the runtime alive. Errors when `sigaction`
     /// fails.
-    pub fn register_code(
+    fn register_code(
+        self: &Arc<Self>,
+        funcs: Vec<CodeFunction>,
+    ) -> std::io::Result<CodeRegistration>;
+
+    /// Writes a fault report to the log (stderr by default), human or a
+    /// JSON line as configured: how engines without a signal (the
+    /// interpreter) print what the fault handler prints.
+    fn write_fault_report(&self, r: &FaultReport<'_>);
+}
+
+impl CodeFaults for Runtime {
+    fn register_code(
         self: &Arc<Self>,
         funcs: Vec<CodeFunction>,
     ) -> std::io::Result<CodeRegistration> {
@@ -53,10 +69,7 @@ impl Runtime {
         Ok(crate::codemap::register(funcs, self.clone()))
     }
 
-    /// Writes a fault report to the log (stderr by default), human or a
-    /// JSON line as configured: how engines without a signal (the
-    /// interpreter) print what the fault handler prints.
-    pub fn write_fault_report(&self, r: &FaultReport<'_>) {
+    fn write_fault_report(&self, r: &FaultReport<'_>) {
         let (_, json) = self.trap_scratch().output();
         let text = if json {
             r.json().to_string()

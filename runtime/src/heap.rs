@@ -865,7 +865,7 @@ impl Heap {
         ))
     }
 
-    /// [`crate::Runtime::attr_fixed`]: the record alone decides (the
+    /// [`crate::internals::ObjectBuiltins::attr_fixed`]: the record alone decides (the
     /// capacity word in memory is not read).
     pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
         let Some(m) = self.objects.get(&obj) else {

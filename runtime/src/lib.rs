@@ -7,6 +7,8 @@
 //! - [`heap`]: the model heap behind the built-in host functions;
 //! - [`report`]: report types, their human and JSON forms, the deduplicating sink;
 //! - [`runtime`]: the `Runtime` that ties them together per mode;
+//! - [`internals`]: the split of `Runtime`'s methods: the embedder API
+//!   (inherent) and the traits guardlift's own engines use;
 //! - `objects`: the model heap's object built-ins and the object checks
 //!   (an `impl Runtime` block);
 //! - [`shadow`]: one shadow byte per 8-byte granule (freed memory, freed
@@ -47,7 +49,8 @@
 //!    handler (runtime, fault, sigchain) — above `runtime`: they add the
 //!    methods that register code and trap sites (`impl Runtime` blocks in
 //!    their own files) and find the runtime of a faulting PC by
-//!    downcasting the code registry's owner.
+//!    downcasting the code registry's owner;
+//! 9. `internals`: runtime, objects, fault (it only re-exports their traits).
 //!
 //! Before, `options` took `Mode` from `runtime`, `runtime` took the scratch
 //! area from `trap` while `trap` named `Runtime`, `sites` named `Runtime`,
@@ -61,6 +64,7 @@ pub mod codemap;
 pub mod fault;
 pub mod heap;
 pub mod host_stack;
+pub mod internals;
 pub mod mode;
 mod objects;
 pub mod options;

@@ -3,6 +3,7 @@
 //! the others wait for the abort. Runs the race in a child process (this
 //! test binary re-executed), since the runtime ends the process.
 
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{
     Mode, ModuleSites, Observed, ReportKind, Runtime, RuntimeConfig, SiteInfo,
 };

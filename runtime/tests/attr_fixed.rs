@@ -4,6 +4,7 @@
 //! is refused without reading the memory a wild pointer or word names, and
 //! the values epoch moves whenever an object or its values array goes.
 
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 
 fn runtime() -> std::sync::Arc<Runtime> {

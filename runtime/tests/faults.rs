@@ -7,6 +7,7 @@
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
 use guardlift_runtime::codemap::{enter_compiled_code, CodeFunction, PcLoc};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{ReportKind, Runtime, RuntimeConfig, SiteInfo, TrapSite};
 use std::process::{Command, Output};
 

@@ -5,6 +5,7 @@
 //! report keeps the stacks it was recorded with when the address is
 //! reused; `host_stacks=0` (the default) records nothing.
 
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{
     Mode, ModuleSites, Options, Report, ReportKind, Runtime, RuntimeConfig, SiteInfo,
 };

@@ -2,6 +2,7 @@
 //! against one runtime lose no report and miscount nothing; dropping a
 //! runtime with pending reports flushes them without panicking.
 
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Observed, ReportKind, Runtime, RuntimeConfig, SiteInfo, Verdict};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

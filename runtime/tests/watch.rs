@@ -6,6 +6,7 @@
 //! `kernel.perf_event_paranoid` <= 2 or CAP_PERFMON): without them these
 //! tests FAIL and say why (docs/INSTRUMENTATION.md, "Hunting a writer").
 
+use guardlift_runtime::internals::*;
 use guardlift_runtime::watch::{WatchSpec, WatchStatus};
 use guardlift_runtime::{Observed, ReportKind, Runtime, RuntimeConfig};
 use std::sync::{mpsc, Arc, Mutex};

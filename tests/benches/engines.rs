@@ -9,6 +9,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use guardlift_interp::Interpreter;
 use guardlift_jit::{CompileOptions, Jit, Ptr};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Runtime, RuntimeConfig};
 use std::collections::HashMap;
 

@@ -9,6 +9,7 @@
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_ir::literal::parse_arg;
 use guardlift_ir::{parse_and_verify, Module};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{Mode, Observed, Report, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

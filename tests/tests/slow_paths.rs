@@ -7,6 +7,7 @@
 use guardlift_instrument::CheckSet;
 use guardlift_interp::Interpreter;
 use guardlift_jit::{CompileOptions, Jit};
+use guardlift_runtime::internals::*;
 use guardlift_runtime::{AttrSlowPaths, BindError, Mode, Runtime, RuntimeConfig};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -621,3 +621,75 @@ fn mutant_patches_apply() {
         );
     }
 }
+
+/// `Runtime`'s inherent methods are the embedder API (issue 32): what an
+/// interpreter embedding guardlift calls. Everything else the engines use
+/// lives in the `guardlift_runtime::internals` traits. A new inherent `pub
+/// fn` is a decision about the embedder API: add it here on purpose.
+#[test]
+fn runtime_embedder_api_is_the_inherent_surface() {
+    const EMBEDDER_API: &[&str] = &[
+        "try_new",
+        "new",
+        "layout",
+        "mode",
+        "configure",
+        "close_log",
+        "jit_debug",
+        "set_jit_debug",
+        "set_report_handler",
+        "flush_reports",
+        "take_reports",
+        "peek_reports",
+        "register_object",
+        "register_object_from",
+        "object_freed",
+        "object_freed_from",
+        "set_host_stacks",
+        "object_record",
+        "bind_attr_slow_paths",
+        "take_output",
+        "enable_watch",
+        "watch_status",
+    ];
+    let mut found = Vec::new();
+    for p in src_files() {
+        if !rel(&p).starts_with("runtime/src/") {
+            continue;
+        }
+        let text = read(&p);
+        let mut inside = false;
+        for line in text.lines() {
+            if line == "impl Runtime {" {
+                inside = true;
+            } else if inside && line == "}" {
+                inside = false;
+            } else if inside {
+                if let Some(rest) = line.strip_prefix("    pub fn ") {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    found.push((name, rel(&p)));
+                }
+            }
+        }
+    }
+    let extra: Vec<_> = found
+        .iter()
+        .filter(|(n, _)| !EMBEDDER_API.contains(&n.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "inherent `pub fn`s of Runtime outside the embedder API (move them to a \
+         `guardlift_runtime::internals` trait, or add them to EMBEDDER_API on purpose): {extra:?}"
+    );
+    let missing: Vec<_> = EMBEDDER_API
+        .iter()
+        .filter(|n| !found.iter().any(|(f, _)| f == *n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "embedder API methods not found: {missing:?}"
+    );
+}

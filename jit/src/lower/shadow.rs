@@ -11,6 +11,7 @@
 use super::FnLower;
 use cranelift_codegen::ir::{self as cl, types, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
+use guardlift_runtime::internals::*;
 use guardlift_runtime::shadow;
 use guardlift_runtime::Runtime;
 

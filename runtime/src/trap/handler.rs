@@ -7,6 +7,7 @@
 use super::registry::{lookup, Found};
 use super::scratch::decode_observed;
 use crate::report::{HumanReport, TrapNote};
+use crate::runtime::RuntimeInternals;
 use crate::sigchain::{Order, Signal};
 use crate::trap::TrapScratch;
 use std::sync::atomic::Ordering::SeqCst;

@@ -105,13 +105,22 @@ pub const fn supported() -> bool {
     ))
 }
 
-impl Runtime {
+/// Trap mode's site registry: how the JIT registers the trap sites of a
+/// module. Internals (see [`crate::internals`]).
+pub trait TrapSites {
     /// Registers trap instructions of compiled code (see the module docs),
     /// installing the signal handler the first time. The entries point to
     /// this runtime's scratch area; the registration keeps the runtime
     /// alive. Errors when trap mode is not supported here or `sigaction`
     /// fails.
-    pub fn register_trap_sites(
+    fn register_trap_sites(
+        self: &Arc<Self>,
+        sites: Vec<TrapSite>,
+    ) -> std::io::Result<TrapRegistration>;
+}
+
+impl TrapSites for Runtime {
+    fn register_trap_sites(
         self: &Arc<Self>,
         sites: Vec<TrapSite>,
     ) -> std::io::Result<TrapRegistration> {

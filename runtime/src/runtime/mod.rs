@@ -17,6 +17,9 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+mod engine_api;
+pub use engine_api::RuntimeInternals;
+
 /// Offset of the trap-mode scratch area ([`TrapScratch`]) from the runtime
 /// pointer (`Arc::as_ptr`) that generated code embeds.
 pub const TRAP_SCRATCH_OFFSET: i32 = std::mem::offset_of!(Runtime, trap) as i32;
@@ -204,20 +207,6 @@ impl Runtime {
     pub fn mode(&self) -> Mode {
         self.mode
     }
-    /// Does a violation in abort/trap mode end the process
-    /// ([`RuntimeConfig::abort_process`])?
-    pub fn aborts_process(&self) -> bool {
-        self.abort_process
-    }
-    /// The trap-mode scratch area (at [`TRAP_SCRATCH_OFFSET`] from `self`).
-    pub fn trap_scratch(&self) -> &TrapScratch {
-        &self.trap
-    }
-
-    /// Installs a hook run just before the process aborts on a violation.
-    pub fn set_abort_hook(&self, hook: AbortHook) {
-        *lock(&self.abort_hook) = Some(hook);
-    }
 
     /// Applies report settings (log path, JSON, per-site limit) and starts
     /// watchpoints for `options.watch` (printing the one
@@ -303,6 +292,8 @@ impl Runtime {
     ///
     /// ```
     /// use guardlift_runtime::{Mode, Report, Runtime, RuntimeConfig, SiteInfo};
+    /// // What generated code and the model heap do (not the embedder API):
+    /// use guardlift_runtime::internals::{ObjectBuiltins, RuntimeInternals};
     /// use std::sync::{Arc, Mutex};
     ///
     /// let rt = Runtime::new(RuntimeConfig { mode: Mode::Recover, ..Default::default() });
@@ -327,30 +318,6 @@ impl Runtime {
             .handler = handler;
     }
 
-    /// Registers a module's sites (by local id, sparse: see
-    /// [`crate::sites`]) and returns the base to add to local ids to get
-    /// runtime-global ids. Pair with [`Runtime::unregister_sites`] when the
-    /// module goes.
-    pub fn register_sites(&self, sites: ModuleSites) -> Result<u32, SiteSpaceFull> {
-        self.sites
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .register(sites)
-    }
-
-    /// Forgets the sites registered at `base` (their module is gone).
-    pub fn unregister_sites(&self, base: u32) {
-        self.sites
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .unregister(base)
-    }
-
-    /// How many sites of live modules the runtime holds.
-    pub fn site_count(&self) -> usize {
-        self.sites.read().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
     fn site_info(&self, site: u32) -> SiteInfo {
         let t = self.sites.read().unwrap_or_else(|e| e.into_inner());
         t.get(site).cloned().unwrap_or(SiteInfo {
@@ -371,133 +338,10 @@ impl Runtime {
         }
     }
 
-    /// Records a violation and decides what happens next. In abort/trap mode
-    /// with `abort_process`, prints the report and aborts the process.
-    /// The object the report is about (its id and sites) and the slot's
-    /// last known write are looked up now, at check time.
-    pub fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
-        // A watched writer is reported before what its write caused.
-        self.drain_watch();
-        let info = self.site_info(site);
-        let (last_write, record) = {
-            let heap = lock(&self.heap);
-            let last_write = match observed {
-                Observed::Dict { object, .. } if crate::report::observes_the_slot(&info.op) => {
-                    heap.last_write(self.layout.slot_addr(object))
-                }
-                _ => None,
-            };
-            let freed_mem = match observed {
-                Observed::Lifetime { address, width, .. } if width > 0 => {
-                    heap.freed_memory_record(address, width as u64)
-                }
-                _ => None,
-            };
-            let obj = match observed {
-                Observed::Clobber { address, width, .. } => heap.watched_owner(address, width),
-                Observed::Overflow { address, width, .. } => heap
-                    .redzone_owner(address, width as u64)
-                    .filter(|&o| o != 0),
-                o => o.object(),
-            };
-            let record = freed_mem.or_else(|| obj.and_then(|o| heap.object_record(o)));
-            (last_write, record)
-        };
-        let object = record.map(|r| self.note(r));
-        let (handler, limit) = {
-            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
-            (s.handler.clone(), s.report_limit)
-        };
-        let snapshot = {
-            let mut sink = lock(&self.sink);
-            let (count, r) = sink.record(kind, site, &info, observed, last_write, object);
-            (handler.is_some() && (limit == 0 || count <= limit)).then(|| {
-                let mut r = r.clone();
-                // The occurrence being handled, with its own observation.
-                r.observed = observed;
-                r
-            })
-        };
-        match (handler, snapshot) {
-            (Some(h), Some(r)) => h(&r),
-            (None, _) => self.unhandled.store(true, Ordering::Relaxed),
-            _ => {}
-        }
-        match self.mode {
-            Mode::Recover => Verdict::Recover,
-            Mode::Abort | Mode::Trap => {
-                if self.abort_process {
-                    self.die()
-                }
-                Verdict::Abort
-            }
-        }
-    }
-
-    /// Prints pending reports, runs the abort hook, and aborts. When another
-    /// thread is already ending the process with a report, waits for it
-    /// instead (the pending reports are printed once).
-    pub fn die(&self) -> ! {
-        if !crate::output::claim_final_report() {
-            crate::output::wait_for_exit()
-        }
-        if let Some(h) = lock(&self.abort_hook).as_ref() {
-            h(self)
-        }
-        self.flush_reports();
-        let _ = std::io::stdout().flush();
-        std::process::abort()
-    }
-
     /// Writes and removes every pending report (see [`Runtime::write_reports`]).
     pub fn flush_reports(&self) {
         let reports = self.take_reports();
         self.write_reports(&reports);
-    }
-
-    /// Writes reports to the configured log (stderr by default), as human
-    /// text or JSON lines. Never panics.
-    pub fn write_reports(&self, reports: &[Report]) {
-        if reports.is_empty() {
-            return;
-        }
-        let (log, json) = {
-            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
-            (s.log.clone(), s.json)
-        };
-        let mut text = String::new();
-        for r in reports {
-            if json {
-                text.push_str(&r.to_json().to_string());
-                text.push('\n');
-            } else {
-                text.push_str(&r.to_human());
-            }
-        }
-        crate::output::write_report_text(log.as_deref(), text.as_bytes());
-    }
-
-    /// Writes report text as it is to the configured log (stderr by
-    /// default; stderr with a note when the log cannot be written).
-    pub fn write_log_text(&self, text: &str) {
-        let log = self
-            .settings
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .log
-            .clone();
-        crate::output::write_report_text(log.as_deref(), text.as_bytes());
-    }
-
-    /// Records that instrumented code wrote `word` to `obj`'s dict slot at `site`.
-    pub fn note_slot_write(&self, site: u32, obj: u64, word: u64) {
-        self.object_used(obj);
-        let info = self.site_info(site);
-        let by = format!(
-            "{} at @{} {}:{} (site {site})",
-            info.op, info.function, info.line, info.col
-        );
-        lock(&self.heap).note_write(obj, &by, Some(site), word);
     }
 
     /// Takes the recorded reports; asking again finds none until new ones come.
@@ -534,38 +378,6 @@ impl Runtime {
         lock(&self.sink).reports().to_vec()
     }
 
-    /// The first host fault of the run, if any (taken).
-    pub fn take_host_fault(&self) -> Option<HostFault> {
-        self.take_host_call_fault().map(|f| f.fault)
-    }
-
-    /// The first host fault of the run with the object it was about, if
-    /// any (taken).
-    pub fn take_host_call_fault(&self) -> Option<crate::fault::HostCallFault> {
-        self.faulted.store(false, Ordering::SeqCst);
-        lock(&self.fault).take()
-    }
-
-    /// Must the run end here: a host fault is recorded and this runtime
-    /// ends the process on one ([`Runtime::set_host_faults_fatal`])? The
-    /// interpreter asks after every instruction; the JIT's runs never get
-    /// here (the fault ended the process at the call).
-    #[inline]
-    pub fn host_fault_ends_run(&self) -> bool {
-        self.faulted.load(Ordering::Relaxed) && self.host_faults_fatal.load(Ordering::Relaxed)
-    }
-
-    /// Does a host fault of the model heap end the process, reported as
-    /// `host_fault` at the IR call (`true`), or is it recorded for
-    /// [`Runtime::take_host_fault`] while the run goes on, the operation
-    /// doing nothing (`false`)? By default it ends the process in abort
-    /// and trap mode with [`RuntimeConfig::abort_process`]; `guardlift run`
-    /// makes it end the process in every mode (spec §6.2: where native
-    /// code would have crashed).
-    pub fn set_host_faults_fatal(&self, fatal: bool) {
-        self.host_faults_fatal.store(fatal, Ordering::SeqCst);
-    }
-
     /// The result of a host function of the model heap called about `obj`
     /// (0: none): on a fault, what the host sees instead (`T::default()`),
     /// the fault recorded (the first one). A real interpreter would crash
@@ -590,11 +402,6 @@ impl Runtime {
             self.faulted.store(true, Ordering::SeqCst);
         }
         T::default()
-    }
-
-    /// Runs `f` on the heap (for engines that need raw access checks).
-    pub fn with_heap<R>(&self, f: impl FnOnce(&mut Heap) -> R) -> R {
-        f(&mut lock(&self.heap))
     }
 
     // ---- host objects (the embedding API) ----
@@ -680,28 +487,6 @@ impl Runtime {
         lock(&self.heap).object_record(obj)
     }
 
-    /// How many times a dict slot left the watch list (only a free — of a
-    /// runtime or host object — removes one). While it is unchanged, every
-    /// object watched before is still watched and no object was freed:
-    /// code may skip a repeated `guard.watch` or lifetime check of the
-    /// same object (the JIT's per-frame watch cache does).
-    pub fn unwatch_epoch(&self) -> u64 {
-        self.unwatch_epoch.load(Ordering::SeqCst)
-    }
-
-    /// This runtime's id in the watch field of the shadow bytes
-    /// ([`crate::shadow`]): generated code skips `guard.watch` of a slot
-    /// whose shadow byte carries it (the slot is on this runtime's watch
-    /// list). [`crate::shadow::WATCH_SHARED`]: no id, always call.
-    pub fn shadow_watch_id(&self) -> u8 {
-        lock(&self.heap).watch_id()
-    }
-    /// `@fault_clear_lsb(obj)`: the rogue writer of the tag-flip scenario
-    /// (clears the low bit of `obj`'s dict word, behind the JIT's back).
-    pub fn fault_clear_lsb(&self, obj: u64) {
-        let r = lock(&self.heap).fault_clear_lsb(obj);
-        self.host(r, obj)
-    }
     /// Binds the host's own attribute slow paths for every object, once,
     /// before any module is live ([`crate::slow_path`]). Under the sites
     /// lock: a compile registers its sites before it reads
@@ -716,48 +501,6 @@ impl Runtime {
             .map_err(|_| BindError::AlreadyBound)
     }
 
-    /// Did the host bind its slow paths? (`guardlift_ir::hoist::HostModel`.)
-    pub fn attr_slow_paths_bound(&self) -> bool {
-        self.slow_paths.get().is_some()
-    }
-
-    /// The slow path of `load_attr`: attribute `i` of `obj`.
-    pub fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
-        self.object_used(obj);
-        if let Some(p) = self.slow_paths.get() {
-            return p.load_attr(obj, i);
-        }
-        let r = lock(&self.heap).load_attr_slow(obj, i);
-        self.host(r, obj)
-    }
-    /// The slow path of `store_attr`: sets attribute `i` of `obj`.
-    pub fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
-        self.object_used(obj);
-        if let Some(p) = self.slow_paths.get() {
-            return p.store_attr(obj, i, v);
-        }
-        let r = lock(&self.heap).store_attr_slow(obj, i, v);
-        self.host(r, obj)
-    }
-    /// Prints `line` (or captures it, [`RuntimeConfig::capture_output`]).
-    pub fn print_line(&self, line: &str) {
-        if self.capture_output {
-            let mut o = lock(&self.output);
-            o.push_str(line);
-            o.push('\n');
-        } else {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-        }
-    }
-    /// `@print_i64(v)`.
-    pub fn print_i64(&self, v: i64) {
-        self.print_line(&v.to_string())
-    }
-    /// `@print_f64(v)`, in the shortest round-trip form ([`format_f64`]).
-    pub fn print_f64(&self, v: f64) {
-        self.print_line(&format_f64(v))
-    }
     /// Captured `print_*` output (taken).
     pub fn take_output(&self) -> String {
         std::mem::take(&mut lock(&self.output))
@@ -781,12 +524,228 @@ impl Runtime {
         self as *const Runtime as usize
     }
 
-    /// Records the watched writes caught since the last call as
-    /// `foreign_write` reports (and calls the report handler for them).
-    /// Reports are drained before any is recorded or handed out; engines
-    /// also call it before freeing code (its PCs resolve to IR sites only
-    /// while it is registered).
-    pub fn drain_watch(&self) {
+    // ---- instrumentation entry points ----
+}
+
+impl RuntimeInternals for Runtime {
+    fn aborts_process(&self) -> bool {
+        self.abort_process
+    }
+
+    fn trap_scratch(&self) -> &TrapScratch {
+        &self.trap
+    }
+
+    fn set_abort_hook(&self, hook: AbortHook) {
+        *lock(&self.abort_hook) = Some(hook);
+    }
+
+    fn register_sites(&self, sites: ModuleSites) -> Result<u32, SiteSpaceFull> {
+        self.sites
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .register(sites)
+    }
+
+    fn unregister_sites(&self, base: u32) {
+        self.sites
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .unregister(base)
+    }
+
+    fn site_count(&self) -> usize {
+        self.sites.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn report(&self, kind: ReportKind, site: u32, observed: Observed) -> Verdict {
+        // A watched writer is reported before what its write caused.
+        self.drain_watch();
+        let info = self.site_info(site);
+        let (last_write, record) = {
+            let heap = lock(&self.heap);
+            let last_write = match observed {
+                Observed::Dict { object, .. } if crate::report::observes_the_slot(&info.op) => {
+                    heap.last_write(self.layout.slot_addr(object))
+                }
+                _ => None,
+            };
+            let freed_mem = match observed {
+                Observed::Lifetime { address, width, .. } if width > 0 => {
+                    heap.freed_memory_record(address, width as u64)
+                }
+                _ => None,
+            };
+            let obj = match observed {
+                Observed::Clobber { address, width, .. } => heap.watched_owner(address, width),
+                Observed::Overflow { address, width, .. } => heap
+                    .redzone_owner(address, width as u64)
+                    .filter(|&o| o != 0),
+                o => o.object(),
+            };
+            let record = freed_mem.or_else(|| obj.and_then(|o| heap.object_record(o)));
+            (last_write, record)
+        };
+        let object = record.map(|r| self.note(r));
+        let (handler, limit) = {
+            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            (s.handler.clone(), s.report_limit)
+        };
+        let snapshot = {
+            let mut sink = lock(&self.sink);
+            let (count, r) = sink.record(kind, site, &info, observed, last_write, object);
+            (handler.is_some() && (limit == 0 || count <= limit)).then(|| {
+                let mut r = r.clone();
+                // The occurrence being handled, with its own observation.
+                r.observed = observed;
+                r
+            })
+        };
+        match (handler, snapshot) {
+            (Some(h), Some(r)) => h(&r),
+            (None, _) => self.unhandled.store(true, Ordering::Relaxed),
+            _ => {}
+        }
+        match self.mode {
+            Mode::Recover => Verdict::Recover,
+            Mode::Abort | Mode::Trap => {
+                if self.abort_process {
+                    self.die()
+                }
+                Verdict::Abort
+            }
+        }
+    }
+
+    fn die(&self) -> ! {
+        if !crate::output::claim_final_report() {
+            crate::output::wait_for_exit()
+        }
+        if let Some(h) = lock(&self.abort_hook).as_ref() {
+            h(self)
+        }
+        self.flush_reports();
+        let _ = std::io::stdout().flush();
+        std::process::abort()
+    }
+
+    fn write_reports(&self, reports: &[Report]) {
+        if reports.is_empty() {
+            return;
+        }
+        let (log, json) = {
+            let s = self.settings.read().unwrap_or_else(|e| e.into_inner());
+            (s.log.clone(), s.json)
+        };
+        let mut text = String::new();
+        for r in reports {
+            if json {
+                text.push_str(&r.to_json().to_string());
+                text.push('\n');
+            } else {
+                text.push_str(&r.to_human());
+            }
+        }
+        crate::output::write_report_text(log.as_deref(), text.as_bytes());
+    }
+
+    fn write_log_text(&self, text: &str) {
+        let log = self
+            .settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .log
+            .clone();
+        crate::output::write_report_text(log.as_deref(), text.as_bytes());
+    }
+
+    fn note_slot_write(&self, site: u32, obj: u64, word: u64) {
+        self.object_used(obj);
+        let info = self.site_info(site);
+        let by = format!(
+            "{} at @{} {}:{} (site {site})",
+            info.op, info.function, info.line, info.col
+        );
+        lock(&self.heap).note_write(obj, &by, Some(site), word);
+    }
+
+    fn take_host_fault(&self) -> Option<HostFault> {
+        self.take_host_call_fault().map(|f| f.fault)
+    }
+
+    fn take_host_call_fault(&self) -> Option<crate::fault::HostCallFault> {
+        self.faulted.store(false, Ordering::SeqCst);
+        lock(&self.fault).take()
+    }
+
+    #[inline]
+    fn host_fault_ends_run(&self) -> bool {
+        self.faulted.load(Ordering::Relaxed) && self.host_faults_fatal.load(Ordering::Relaxed)
+    }
+
+    fn set_host_faults_fatal(&self, fatal: bool) {
+        self.host_faults_fatal.store(fatal, Ordering::SeqCst);
+    }
+
+    fn with_heap<R>(&self, f: impl FnOnce(&mut Heap) -> R) -> R {
+        f(&mut lock(&self.heap))
+    }
+
+    fn unwatch_epoch(&self) -> u64 {
+        self.unwatch_epoch.load(Ordering::SeqCst)
+    }
+
+    fn shadow_watch_id(&self) -> u8 {
+        lock(&self.heap).watch_id()
+    }
+
+    fn fault_clear_lsb(&self, obj: u64) {
+        let r = lock(&self.heap).fault_clear_lsb(obj);
+        self.host(r, obj)
+    }
+
+    fn attr_slow_paths_bound(&self) -> bool {
+        self.slow_paths.get().is_some()
+    }
+
+    fn load_attr_slow(&self, obj: u64, i: u32) -> i64 {
+        self.object_used(obj);
+        if let Some(p) = self.slow_paths.get() {
+            return p.load_attr(obj, i);
+        }
+        let r = lock(&self.heap).load_attr_slow(obj, i);
+        self.host(r, obj)
+    }
+
+    fn store_attr_slow(&self, obj: u64, i: u32, v: i64) {
+        self.object_used(obj);
+        if let Some(p) = self.slow_paths.get() {
+            return p.store_attr(obj, i, v);
+        }
+        let r = lock(&self.heap).store_attr_slow(obj, i, v);
+        self.host(r, obj)
+    }
+
+    fn print_line(&self, line: &str) {
+        if self.capture_output {
+            let mut o = lock(&self.output);
+            o.push_str(line);
+            o.push('\n');
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+        }
+    }
+
+    fn print_i64(&self, v: i64) {
+        self.print_line(&v.to_string())
+    }
+
+    fn print_f64(&self, v: f64) {
+        self.print_line(&format_f64(v))
+    }
+
+    fn drain_watch(&self) {
         let writes = crate::report::foreign_writes();
         if writes.is_empty() {
             return;
@@ -849,23 +808,16 @@ impl Runtime {
         }
     }
 
-    // ---- instrumentation entry points ----
-
-    /// Adds `obj`'s slot to the clobber watch list.
-    pub fn watch(&self, obj: u64) {
+    fn watch(&self, obj: u64) {
         self.object_used(obj);
         lock(&self.heap).watch(obj)
     }
 
-    /// Does a raw store of `width` bytes at `addr` overlap a watched slot?
-    /// (Trap mode's clobber test: the trap reports, not this call.)
-    pub fn clobber_overlaps(&self, addr: u64, width: u32) -> bool {
+    fn clobber_overlaps(&self, addr: u64, width: u32) -> bool {
         lock(&self.heap).overlaps_watched(addr, width)
     }
 
-    /// The clobber check of a raw store: true when the store must be skipped
-    /// (it overlaps a watched slot; the violation has been reported).
-    pub fn clobber_check(&self, site: u32, addr: u64, width: u32, value: u64) -> bool {
+    fn clobber_check(&self, site: u32, addr: u64, width: u32, value: u64) -> bool {
         if !lock(&self.heap).overlaps_watched(addr, width) {
             return false;
         }
