@@ -75,7 +75,7 @@ impl Libraries {
         for e in &m.externs {
             // A built-in name is never taken from a library (a bad built-in
             // signature stays the engines' error).
-            if !matches!(guardlift_ir::analysis::resolve_builtin(e), Ok(None)) {
+            if !matches!(e.resolve_builtin(), Ok(None)) {
                 continue;
             }
             let Some(p) = library::provider(&libs, &e.name) else {

@@ -3,6 +3,7 @@
 //! overflow and underflow checks, and the run-time verification of the
 //! underflow checks `guardlift_ir::elide` claims cannot fail.
 
+use crate::adbuf::AdBuf;
 use crate::frame::{fault, Cx, Frame, Step};
 use crate::values::{canon_elem, f32v, f64v, fbits32};
 use crate::{InterpError, Interpreter};
@@ -12,43 +13,6 @@ use guardlift_ir::{FuncId, Inst, InstKind, Module, SrcLoc};
 use guardlift_runtime::adstack::{self, AdElem};
 use guardlift_runtime::{Observed, ReportKind};
 use std::collections::HashSet;
-
-/// One adstack's buffer: the u64 count header, then its entries.
-pub(crate) struct AdBuf {
-    mem: Vec<u8>,
-    elem: AdElem,
-    cap: u32,
-}
-
-impl AdBuf {
-    pub(crate) fn new(elem: AdElem, cap: u32) -> Self {
-        AdBuf {
-            mem: vec![0; adstack::buffer_bytes(elem, cap) as usize],
-            elem,
-            cap,
-        }
-    }
-    fn rd(&self, off: u64, bytes: u32) -> u64 {
-        let o = off as usize;
-        match bytes {
-            4 => u32::from_ne_bytes(self.mem[o..o + 4].try_into().unwrap_or([0; 4])) as u64,
-            _ => u64::from_ne_bytes(self.mem[o..o + 8].try_into().unwrap_or([0; 8])),
-        }
-    }
-    fn wr(&mut self, off: u64, bytes: u32, v: u64) {
-        let o = off as usize;
-        match bytes {
-            4 => self.mem[o..o + 4].copy_from_slice(&(v as u32).to_ne_bytes()),
-            _ => self.mem[o..o + 8].copy_from_slice(&v.to_ne_bytes()),
-        }
-    }
-    fn len(&self) -> u64 {
-        self.rd(adstack::ADSTACK_COUNT_OFFSET as u64, 8)
-    }
-    pub(crate) fn set_len(&mut self, n: u64) {
-        self.wr(adstack::ADSTACK_COUNT_OFFSET as u64, 8, n)
-    }
-}
 
 /// The buffer behind handle `h` of frame `fr`.
 fn adbuf(fr: &mut Frame, h: u64, loc: SrcLoc) -> Result<&mut AdBuf, InterpError> {

@@ -2,7 +2,7 @@
 //! adstacks and position), how a frame is entered and how a branch moves
 //! it, and what an instruction asks of the frame loop ([`Step`]).
 
-use crate::adstack::AdBuf;
+use crate::adbuf::AdBuf;
 use crate::values::canon;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::{Block, BlockCall, FuncId, Function, Inst, SrcLoc, Value};

@@ -19,6 +19,7 @@
 //! (verification of the loop-versioning claims), `checks`
 //! (guards, reports, backtraces), `calls` (IR, extern and built-in calls).
 
+mod adbuf;
 mod adstack;
 mod calls;
 mod checks;
@@ -28,7 +29,7 @@ mod memory;
 mod step;
 mod values;
 
-use guardlift_ir::analysis::{adstack_capacities, resolve_builtin};
+use guardlift_ir::analysis::adstack_capacities;
 use guardlift_ir::{Diagnostic, Module, SrcLoc};
 use guardlift_runtime::abi::Builtin;
 use guardlift_runtime::Runtime;
@@ -175,7 +176,7 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Self, InterpError> {
         let mut externs = Vec::with_capacity(m.externs.len());
         for e in &m.externs {
-            match resolve_builtin(e).map_err(InterpError::Link)? {
+            match e.resolve_builtin().map_err(InterpError::Link)? {
                 Some(b) => externs.push(ExternImpl::Builtin(b)),
                 None => match hosts.get(&e.name) {
                     Some(h) => externs.push(ExternImpl::Host(h.clone())),

@@ -792,26 +792,6 @@ impl InstKind {
         )
     }
 
-    /// Every value operand, in printing order (branch args included).
-    pub fn operands(&self) -> Vec<Value> {
-        let mut v = Vec::new();
-        self.for_each_operand(|x| v.push(x));
-        v
-    }
-
-    /// Calls `f` on every value operand, in printing order (branch args
-    /// included; the list is `visit_operands!` in [`crate::opcode`]).
-    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
-        let mut g = |v: &Value| f(*v);
-        crate::opcode::visit_operands!(self, g, iter)
-    }
-
-    /// Calls `f` on every value operand, mutably (same order as
-    /// [`InstKind::for_each_operand`]).
-    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
-        crate::opcode::visit_operands!(self, f, iter_mut)
-    }
-
     /// Calls `f` on every branch target block, mutably.
     pub fn for_each_dest_mut(&mut self, mut f: impl FnMut(&mut Block)) {
         match self {

@@ -1,5 +1,6 @@
 //! Functions, blocks, externs, sites and the module that holds them.
 
+use crate::error::Diagnostic;
 use crate::inst::{
     Block, Callee, Checks, ExternId, FuncId, Inst, InstKind, ObjCall, SiteId, SrcLoc, Value,
 };
@@ -102,6 +103,56 @@ pub struct ExternDecl {
     pub loc: SrcLoc,
 }
 
+impl ExternDecl {
+    /// Matches an extern against the built-in host functions of spec §7.
+    /// `Ok(Some(b))`: a built-in with a matching signature; `Ok(None)`: not a
+    /// built-in (the embedder must provide it); `Err`: a built-in's name with the
+    /// wrong signature.
+    pub fn resolve_builtin(&self) -> Result<Option<&'static guardlift_abi::Builtin>, Diagnostic> {
+        let ext = self;
+        use crate::types::Type;
+        use guardlift_abi::{builtin, AbiTy};
+        let Some(b) = builtin(&ext.name) else {
+            return Ok(None);
+        };
+        let abi = |t: Type| match t {
+            Type::I64 | Type::Ptr => Some(AbiTy::I64),
+            Type::F64 => Some(AbiTy::F64),
+            _ => None,
+        };
+        let params: Option<Vec<AbiTy>> = ext.params.iter().map(|&t| abi(t)).collect();
+        let ret = match ext.ret {
+            None => Some(None),
+            Some(t) => abi(t).map(Some),
+        };
+        if params.as_deref() == Some(b.params) && ret == Some(b.ret) {
+            Ok(Some(b))
+        } else {
+            let sig = |p: &[AbiTy], r: Option<AbiTy>| {
+                let n = |t: &AbiTy| if *t == AbiTy::F64 { "f64" } else { "i64|ptr" };
+                let ps: Vec<&str> = p.iter().map(n).collect();
+                match r {
+                    Some(r) => format!("({}) -> {}", ps.join(", "), n(&r)),
+                    None => format!("({})", ps.join(", ")),
+                }
+            };
+            let declared: Vec<String> = ext.params.iter().map(|t| t.to_string()).collect();
+            let declared = match ext.ret {
+                Some(r) => format!("({}) -> {r}", declared.join(", ")),
+                None => format!("({})", declared.join(", ")),
+            };
+            Err(Diagnostic::new(
+                ext.loc,
+                format!(
+                    "extern @{} is declared {declared} but the built-in is {}",
+                    b.name,
+                    sig(b.params, b.ret)
+                ),
+            ))
+        }
+    }
+}
+
 /// Where a guard came from: the guarded op's function, source position and opcode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
@@ -169,7 +220,7 @@ impl Module {
         };
         let ext = self.externs.get(e.index())?;
         let c = ObjCall::from_name(&ext.name)?;
-        matches!(crate::analysis::resolve_builtin(ext), Ok(Some(_))).then_some(c)
+        matches!(ext.resolve_builtin(), Ok(Some(_))).then_some(c)
     }
 
     /// The checks that may guard an instruction `kind` of this module

@@ -7,7 +7,7 @@
 //! (instantiated for shared and mutable access:
 //! [`InstKind::for_each_operand`], [`InstKind::for_each_operand_mut`]).
 
-use crate::inst::{CheckKind, Checks, InstKind};
+use crate::inst::{CheckKind, Checks, InstKind, Value};
 
 /// Whether an instruction form defines a value.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -210,7 +210,6 @@ macro_rules! visit_operands {
         }
     }};
 }
-pub(crate) use visit_operands;
 
 /// The pattern of the scalar forms — constants, arithmetic, comparisons,
 /// `select`, conversions: values in, a value out, no memory, no control
@@ -229,6 +228,30 @@ macro_rules! scalar_inst {
             | $crate::InstKind::Select { .. }
             | $crate::InstKind::Conv { .. }
     };
+}
+
+/// The operand visitors, instantiated from `visit_operands!` (here, next
+/// to the list, so that `inst` does not depend on this module).
+impl InstKind {
+    /// Every value operand, in printing order (branch args included).
+    pub fn operands(&self) -> Vec<Value> {
+        let mut v = Vec::new();
+        self.for_each_operand(|x| v.push(x));
+        v
+    }
+
+    /// Calls `f` on every value operand, in printing order (branch args
+    /// included; the list is `visit_operands!` below).
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        let mut g = |v: &Value| f(*v);
+        visit_operands!(self, g, iter)
+    }
+
+    /// Calls `f` on every value operand, mutably (same order as
+    /// [`InstKind::for_each_operand`]).
+    pub fn for_each_operand_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        visit_operands!(self, f, iter_mut)
+    }
 }
 
 #[cfg(test)]

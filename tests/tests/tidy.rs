@@ -17,6 +17,7 @@
 //! `span-locations`, which would rebuild every proc macro of the
 //! workspace). The lexer has its own tests below.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Longest source file without a written reason.
@@ -691,5 +692,177 @@ fn runtime_embedder_api_is_the_inherent_surface() {
     assert!(
         missing.is_empty(),
         "embedder API methods not found: {missing:?}"
+    );
+}
+
+/// The top-level modules of a crate's `src/` (a file or a directory) and,
+/// for each, the sibling modules its code names (`crate::m`, `use crate::{m,
+/// ..}`; comments and doc links do not count).
+fn module_graph(src: &Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut text_of = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(src).unwrap_or_else(|e| panic!("{}: {e}", src.display())) {
+        let p = entry.expect("a directory entry").path();
+        let name = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+            .to_string();
+        let text = if p.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&p, &mut files);
+            files.iter().map(|f| read(f)).collect::<Vec<_>>().join("\n")
+        } else if p.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main" {
+            read(&p)
+        } else {
+            continue;
+        };
+        let code: String = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        text_of.insert(name, code);
+    }
+    let names: BTreeSet<String> = text_of.keys().cloned().collect();
+    let ident = |s: &str| -> String {
+        s.trim()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    text_of
+        .iter()
+        .map(|(m, code)| {
+            let mut deps = BTreeSet::new();
+            for (i, _) in code.match_indices("crate::") {
+                let rest = &code[i + "crate::".len()..];
+                if let Some(group) = rest.strip_prefix('{') {
+                    let group = group.split('}').next().unwrap_or("");
+                    deps.extend(group.split(',').map(ident));
+                } else {
+                    deps.insert(ident(rest));
+                }
+            }
+            deps.retain(|d| names.contains(d) && d != m);
+            (m.clone(), deps)
+        })
+        .collect()
+}
+
+/// The modules of `graph` that lie on a cycle.
+fn modules_on_cycles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    // A module is on a cycle when it can reach itself.
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<&str> = graph[from].iter().map(String::as_str).collect();
+        while let Some(m) = todo.pop() {
+            if m == to {
+                return true;
+            }
+            if seen.insert(m) {
+                todo.extend(graph[m].iter().map(String::as_str));
+            }
+        }
+        false
+    };
+    graph.keys().filter(|m| reaches(m, m)).cloned().collect()
+}
+
+/// Issue 31: no circle between the modules of a crate (`interp`'s adstack
+/// buffer and frames, `ir`'s opcode table and instructions, its module and
+/// analyses used each other). `runtime` is layered at a finer grain
+/// (`trap::scratch` sits below `runtime`, the trap handler above; its
+/// `lib.rs` lists the levels), so it is checked module by module there.
+#[test]
+fn no_module_cycles_inside_a_crate() {
+    let mut bad = Vec::new();
+    for krate in members() {
+        if krate == "runtime" {
+            continue;
+        }
+        let src = root().join(&krate).join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let on_cycles = modules_on_cycles(&module_graph(&src));
+        if !on_cycles.is_empty() {
+            bad.push(format!("{krate}: {on_cycles:?}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "modules that use each other (move the shared piece down): {bad:?}"
+    );
+}
+
+#[test]
+fn module_graph_sees_a_cycle() {
+    let dir = std::env::temp_dir().join(format!("guardlift-tidy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("a.rs"), "use crate::b::X; // crate::c\n").expect("write");
+    std::fs::write(dir.join("b.rs"), "use crate::{a, c};\n").expect("write");
+    std::fs::write(dir.join("c.rs"), "/// [`crate::a`]\nfn f() {}\n").expect("write");
+    let g = module_graph(&dir);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(
+        modules_on_cycles(&g),
+        vec!["a".to_string(), "b".to_string()]
+    );
+}
+
+/// Every path a doc names with a `/` (`cli/src/run.rs`, `tests/programs/`)
+/// exists: from the root, from a crate's directory or its `src/`, or as
+/// the end of a path in the tree (issue 31: stale references survived in
+/// TARGETS, INSTRUMENTATION and EMBEDDING after files moved).
+/// Paths the docs name in other projects' trees.
+const EXTERNAL: &[&str] = &["src/ion/moves.rs"];
+
+#[test]
+fn doc_paths_exist() {
+    let root = root();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.push(root.join("README.md"));
+    docs.sort();
+    let mut all_files = Vec::new();
+    for m in members() {
+        rust_files(&root.join(&m), &mut all_files);
+    }
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for doc in &docs {
+        for tok in backticked(&read(doc)) {
+            // A path: it has a `/`, and ends in a source or doc extension
+            // or a `/` (not `adstack.push/pop`, `0/0`, `/tmp/perf-PID.map`).
+            const EXTS: &[&str] = &[".rs", ".c", ".h", ".md", ".toml", ".glir", ".patch", "/"];
+            if !names_path(&tok)
+                || !tok.contains('/')
+                || tok.starts_with('/')
+                || !EXTS.iter().any(|e| tok.ends_with(e))
+                || EXTERNAL.contains(&tok.as_str())
+            {
+                continue;
+            }
+            checked += 1;
+            let t = tok.trim_end_matches('/');
+            let found = root.join(t).exists()
+                || root.join("../shared").join(t).exists()
+                || members().iter().any(|m| {
+                    root.join(m).join(t).exists() || root.join(m).join("src").join(t).exists()
+                })
+                || all_files.iter().any(|p| p.ends_with(t));
+            if !found {
+                missing.push(format!("{}: `{tok}`", rel(doc)));
+            }
+        }
+    }
+    assert!(checked > 100, "checked only {checked} paths in docs/");
+    assert!(
+        missing.is_empty(),
+        "docs name paths that do not exist (fix the reference, or the file moved):\n  {}",
+        missing.join("\n  ")
     );
 }

@@ -92,7 +92,7 @@ pub enum ExternBinding {
 
 /// Binds every extern of the module: a built-in name to its built-in
 /// (the declared signature checked by the IR crate's
-/// [`guardlift_ir::analysis::resolve_builtin`], against the entry table), any other name to what `host` returns
+/// [`guardlift_ir::ExternDecl::resolve_builtin`], against the entry table), any other name to what `host` returns
 /// (the linker symbol), or a link error `LINE:COL: undefined symbol @name`.
 pub fn resolve_externs(
     m: &guardlift_ir::Module,
@@ -100,7 +100,7 @@ pub fn resolve_externs(
 ) -> Result<Vec<ExternBinding>, JitError> {
     let mut out = Vec::with_capacity(m.externs.len());
     for e in &m.externs {
-        let builtin = guardlift_ir::analysis::resolve_builtin(e).map_err(|d| JitError::Link {
+        let builtin = e.resolve_builtin().map_err(|d| JitError::Link {
             loc: d.loc,
             msg: d.msg,
         })?;

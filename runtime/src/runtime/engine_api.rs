@@ -8,7 +8,7 @@ use super::{AbortHook, Verdict};
 use crate::heap::{Heap, HostFault};
 use crate::report::{Observed, Report, ReportKind};
 use crate::sites::{ModuleSites, SiteSpaceFull};
-use crate::trap::TrapScratch;
+use crate::trap::scratch::TrapScratch;
 
 /// What guardlift's own engines (the JIT, the interpreter, the CLI, the C
 /// API) and generated code use of a [`Runtime`] beyond the embedder API:
