@@ -23,44 +23,39 @@
 use crate::frame::Cx;
 use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
-use guardlift_ir::hoist::{clean_loops_for, CleanLoop, HostModel};
+use guardlift_ir::analysis::context::FuncAnalysis;
+use guardlift_ir::hoist::{CleanLoop, HostModel};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
 use guardlift_runtime::internals::*;
 
 /// Per function, per block: is it in a clean loop?
 pub(crate) type LoopClaims = Vec<Vec<bool>>;
 
-/// The blocks of every function's clean loops.
-pub(crate) fn loop_claims(m: &Module, host: HostModel) -> LoopClaims {
+/// Per function, its clean loops with fixed attributes.
+pub(crate) type AttrClaims = Vec<Vec<CleanLoop>>;
+
+/// The claims of every function's clean loops: which blocks are in one,
+/// and the loops whose `attrs` are not empty (one loop analysis per
+/// function, through its `FuncAnalysis`).
+pub(crate) fn claims(m: &Module, host: HostModel) -> (LoopClaims, AttrClaims) {
     m.functions
         .iter()
         .map(|f| {
+            let loops = FuncAnalysis::new(f).clean_loops(m, host);
             let mut in_loop = vec![false; f.blocks.len()];
-            for b in clean_loops_for(m, f, host)
-                .iter()
-                .flat_map(|l| l.blocks.iter())
-            {
+            for b in loops.iter().flat_map(|l| l.blocks.iter()) {
                 if let Some(x) = in_loop.get_mut(*b as usize) {
                     *x = true;
                 }
             }
-            in_loop
-        })
-        .collect()
-}
-
-/// Per function, its clean loops with fixed attributes.
-pub(crate) type AttrClaims = Vec<Vec<CleanLoop>>;
-
-/// The clean loops of every function whose `attrs` are not empty.
-pub(crate) fn attr_claims(m: &Module, host: HostModel) -> AttrClaims {
-    (m.functions.iter())
-        .map(|f| {
-            (clean_loops_for(m, f, host).into_iter())
+            let attrs = loops
+                .iter()
                 .filter(|l| !l.attrs.is_empty())
-                .collect()
+                .cloned()
+                .collect();
+            (in_loop, attrs)
         })
-        .collect()
+        .unzip()
 }
 
 impl Interpreter<'_> {

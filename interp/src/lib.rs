@@ -40,7 +40,7 @@ pub use calls::{host_call_site, HostCallSite};
 
 use adstack::elision_claims;
 use guardlift_runtime::internals::*;
-use hoist::{attr_claims, loop_claims, AttrClaims, LoopClaims};
+use hoist::{claims, AttrClaims, LoopClaims};
 use values::canon;
 
 /// A host function the embedder provides for a non-built-in extern: raw
@@ -210,9 +210,10 @@ impl<'m> Interpreter<'m> {
             elision: cfg!(debug_assertions).then(|| elision_claims(m)),
             verify_elision: false,
             host,
-            loops: cfg!(debug_assertions).then(|| loop_claims(m, host)),
-            attr_loops: cfg!(debug_assertions).then(|| attr_claims(m, host)),
-        })
+            loops: None,
+            attr_loops: None,
+        }
+        .with_debug_claims())
     }
 
     /// With `on`, an underflow check the elision analysis claims cannot
@@ -225,12 +226,21 @@ impl<'m> Interpreter<'m> {
         if on && self.elision.is_none() {
             self.elision = Some(elision_claims(self.m));
         }
-        if on && self.loops.is_none() {
-            self.loops = Some(loop_claims(self.m, self.host));
+        if on && (self.loops.is_none() || self.attr_loops.is_none()) {
+            let (loops, attrs) = claims(self.m, self.host);
+            self.loops.get_or_insert(loops);
+            self.attr_loops.get_or_insert(attrs);
         }
-        if on && self.attr_loops.is_none() {
-            self.attr_loops = Some(attr_claims(self.m, self.host));
+    }
+
+    /// Debug builds verify the loop claims from the start.
+    fn with_debug_claims(mut self) -> Self {
+        if cfg!(debug_assertions) {
+            let (loops, attrs) = claims(self.m, self.host);
+            self.loops = Some(loops);
+            self.attr_loops = Some(attrs);
         }
+        self
     }
 
     /// Replaces the fixed-attribute claims checked while running (per

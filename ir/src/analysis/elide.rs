@@ -44,8 +44,6 @@
 //! size per round. Overflow checks are never elided (that needs an upper
 //! bound).
 
-use super::dominator_tree::reverse_postorder;
-use super::flowgraph::ControlFlowGraph;
 use super::handle_bindings;
 use crate::inst::{BlockCall, InstKind, IntCC, Value};
 use crate::module::Function;
@@ -63,16 +61,24 @@ type Facts = BTreeMap<Value, u64>;
 /// cannot fail. `caps`: the capacity behind each handle value
 /// ([`crate::analysis::adstack_capacities`]).
 pub fn redundant_underflow_checks(f: &Function, caps: &HashMap<Value, u32>) -> HashSet<(u32, u32)> {
-    if f.blocks.is_empty() {
-        return HashSet::new();
-    }
+    crate::analysis::context::FuncAnalysis::new(f)
+        .redundant_underflow_checks(caps)
+        .clone()
+}
+
+/// [`redundant_underflow_checks`] with the function's reverse postorder
+/// (from its [`crate::analysis::context::FuncAnalysis`]); `f` has blocks.
+pub(crate) fn redundant_underflow_checks_in(
+    f: &Function,
+    rpo: &[crate::inst::Block],
+    caps: &HashMap<Value, u32>,
+) -> HashSet<(u32, u32)> {
     let cx = Cx {
         f,
         caps,
         class: buffer_classes(f),
         consts: iconsts(f),
     };
-    let rpo = reverse_postorder(&ControlFlowGraph::with_function(f));
     let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
     at_entry[0] = Some(Facts::new());
     let mut first_round = true;

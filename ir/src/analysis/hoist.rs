@@ -220,11 +220,21 @@ pub fn clean_loops(m: &Module, f: &Function) -> Vec<CleanLoop> {
 
 /// [`clean_loops`] against `host` ([`HostModel`]).
 pub fn clean_loops_for(m: &Module, f: &Function, host: HostModel) -> Vec<CleanLoop> {
-    if f.blocks.len() < 2 {
-        return Vec::new();
-    }
-    let cfg = ControlFlowGraph::with_function(f);
-    let dt = DominatorTree::with_cfg(&cfg);
+    crate::analysis::context::FuncAnalysis::new(f)
+        .clean_loops(m, host)
+        .to_vec()
+}
+
+/// [`clean_loops_for`] with the function's CFG and dominator tree (from
+/// its [`crate::analysis::context::FuncAnalysis`]); `f` has two blocks or
+/// more.
+pub(crate) fn clean_loops_in(
+    m: &Module,
+    f: &Function,
+    cfg: &ControlFlowGraph,
+    dt: &DominatorTree,
+    host: HostModel,
+) -> Vec<CleanLoop> {
     // Headers and their latches (back edges t -> h, h dominating t).
     let mut latches: HashMap<u32, Vec<u32>> = HashMap::new();
     for &t in dt.cfg_rpo() {
@@ -242,7 +252,7 @@ pub fn clean_loops_for(m: &Module, f: &Function, host: HostModel) -> Vec<CleanLo
         if h == 0 {
             continue;
         }
-        if let Some(body) = natural_loop(&cfg, &dt, h, &latches[&h]) {
+        if let Some(body) = natural_loop(cfg, dt, h, &latches[&h]) {
             // Innermost: no other header inside.
             if body.iter().all(|b| *b == h || !latches.contains_key(b)) {
                 loops.push(body);

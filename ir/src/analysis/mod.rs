@@ -16,6 +16,7 @@
 //! [`reverse_postorder`]: the blocks reachable from the entry, in the
 //! order forward analyses and the lowering visit them.
 
+pub mod context;
 pub mod dominator_tree;
 pub mod elide;
 pub mod flowgraph;
