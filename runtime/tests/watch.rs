@@ -509,6 +509,7 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
         let c = counts(&rt);
         let ids = foreign_write_ids(&rt);
         assert_eq!(c.hits, 1, "reopen {reopen}: {c:?} {ids:?}");
+        assert_eq!(c.discarded, 0, "reopen {reopen}: a disarmed breakpoint fired: {c:?}");
         assert_eq!(ids, vec![1], "reopen {reopen}: object ids");
         let want = if reopen { "reopen" } else { "retarget" };
         assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
@@ -540,6 +541,7 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
         assert_eq!(ids, vec![1, 2, 3, 4], "reopen {reopen}: {c:?}");
         assert_eq!((c.armed, c.foreign), (4, 4), "reopen {reopen}: {c:?}");
         assert_eq!(c.hits, 4, "reopen {reopen}: the rogue writes alone: {c:?}");
+        assert_eq!(c.discarded, 0, "reopen {reopen}: a disarmed breakpoint fired: {c:?}");
         assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
         drop(rt);
         old.stop();
@@ -582,6 +584,7 @@ fn retargeting_many_objects_leaks_no_file_descriptors() {
             "reopen {reopen}: only init writes trapped: {c:?}"
         );
         assert_eq!(c.hits, 2 * OBJECTS, "reopen {reopen}: {c:?}");
+        assert_eq!(c.discarded, 0, "reopen {reopen}: a freed object's rewrite trapped: {c:?}");
         assert!(foreign_writes(&rt).is_empty());
         let bound = before + 4 * thread_count();
         assert!(

@@ -86,7 +86,7 @@ use perf as imp;
 
 pub use crate::backtrace::IrFrame;
 pub use ring::pending;
-use ring::{ARMED, DROPPED, HITS, LEGIT};
+use ring::{ARMED, DISCARDED, DROPPED, HITS, LEGIT};
 pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
 
 /// Most words watched at once (x86_64 has four debug address registers).
@@ -346,6 +346,11 @@ pub struct WatchCounts {
     pub foreign: u64,
     /// Foreign writes lost because the ring was full.
     pub dropped: u64,
+    /// Traps that arrived after their arming was gone (its object freed, or
+    /// its slot given to another object), discarded: a breakpoint that
+    /// fired on a word no longer watched. Zero unless a write races the
+    /// disarming on another thread (not in `hits`, not in the JSON).
+    pub discarded: u64,
 }
 
 /// An IR position: the writer's site, or one IR frame of a backtrace.
@@ -539,7 +544,7 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
     backtrace::trace(|_| true);
     if s.is_none() {
         // A new session counts from zero.
-        for c in [&HITS, &LEGIT, &DROPPED] {
+        for c in [&HITS, &LEGIT, &DROPPED, &DISCARDED] {
             c.store(0, SeqCst);
         }
     }
@@ -619,6 +624,7 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
     counts.hits = HITS.load(SeqCst);
     counts.legitimate = LEGIT.load(SeqCst);
     counts.dropped = DROPPED.load(SeqCst);
+    counts.discarded = DISCARDED.load(SeqCst);
     counts.foreign = counts.hits - counts.legitimate;
     Some(WatchStatus::Active {
         spec: cur.given.clone(),
