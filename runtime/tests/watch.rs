@@ -509,7 +509,10 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
         let c = counts(&rt);
         let ids = foreign_write_ids(&rt);
         assert_eq!(c.hits, 1, "reopen {reopen}: {c:?} {ids:?}");
-        assert_eq!(c.discarded, 0, "reopen {reopen}: a disarmed breakpoint fired: {c:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a disarmed breakpoint fired: {c:?}"
+        );
         assert_eq!(ids, vec![1], "reopen {reopen}: object ids");
         let want = if reopen { "reopen" } else { "retarget" };
         assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
@@ -529,7 +532,10 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
                 3 => young.write(b.slot()),
                 // Started while the slot was disarmed, after its events
                 // were opened: it inherited them disabled.
-                _ => late.as_ref().map(|w: &RemoteWriter| w.write(b.slot())).unwrap(),
+                _ => late
+                    .as_ref()
+                    .map(|w: &RemoteWriter| w.write(b.slot()))
+                    .unwrap(),
             }
             rt.object_freed(b.obj()).unwrap();
             // Freed: the host's reuse of the block is not watched.
@@ -541,7 +547,10 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
         assert_eq!(ids, vec![1, 2, 3, 4], "reopen {reopen}: {c:?}");
         assert_eq!((c.armed, c.foreign), (4, 4), "reopen {reopen}: {c:?}");
         assert_eq!(c.hits, 4, "reopen {reopen}: the rogue writes alone: {c:?}");
-        assert_eq!(c.discarded, 0, "reopen {reopen}: a disarmed breakpoint fired: {c:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a disarmed breakpoint fired: {c:?}"
+        );
         assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
         drop(rt);
         old.stop();
@@ -584,7 +593,10 @@ fn retargeting_many_objects_leaks_no_file_descriptors() {
             "reopen {reopen}: only init writes trapped: {c:?}"
         );
         assert_eq!(c.hits, 2 * OBJECTS, "reopen {reopen}: {c:?}");
-        assert_eq!(c.discarded, 0, "reopen {reopen}: a freed object's rewrite trapped: {c:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a freed object's rewrite trapped: {c:?}"
+        );
         assert!(foreign_writes(&rt).is_empty());
         let bound = before + 4 * thread_count();
         assert!(

@@ -152,7 +152,7 @@ pub(super) fn rows(reps: usize, n: u64) -> Vec<Row> {
                 let verdict = match target {
                     Some(t) if w / p <= t => format!(" (target {t}x, met)"),
                     Some(t) => format!(
-                        " (target {t}x, missed: each armed object's 2 init writes trap, a SIGTRAP round trip each, see `slot store jit watched`; the re-arm is the `re-arm only` row)"
+                        " (target {t}x, missed: an armed object's init write traps, a SIGTRAP round trip as in `slot store jit watched`, and its re-arm is the `re-arm only` row)"
                     ),
                     None => String::new(),
                 };

@@ -145,7 +145,13 @@ pub fn retarget(fds: &[i32], addr: u64, hw: usize, gen: u64) -> Result<(), i32> 
     let attr = attr(addr, hw, gen, false);
     for &fd in fds {
         // SAFETY: an fd of ours and a valid attr; the kernel copies it.
-        let r = unsafe { libc::ioctl(fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &attr as *const PerfEventAttr) };
+        let r = unsafe {
+            libc::ioctl(
+                fd,
+                PERF_EVENT_IOC_MODIFY_ATTRIBUTES,
+                &attr as *const PerfEventAttr,
+            )
+        };
         if r < 0 {
             return Err(errno());
         }
