@@ -34,6 +34,15 @@
 //! `/proc/self/task` when they were opened and, through `inherit`, every
 //! thread started after.
 //!
+//! One race differs between the two: the kernel reads `sig_data` when it
+//! sends the trap's signal, on the trapping thread's way back to user
+//! mode. A write trapped on another thread in the instant before a
+//! retarget of its slot is therefore delivered with the *new* arming's tag
+//! (a closed event's pending trap keeps the old tag and is discarded):
+//! the handler takes it for the new arming and reads the new word. No user
+//! instruction runs on the trapping thread in that window; a write racing
+//! a free on another thread is the host's own use-after-free race.
+//!
 //! # The handler
 //!
 //! Registered with [`crate::sigchain`] for `SIGTRAP` when the first session
