@@ -7,7 +7,7 @@
 //! tests FAIL and say why (docs/INSTRUMENTATION.md, "Hunting a writer").
 
 use guardlift_runtime::internals::*;
-use guardlift_runtime::watch::{WatchSpec, WatchStatus};
+use guardlift_runtime::watch::{Rearm, WatchSpec, WatchStatus};
 use guardlift_runtime::{Observed, ReportKind, Runtime, RuntimeConfig};
 use std::sync::{mpsc, Arc, Mutex};
 
@@ -385,4 +385,264 @@ fn sample_phase_picks_and_repeats() {
         12,
     );
     assert_eq!(again, want, "repeated with @{p}");
+}
+
+/// The re-arming paths a session can take: retargeting open perf events
+/// (the default) and a perf event open and close per object (the fallback
+/// for kernels that refuse `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`, forced here).
+const PATHS: [bool; 2] = [false, true];
+
+/// Forces the open/close path for the sessions started while it lives
+/// (reset on drop, also when the test fails).
+struct ForceReopen;
+
+impl ForceReopen {
+    fn new(on: bool) -> ForceReopen {
+        guardlift_runtime::watch::force_reopen(on);
+        ForceReopen
+    }
+}
+
+impl Drop for ForceReopen {
+    fn drop(&mut self) {
+        guardlift_runtime::watch::force_reopen(false);
+    }
+}
+
+fn rearm(rt: &Runtime) -> Rearm {
+    match rt.watch_status() {
+        Some(WatchStatus::Active { rearm, .. }) => rearm,
+        s => panic!("{s:?}"),
+    }
+}
+
+/// The object ids of every trapped foreign write (a report counts the
+/// writes of its site, listing the objects they were about), sorted.
+fn foreign_write_ids(rt: &Runtime) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for r in rt.take_reports() {
+        assert_eq!(r.kind, ReportKind::ForeignWrite, "{r:?}");
+        if r.objects.is_empty() {
+            let id = r.object.as_ref().map(|n| n.id).expect("object id");
+            ids.extend(std::iter::repeat_n(id, r.count as usize));
+        } else {
+            for o in &r.objects {
+                ids.extend(std::iter::repeat_n(o.object_id, o.count as usize));
+            }
+        }
+    }
+    ids.sort();
+    ids
+}
+
+/// The process's open file descriptors.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .count()
+}
+
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .count()
+}
+
+/// A thread that writes the word at each address it is sent (a malformed
+/// 8-byte store), and says when it is done.
+struct RemoteWriter {
+    tx: mpsc::Sender<u64>,
+    done: mpsc::Receiver<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl RemoteWriter {
+    fn start() -> RemoteWriter {
+        let (tx, rx) = mpsc::channel::<u64>();
+        let (done_tx, done) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            for slot in rx {
+                rogue_word_writer(slot);
+                done_tx.send(()).unwrap();
+            }
+        });
+        RemoteWriter { tx, done, thread }
+    }
+    fn write(&self, slot: u64) {
+        self.tx.send(slot).unwrap();
+        self.done.recv().unwrap();
+    }
+    fn stop(self) {
+        drop(self.tx);
+        self.thread.join().unwrap();
+    }
+}
+
+/// Issue 29 cost item, correctness of pooled events: a breakpoint kept
+/// open after its object is freed never fires on the address's next
+/// occupant, written by this thread, by a thread older than the session
+/// and by one started while the slot was disarmed — on both re-arming
+/// paths. With `object:1` the new object (id 2) is not watched: no trap at
+/// all. With `recent` it is armed anew on the same hardware slot: its
+/// writes are reported with its own id, never with the freed object's.
+#[test]
+fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
+    for reopen in PATHS {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _f = ForceReopen::new(reopen);
+        let old = RemoteWriter::start();
+        let rt = runtime();
+        require_active(rt.enable_watch(WatchSpec::Objects(vec![1])));
+        let b = HostBlock::new();
+        host_init(&b);
+        assert_eq!(rt.register_object(b.obj()).unwrap(), 1);
+        rt.watch(b.obj()); // IR code has it: initialisation over
+        old.write(b.slot()); // armed: caught
+        rt.object_freed(b.obj()).unwrap();
+        let young = RemoteWriter::start(); // started while disarmed
+        host_init(&b);
+        assert_eq!(rt.register_object(b.obj()).unwrap(), 2);
+        rt.watch(b.obj());
+        rogue_word_writer(b.slot());
+        old.write(b.slot());
+        young.write(b.slot());
+        rt.object_freed(b.obj()).unwrap();
+        let c = counts(&rt);
+        let ids = foreign_write_ids(&rt);
+        assert_eq!(c.hits, 1, "reopen {reopen}: {c:?} {ids:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a disarmed breakpoint fired: {c:?}"
+        );
+        assert_eq!(ids, vec![1], "reopen {reopen}: object ids");
+        let want = if reopen { "reopen" } else { "retarget" };
+        assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
+        drop(rt);
+
+        // `recent`: the next occupant is armed again, with its own id.
+        let rt = runtime();
+        require_active(rt.enable_watch(WatchSpec::Recent));
+        let mut late = None;
+        for id in 1..=4u64 {
+            host_init(&b);
+            assert_eq!(rt.register_object(b.obj()).unwrap(), id);
+            rt.watch(b.obj());
+            match id {
+                1 => rogue_word_writer(b.slot()),
+                2 => old.write(b.slot()),
+                3 => young.write(b.slot()),
+                // Started while the slot was disarmed, after its events
+                // were opened: it inherited them disabled.
+                _ => late
+                    .as_ref()
+                    .map(|w: &RemoteWriter| w.write(b.slot()))
+                    .unwrap(),
+            }
+            rt.object_freed(b.obj()).unwrap();
+            // Freed: the host's reuse of the block is not watched.
+            host_reuse(&b, 0xdead_0003);
+            late.get_or_insert_with(RemoteWriter::start);
+        }
+        let c = counts(&rt);
+        let ids = foreign_write_ids(&rt);
+        assert_eq!(ids, vec![1, 2, 3, 4], "reopen {reopen}: {c:?}");
+        assert_eq!((c.armed, c.foreign), (4, 4), "reopen {reopen}: {c:?}");
+        assert_eq!(c.hits, 4, "reopen {reopen}: the rogue writes alone: {c:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a disarmed breakpoint fired: {c:?}"
+        );
+        assert_eq!(rearm(&rt).name(), want, "reopen {reopen}");
+        drop(rt);
+        old.stop();
+        young.stop();
+        late.unwrap().stop();
+    }
+}
+
+/// Issue 29 cost item: 12 000 objects armed and disarmed in turn (every
+/// one with `recent`, each freed and its memory rewritten at once) leave
+/// no file descriptor behind, hold at most one event per hardware slot and
+/// thread while the session runs, and no freed object's rewrite traps —
+/// on both re-arming paths.
+#[test]
+fn retargeting_many_objects_leaks_no_file_descriptors() {
+    const OBJECTS: u64 = 12_000;
+    for reopen in PATHS {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _f = ForceReopen::new(reopen);
+        let before = open_fds();
+        let rt = runtime();
+        require_active(rt.enable_watch(WatchSpec::Recent));
+        let blocks: Vec<HostBlock> = (0..3).map(|_| HostBlock::new()).collect();
+        let mut most = 0;
+        for i in 0..OBJECTS {
+            let b = &blocks[(i % 3) as usize];
+            rt.register_object(b.obj()).unwrap();
+            host_init(b); // initialisation: legitimate
+            rt.watch(b.obj());
+            if i % 1000 == 0 {
+                most = most.max(open_fds());
+            }
+            rt.object_freed(b.obj()).unwrap();
+            host_reuse(b, i); // freed: not watched
+        }
+        let c = counts(&rt);
+        assert_eq!(c.armed, OBJECTS, "reopen {reopen}: {c:?}");
+        assert_eq!(
+            c.hits, c.legitimate,
+            "reopen {reopen}: only init writes trapped: {c:?}"
+        );
+        assert_eq!(c.hits, 2 * OBJECTS, "reopen {reopen}: {c:?}");
+        assert_eq!(
+            c.discarded, 0,
+            "reopen {reopen}: a freed object's rewrite trapped: {c:?}"
+        );
+        assert!(foreign_writes(&rt).is_empty());
+        let bound = before + 4 * thread_count();
+        assert!(
+            most <= bound,
+            "reopen {reopen}: {most} fds open during the session, {before} before"
+        );
+        assert_eq!(
+            rearm(&rt).name(),
+            if reopen { "reopen" } else { "retarget" }
+        );
+        drop(rt);
+        assert_eq!(open_fds(), before, "reopen {reopen}: fds after the session");
+    }
+}
+
+/// The re-arming path is in the status: JSON `"rearm"` (and
+/// `"rearm_reason"` when it reopens) and the end-of-run summary.
+#[test]
+fn the_status_says_how_breakpoints_are_rearmed() {
+    for reopen in PATHS {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _f = ForceReopen::new(reopen);
+        let rt = runtime();
+        require_active(rt.enable_watch(WatchSpec::Recent));
+        for _ in 0..6 {
+            let o = rt.obj_new(1);
+            rt.obj_free(o);
+        }
+        let st = rt.watch_status().unwrap();
+        let j = st.to_json();
+        let line = st.summary_line().unwrap();
+        if reopen {
+            assert_eq!(j["rearm"], "reopen", "{j}");
+            assert!(j["rearm_reason"].as_str().is_some(), "{j}");
+            assert!(
+                line.contains("re-armed by a perf event open and close per object"),
+                "{line}"
+            );
+        } else {
+            assert_eq!(j["rearm"], "retarget", "{j}");
+            assert!(j.get("rearm_reason").is_none(), "{j}");
+            assert!(
+                line.ends_with("; re-armed by retargeting open perf events"),
+                "{line}"
+            );
+        }
+    }
 }

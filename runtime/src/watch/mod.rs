@@ -19,6 +19,30 @@
 //! DR0–DR3); freeing a watched object disarms its slot (and `recent` /
 //! `sample:K` re-arm it on the next allocation they pick).
 //!
+//! # Re-arming
+//!
+//! A hardware slot's events are opened once, at its first arming, and kept
+//! open for the session: arming moves them to the new word and enables
+//! them (`PERF_EVENT_IOC_MODIFY_ATTRIBUTES`, which also carries the new
+//! arming's tag in `sig_data`, and reaches the events threads inherited),
+//! disarming disables them (`PERF_EVENT_IOC_DISABLE`, synchronous on every
+//! thread, so a freed object's word is unwatched before
+//! [`on_object_freed`] returns). Where the kernel refuses the move
+//! (`ENOTTY`, `EINVAL`), the session falls back to opening the events at
+//! each arming and closing them at each disarming, and its status says so
+//! ([`Rearm`]). Either way a slot's events cover the threads of
+//! `/proc/self/task` when they were opened and, through `inherit`, every
+//! thread started after.
+//!
+//! One race differs between the two: the kernel reads `sig_data` when it
+//! sends the trap's signal, on the trapping thread's way back to user
+//! mode. A write trapped on another thread in the instant before a
+//! retarget of its slot is therefore delivered with the *new* arming's tag
+//! (a closed event's pending trap keeps the old tag and is discarded):
+//! the handler takes it for the new arming and reads the new word. No user
+//! instruction runs on the trapping thread in that window; a write racing
+//! a free on another thread is the host's own use-after-free race.
+//!
 //! # The handler
 //!
 //! Registered with [`crate::sigchain`] for `SIGTRAP` when the first session
@@ -71,7 +95,7 @@ use perf as imp;
 
 pub use crate::backtrace::IrFrame;
 pub use ring::pending;
-use ring::{ARMED, DROPPED, HITS, LEGIT};
+use ring::{ARMED, DISCARDED, DROPPED, HITS, LEGIT};
 pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
 
 /// Most words watched at once (x86_64 has four debug address registers).
@@ -171,6 +195,29 @@ impl fmt::Display for WatchSpec {
     }
 }
 
+/// How a session moves its breakpoints from object to object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rearm {
+    /// Each hardware slot's events stay open for the session: arming
+    /// retargets them (`PERF_EVENT_IOC_MODIFY_ATTRIBUTES`), disarming
+    /// disables them (`PERF_EVENT_IOC_DISABLE`).
+    Retarget,
+    /// A perf event opened per arming and closed per disarming (per
+    /// thread): the kernel refused the retarget, or [`force_reopen`] asked
+    /// for it. Why, in words.
+    Reopen(String),
+}
+
+impl Rearm {
+    /// `"retarget"` or `"reopen"` (JSON `"rearm"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Rearm::Retarget => "retarget",
+            Rearm::Reopen(_) => "reopen",
+        }
+    }
+}
+
 /// Whether watchpoints are on, and what they saw (the `"watch"` JSON object).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchStatus {
@@ -183,6 +230,8 @@ pub enum WatchStatus {
         phase: Option<u64>,
         /// What the session saw so far.
         counts: WatchCounts,
+        /// How its breakpoints are re-armed.
+        rearm: Rearm,
     },
     /// Watchpoints cannot be had here.
     Unavailable {
@@ -194,14 +243,17 @@ pub enum WatchStatus {
 impl WatchStatus {
     /// `{"active": true, "spec", "phase" (sample:K), "watched",
     /// "allocations", "freed_unwritten", "armed", "hits", "legitimate",
-    /// "foreign", "dropped"}` or `{"active": false, "reason"}`.
+    /// "foreign", "dropped", "rearm" ("retarget" or "reopen"), and
+    /// "rearm_reason" when it reopens}` or `{"active": false, "reason"}`.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             WatchStatus::Active {
                 spec,
                 phase,
                 counts,
-            } => serde_json::json!({
+                rearm,
+            } => {
+                let mut j = serde_json::json!({
                 "active": true,
                 "spec": spec,
                 "phase": phase,
@@ -214,7 +266,13 @@ impl WatchStatus {
                 "legitimate": counts.legitimate,
                 "foreign": counts.foreign,
                 "dropped": counts.dropped,
-            }),
+                "rearm": rearm.name(),
+                });
+                if let Rearm::Reopen(why) = rearm {
+                    j["rearm_reason"] = why.as_str().into();
+                }
+                j
+            }
             WatchStatus::Unavailable { reason } => {
                 serde_json::json!({"active": false, "reason": reason})
             }
@@ -245,11 +303,17 @@ impl WatchStatus {
     }
 
     /// The end-of-run summary line (stderr): how many objects were watched
-    /// and how many of them were freed with no write trapped.
+    /// and how many of them were freed with no write trapped, and how the
+    /// breakpoints were re-armed.
     pub fn summary_line(&self) -> Option<String> {
         match self {
-            WatchStatus::Active { spec, counts, .. } => Some(format!(
-                "guardlift: watch {spec}: {} of {} allocations watched, {} freed unwritten, {} write(s) trapped ({} legitimate, {} foreign{})",
+            WatchStatus::Active {
+                spec,
+                counts,
+                rearm,
+                ..
+            } => Some(format!(
+                "guardlift: watch {spec}: {} of {} allocations watched, {} freed unwritten, {} write(s) trapped ({} legitimate, {} foreign{}); re-armed by {}",
                 counts.armed,
                 counts.allocations,
                 counts.freed_unwritten,
@@ -260,6 +324,10 @@ impl WatchStatus {
                     format!(", {} picked but not armed: all slots busy", counts.not_armed)
                 } else {
                     String::new()
+                },
+                match rearm {
+                    Rearm::Retarget => "retargeting open perf events".to_string(),
+                    Rearm::Reopen(why) => format!("a perf event open and close per object ({why})"),
                 }
             )),
             WatchStatus::Unavailable { .. } => None,
@@ -287,6 +355,11 @@ pub struct WatchCounts {
     pub foreign: u64,
     /// Foreign writes lost because the ring was full.
     pub dropped: u64,
+    /// Traps that arrived after their arming was gone (its object freed, or
+    /// its slot given to another object), discarded: a breakpoint that
+    /// fired on a word no longer watched. Zero unless a write races the
+    /// disarming on another thread (not in `hits`, not in the JSON).
+    pub discarded: u64,
 }
 
 /// An IR position: the writer's site, or one IR frame of a backtrace.
@@ -412,18 +485,34 @@ struct Session {
     /// The SPEC with `sample:K`'s phase resolved.
     spec: WatchSpec,
     layout: DictLayout,
-    /// Per hardware slot: the fds of its events (one per thread), the
-    /// object and the arming order (for `recent`).
+    /// Per hardware slot: the object armed and the arming order (for
+    /// `recent`).
     slots: [Option<ArmedSlot>; MAX_SLOTS],
+    /// Per hardware slot: the fds of its events (one per thread at their
+    /// opening; threads started later inherit them). With
+    /// [`Rearm::Retarget`] they stay open (disabled while the slot is
+    /// free) until the session stops; with [`Rearm::Reopen`] they are
+    /// empty while the slot is free.
+    events: [Vec<i32>; MAX_SLOTS],
+    rearm: Rearm,
     arm_seq: u64,
     counts: WatchCounts,
 }
 
 struct ArmedSlot {
-    fds: Vec<i32>,
     object: u64,
     seq: u64,
 }
+
+/// Sessions started from now on re-arm by a perf event open and close per
+/// object ([`Rearm::Reopen`]) even where the kernel can retarget: the path
+/// kept for kernels that refuse `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`, for
+/// comparing the two (`guardlift bench`) and testing the fallback.
+pub fn force_reopen(on: bool) {
+    FORCE_REOPEN.store(on, SeqCst);
+}
+
+static FORCE_REOPEN: AtomicBool = AtomicBool::new(false);
 
 /// A phase in `0..k` that differs from run to run (clock and pid mixed):
 /// printed, so that a run can be repeated with `sample:K@P`.
@@ -464,7 +553,7 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
     backtrace::trace(|_| true);
     if s.is_none() {
         // A new session counts from zero.
-        for c in [&HITS, &LEGIT, &DROPPED] {
+        for c in [&HITS, &LEGIT, &DROPPED, &DISCARDED] {
             c.store(0, SeqCst);
         }
     }
@@ -480,17 +569,29 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
         WatchSpec::Sample { phase, .. } => phase,
         _ => None,
     };
+    let rearm = if FORCE_REOPEN.load(SeqCst) {
+        Rearm::Reopen("asked for: watch::force_reopen".into())
+    } else {
+        Rearm::Retarget
+    };
     let status = WatchStatus::Active {
         spec: given.clone(),
         phase,
         counts: WatchCounts::default(),
+        rearm: rearm.clone(),
     };
+    if let Some(old) = s.as_mut() {
+        // The same runtime starting again: its breakpoints go first.
+        close_session(old);
+    }
     *s = Some(Session {
         owner,
         given,
         spec,
         layout,
         slots: Default::default(),
+        events: Default::default(),
+        rearm,
         arm_seq: 0,
         counts: WatchCounts::default(),
     });
@@ -498,8 +599,9 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
     status
 }
 
-/// Ends `owner`'s session: every breakpoint is closed. Pending writes
-/// stay in the ring until [`drain`]ed (or the next session starts).
+/// Ends `owner`'s session: every breakpoint is disarmed and every event
+/// closed. Pending writes stay in the ring until [`drain`]ed (or the next
+/// session starts).
 pub fn stop(owner: usize) {
     {
         let mut u = lock(&UNAVAILABLE);
@@ -510,9 +612,7 @@ pub fn stop(owner: usize) {
     let mut s = lock(&SESSION);
     if s.as_ref().is_some_and(|c| c.owner == owner) {
         if let Some(mut cur) = s.take() {
-            for i in 0..MAX_SLOTS {
-                disarm(&mut cur, i);
-            }
+            close_session(&mut cur);
         }
         ACTIVE.store(false, SeqCst);
     }
@@ -533,6 +633,7 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
     counts.hits = HITS.load(SeqCst);
     counts.legitimate = LEGIT.load(SeqCst);
     counts.dropped = DROPPED.load(SeqCst);
+    counts.discarded = DISCARDED.load(SeqCst);
     counts.foreign = counts.hits - counts.legitimate;
     Some(WatchStatus::Active {
         spec: cur.given.clone(),
@@ -541,6 +642,7 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
             _ => None,
         },
         counts,
+        rearm: cur.rearm.clone(),
     })
 }
 
@@ -587,29 +689,59 @@ pub fn on_object_created(owner: usize, id: u64, obj: u64, host: bool) {
     a.writes.store(0, SeqCst);
     a.gen.store(gen, SeqCst);
     a.slot.store(slot, SeqCst);
-    match imp::arm(slot, i, gen) {
+    if arm(cur, i, slot, gen) {
+        cur.arm_seq += 1;
+        cur.slots[i] = Some(ArmedSlot {
+            object: obj,
+            seq: cur.arm_seq,
+        });
+        cur.counts.armed += 1;
+    } else {
+        a.slot.store(0, SeqCst);
+        a.gen.store(0, SeqCst);
+        cur.counts.not_armed += 1;
+    }
+}
+
+/// Points hardware slot `i`'s breakpoint at `addr` with the arming `gen`
+/// and enables it: retargets its open events, or opens them (its first
+/// arming, or the [`Rearm::Reopen`] path). A retarget the kernel refuses
+/// (`ENOTTY`, `EINVAL`) falls back to closing and reopening, and, when the
+/// reopening works, the session reopens from then on.
+fn arm(cur: &mut Session, i: usize, addr: u64, gen: u64) -> bool {
+    if !cur.events[i].is_empty() {
+        match imp::retarget(&cur.events[i], addr, i, gen) {
+            Ok(()) => return true,
+            Err(e) => {
+                imp::close_all(&cur.events[i]);
+                cur.events[i].clear();
+                let opened = open_events(cur, i, addr, gen);
+                if opened && imp::refused(e) {
+                    cur.rearm = Rearm::Reopen(imp::describe(e));
+                }
+                return opened;
+            }
+        }
+    }
+    open_events(cur, i, addr, gen)
+}
+
+fn open_events(cur: &mut Session, i: usize, addr: u64, gen: u64) -> bool {
+    match imp::arm(addr, i, gen) {
         Ok(fds) if !fds.is_empty() => {
-            cur.arm_seq += 1;
-            cur.slots[i] = Some(ArmedSlot {
-                fds,
-                object: obj,
-                seq: cur.arm_seq,
-            });
-            cur.counts.armed += 1;
+            cur.events[i] = fds;
+            true
         }
-        _ => {
-            a.slot.store(0, SeqCst);
-            cur.counts.not_armed += 1;
-        }
+        _ => false,
     }
 }
 
 /// The heap is about to free `obj`: its breakpoint (if any) goes, on every
-/// thread, before this returns (closing a perf event removes it, and the
-/// events its threads inherited, synchronously). A trap of that arming
-/// still on its way (raised before the close, delivered after) carries
-/// the arming's generation and is discarded by the handler; writes already
-/// in the ring keep the object id they trapped with.
+/// thread, before this returns (disabling a perf event, or closing it,
+/// removes it and the events its threads inherited synchronously). A trap
+/// of that arming still on its way (raised before, delivered after)
+/// carries the arming's generation and is discarded by the handler;
+/// writes already in the ring keep the object id they trapped with.
 pub fn on_object_freed(owner: usize, obj: u64) {
     let mut s = lock(&SESSION);
     let Some(cur) = s.as_mut().filter(|c| c.owner == owner) else {
@@ -636,12 +768,28 @@ pub fn on_object_used(obj: u64) {
     }
 }
 
+/// Takes hardware slot `i`'s breakpoint off its word on every thread:
+/// disabled (kept open for the next arming) when the session retargets,
+/// else — or if disabling fails — closed.
 fn disarm(cur: &mut Session, i: usize) {
-    if let Some(a) = cur.slots[i].take() {
+    if cur.slots[i].take().is_some() {
         // A late trap of this arming no longer matches.
         ARMED[i].gen.store(0, SeqCst);
         ARMED[i].slot.store(0, SeqCst);
-        imp::close_all(&a.fds);
+        let kept = cur.rearm == Rearm::Retarget && imp::disable(&cur.events[i]).is_ok();
+        if !kept {
+            imp::close_all(&cur.events[i]);
+            cur.events[i].clear();
+        }
+    }
+}
+
+/// Disarms every slot and closes every event of the session.
+fn close_session(cur: &mut Session) {
+    for i in 0..MAX_SLOTS {
+        disarm(cur, i);
+        imp::close_all(&cur.events[i]);
+        cur.events[i].clear();
     }
 }
 
@@ -671,6 +819,18 @@ mod imp {
     }
     pub fn arm(_addr: u64, _hw: usize, _gen: u64) -> Result<Vec<i32>, i32> {
         Err(0)
+    }
+    pub fn retarget(_fds: &[i32], _addr: u64, _hw: usize, _gen: u64) -> Result<(), i32> {
+        Err(0)
+    }
+    pub fn disable(_fds: &[i32]) -> Result<(), i32> {
+        Err(0)
+    }
+    pub fn refused(_e: i32) -> bool {
+        false
+    }
+    pub fn describe(_e: i32) -> String {
+        String::new()
     }
     pub fn close_all(_fds: &[i32]) {}
     pub fn decode_width(_code: &[u8]) -> Option<u32> {

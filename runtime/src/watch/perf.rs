@@ -1,7 +1,9 @@
 //! The Linux x86_64 part of watchpoints: `perf_event_open` hardware
-//! breakpoints (one event per thread per watched word), the `SIGTRAP`
-//! handler's entry, and capstone decoding of the writing instruction's
-//! width.
+//! breakpoints (per hardware slot, one event per thread, kept open and
+//! moved from word to word with `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`, or
+//! opened and closed per arming where the kernel refuses the move), the
+//! `SIGTRAP` handler's entry, and capstone decoding of the writing
+//! instruction's width.
 
 use super::ring::{on_hit, GEN_BITS};
 use super::MAX_SLOTS;
@@ -27,7 +29,14 @@ const INHERIT: u64 = 1 << 1;
 const INHERIT_THREAD: u64 = 1 << 35;
 const REMOVE_ON_EXEC: u64 = 1 << 36;
 const SIGTRAP: u64 = 1 << 37;
+/// `attr.disabled` (bit 0 of the flags word).
+const DISABLED: u64 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+/// `_IO('$', 1)`: disable the event and its inherited children.
+const PERF_EVENT_IOC_DISABLE: libc::Ioctl = 0x2401;
+/// `_IOW('$', 11, struct perf_event_attr *)` (Linux 4.17; applied to
+/// inherited children since 5.13, the kernel that brought `sigtrap`).
+const PERF_EVENT_IOC_MODIFY_ATTRIBUTES: libc::Ioctl = 0x4008_240b;
 
 /// `struct perf_event_attr` (PERF_ATTR_SIZE_VER8, 136 bytes).
 #[repr(C)]
@@ -59,18 +68,28 @@ struct PerfEventAttr {
 }
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 136);
 
-fn open(addr: u64, tid: i32, hw: usize, gen: u64) -> Result<i32, i32> {
-    let attr = PerfEventAttr {
+/// The attributes of hardware slot `hw`'s breakpoint on `addr` for the
+/// arming `gen`. A retarget must pass exactly what the event was opened
+/// with except `bp_addr`, `bp_len`, `bp_type`, `disabled` and `sig_data`
+/// (the kernel compares the rest and refuses a difference with `EINVAL`):
+/// both go through this function.
+fn attr(addr: u64, hw: usize, gen: u64, disabled: bool) -> PerfEventAttr {
+    let flags = EXCLUDE_KERNEL | EXCLUDE_HV | INHERIT | INHERIT_THREAD | REMOVE_ON_EXEC | SIGTRAP;
+    PerfEventAttr {
         type_: PERF_TYPE_BREAKPOINT,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         sample_period: 1,
-        flags: EXCLUDE_KERNEL | EXCLUDE_HV | INHERIT | INHERIT_THREAD | REMOVE_ON_EXEC | SIGTRAP,
+        flags: if disabled { flags | DISABLED } else { flags },
         bp_type: HW_BREAKPOINT_W,
         bp_addr: addr,
         bp_len: HW_BREAKPOINT_LEN_8,
         sig_data: TAG | (gen & ((1 << GEN_BITS) - 1)) << 8 | hw as u64,
         ..Default::default()
-    };
+    }
+}
+
+fn open(addr: u64, tid: i32, hw: usize, gen: u64) -> Result<i32, i32> {
+    let attr = attr(addr, hw, gen, false);
     // SAFETY: a valid attr; the kernel copies it.
     let fd = unsafe {
         libc::syscall(
@@ -99,7 +118,7 @@ fn threads() -> Vec<i32> {
     }
 }
 
-/// One breakpoint per thread on `addr`, in hardware slot `hw`.
+/// One breakpoint per thread on `addr`, in hardware slot `hw`, enabled.
 pub fn arm(addr: u64, hw: usize, gen: u64) -> Result<Vec<i32>, i32> {
     let mut fds = Vec::new();
     for tid in threads() {
@@ -114,6 +133,58 @@ pub fn arm(addr: u64, hw: usize, gen: u64) -> Result<Vec<i32>, i32> {
         }
     }
     Ok(fds)
+}
+
+/// Moves the open breakpoints `fds` (one hardware slot's, one per
+/// thread) to `addr` with the arming `gen`'s tag, and enables them: one
+/// `PERF_EVENT_IOC_MODIFY_ATTRIBUTES` per fd, which the kernel applies to
+/// the event and to every event threads inherited from it, synchronously
+/// (disable, move, enable, under the event's child mutex). An error leaves
+/// the events in an unknown state: the caller closes them.
+pub fn retarget(fds: &[i32], addr: u64, hw: usize, gen: u64) -> Result<(), i32> {
+    let attr = attr(addr, hw, gen, false);
+    for &fd in fds {
+        // SAFETY: an fd of ours and a valid attr; the kernel copies it.
+        let r = unsafe {
+            libc::ioctl(
+                fd,
+                PERF_EVENT_IOC_MODIFY_ATTRIBUTES,
+                &attr as *const PerfEventAttr,
+            )
+        };
+        if r < 0 {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+/// Disables the breakpoints `fds` and their inherited children: when this
+/// returns, no thread's debug register holds them (the kernel removes the
+/// event from each running thread by a synchronous cross-call). One
+/// `PERF_EVENT_IOC_DISABLE` per fd: cheaper than a modify (no attribute
+/// copy and check), and the next arming's modify enables it again.
+pub fn disable(fds: &[i32]) -> Result<(), i32> {
+    for &fd in fds {
+        // SAFETY: an fd of ours; the argument is unused (no group flag).
+        let r = unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) };
+        if r < 0 {
+            return Err(errno());
+        }
+    }
+    Ok(())
+}
+
+/// Did the kernel refuse the retarget itself (too old for it: `ENOTTY`;
+/// an attribute it will not move: `EINVAL`), rather than fail once?
+pub fn refused(e: i32) -> bool {
+    e == libc::ENOTTY || e == libc::EINVAL
+}
+
+/// `ioctl`'s error `e` in words.
+pub fn describe(e: i32) -> String {
+    let what = std::io::Error::from_raw_os_error(e);
+    format!("PERF_EVENT_IOC_MODIFY_ATTRIBUTES: {what}")
 }
 
 pub fn close_all(fds: &[i32]) {

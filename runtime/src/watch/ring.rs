@@ -38,6 +38,8 @@ pub(super) static ARMED: [Armed; MAX_SLOTS] = [ARMED_INIT; MAX_SLOTS];
 pub(super) static HITS: AtomicU64 = AtomicU64::new(0);
 pub(super) static LEGIT: AtomicU64 = AtomicU64::new(0);
 pub(super) static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Traps of ours whose arming was gone when they arrived (discarded).
+pub(super) static DISCARDED: AtomicU64 = AtomicU64::new(0);
 static GEN: AtomicU64 = AtomicU64::new(0);
 
 /// Bits of an arming's generation carried in a trap's `sig_data`.
@@ -139,7 +141,9 @@ pub(super) fn on_hit(i: usize, gen: u64, pc: u64) {
     let a = &ARMED[i];
     let slot = a.slot.load(SeqCst);
     if slot == 0 || a.gen.load(SeqCst) != gen {
-        return; // disarmed meanwhile (its object freed): discarded
+        // Disarmed meanwhile (its object freed): discarded, counted.
+        DISCARDED.fetch_add(1, SeqCst);
+        return;
     }
     // SAFETY: armed slots belong to live objects (disarmed before the free).
     let new = unsafe { (slot as *const u64).read_volatile() };
