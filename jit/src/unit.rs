@@ -258,7 +258,7 @@ fn trap_offsets(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lower::{Calls, RtRef, ShadowRef};
     use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Verifier};
@@ -275,7 +275,8 @@ mod tests {
         body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
         exit:\n    return %n\n}\n";
 
-    fn object_module() -> ObjectModule {
+    /// An empty x86_64 object module, verifier on.
+    pub(crate) fn object_module() -> ObjectModule {
         let isa = build_isa(&IsaSpec {
             target: Target::X86_64,
             opt: OptLevel::Speed,

@@ -753,11 +753,10 @@ mod tests {
     /// verifier accepts the function.
     #[test]
     fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
-        use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Target, Tier, Verifier};
         use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
         use cranelift_frontend::FunctionBuilderContext;
         use cranelift_module::{Linkage, Module};
-        use cranelift_object::{ObjectBuilder, ObjectModule};
+        use cranelift_object::ObjectModule;
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../ir/tests/hoist/a_br_table_loop_is_clean.glir"
@@ -767,17 +766,7 @@ mod tests {
             &guardlift_ir::parse_and_verify(&text).expect("valid"),
             CheckSet::ALL,
         );
-        let isa = build_isa(&IsaSpec {
-            target: Target::X86_64,
-            opt: OptLevel::Speed,
-            tier: Tier::Optimized,
-            code: CodeModel::Pic,
-            verifier: Verifier::On,
-        })
-        .expect("isa");
-        let ob = ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
-            .expect("object builder");
-        let mut om = ObjectModule::new(ob);
+        let mut om = crate::unit::tests::object_module();
         let sig = lower_sig(&m, &om);
         let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
         let count = |shadow: Option<ShadowRef>, om: &mut ObjectModule| {
