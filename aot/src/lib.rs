@@ -184,9 +184,7 @@ fn build_linked(
         // Only built-ins and the libraries' symbols exist on the target:
         // any other extern is the same link error (LINE:COL: undefined
         // symbol @name) as in the JIT.
-        guardlift_jit::lower::resolve_externs(m, |name| {
-            library::provider(libs, name).map(|_| name.to_string())
-        })?;
+        guardlift_jit::check_externs(m, |name| library::provider(libs, name).is_some())?;
     }
     let fid = m
         .func_by_name(entry)

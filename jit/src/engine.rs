@@ -5,20 +5,16 @@
 //! functions [`crate::safety`] proves memory-safe.
 
 use crate::error::JitError;
-use crate::lower::{self, Entry, ExternBinding, Lowerer, RtRef};
-use crate::target::{build_isa, build_isa_verified, OptLevel, Target, Tier, TierIsas};
-use cranelift_codegen::ir::UserFuncName;
-use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
-use cranelift_codegen::CompiledCode;
-use cranelift_frontend::FunctionBuilderContext;
+use crate::lower::{self, Calls, Entry, ExternBinding, LowerConfig, Names, RtRef, StubInfo};
+use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Target, Tier, Verifier};
+use crate::unit::{compile_unit, CompiledUnit, FuncCode, UnitConfig};
+use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
-use guardlift_ir::{FuncId, Type};
-use guardlift_runtime::codemap::{CodeFunction, CodeRegistration, PcLoc};
+use guardlift_ir::Type;
+use guardlift_runtime::codemap::{CodeFunction, CodeRegistration};
 use guardlift_runtime::internals::*;
-use guardlift_runtime::{
-    JitDebug, Mode, ReportKind, Runtime, SiteInfo, TrapRegistration, TrapSite,
-};
+use guardlift_runtime::{JitDebug, Mode, Runtime, SiteInfo, TrapRegistration, TrapSite};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -222,11 +218,13 @@ impl Jit {
             opts.symbols.iter().map(|(n, p)| (n.as_str(), *p)).collect();
         let externs =
             lower::resolve_externs(module, |name| host.get(name).map(|_| host_symbol(name)))?;
-        let isa = match opts.verifier {
-            None => build_isa(Target::Host, opts.opt_level, Tier::Optimized, false)?,
-            Some(v) => build_isa_verified(Target::Host, opts.opt_level, Tier::Optimized, false, v)?,
-        };
-        let call_conv = isa.default_call_conv();
+        let isa = build_isa(&IsaSpec {
+            target: Target::Host,
+            opt: opts.opt_level,
+            tier: Tier::Optimized,
+            code: CodeModel::Absolute,
+            verifier: Verifier::from_option(opts.verifier),
+        })?;
         let placement = match opts.placement {
             Some(p) => p,
             None => crate::Placement::from_env()?,
@@ -243,7 +241,7 @@ impl Jit {
             source,
             unwind,
         };
-        match build(&mut jm, module, &rt, call_conv, externs, &mut site_reg, how) {
+        match build(&mut jm, module, &rt, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
             Err(e) => {
                 if let Some(base) = site_reg {
@@ -350,59 +348,21 @@ struct BuildDebug<'a> {
     unwind: bool,
 }
 
-/// What compiling each function leaves for registering the module.
-#[derive(Default)]
-struct Lowered {
-    times: CompileTimes,
-    /// (code unit, code offset, site, kind) of every trap; a code unit is
-    /// an IR function by index, then the clean variants in the order of
-    /// [`Lowerer::clean_funcs`] (`lower::version`).
-    traps: Vec<(usize, u32, u32, ReportKind)>,
-    /// (PC → IR-site map, code size) of each code unit, for the fault
-    /// handler and watchpoints.
-    pcmaps: Vec<(Vec<PcLoc>, usize)>,
-    /// Cranelift's unwind info of each code unit, collected for the
-    /// unwinder ([`crate::unwind`], on by default) and the GDB JIT
-    /// interface (`gdb=1`); else empty.
-    unwind: Vec<Option<cranelift_codegen::isa::unwind::UnwindInfo>>,
-}
-
-/// Declares, lowers, compiles and finalizes every function of `module` in
-/// `jm` (and the clean variants of the leaf functions clean loops call,
-/// `lower::version`), then registers its sites (`*site_reg`: their base,
-/// as soon as they are), trap PCs and code ranges with `rt`. A clean
-/// variant's code is registered under its IR function's name: its PCs map
-/// to the same IR instructions.
+/// Registers the module's sites with `rt` (`*site_reg`: their base, as
+/// soon as they are), then declares, lowers, compiles and finalizes every
+/// function of `module` in `jm` (and the clean variants of the leaf
+/// functions clean loops call, `lower::version`: [`compile_unit`]), and
+/// registers its trap PCs and code ranges with `rt`. A clean variant's code
+/// is registered under its IR function's name: its PCs map to the same IR
+/// instructions.
 fn build(
     jm: &mut JITModule,
     module: &guardlift_ir::Module,
     rt: &Arc<Runtime>,
-    call_conv: CallConv,
     externs: Vec<ExternBinding>,
     site_reg: &mut Option<u32>,
     how: BuildDebug<'_>,
 ) -> Result<Built, JitError> {
-    // With `perfmap=1` the functions are declared under the names our perf
-    // map gives them: under `perf record` cranelift-jit writes its own line
-    // for each (`.LfnN` for an anonymous one) before ours, and perf keeps
-    // the first line of a range.
-    let named = how.debug.perfmap;
-    let declare = |jm: &mut JITModule, f: &guardlift_ir::Function, clean: bool| {
-        let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
-        if named {
-            let name = format!(
-                "guardlift:{}",
-                crate::debuginfo::CodeUnit::ir_name(&f.name, clean)
-            );
-            jm.declare_function(&name, cranelift_module::Linkage::Local, &sig)
-        } else {
-            jm.declare_anonymous_function(&sig)
-        }
-        .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
-    };
-    let ids = (module.functions.iter())
-        .map(|f| declare(jm, f, false))
-        .collect::<Result<Vec<_>, _>>()?;
     let site_base = module
         .register_sites(|s| rt.register_sites(s))
         .map_err(|d| JitError::Link {
@@ -410,77 +370,76 @@ fn build(
             msg: d.msg,
         })?;
     *site_reg = Some(site_base);
-    let mut lw = Lowerer::new(
-        module,
-        RtRef::Const(Arc::as_ptr(rt) as u64),
-        lowering_mode(rt),
-        site_base,
-        call_conv,
-        ids.clone(),
-        externs,
-        // JIT code lives in separately mapped chunks: no near calls.
-        false,
-    );
-    lw.shadow = lower::ShadowRef::of(rt);
-    // Read after the sites are registered: a binding made later is refused.
-    lw.host = guardlift_ir::hoist::HostModel {
-        host_slow_paths: rt.attr_slow_paths_bound(),
+    let cfg = UnitConfig {
+        target: Target::Host,
+        lower: LowerConfig {
+            rt: RtRef::Const(Arc::as_ptr(rt) as u64),
+            mode: lowering_mode(rt),
+            site_base,
+            // JIT code lives in separately mapped chunks: no near calls.
+            calls: Calls::Far,
+            // With `perfmap=1` the functions are declared under the names
+            // our perf map gives them: under `perf record` cranelift-jit
+            // writes its own line for each (`.LfnN` for an anonymous one)
+            // before ours, and perf keeps the first line of a range.
+            names: match how.debug.perfmap {
+                true => Names::Profiler,
+                false => Names::Anonymous,
+            },
+            shadow: lower::ShadowRef::of(rt),
+            // Read after the sites are registered: a binding made later is refused.
+            host: guardlift_ir::hoist::HostModel {
+                host_slow_paths: rt.attr_slow_paths_bound(),
+            },
+        },
+        unwind: how.debug.gdb || how.unwind,
+        stubs: match how.debug.any() || how.unwind {
+            true => StubInfo::Keep,
+            false => StubInfo::Skip,
+        },
     };
-    lw.named_stubs = named;
-    lw.plan_clean_variants();
-    let mut variants = Vec::new();
-    for i in 0..module.functions.len() {
-        if lw.variant_drops(FuncId(i as u32)).is_some() {
-            let id = declare(jm, &module.functions[i], true)?;
-            lw.clean_funcs[i] = Some(id);
-            variants.push((i, id));
-        }
-    }
-    let unwind_info = how.debug.gdb || how.unwind;
-    let mut lowered = compile_functions(jm, &mut lw, &ids, &variants, unwind_info)?;
+    let mut unit = compile_unit(jm, module, &cfg, externs)?;
     let t = Instant::now();
-    let seen = how.debug.any() || how.unwind;
-    let stubs = lw.define_stubs_seen(jm, &mut FunctionBuilderContext::new(), seen)?;
     jm.finalize_definitions()
         .map_err(|e| JitError::module("finalizing", e))?;
-    lowered.times.codegen += t.elapsed();
+    unit.times.codegen += t.elapsed();
     let unsafety = crate::safety::unsafety(module);
     let funcs: Vec<FuncInfo> = module
         .functions
         .iter()
-        .zip(ids)
+        .zip(&unit.funcs)
         .zip(unsafety)
-        .map(|((f, id), unsafety)| FuncInfo {
+        .map(|((f, code), unsafety)| FuncInfo {
             name: f.name.clone(),
             params: f.param_types(),
             ret: f.ret,
-            id,
+            id: code.id,
             tier: Tier::of(f),
-            addr: jm.get_finalized_function(id) as usize,
+            addr: jm.get_finalized_function(code.id) as usize,
             unsafety,
         })
         .collect();
-    // The code units: (IR function, address).
-    let units: Vec<(usize, usize)> = (funcs.iter().enumerate())
-        .map(|(i, f)| (i, f.addr))
-        .chain((variants.iter()).map(|&(i, id)| (i, jm.get_finalized_function(id) as usize)))
+    // Each code unit's address.
+    let addrs: Vec<usize> = (unit.funcs.iter())
+        .map(|c| jm.get_finalized_function(c.id) as usize)
         .collect();
-    let traps = register_traps(rt, module, &units, &lowered.traps, site_base)?;
+    let traps = register_traps(rt, module, &unit.funcs, &addrs, site_base)?;
     let unwind = if how.unwind {
-        register_unwind(jm, &units, &lowered, &stubs)
+        register_unwind(jm, &unit, &addrs)
     } else {
         Default::default()
     };
     let published = if how.debug.any() {
-        publish(jm, module, &units, &lowered, &stubs, how)?
+        publish(jm, module, &unit, &addrs, how)?
     } else {
         Default::default()
     };
-    let code = register_code(rt, module, &units, lowered.pcmaps)?;
+    let times = unit.times;
+    let code = register_code(rt, module, unit.funcs, &addrs)?;
     Ok(Built {
         funcs,
         site_base,
-        times: lowered.times,
+        times,
         traps,
         code,
         published,
@@ -490,22 +449,21 @@ fn build(
     })
 }
 
-/// Registers the unwind info of the finalized code units (`units`: IR
-/// function, address; then the stubs) with the process's unwinder.
+/// Registers the unwind info of the finalized code units of `unit` (at
+/// `addrs`), then of its stubs, with the process's unwinder.
 fn register_unwind(
     jm: &JITModule,
-    units: &[(usize, usize)],
-    lowered: &Lowered,
-    stubs: &[lower::StubCode],
+    unit: &CompiledUnit,
+    addrs: &[usize],
 ) -> crate::unwind::Registration {
     use crate::unwind::UnwindUnit;
-    let code: Vec<UnwindUnit<'_>> = (units.iter().zip(&lowered.pcmaps).enumerate())
-        .map(|(u, (&(_, start), (_, len)))| UnwindUnit {
+    let code: Vec<UnwindUnit<'_>> = (unit.funcs.iter().zip(addrs))
+        .map(|(c, &start)| UnwindUnit {
             start,
-            len: *len,
-            info: lowered.unwind.get(u).and_then(Option::as_ref),
+            len: c.size,
+            info: c.unwind.as_ref(),
         })
-        .chain(stubs.iter().map(|st| UnwindUnit {
+        .chain(unit.stubs.iter().map(|st| UnwindUnit {
             start: jm.get_finalized_function(st.id) as usize,
             len: st.size,
             info: st.unwind.as_ref(),
@@ -517,32 +475,28 @@ fn register_unwind(
     unsafe { crate::unwind::register(jm.isa(), &code) }
 }
 
-/// Tells profilers and debuggers about the finalized code of `units` (IR
-/// function, address; the code units of `lowered`: the module's functions,
-/// then the clean variants), as `how` asks ([`crate::debuginfo`]).
+/// Tells profilers and debuggers about the finalized code of `unit` (its
+/// code units at `addrs`: the module's functions, then the clean variants;
+/// then its stubs), as `how` asks ([`crate::debuginfo`]).
 fn publish(
     jm: &JITModule,
     module: &guardlift_ir::Module,
-    units: &[(usize, usize)],
-    lowered: &Lowered,
-    stubs: &[lower::StubCode],
+    unit: &CompiledUnit,
+    addrs: &[usize],
     how: BuildDebug<'_>,
 ) -> Result<crate::debuginfo::Published, JitError> {
     use crate::debuginfo::CodeUnit;
-    let n = module.functions.len();
-    let mut code_units: Vec<CodeUnit<'_>> = (units.iter())
-        .zip(&lowered.pcmaps)
-        .enumerate()
-        .map(|(u, (&(i, addr), (locs, len)))| CodeUnit {
-            name: CodeUnit::ir_name(&module.functions[i].name, u >= n),
+    let mut code_units: Vec<CodeUnit<'_>> = (unit.funcs.iter().zip(addrs))
+        .map(|(c, &addr)| CodeUnit {
+            name: CodeUnit::ir_name(&module.functions[c.func].name, c.variant),
             start: addr,
-            len: *len,
-            locs,
-            line: module.functions[i].loc.line,
-            unwind: lowered.unwind.get(u).and_then(Option::as_ref),
+            len: c.size,
+            locs: &c.locs,
+            line: module.functions[c.func].loc.line,
+            unwind: c.unwind.as_ref(),
         })
         .collect();
-    code_units.extend(stubs.iter().map(|st| CodeUnit {
+    code_units.extend(unit.stubs.iter().map(|st| CodeUnit {
         name: st.name.clone(),
         start: jm.get_finalized_function(st.id) as usize,
         len: st.size,
@@ -559,91 +513,30 @@ fn publish(
     unsafe { crate::debuginfo::publish(how.debug, &code_units, source, jm.isa()) }
 }
 
-/// Lowers and compiles every function of `lw`'s module (Cranelift function
-/// `ids[i]` for IR function `i`), then each clean variant `(i, id)` of
-/// `variants`, reading what cranelift-jit does not keep: trap offsets and
-/// PC → IR-site maps.
-fn compile_functions(
-    jm: &mut JITModule,
-    lw: &mut Lowerer<'_>,
-    ids: &[ClFuncId],
-    variants: &[(usize, ClFuncId)],
-    unwind: bool,
-) -> Result<Lowered, JitError> {
-    let module = lw.ir;
-    let mut ctx = jm.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let mut tiers = TierIsas::new(Target::Host, false).verified(jm.isa().flags().enable_verifier());
-    let mut out = Lowered {
-        pcmaps: Vec::with_capacity(module.functions.len() + variants.len()),
-        ..Lowered::default()
-    };
-    let all_sites = module.site_infos();
-    let units = (ids
-        .iter()
-        .copied()
-        .enumerate()
-        .map(|(i, id)| (i, id, false)))
-    .chain(variants.iter().map(|&(i, id)| (i, id, true)));
-    for (unit, (i, id, clean)) in units.enumerate() {
-        let f = &module.functions[i];
-        let t = Instant::now();
-        let name = UserFuncName::user(0, id.as_u32());
-        let fid = FuncId(i as u32);
-        lw.lower_as(jm, fid, name, &mut ctx.func, &mut fctx, clean)?;
-        let t2 = Instant::now();
-        out.times.lower += t2 - t;
-        tiers.define(jm, id, &mut ctx, Tier::of(f), &f.name)?;
-        out.times.codegen += t2.elapsed();
-        // cranelift-jit drops trap metadata: read it before the context
-        // is cleared.
-        let code = ctx
-            .compiled_code()
-            .ok_or_else(|| JitError::Internal(format!("@{}: no compiled code", f.name)))?;
-        let locs = crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, lw.site_base);
-        out.pcmaps
-            .push((locs, code.code_info().total_size as usize));
-        if unwind {
-            // None when Cranelift cannot describe the frame: the function
-            // is left out of the unwinder's and gdb's tables, never an error.
-            let info = code.create_unwind_info(jm.isa()).ok().flatten();
-            out.unwind.push(info);
-        }
-        if !lw.trap_sites().is_empty() {
-            for (off, site, kind) in trap_offsets(code, lw.trap_sites(), &f.name)? {
-                out.traps.push((unit, off, site, kind));
-            }
-        }
-        jm.clear_context(&mut ctx);
-    }
-    Ok(out)
-}
-
-/// Registers the trap PCs of the module's code (`traps`: code unit, code
-/// offset, site, kind; `units`: each code unit's IR function and address)
+/// Registers the trap PCs of the module's code units (`funcs`, at `addrs`)
 /// with the trap handler; `None` without traps.
 fn register_traps(
     rt: &Arc<Runtime>,
     module: &guardlift_ir::Module,
-    units: &[(usize, usize)],
-    traps: &[(usize, u32, u32, ReportKind)],
+    funcs: &[FuncCode],
+    addrs: &[usize],
     site_base: u32,
 ) -> Result<Option<TrapRegistration>, JitError> {
-    if traps.is_empty() {
+    if funcs.iter().all(|c| c.traps.is_empty()) {
         return Ok(None);
     }
     let site_infos = module.site_infos();
-    let sites = traps
-        .iter()
-        .map(|&(u, off, site, kind)| TrapSite {
-            pc: units[u].1 + off as usize,
+    let sites = (funcs.iter().zip(addrs))
+        .flat_map(|(c, &addr)| c.traps.iter().map(move |&t| (c.func, addr, t)))
+        .map(|(func, addr, (off, site, kind))| TrapSite {
+            pc: addr + off as usize,
             site,
             kind,
             info: site_infos
                 .get(&(site - site_base))
                 .cloned()
                 .unwrap_or_else(|| SiteInfo {
-                    function: module.functions[units[u].0].name.clone(),
+                    function: module.functions[func].name.clone(),
                     line: 0,
                     col: 0,
                     op: "?".into(),
@@ -659,25 +552,23 @@ fn register_traps(
     Ok(Some(reg))
 }
 
-/// Registers the code ranges of `units` (IR function, address; with their
-/// PC → IR-site maps) with the code registry (faults, backtraces,
+/// Registers the code ranges of the code units `funcs` (at `addrs`; with
+/// their PC → IR-site maps) with the code registry (faults, backtraces,
 /// watchpoints), each under its IR function's name.
 fn register_code(
     rt: &Arc<Runtime>,
     module: &guardlift_ir::Module,
-    units: &[(usize, usize)],
-    pcmaps: Vec<(Vec<PcLoc>, usize)>,
+    funcs: Vec<FuncCode>,
+    addrs: &[usize],
 ) -> Result<CodeRegistration, JitError> {
     let code = rt
         .register_code(
-            units
-                .iter()
-                .zip(pcmaps)
-                .map(|(&(i, addr), (locs, len))| CodeFunction {
+            (funcs.into_iter().zip(addrs))
+                .map(|(c, &addr)| CodeFunction {
                     start: addr,
-                    len,
-                    function: module.functions[i].name.clone(),
-                    locs,
+                    len: c.size,
+                    function: module.functions[c.func].name.clone(),
+                    locs: c.locs,
                     instrumented: module.is_instrumented(),
                 })
                 .collect(),
@@ -698,45 +589,6 @@ pub fn lowering_mode(rt: &Runtime) -> Mode {
         Mode::Trap if !guardlift_runtime::trap::supported() || !rt.aborts_process() => Mode::Abort,
         m => m,
     }
-}
-
-/// (code offset, site, kind) of every guard trap in `code` (IR function
-/// `@fname`): a trap whose code is one of the report kinds' user codes,
-/// mapped to its site through the source location the lowering gave it
-/// ([`lower::trap_index`]). A trap that maps to no site is an internal error.
-pub fn trap_offsets(
-    code: &CompiledCode,
-    sites: &[(u32, ReportKind)],
-    fname: &str,
-) -> Result<Vec<(u32, u32, ReportKind)>, JitError> {
-    let internal = |off: u32, what: String| {
-        JitError::Internal(format!("@{fname}: trap at offset {off:#x} {what}"))
-    };
-    let srclocs = code.buffer.get_srclocs_sorted();
-    let mut out = Vec::new();
-    for t in code.buffer.traps() {
-        let Some(kind) = ReportKind::from_trap_code(t.code.as_raw().get()) else {
-            continue;
-        };
-        // The source-location range that contains the trap instruction.
-        let i = srclocs.partition_point(|l| l.end <= t.offset);
-        let loc = srclocs
-            .get(i)
-            .filter(|l| l.start <= t.offset)
-            .map(|l| l.loc)
-            .ok_or_else(|| internal(t.offset, "has no source location".into()))?;
-        let &(site, k) = lower::trap_index(loc)
-            .and_then(|ix| sites.get(ix))
-            .ok_or_else(|| internal(t.offset, "maps to no guard site".into()))?;
-        if k != kind {
-            return Err(internal(
-                t.offset,
-                format!("says {}, site {site} is {}", kind.name(), k.name()),
-            ));
-        }
-        out.push((t.offset, site, kind));
-    }
-    Ok(out)
 }
 
 /// One compiled function.

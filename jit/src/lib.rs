@@ -1,7 +1,9 @@
 //! guardlift's Cranelift backend.
 //!
-//! - [`lower`]: the one lowering from guardlift IR to Cranelift IR (every op
-//!   of the spec, object model, adstack, guards), shared by
+//! - `lower` (private): the one lowering from guardlift IR to Cranelift IR
+//!   (every op of the spec, object model, adstack, guards), driven by
+//!   `unit` (private), the one compile driver over any
+//!   `cranelift_module::Module`, shared by
 //! - [`engine`]: the JIT for the host ([`Jit::compile`] → [`CompiledModule`]),
 //!   with [`call`]: typed entry points ([`TypedFunc`], `unsafe` to call, and
 //!   [`SafeFunc`] for functions [`safety`] proves memory-safe) and calls with
@@ -29,22 +31,23 @@ mod codemap;
 pub mod debuginfo;
 pub mod engine;
 pub mod error;
-pub mod lower;
+mod lower;
 pub mod object;
 pub mod placement;
 pub mod safety;
 pub mod target;
 mod trampoline;
 pub mod typed;
+mod unit;
 pub mod unwind;
 
 pub use call::{NativeFunc, SafeFunc, TypedFunc};
 pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};
 pub use error::JitError;
-pub use lower::{guard_strategy, GuardStrategy, RtRef, RUNTIME_SYMBOL};
+pub use lower::RUNTIME_SYMBOL;
 pub use object::{
-    emit_asm, emit_clif, emit_object, emit_object_verified, emit_object_with_traps, EmitOptions,
-    ObjectTrap,
+    check_externs, emit_asm, emit_clif, emit_object, emit_object_verified, emit_object_with_traps,
+    EmitOptions, ObjectTrap,
 };
 pub use object::{emit_object_with_code, ObjectCode};
 pub use placement::Placement;

@@ -9,12 +9,13 @@
 //! position-independent (calls and data go through the GOT/PLT).
 
 use crate::error::JitError;
-use crate::lower::{self, Lowerer, RtRef};
-use crate::target::{build_isa, build_isa_verified, OptLevel, Target, Tier, TierIsas};
+use crate::lower::{self, Calls, ExternBinding, LowerConfig, Lowerer, Names, RtRef, StubInfo};
+use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Target, Tier, TierIsas, Verifier};
+use crate::unit::{compile_unit, Unit, UnitConfig};
 use cranelift_codegen::ir::UserFuncName;
 use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
-use cranelift_module::{FuncId as ClFuncId, Linkage, Module as _};
+use cranelift_module::Module as _;
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use guardlift_ir::FuncId;
 use guardlift_runtime::Mode;
@@ -23,7 +24,9 @@ use std::fmt::Write as _;
 /// Options of the ahead-of-time outputs.
 #[derive(Clone, Debug, Default)]
 pub struct EmitOptions {
-    /// Decides the guard lowering (see [`crate::lower::guard_strategy`]).
+    /// Decides the guard lowering: a guard's cold block calls the report
+    /// entry point (abort, recover), or stores what it observed in the
+    /// runtime's trap scratch area and traps (trap).
     pub mode: Mode,
     /// Added to local site ids: the base the program's runtime will hand out
     /// when it registers this module's sites (0 for the first module).
@@ -32,57 +35,73 @@ pub struct EmitOptions {
     pub opt_level: OptLevel,
 }
 
-struct Setup<'m> {
-    om: ObjectModule,
-    lw: Lowerer<'m>,
-    funcs: Vec<ClFuncId>,
+/// Checks that every extern of `module` can be bound in an object file
+/// linked without host C code: a built-in of spec §7 (its declared
+/// signature checked against the entry table), or a symbol `defined` says
+/// the link provides. Otherwise the link error `LINE:COL: undefined symbol
+/// @name`, as [`crate::Jit::compile`] gives for a host function it was not
+/// given.
+///
+/// ```
+/// let m = guardlift_ir::parse_module(
+///     "extern fn @sin(f64) -> f64\nextern fn @helper(i64) -> i64\n",
+/// )?;
+/// assert!(guardlift_jit::check_externs(&m, |name| name == "helper").is_ok());
+/// let err = guardlift_jit::check_externs(&m, |_| false).unwrap_err();
+/// assert!(err.to_string().contains("undefined symbol @helper"), "{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check_externs(
+    module: &guardlift_ir::Module,
+    mut defined: impl FnMut(&str) -> bool,
+) -> Result<(), JitError> {
+    lower::resolve_externs(module, |name| defined(name).then(String::new)).map(drop)
 }
 
-fn setup<'m>(
-    module: &'m guardlift_ir::Module,
-    target: Target,
-    opts: &EmitOptions,
-) -> Result<Setup<'m>, JitError> {
-    setup_with_isa(
-        module,
-        build_isa(target, opts.opt_level, Tier::Optimized, true)?,
-        opts,
-    )
-}
-
-fn setup_with_isa<'m>(
-    module: &'m guardlift_ir::Module,
+/// An object module for `module` (verified) with its ISA `isa`, and the
+/// binding of its externs: every extern that is not a built-in is imported
+/// under its own name.
+fn object_module(
+    module: &guardlift_ir::Module,
     isa: cranelift_codegen::isa::OwnedTargetIsa,
-    opts: &EmitOptions,
-) -> Result<Setup<'m>, JitError> {
+) -> Result<(ObjectModule, Vec<ExternBinding>), JitError> {
     guardlift_ir::verify_module(module)?;
     let externs = lower::resolve_externs(module, |name| Some(name.to_string()))?;
-    let call_conv = isa.default_call_conv();
     let ob = ObjectBuilder::new(isa, "guardlift", cranelift_module::default_libcall_names())
         .map_err(|e| JitError::module("creating the object file", e))?;
-    let mut om = ObjectModule::new(ob);
-    let mut funcs = Vec::with_capacity(module.functions.len());
-    for f in &module.functions {
-        let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
-        let id = om
-            .declare_function(&f.name, Linkage::Export, &sig)
-            .map_err(|e| JitError::Link {
-                loc: f.loc,
-                msg: format!("cannot export @{}: {e}", f.name),
-            })?;
-        funcs.push(id);
+    Ok((ObjectModule::new(ob), externs))
+}
+
+/// The ISA of `target`'s object files at `opts`' level, with Cranelift's
+/// verifier as `verifier` says.
+fn object_isa(
+    target: Target,
+    opts: &EmitOptions,
+    verifier: Verifier,
+) -> Result<cranelift_codegen::isa::OwnedTargetIsa, JitError> {
+    build_isa(&IsaSpec {
+        target,
+        opt: opts.opt_level,
+        tier: Tier::Optimized,
+        code: CodeModel::Pic,
+        verifier,
+    })
+}
+
+/// How object files are lowered: the runtime is the imported data symbol
+/// [`crate::RUNTIME_SYMBOL`], calls between the module's functions are
+/// near (one text section), functions are exported under their IR names,
+/// and no shadow is assumed.
+fn object_lowering(opts: &EmitOptions) -> LowerConfig {
+    LowerConfig {
+        rt: RtRef::Symbol,
+        mode: opts.mode,
+        site_base: opts.site_base,
+        calls: Calls::Near,
+        names: Names::Export,
+        shadow: None,
+        host: Default::default(),
     }
-    let lw = Lowerer::new(
-        module,
-        RtRef::Symbol,
-        opts.mode,
-        opts.site_base,
-        call_conv,
-        funcs.clone(),
-        externs,
-        true,
-    );
-    Ok(Setup { om, lw, funcs })
 }
 
 /// A relocatable object file (ELF for the explicit targets).
@@ -143,7 +162,8 @@ pub fn emit_object_with_code(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<ObjectCode, JitError> {
-    emit_with(setup(module, target, opts)?, module, target, opts.site_base)
+    let isa = object_isa(target, opts, Verifier::Profile)?;
+    emit_with(module, target, opts, isa)
 }
 
 /// [`emit_object`] with Cranelift's verifier on whatever the build profile
@@ -154,68 +174,46 @@ pub fn emit_object_verified(
     target: Target,
     opts: &EmitOptions,
 ) -> Result<Vec<u8>, JitError> {
-    let isa = build_isa_verified(target, opts.opt_level, Tier::Optimized, true, true)?;
-    emit_with(
-        setup_with_isa(module, isa, opts)?,
-        module,
-        target,
-        opts.site_base,
-    )
-    .map(|o| o.bytes)
+    let isa = object_isa(target, opts, Verifier::On)?;
+    emit_with(module, target, opts, isa).map(|o| o.bytes)
 }
 
+/// Compiles `module` for `target` into an object file ([`compile_unit`])
+/// with `isa` as the module's ISA.
 fn emit_with(
-    setup: Setup<'_>,
     module: &guardlift_ir::Module,
     target: Target,
-    site_base: u32,
+    opts: &EmitOptions,
+    isa: cranelift_codegen::isa::OwnedTargetIsa,
 ) -> Result<ObjectCode, JitError> {
-    let mut traps = Vec::new();
-    let mut functions = Vec::with_capacity(module.functions.len());
-    let all_sites = module.site_infos();
-    let Setup {
-        mut om,
-        mut lw,
-        funcs,
-    } = setup;
-    let mut ctx = om.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let mut tiers = TierIsas::new(target, true);
-    for (i, f) in module.functions.iter().enumerate() {
-        let id = funcs[i];
-        lw.lower_function(
-            &mut om,
-            FuncId(i as u32),
-            UserFuncName::user(0, id.as_u32()),
-            &mut ctx.func,
-            &mut fctx,
-        )?;
-        tiers.define(&mut om, id, &mut ctx, Tier::of(f), &f.name)?;
-        let code = ctx
-            .compiled_code()
-            .ok_or_else(|| JitError::Internal(format!("@{}: no compiled code", f.name)))?;
-        functions.push(guardlift_runtime::codemap::CodeFunction {
+    let (mut om, externs) = object_module(module, isa)?;
+    let cfg = UnitConfig {
+        target,
+        lower: object_lowering(opts),
+        unwind: false,
+        stubs: StubInfo::Skip,
+    };
+    let unit = compile_unit(&mut om, module, &cfg, externs)?;
+    let traps = (unit.funcs.iter())
+        .flat_map(|c| {
+            let function = &module.functions[c.func].name;
+            (c.traps.iter()).map(|&(offset, site, kind)| ObjectTrap {
+                function: function.clone(),
+                offset,
+                site,
+                kind,
+            })
+        })
+        .collect();
+    let functions = (unit.funcs.into_iter())
+        .map(|c| guardlift_runtime::codemap::CodeFunction {
             start: 0,
-            len: code.code_info().total_size as usize,
-            function: f.name.clone(),
-            locs: crate::codemap::pc_locs(code, f, lw.trap_sites(), &all_sites, site_base),
+            len: c.size,
+            function: module.functions[c.func].name.clone(),
+            locs: c.locs,
             instrumented: module.is_instrumented(),
-        });
-        if !lw.trap_sites().is_empty() {
-            for (offset, site, kind) in crate::engine::trap_offsets(code, lw.trap_sites(), &f.name)?
-            {
-                traps.push(ObjectTrap {
-                    function: f.name.clone(),
-                    offset,
-                    site,
-                    kind,
-                });
-            }
-        }
-        om.clear_context(&mut ctx);
-    }
-    lw.define_stubs(&mut om, &mut fctx)?;
-    drop(lw);
+        })
+        .collect();
     let bytes = om
         .finish()
         .emit()
@@ -279,7 +277,8 @@ fn each_lowered(
         &mut Context,
     ) -> Result<(), JitError>,
 ) -> Result<(), JitError> {
-    let Setup { mut om, mut lw, .. } = setup(module, target, opts)?;
+    let (mut om, externs) = object_module(module, object_isa(target, opts, Verifier::Profile)?)?;
+    let Unit { mut lw, .. } = Unit::declare(&mut om, module, &object_lowering(opts), externs)?;
     let mut fctx = FunctionBuilderContext::new();
     let mut ctx = Context::new();
     for (i, f) in module.functions.iter().enumerate() {
@@ -327,7 +326,7 @@ pub fn emit_asm(
     opts: &EmitOptions,
 ) -> Result<String, JitError> {
     let mut bodies = String::new();
-    let mut tiers = TierIsas::new(target, true);
+    let mut tiers = TierIsas::new(target);
     each_lowered(module, target, opts, |om, lw, f, ctx| {
         let tier = Tier::of(f);
         let code = tiers.compile(om.isa(), ctx, tier, &f.name)?;

@@ -201,44 +201,44 @@ impl Tier {
 
 /// The ISAs of a module's functions: the module's own (for
 /// [`Tier::Optimized`]) and, built when the first big function comes, the
-/// one of [`Tier::Big`].
+/// one of [`Tier::Big`], with the module's own code model and verifier
+/// setting.
 pub(crate) struct TierIsas {
     target: Target,
-    pic: bool,
-    /// Cranelift's verifier in the big tier's ISA.
-    verifier: bool,
     big: Option<OwnedTargetIsa>,
 }
 
 impl TierIsas {
-    pub(crate) fn new(target: Target, pic: bool) -> TierIsas {
-        TierIsas {
-            target,
-            pic,
-            verifier: cfg!(debug_assertions),
-            big: None,
-        }
+    /// The tiers of a module for `target`.
+    pub(crate) fn new(target: Target) -> TierIsas {
+        TierIsas { target, big: None }
     }
 
-    /// With Cranelift's verifier on or off in the big tier (as in the module's own ISA).
-    pub(crate) fn verified(mut self, on: bool) -> TierIsas {
-        self.verifier = on;
-        self
-    }
-
-    /// The ISA that compiles functions of `tier`; `None` for the module's own.
-    fn isa(&mut self, tier: Tier) -> Result<Option<&OwnedTargetIsa>, JitError> {
+    /// The ISA that compiles functions of `tier` in a module whose own
+    /// ISA is `module_isa`; `None` for the module's own.
+    fn isa(
+        &mut self,
+        module_isa: &dyn isa::TargetIsa,
+        tier: Tier,
+    ) -> Result<Option<&OwnedTargetIsa>, JitError> {
         if tier == Tier::Optimized {
             return Ok(None);
         }
         if self.big.is_none() {
-            self.big = Some(build_isa_verified(
-                self.target,
-                OptLevel::None,
+            let flags = module_isa.flags();
+            self.big = Some(build_isa(&IsaSpec {
+                target: self.target,
+                opt: OptLevel::None,
                 tier,
-                self.pic,
-                self.verifier,
-            )?);
+                code: match flags.is_pic() {
+                    true => CodeModel::Pic,
+                    false => CodeModel::Absolute,
+                },
+                verifier: match flags.enable_verifier() {
+                    true => Verifier::On,
+                    false => Verifier::Off,
+                },
+            })?);
         }
         Ok(self.big.as_ref())
     }
@@ -253,7 +253,7 @@ impl TierIsas {
         tier: Tier,
         name: &str,
     ) -> Result<(), JitError> {
-        let Some(isa) = self.isa(tier)? else {
+        let Some(isa) = self.isa(m.isa(), tier)? else {
             return m
                 .define_function(id, ctx)
                 .map_err(|e| JitError::module(format!("@{name}"), e));
@@ -285,7 +285,7 @@ impl TierIsas {
         tier: Tier,
         name: &str,
     ) -> Result<&'c cranelift_codegen::CompiledCode, JitError> {
-        let isa: &dyn isa::TargetIsa = match self.isa(tier)? {
+        let isa: &dyn isa::TargetIsa = match self.isa(module_isa, tier)? {
             Some(i) => &**i,
             None => module_isa,
         };
@@ -294,30 +294,77 @@ impl TierIsas {
     }
 }
 
-/// Builds the ISA for `target` and functions of `tier`. `pic` must be
-/// false for the JIT.
-///
-/// Settings: the optimization level (`none` at [`Tier::Big`]) and register
-/// allocator of the tier; Cranelift's verifier in debug builds; inline stack
-/// probes (adstack frames can be large); NaN canonicalization (spec §3's
-/// canonical NaN results).
-pub(crate) fn build_isa(
-    target: Target,
-    opt: OptLevel,
-    tier: Tier,
-    pic: bool,
-) -> Result<OwnedTargetIsa, JitError> {
-    build_isa_verified(target, opt, tier, pic, cfg!(debug_assertions))
+/// How generated code refers to addresses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CodeModel {
+    /// Absolute addresses, patched where the code lands (the JIT).
+    Absolute,
+    /// Position-independent code: calls and data through the GOT/PLT
+    /// (object files).
+    Pic,
 }
 
-/// [`build_isa`] with Cranelift's verifier on or off whatever the build profile.
-pub(crate) fn build_isa_verified(
-    target: Target,
-    opt: OptLevel,
-    tier: Tier,
-    pic: bool,
-    verifier: bool,
-) -> Result<OwnedTargetIsa, JitError> {
+/// Cranelift's verifier on every compiled function.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Verifier {
+    /// On in debug builds only.
+    #[default]
+    Profile,
+    /// On, whatever the build profile.
+    On,
+    /// Off, whatever the build profile.
+    Off,
+}
+
+impl Verifier {
+    /// `None`: [`Verifier::Profile`]; `Some(on)`: on or off (as
+    /// `CompileOptions::verifier` says).
+    pub(crate) fn from_option(on: Option<bool>) -> Verifier {
+        match on {
+            None => Verifier::Profile,
+            Some(true) => Verifier::On,
+            Some(false) => Verifier::Off,
+        }
+    }
+
+    fn enabled(self) -> bool {
+        match self {
+            Verifier::Profile => cfg!(debug_assertions),
+            Verifier::On => true,
+            Verifier::Off => false,
+        }
+    }
+}
+
+/// What [`build_isa`] builds: an ISA for `target` and functions of `tier`.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct IsaSpec {
+    /// The architecture.
+    pub(crate) target: Target,
+    /// The optimization level asked for (`none` at [`Tier::Big`] whatever it says).
+    pub(crate) opt: OptLevel,
+    /// The tier of the functions it compiles.
+    pub(crate) tier: Tier,
+    /// Absolute (the JIT) or position-independent (object files).
+    pub(crate) code: CodeModel,
+    /// Cranelift's verifier.
+    pub(crate) verifier: Verifier,
+}
+
+/// Builds the ISA `spec` describes.
+///
+/// Settings: the optimization level (`none` at [`Tier::Big`]) and register
+/// allocator of the tier; Cranelift's verifier as `spec.verifier` says;
+/// inline stack probes (adstack frames can be large); NaN canonicalization
+/// (spec §3's canonical NaN results).
+pub(crate) fn build_isa(spec: &IsaSpec) -> Result<OwnedTargetIsa, JitError> {
+    let IsaSpec {
+        target,
+        opt,
+        tier,
+        code,
+        verifier,
+    } = *spec;
     let mut fb = settings::builder();
     let opt = match tier {
         Tier::Optimized => opt,
@@ -325,11 +372,13 @@ pub(crate) fn build_isa_verified(
     };
     set(&mut fb, "opt_level", opt.name())?;
     set(&mut fb, "regalloc_algorithm", tier.regalloc())?;
+    let pic = code == CodeModel::Pic;
     set(&mut fb, "is_pic", if pic { "true" } else { "false" })?;
+    let verify = verifier.enabled();
     set(
         &mut fb,
         "enable_verifier",
-        if verifier { "true" } else { "false" },
+        if verify { "true" } else { "false" },
     )?;
     set(&mut fb, "enable_probestack", "true")?;
     set(&mut fb, "probestack_strategy", "inline")?;
@@ -363,19 +412,59 @@ mod tests {
     use super::*;
     use cranelift_codegen::settings::{OptLevel as ClOpt, RegallocAlgorithm};
 
+    /// The big tier's ISA keeps the module ISA's code model and verifier
+    /// setting (an object file verified as it compiles verifies its big
+    /// functions too); the optimized tier is the module's own ISA.
+    #[test]
+    fn the_big_tier_keeps_the_modules_code_model_and_verifier() {
+        for (code, verifier) in [
+            (CodeModel::Pic, Verifier::On),
+            (CodeModel::Absolute, Verifier::Off),
+            (CodeModel::Pic, Verifier::Off),
+            (CodeModel::Absolute, Verifier::On),
+        ] {
+            let module = build_isa(&IsaSpec {
+                target: Target::X86_64,
+                opt: OptLevel::Speed,
+                tier: Tier::Optimized,
+                code,
+                verifier,
+            })
+            .unwrap();
+            let mut tiers = TierIsas::new(Target::X86_64);
+            assert!(tiers.isa(&*module, Tier::Optimized).unwrap().is_none());
+            let big = tiers.isa(&*module, Tier::Big).unwrap().unwrap();
+            let what = format!("{code:?}, {verifier:?}");
+            assert_eq!(big.flags().is_pic(), code == CodeModel::Pic, "{what}");
+            assert_eq!(
+                big.flags().enable_verifier(),
+                verifier == Verifier::On,
+                "{what}"
+            );
+            assert_eq!(big.flags().opt_level(), ClOpt::None, "{what}");
+        }
+    }
+
     /// The big tier's settings are the linear-time ones on every target,
     /// whatever level was asked for; the optimized tier keeps the request.
     #[test]
     fn tier_settings() {
         for target in [Target::X86_64, Target::Aarch64, Target::Riscv64] {
-            let big = build_isa(target, OptLevel::Speed, Tier::Big, true).unwrap();
+            let spec = |tier| IsaSpec {
+                target,
+                opt: OptLevel::Speed,
+                tier,
+                code: CodeModel::Pic,
+                verifier: Verifier::Profile,
+            };
+            let big = build_isa(&spec(Tier::Big)).unwrap();
             assert_eq!(big.flags().opt_level(), ClOpt::None, "{target}");
             assert_eq!(
                 big.flags().regalloc_algorithm(),
                 RegallocAlgorithm::SinglePass,
                 "{target}"
             );
-            let opt = build_isa(target, OptLevel::Speed, Tier::Optimized, true).unwrap();
+            let opt = build_isa(&spec(Tier::Optimized)).unwrap();
             assert_eq!(opt.flags().opt_level(), ClOpt::Speed, "{target}");
             assert_eq!(
                 opt.flags().regalloc_algorithm(),

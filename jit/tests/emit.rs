@@ -166,7 +166,7 @@ fn asm_text_for_host_and_targets() {
 /// The report stubs are `preserve_all` except on riscv64, where Cranelift
 /// 0.135 would save the vector registers with V instructions (SIGILL on
 /// RV64GC): there they use the platform convention
-/// (`guardlift_jit::lower::report_stub_conv`).
+/// (`report_stub_conv` in `jit/src/lower/stubs.rs`).
 #[test]
 fn report_stub_convention_per_target() {
     let m = parse(PROGRAM);

@@ -49,12 +49,11 @@ pub struct CodeUnit<'a> {
 }
 
 impl CodeUnit<'_> {
-    /// The name of IR function `function`'s code (`clean`: its clean variant).
-    pub fn ir_name(function: &str, clean: bool) -> String {
-        if clean {
-            format!("@{function} [clean]")
-        } else {
-            format!("@{function}")
+    /// The name of `variant` of IR function `function`'s code.
+    pub(crate) fn ir_name(function: &str, variant: crate::lower::Variant) -> String {
+        match variant {
+            crate::lower::Variant::Checked => format!("@{function}"),
+            crate::lower::Variant::Clean => format!("@{function} [clean]"),
         }
     }
 

@@ -33,15 +33,6 @@ fn abi_cl(t: AbiTy) -> cl::Type {
     }
 }
 
-/// The ABI class an IR type passes as to a built-in, if any.
-pub fn abi_class(t: Type) -> Option<AbiTy> {
-    match t {
-        Type::I64 | Type::Ptr => Some(AbiTy::I64),
-        Type::F64 => Some(AbiTy::F64),
-        _ => None,
-    }
-}
-
 /// The native signature of an IR function or host extern.
 ///
 /// `i8` parameters and results travel sign-extended to 32 bits, as C

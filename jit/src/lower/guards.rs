@@ -42,6 +42,7 @@ const _: () = assert!(layout::TAG_MASK == 0b111);
 
 /// The check the inline sequence computes, in Rust (tests compare it with
 /// [`layout::tag_ok`]).
+#[cfg(test)]
 pub const fn dict_word_ok(word: u64) -> bool {
     word.wrapping_add(DICT_CHECK_ADD) & DICT_CHECK_MASK == 0
 }

@@ -1,5 +1,7 @@
 //! The one lowering from guardlift IR to Cranelift IR, shared by the JIT
-//! ([`crate::engine`]) and the object emitter ([`crate::object`]).
+//! ([`crate::engine`]) and the object emitter ([`crate::object`]) through
+//! the one compile driver, [`crate::unit`]. Private to the crate: how a
+//! unit is lowered is chosen by a [`LowerConfig`].
 //!
 //! Each IR block becomes a Cranelift block with the same parameters, except
 //! that a block entered by one edge has none: its params map to the
@@ -42,7 +44,7 @@
 //! `far_data` (an absolute address: `Abs8`, or a GOT entry in PIC
 //! objects), calls of JIT functions, stubs, runtime entries and host
 //! functions non-colocated (`Abs8`; the object emitter may call its own
-//! functions near, `Lowerer::colocated_calls`: a linker places one text
+//! functions near, [`Calls::Near`]: a linker places one text
 //! section), libcalls non-colocated (`target`). Only a function's own
 //! constants and jump tables are PC-relative, inside its own code.
 
@@ -56,12 +58,11 @@ mod shadow;
 mod stubs;
 mod version;
 
-pub use abi::{abi_class, cl_type, entry_signature, ir_signature, resolve_externs, ExternBinding};
-pub use guardlift_abi::Entry;
+pub(crate) use abi::{cl_type, ir_signature, resolve_externs, ExternBinding};
+pub(crate) use guardlift_abi::Entry;
 use guardlift_ir::hoist::HostModel;
-pub use guards::{dict_word_ok, DICT_CHECK_ADD, DICT_CHECK_MASK};
-pub use shadow::ShadowRef;
-pub use stubs::{report_stub_conv, Stub, StubCode};
+pub(crate) use shadow::ShadowRef;
+pub(crate) use stubs::{Stub, StubCode, StubInfo};
 
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, Signature, SourceLoc, UserFuncName};
@@ -78,7 +79,7 @@ pub const RUNTIME_SYMBOL: &str = "guardlift_runtime";
 /// How generated code finds the runtime (the hidden first argument of
 /// built-ins and report entry points).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum RtRef {
+pub(crate) enum RtRef {
     /// A constant address (JIT: `Arc::as_ptr` of the module's runtime).
     Const(u64),
     /// The address of the imported data symbol [`RUNTIME_SYMBOL`] (object files).
@@ -87,7 +88,7 @@ pub enum RtRef {
 
 /// How a failed check is lowered.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum GuardStrategy {
+pub(crate) enum GuardStrategy {
     /// Inline check branching to a cold block that calls the report entry
     /// point, then applies the recover-mode effect and rejoins. In abort mode
     /// the call does not return unless the runtime was configured not to
@@ -109,7 +110,7 @@ pub enum GuardStrategy {
 /// trap mode cannot work in this process (no handler for the platform) or
 /// must not (`RuntimeConfig::abort_process` is off: a trap cannot return a
 /// verdict); see `Jit::compile`.
-pub fn guard_strategy(mode: Mode) -> GuardStrategy {
+pub(crate) fn guard_strategy(mode: Mode) -> GuardStrategy {
     match mode {
         Mode::Abort | Mode::Recover => GuardStrategy::ReportCall,
         Mode::Trap => GuardStrategy::Trap,
@@ -120,11 +121,11 @@ pub fn guard_strategy(mode: Mode) -> GuardStrategy {
 /// low bits are the trap's index in [`Lowerer::trap_sites`]. (Lines stay
 /// far below this bit, so the relative encoding of source locations
 /// cannot collide with it.)
-pub const TRAP_SRCLOC_BIT: u32 = 1 << 31;
+pub(crate) const TRAP_SRCLOC_BIT: u32 = 1 << 31;
 
 /// The index into [`Lowerer::trap_sites`] that a trap instruction's source
 /// location encodes, if it is one of ours.
-pub fn trap_index(loc: SourceLoc) -> Option<usize> {
+pub(crate) fn trap_index(loc: SourceLoc) -> Option<usize> {
     (!loc.is_default() && loc.bits() & TRAP_SRCLOC_BIT != 0)
         .then(|| (loc.bits() & !TRAP_SRCLOC_BIT) as usize)
 }
@@ -134,50 +135,105 @@ pub fn trap_index(loc: SourceLoc) -> Option<usize> {
 /// sits in the code, that machine instruction accesses memory an IR
 /// access named, even where the backend merged the access into another
 /// instruction (`crate::codemap` maps it back to the access).
-pub fn access_trap_code() -> Option<cl::TrapCode> {
+pub(crate) fn access_trap_code() -> Option<cl::TrapCode> {
     func::mem().trap_code()
 }
 
-// ---- the dict tag check ----------------------------------------------------
+/// Which code of an IR function is lowered: the function as written, or
+/// its clean variant (`version`: the same function without the lifetime
+/// checks, watches and bounds tests of the object params a clean loop's
+/// entry test vouches for).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// The function with all its checks.
+    Checked,
+    /// The clean variant.
+    Clean,
+}
+
+/// May calls between a unit's IR functions use near (limited-range)
+/// relocations?
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Calls {
+    /// Yes: one text section, placed by a linker (object files).
+    Near,
+    /// No: every call is far (the JIT maps code chunk by chunk).
+    Far,
+}
+
+/// How a unit's IR functions and stubs are declared in the Cranelift module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Names {
+    /// IR functions exported under their names (object files: the symbols
+    /// the linker and the C support see); stubs anonymous.
+    Export,
+    /// Everything anonymous (the JIT).
+    Anonymous,
+    /// Everything local, under the names the perf map gives it
+    /// (`guardlift:@f`, `guardlift:@f [clean]`, `guardlift:[stub …]`): with
+    /// `perfmap=1`, so that cranelift-jit's own perf map lines (under `perf
+    /// record`) name the code as ours do (`crate::debuginfo::perfmap`).
+    Profiler,
+}
+
+/// How a unit is lowered: what differs between the JIT's code and an
+/// object file's.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct LowerConfig {
+    /// How generated code finds the runtime.
+    pub(crate) rt: RtRef,
+    /// The runtime mode (decides the guard lowering, [`guard_strategy`]).
+    pub(crate) mode: Mode,
+    /// Added to local site ids to get runtime-global ids.
+    pub(crate) site_base: u32,
+    /// Near or far calls between the unit's functions.
+    pub(crate) calls: Calls,
+    /// How functions and stubs are declared.
+    pub(crate) names: Names,
+    /// The runtime's shadow (JIT only; `None`: every check calls the
+    /// runtime, and no loop is versioned).
+    pub(crate) shadow: Option<ShadowRef>,
+    /// What the loop analysis assumes of the host (its own attribute slow
+    /// paths: `Runtime::attr_slow_paths_bound`).
+    pub(crate) host: HostModel,
+}
 
 /// Module-wide lowering state: how IR functions, externs and the runtime map
 /// to Cranelift module entities. Imports are declared on first use.
-pub struct Lowerer<'m> {
+pub(crate) struct Lowerer<'m> {
     /// The module being lowered.
-    pub ir: &'m guardlift_ir::Module,
+    pub(crate) ir: &'m guardlift_ir::Module,
     /// How generated code finds the runtime.
-    pub rt: RtRef,
+    pub(crate) rt: RtRef,
     /// The runtime mode (decides the guard lowering, [`guard_strategy`]).
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// Added to local site ids to get runtime-global ids.
-    pub site_base: u32,
+    pub(crate) site_base: u32,
     /// The target's calling convention for IR functions and the runtime.
-    pub call_conv: CallConv,
+    pub(crate) call_conv: CallConv,
     /// The Cranelift function of every IR function (by [`FuncId`]).
-    pub funcs: Vec<ClFuncId>,
+    pub(crate) funcs: Vec<ClFuncId>,
     /// The binding of every IR extern (by `ExternId`).
-    pub externs: Vec<ExternBinding>,
+    pub(crate) externs: Vec<ExternBinding>,
     /// May calls between IR functions use near (limited-range) relocations?
-    pub colocated_calls: bool,
+    pub(crate) colocated_calls: bool,
     /// The runtime's shadow (JIT only; `None`: every check calls the runtime).
-    pub shadow: Option<ShadowRef>,
+    pub(crate) shadow: Option<ShadowRef>,
     /// What the loop analysis assumes of the host (its own attribute slow
     /// paths: `Runtime::attr_slow_paths_bound`).
-    pub host: HostModel,
+    pub(crate) host: HostModel,
     /// The module has bounds checks: `stack_alloc` areas tell the runtime
     /// their pads, which are redzones until the function returns
     /// (`gl_stack_area` / `gl_stack_release`), as the interpreter's areas
     /// have.
-    pub stack_redzones: bool,
-    /// Declare stubs under their names (`guardlift:[stub …]`, Local
-    /// linkage) rather than anonymously: with `perfmap=1`, so that
-    /// cranelift-jit's own perf map lines (under `perf record`) name them
-    /// as ours do (`crate::debuginfo::perfmap`).
-    pub named_stubs: bool,
+    pub(crate) stack_redzones: bool,
+    /// Declare stubs under their names ([`Names::Profiler`]) rather than
+    /// anonymously.
+    pub(crate) named_stubs: bool,
     /// The clean variant of every IR function (by [`FuncId`]) that has
-    /// one, declared by the JIT after [`Lowerer::plan_clean_variants`]
-    /// (`version`).
-    pub clean_funcs: Vec<Option<ClFuncId>>,
+    /// one, declared by the compile driver (`crate::unit`) after
+    /// [`Lowerer::plan_clean_variants`] (`version`).
+    pub(crate) clean_funcs: Vec<Option<ClFuncId>>,
     /// The param indices whose lifetime checks and `guard.watch`es each IR
     /// function's clean variant drops (`version`).
     variants: Vec<Option<version::VariantDrops>>,
@@ -215,32 +271,29 @@ pub(crate) fn far_data<M: ClModule + ?Sized>(
 }
 
 impl<'m> Lowerer<'m> {
-    /// A lowerer for `ir` whose functions are declared as `funcs` and
+    /// A lowerer for `ir` as `cfg` says, with the target's calling
+    /// convention `call_conv`, whose functions are declared as `funcs` and
     /// whose externs are bound to `externs` ([`resolve_externs`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         ir: &'m guardlift_ir::Module,
-        rt: RtRef,
-        mode: Mode,
-        site_base: u32,
+        cfg: &LowerConfig,
         call_conv: CallConv,
         funcs: Vec<ClFuncId>,
         externs: Vec<ExternBinding>,
-        colocated_calls: bool,
     ) -> Self {
         Lowerer {
             ir,
-            rt,
-            mode,
-            site_base,
+            rt: cfg.rt,
+            mode: cfg.mode,
+            site_base: cfg.site_base,
             call_conv,
             funcs,
             externs,
-            colocated_calls,
-            shadow: None,
-            host: HostModel::default(),
+            colocated_calls: cfg.calls == Calls::Near,
+            shadow: cfg.shadow,
+            host: cfg.host,
             stack_redzones: (ir.sites.values()).any(|s| s.checks.contains(CheckKind::Bounds)),
-            named_stubs: false,
+            named_stubs: cfg.names == Names::Profiler,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
             imports: HashMap::new(),
@@ -256,12 +309,12 @@ impl<'m> Lowerer<'m> {
     /// emission order; a trap's source location holds its index here
     /// ([`trap_index`]). Traps of blocks Cranelift drops are simply absent
     /// from the machine code.
-    pub fn trap_sites(&self) -> &[(u32, ReportKind)] {
+    pub(crate) fn trap_sites(&self) -> &[(u32, ReportKind)] {
         &self.traps
     }
 
     /// The native signature of IR function `id`.
-    pub fn func_signature(&self, id: FuncId) -> Signature {
+    pub(crate) fn func_signature(&self, id: FuncId) -> Signature {
         let f = self.ir.func(id);
         ir_signature(self.call_conv, &f.param_types(), f.ret)
     }
@@ -286,7 +339,7 @@ impl<'m> Lowerer<'m> {
     }
 
     /// Lowers IR function `id` into `out` (which is cleared first).
-    pub fn lower_function<M: ClModule + ?Sized>(
+    pub(crate) fn lower_function<M: ClModule + ?Sized>(
         &mut self,
         m: &mut M,
         id: FuncId,
@@ -294,11 +347,11 @@ impl<'m> Lowerer<'m> {
         out: &mut cl::Function,
         fctx: &mut FunctionBuilderContext,
     ) -> Result<(), JitError> {
-        self.lower_as(m, id, name, out, fctx, false)
+        self.lower_as(m, id, name, out, fctx, Variant::Checked)
     }
 
-    /// Lowers IR function `id` into `out` (which is cleared first), as its
-    /// clean variant (`version`) if `clean`.
+    /// Lowers `variant` of IR function `id` into `out` (which is cleared
+    /// first).
     pub(crate) fn lower_as<M: ClModule + ?Sized>(
         &mut self,
         m: &mut M,
@@ -306,12 +359,12 @@ impl<'m> Lowerer<'m> {
         name: UserFuncName,
         out: &mut cl::Function,
         fctx: &mut FunctionBuilderContext,
-        clean: bool,
+        variant: Variant,
     ) -> Result<(), JitError> {
         let f = self.ir.func(id);
-        let variant = match clean {
-            false => None,
-            true => Some(
+        let variant = match variant {
+            Variant::Checked => None,
+            Variant::Clean => Some(
                 self.variant_values(id)
                     .ok_or_else(|| JitError::Internal(format!("@{}: no clean variant", f.name)))?,
             ),

@@ -144,23 +144,15 @@ impl Lowerer<'_> {
     /// Defines the bodies of the stubs the lowered functions use: each
     /// materializes the runtime pointer, calls the runtime function with
     /// the platform's convention and returns its result (if the stub has
-    /// one). Call once, after the last [`Lowerer::lower_function`].
-    pub fn define_stubs<M: ClModule + ?Sized>(
+    /// one). Call once, after the last [`Lowerer::lower_function`]. With
+    /// [`StubInfo::Keep`], returns each stub's function, name, code size
+    /// and unwind info (for profilers, debuggers and the unwinder); with
+    /// [`StubInfo::Skip`], nothing.
+    pub(crate) fn define_stubs<M: ClModule + ?Sized>(
         &mut self,
         m: &mut M,
         fctx: &mut FunctionBuilderContext,
-    ) -> Result<(), JitError> {
-        self.define_stubs_seen(m, fctx, false).map(drop)
-    }
-
-    /// [`Lowerer::define_stubs`], and with `seen` each stub's function,
-    /// name, code size and unwind info (for profilers and debuggers,
-    /// `crate::debuginfo`; empty without `seen`).
-    pub fn define_stubs_seen<M: ClModule + ?Sized>(
-        &mut self,
-        m: &mut M,
-        fctx: &mut FunctionBuilderContext,
-        seen: bool,
+        info: StubInfo,
     ) -> Result<Vec<StubCode>, JitError> {
         let mut out = Vec::new();
         let mut ctx = m.make_context();
@@ -213,7 +205,7 @@ impl Lowerer<'_> {
             b.finalize(m.isa().frontend_config());
             m.define_function(id, &mut ctx)
                 .map_err(|err| JitError::Codegen(format!("the {st:?} stub: {err:?}")))?;
-            if seen {
+            if info == StubInfo::Keep {
                 if let Some(code) = ctx.compiled_code() {
                     // None when Cranelift cannot describe the frame: the
                     // stub is left out of the unwind tables, never an error.
@@ -249,8 +241,18 @@ impl Lowerer<'_> {
     }
 }
 
+/// What [`Lowerer::define_stubs`] returns of the stubs it compiles.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StubInfo {
+    /// Nothing (object files; the JIT when no profiler, debugger or
+    /// unwinder is told of its code).
+    Skip,
+    /// Each stub's [`StubCode`].
+    Keep,
+}
+
 /// A compiled stub as profilers and debuggers see it
-/// ([`Lowerer::define_stubs_seen`]).
+/// ([`Lowerer::define_stubs`] with [`StubInfo::Keep`]).
 pub struct StubCode {
     /// Its function in the module.
     pub id: cranelift_module::FuncId,

@@ -693,11 +693,30 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{RtRef, ShadowRef};
+    use super::super::{Calls, LowerConfig, Names, RtRef, ShadowRef};
     use super::*;
     use cranelift_codegen::isa::CallConv;
     use guardlift_instrument::{instrument, CheckSet};
     use guardlift_runtime::Mode;
+
+    /// A shadow that tests watches, as the JIT's.
+    const WATCHING: ShadowRef = ShadowRef {
+        base: 1 << 40,
+        watch_id: Some(1),
+    };
+
+    /// The JIT's lowering in `mode` (far calls) with `shadow`.
+    fn config(mode: Mode, shadow: Option<ShadowRef>) -> LowerConfig {
+        LowerConfig {
+            rt: RtRef::Const(0),
+            mode,
+            site_base: 0,
+            calls: Calls::Far,
+            names: Names::Anonymous,
+            shadow,
+            host: Default::default(),
+        }
+    }
 
     /// The clean variant of each function of `text` (instrumented with
     /// `checks`) as the JIT with a shadow plans it, by name.
@@ -706,20 +725,8 @@ mod tests {
             &guardlift_ir::parse_and_verify(text).expect("valid"),
             checks,
         );
-        let mut lw = Lowerer::new(
-            &m,
-            RtRef::Const(0),
-            Mode::Abort,
-            0,
-            CallConv::SystemV,
-            Vec::new(),
-            Vec::new(),
-            false,
-        );
-        lw.shadow = Some(ShadowRef {
-            base: 1 << 40,
-            watch_id: Some(1),
-        });
+        let cfg = config(Mode::Abort, Some(WATCHING));
+        let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, Vec::new(), Vec::new());
         lw.plan_clean_variants();
         (m.functions.iter().enumerate())
             .map(|(i, f)| (f.name.clone(), lw.variant_drops(FuncId(i as u32)).cloned()))
@@ -746,11 +753,10 @@ mod tests {
     /// verifier accepts the function.
     #[test]
     fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
-        use crate::target::{build_isa_verified, OptLevel, Target, Tier};
         use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
         use cranelift_frontend::FunctionBuilderContext;
         use cranelift_module::{Linkage, Module};
-        use cranelift_object::{ObjectBuilder, ObjectModule};
+        use cranelift_object::ObjectModule;
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../ir/tests/hoist/a_br_table_loop_is_clean.glir"
@@ -760,30 +766,12 @@ mod tests {
             &guardlift_ir::parse_and_verify(&text).expect("valid"),
             CheckSet::ALL,
         );
-        let isa = build_isa_verified(Target::X86_64, OptLevel::Speed, Tier::Optimized, true, true)
-            .expect("isa");
-        let ob = ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
-            .expect("object builder");
-        let mut om = ObjectModule::new(ob);
+        let mut om = crate::unit::tests::object_module();
         let sig = lower_sig(&m, &om);
         let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
-        let count = |shadow: bool, om: &mut ObjectModule| {
-            let mut lw = Lowerer::new(
-                &m,
-                RtRef::Const(0),
-                Mode::Recover,
-                0,
-                CallConv::SystemV,
-                vec![id],
-                Vec::new(),
-                false,
-            );
-            if shadow {
-                lw.shadow = Some(ShadowRef {
-                    base: 1 << 40,
-                    watch_id: Some(1),
-                });
-            }
+        let count = |shadow: Option<ShadowRef>, om: &mut ObjectModule| {
+            let cfg = config(Mode::Recover, shadow);
+            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], Vec::new());
             let mut f = Function::new();
             let mut fctx = FunctionBuilderContext::new();
             (lw.lower_function(om, FuncId(0), UserFuncName::default(), &mut f, &mut fctx))
@@ -794,8 +782,12 @@ mod tests {
                 .filter(|&i| matches!(f.dfg.insts[i], InstructionData::BranchTable { .. }))
                 .count()
         };
-        assert_eq!(count(false, &mut om), 1, "one copy without a shadow");
-        assert_eq!(count(true, &mut om), 2, "checked and clean copies");
+        assert_eq!(count(None, &mut om), 1, "one copy without a shadow");
+        assert_eq!(
+            count(Some(WATCHING), &mut om),
+            2,
+            "checked and clean copies"
+        );
     }
 
     fn lower_sig(m: &guardlift_ir::Module, om: &cranelift_object::ObjectModule) -> cl::Signature {

@@ -1,0 +1,383 @@
+//! The one compile driver: a module's functions, over any
+//! `cranelift_module::Module`. [`compile_unit`] declares the module's
+//! functions (and the clean variants the loop versioning plans,
+//! `lower::version`), lowers each ([`crate::lower`]), compiles it at its
+//! tier ([`crate::target::Tier`]) and defines it, defines the stubs, and
+//! reads from each compiled function what the module's container does not
+//! keep: its code size, its PC → IR-site map ([`crate::codemap`]), the
+//! offsets of its guard traps (trap mode) and, when asked, Cranelift's
+//! unwind info. Data (the runtime symbol of object files) and imports
+//! (entry points, built-ins, host functions) are declared by the lowering
+//! on first use.
+//!
+//! Both containers call it: the host JIT ([`crate::engine`], over
+//! `cranelift_jit::JITModule`, then finalizes and registers the code) and
+//! the object emitter ([`crate::object`], over
+//! `cranelift_object::ObjectModule`, then writes the object file). What
+//! differs between them is a [`UnitConfig`].
+
+use crate::engine::CompileTimes;
+use crate::error::JitError;
+use crate::lower::{self, ExternBinding, LowerConfig, Lowerer, Names, StubCode, StubInfo, Variant};
+use crate::target::{Target, Tier, TierIsas};
+use cranelift_codegen::ir::UserFuncName;
+use cranelift_codegen::isa::unwind::UnwindInfo;
+use cranelift_codegen::CompiledCode;
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module};
+use guardlift_abi::ReportKind;
+use guardlift_ir::FuncId;
+use guardlift_runtime::codemap::PcLoc;
+use std::time::Instant;
+
+/// How [`compile_unit`] compiles a module, and what it collects.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct UnitConfig {
+    /// The architecture (the big tier's ISA is built for it).
+    pub(crate) target: Target,
+    /// How the functions are lowered and declared.
+    pub(crate) lower: LowerConfig,
+    /// Collect Cranelift's unwind info of every function (the unwinder,
+    /// the GDB JIT interface).
+    pub(crate) unwind: bool,
+    /// What to keep of the compiled stubs.
+    pub(crate) stubs: StubInfo,
+}
+
+/// A module's functions declared in a Cranelift module, with the lowerer
+/// that lowers them ([`Unit::declare`]); [`Unit::compile`] compiles them.
+pub(crate) struct Unit<'m> {
+    /// The lowerer, bound to the declared functions.
+    pub(crate) lw: Lowerer<'m>,
+    /// The code units to compile: (IR function, which code of it, its
+    /// Cranelift function), the module's functions in order, then the
+    /// clean variants.
+    units: Vec<(usize, Variant, ClFuncId)>,
+}
+
+/// What [`compile_unit`] read of one compiled code unit.
+pub(crate) struct FuncCode {
+    /// The IR function (its index in the module).
+    pub(crate) func: usize,
+    /// The function as written, or its clean variant.
+    pub(crate) variant: Variant,
+    /// Its function in the Cranelift module.
+    pub(crate) id: ClFuncId,
+    /// Its code size in bytes.
+    pub(crate) size: usize,
+    /// Its PC → IR-site map (offsets from its start).
+    pub(crate) locs: Vec<PcLoc>,
+    /// (code offset, runtime-global site, kind) of each guard trap (trap
+    /// mode; otherwise empty).
+    pub(crate) traps: Vec<(u32, u32, ReportKind)>,
+    /// Cranelift's unwind info ([`UnitConfig::unwind`]; `None` without it,
+    /// or where Cranelift cannot describe the frame).
+    pub(crate) unwind: Option<UnwindInfo>,
+}
+
+/// A compiled (defined, not yet finalized or emitted) module.
+pub(crate) struct CompiledUnit {
+    /// The code units: the module's functions in order, then the clean
+    /// variants.
+    pub(crate) funcs: Vec<FuncCode>,
+    /// The stubs ([`UnitConfig::stubs`]).
+    pub(crate) stubs: Vec<StubCode>,
+    /// Where the time went (the container's own finalizing not included).
+    pub(crate) times: CompileTimes,
+}
+
+/// Declares, lowers, compiles and defines every function of `module` in
+/// `m` (and the clean variants of the leaf functions clean loops call,
+/// `lower::version`), then the stubs they use, as `cfg` says; `externs`
+/// binds the module's externs ([`lower::resolve_externs`]).
+pub(crate) fn compile_unit<M: Module>(
+    m: &mut M,
+    module: &guardlift_ir::Module,
+    cfg: &UnitConfig,
+    externs: Vec<ExternBinding>,
+) -> Result<CompiledUnit, JitError> {
+    Unit::declare(m, module, &cfg.lower, externs)?.compile(m, cfg)
+}
+
+impl<'m> Unit<'m> {
+    /// Declares the functions of `module` in `m` as `cfg.names` says and
+    /// plans and declares the clean variants (with a shadow that tests
+    /// watches only: otherwise there are none).
+    pub(crate) fn declare<M: Module>(
+        m: &mut M,
+        module: &'m guardlift_ir::Module,
+        cfg: &LowerConfig,
+        externs: Vec<ExternBinding>,
+    ) -> Result<Unit<'m>, JitError> {
+        let call_conv = m.isa().default_call_conv();
+        let ids = (module.functions.iter())
+            .map(|f| declare(m, cfg.names, call_conv, f, Variant::Checked))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut units: Vec<(usize, Variant, ClFuncId)> = (ids.iter().enumerate())
+            .map(|(i, &id)| (i, Variant::Checked, id))
+            .collect();
+        let mut lw = Lowerer::new(module, cfg, call_conv, ids, externs);
+        lw.plan_clean_variants();
+        for (i, f) in module.functions.iter().enumerate() {
+            if lw.variant_drops(FuncId(i as u32)).is_some() {
+                let id = declare(m, cfg.names, call_conv, f, Variant::Clean)?;
+                lw.clean_funcs[i] = Some(id);
+                units.push((i, Variant::Clean, id));
+            }
+        }
+        Ok(Unit { lw, units })
+    }
+
+    /// Lowers and compiles every code unit, then the stubs, reading what
+    /// the container does not keep before each context is cleared.
+    pub(crate) fn compile<M: Module>(
+        mut self,
+        m: &mut M,
+        cfg: &UnitConfig,
+    ) -> Result<CompiledUnit, JitError> {
+        let module = self.lw.ir;
+        let mut ctx = m.make_context();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut tiers = TierIsas::new(cfg.target);
+        let all_sites = module.site_infos();
+        let mut out = CompiledUnit {
+            funcs: Vec::with_capacity(self.units.len()),
+            stubs: Vec::new(),
+            times: CompileTimes::default(),
+        };
+        for &(i, variant, id) in &self.units {
+            let f = &module.functions[i];
+            let t = Instant::now();
+            let name = UserFuncName::user(0, id.as_u32());
+            (self.lw).lower_as(m, FuncId(i as u32), name, &mut ctx.func, &mut fctx, variant)?;
+            let t2 = Instant::now();
+            out.times.lower += t2 - t;
+            tiers.define(m, id, &mut ctx, Tier::of(f), &f.name)?;
+            out.times.codegen += t2.elapsed();
+            // cranelift-jit and cranelift-object drop this metadata: read
+            // it before the context is cleared.
+            let code = ctx
+                .compiled_code()
+                .ok_or_else(|| JitError::Internal(format!("@{}: no compiled code", f.name)))?;
+            let traps = self.lw.trap_sites();
+            let site_base = self.lw.site_base;
+            out.funcs.push(FuncCode {
+                func: i,
+                variant,
+                id,
+                size: code.code_info().total_size as usize,
+                locs: crate::codemap::pc_locs(code, f, traps, &all_sites, site_base),
+                traps: match traps.is_empty() {
+                    true => Vec::new(),
+                    false => trap_offsets(code, traps, &f.name)?,
+                },
+                // None when Cranelift cannot describe the frame: the
+                // function is left out of the unwinder's and gdb's tables,
+                // never an error.
+                unwind: match cfg.unwind {
+                    true => code.create_unwind_info(m.isa()).ok().flatten(),
+                    false => None,
+                },
+            });
+            m.clear_context(&mut ctx);
+        }
+        let t = Instant::now();
+        out.stubs = self.lw.define_stubs(m, &mut fctx, cfg.stubs)?;
+        out.times.codegen += t.elapsed();
+        Ok(out)
+    }
+}
+
+/// Declares `variant` of IR function `f` in `m` as `names` says.
+fn declare<M: Module>(
+    m: &mut M,
+    names: Names,
+    call_conv: cranelift_codegen::isa::CallConv,
+    f: &guardlift_ir::Function,
+    variant: Variant,
+) -> Result<ClFuncId, JitError> {
+    let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
+    match names {
+        Names::Export => m
+            .declare_function(&f.name, Linkage::Export, &sig)
+            .map_err(|e| JitError::Link {
+                loc: f.loc,
+                msg: format!("cannot export @{}: {e}", f.name),
+            }),
+        Names::Anonymous => m
+            .declare_anonymous_function(&sig)
+            .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e)),
+        Names::Profiler => {
+            let name = format!(
+                "guardlift:{}",
+                crate::debuginfo::CodeUnit::ir_name(&f.name, variant)
+            );
+            m.declare_function(&name, Linkage::Local, &sig)
+                .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
+        }
+    }
+}
+
+/// (code offset, site, kind) of every guard trap in `code` (IR function
+/// `@fname`): a trap whose code is one of the report kinds' user codes,
+/// mapped to its site through the source location the lowering gave it
+/// ([`lower::trap_index`]). A trap that maps to no site is an internal error.
+fn trap_offsets(
+    code: &CompiledCode,
+    sites: &[(u32, ReportKind)],
+    fname: &str,
+) -> Result<Vec<(u32, u32, ReportKind)>, JitError> {
+    let internal = |off: u32, what: String| {
+        JitError::Internal(format!("@{fname}: trap at offset {off:#x} {what}"))
+    };
+    let srclocs = code.buffer.get_srclocs_sorted();
+    let mut out = Vec::new();
+    for t in code.buffer.traps() {
+        let Some(kind) = ReportKind::from_trap_code(t.code.as_raw().get()) else {
+            continue;
+        };
+        // The source-location range that contains the trap instruction.
+        let i = srclocs.partition_point(|l| l.end <= t.offset);
+        let loc = srclocs
+            .get(i)
+            .filter(|l| l.start <= t.offset)
+            .map(|l| l.loc)
+            .ok_or_else(|| internal(t.offset, "has no source location".into()))?;
+        let &(site, k) = lower::trap_index(loc)
+            .and_then(|ix| sites.get(ix))
+            .ok_or_else(|| internal(t.offset, "maps to no guard site".into()))?;
+        if k != kind {
+            return Err(internal(
+                t.offset,
+                format!("says {}, site {site} is {}", kind.name(), k.name()),
+            ));
+        }
+        out.push((t.offset, site, kind));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::lower::{Calls, RtRef, ShadowRef};
+    use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Verifier};
+    use cranelift_object::{ObjectBuilder, ObjectModule};
+    use guardlift_instrument::{instrument, CheckSet};
+    use guardlift_runtime::Mode;
+
+    /// Two leaf functions a clean loop of `@main` calls (each gets a clean
+    /// variant when the shadow tests watches).
+    const PROGRAM: &str = "fn @enter(%cm: ptr, %d: i64) {\nentry:\n    store_attr %cm, 0, %d\n    return\n}\n\
+        fn @exit(%cm: ptr) -> i64 {\nentry:\n    %d = load_attr %cm, 1\n    return %d\n}\n\
+        fn @main(%a: ptr, %b: ptr, %n: i64) -> i64 {\nentry:\n    %z = iconst.i64 0\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
+        body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
+        exit:\n    return %n\n}\n";
+
+    /// An empty x86_64 object module, verifier on.
+    pub(crate) fn object_module() -> ObjectModule {
+        let isa = build_isa(&IsaSpec {
+            target: Target::X86_64,
+            opt: OptLevel::Speed,
+            tier: Tier::Optimized,
+            code: CodeModel::Pic,
+            verifier: Verifier::On,
+        })
+        .expect("isa");
+        let ob = ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
+            .expect("object builder");
+        ObjectModule::new(ob)
+    }
+
+    fn config(mode: Mode, names: Names, shadow: Option<ShadowRef>, stubs: StubInfo) -> UnitConfig {
+        UnitConfig {
+            target: Target::X86_64,
+            lower: LowerConfig {
+                rt: RtRef::Const(0x1000),
+                mode,
+                site_base: 7,
+                calls: Calls::Far,
+                names,
+                shadow,
+                host: Default::default(),
+            },
+            unwind: true,
+            stubs,
+        }
+    }
+
+    const WATCHING: ShadowRef = ShadowRef {
+        base: 1 << 40,
+        watch_id: Some(1),
+    };
+
+    /// The code units come in one order, whatever the container: the
+    /// module's functions, then the clean variants (which only a shadow
+    /// that tests watches plans), each with its code read before the
+    /// context was cleared; functions are declared as the config names them.
+    #[test]
+    fn code_units_are_the_functions_then_the_clean_variants() {
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(PROGRAM).expect("valid"),
+            CheckSet::ALL,
+        );
+        let mut om = object_module();
+        let cfg = config(
+            Mode::Recover,
+            Names::Profiler,
+            Some(WATCHING),
+            StubInfo::Keep,
+        );
+        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        let got: Vec<(usize, Variant)> = unit.funcs.iter().map(|c| (c.func, c.variant)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, Variant::Checked),
+                (1, Variant::Checked),
+                (2, Variant::Checked),
+                (0, Variant::Clean),
+                (1, Variant::Clean),
+            ]
+        );
+        for c in &unit.funcs {
+            assert!(
+                c.size > 0 && !c.locs.is_empty(),
+                "@{}",
+                m.functions[c.func].name
+            );
+            assert!(c.unwind.is_some(), "@{}", m.functions[c.func].name);
+            assert!(c.traps.is_empty(), "recover mode has no traps");
+            let name = om.declarations().get_function_decl(c.id).name.clone();
+            let want = crate::debuginfo::CodeUnit::ir_name(&m.functions[c.func].name, c.variant);
+            assert_eq!(name, Some(format!("guardlift:{want}")));
+        }
+        assert!(!unit.stubs.is_empty());
+        assert!(unit.stubs.iter().all(|s| s.size > 0), "every stub has code");
+
+        // An object file's lowering: no shadow, so no variant; exported
+        // names; trap mode's traps at the unit's sites; no stub records.
+        let mut om = object_module();
+        let cfg = config(Mode::Trap, Names::Export, None, StubInfo::Skip);
+        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        assert_eq!(unit.funcs.len(), m.functions.len());
+        assert!(unit.stubs.is_empty());
+        let site_base = 7;
+        let is_site = |site: u32| m.sites.keys().any(|k| k.0 + site_base == site);
+        for (i, c) in unit.funcs.iter().enumerate() {
+            assert_eq!((c.func, c.variant), (i, Variant::Checked));
+            let name = om.declarations().get_function_decl(c.id).name.clone();
+            assert_eq!(name.as_deref(), Some(m.functions[i].name.as_str()));
+            for &(off, site, _) in &c.traps {
+                assert!((off as usize) < c.size && is_site(site), "{off} {site}");
+            }
+        }
+        assert!(
+            unit.funcs
+                .iter()
+                .all(|c| !c.traps.is_empty() || c.func == 2),
+            "the leaves' object accesses are guarded"
+        );
+    }
+}
