@@ -31,6 +31,11 @@ fn profile_name() -> String {
 }
 
 /// `cargo build ARGS` with this test binary's profile and target directory.
+/// The callers build the whole workspace's libraries and examples, not one
+/// package: the workspace's test build unifies features across all members,
+/// and a narrower build would compile Cranelift again with other features
+/// (minutes in CI); after `cargo test --workspace` this build has nothing to
+/// do.
 fn cargo_build(args: &[&str]) {
     let dir = profile_dir();
     let profile = match profile_name().as_str() {
@@ -56,7 +61,7 @@ fn cargo_build(args: &[&str]) {
 fn c_pyish() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        cargo_build(&["-p", "guardlift-capi", "--lib"]);
+        cargo_build(&["--workspace", "--lib", "--examples"]);
         let lib = profile_dir().join("libguardlift.a");
         assert!(lib.exists(), "{} missing after cargo build", lib.display());
         let src = root().join("capi/examples/pyish");
@@ -96,7 +101,7 @@ fn c_pyish() -> &'static Path {
 fn rust_pyish() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        cargo_build(&["-p", "guardlift-jit", "--example", "pyish"]);
+        cargo_build(&["--workspace", "--lib", "--examples"]);
         let exe = profile_dir().join("examples/pyish");
         assert!(exe.exists(), "{} missing", exe.display());
         exe

@@ -7,7 +7,7 @@
 use crate::error::JitError;
 use crate::lower::{self, Calls, Entry, ExternBinding, LowerConfig, Names, RtRef, StubInfo};
 use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Target, Tier, Verifier};
-use crate::unit::{compile_unit, CompiledUnit, FuncCode, UnitConfig};
+use crate::unit::{compile_unit, CompileTimes, CompiledUnit, FuncCode, UnitConfig};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
@@ -18,7 +18,7 @@ use guardlift_runtime::{JitDebug, Mode, Runtime, SiteInfo, TrapRegistration, Tra
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Options of [`Jit::compile`].
 #[derive(Clone, Debug, Default)]
@@ -696,16 +696,6 @@ impl std::fmt::Debug for CompiledModule {
 
 pub(crate) fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Where [`Jit::compile`] spent its time.
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct CompileTimes {
-    /// guardlift's lowering: IR to Cranelift IR (`lower/`).
-    pub lower: Duration,
-    /// Cranelift: optimization, register allocation, emission, and
-    /// cranelift-jit's linking and finalizing (stubs included).
-    pub codegen: Duration,
 }
 
 impl CompiledModule {

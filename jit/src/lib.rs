@@ -42,7 +42,7 @@ mod unit;
 pub mod unwind;
 
 pub use call::{NativeFunc, SafeFunc, TypedFunc};
-pub use engine::{CompileOptions, CompileTimes, CompiledModule, Jit};
+pub use engine::{CompileOptions, CompiledModule, Jit};
 pub use error::JitError;
 pub use lower::RUNTIME_SYMBOL;
 pub use object::{
@@ -53,3 +53,4 @@ pub use object::{emit_object_with_code, ObjectCode};
 pub use placement::Placement;
 pub use target::{OptLevel, Target, Tier, BIG_FUNCTION_INSTS};
 pub use typed::{HostFn, NativeType, Params, Ptr, Results};
+pub use unit::CompileTimes;

@@ -407,6 +407,24 @@ pub(crate) fn build_isa(spec: &IsaSpec) -> Result<OwnedTargetIsa, JitError> {
         .map_err(|e| JitError::cranelift(format!("building the {target} ISA"), e))
 }
 
+/// An empty x86_64 object module, verifier on (for the tests of the
+/// compile driver and of the lowering).
+#[cfg(test)]
+pub(crate) fn test_object_module() -> cranelift_object::ObjectModule {
+    let isa = build_isa(&IsaSpec {
+        target: Target::X86_64,
+        opt: OptLevel::Speed,
+        tier: Tier::Optimized,
+        code: CodeModel::Pic,
+        verifier: Verifier::On,
+    })
+    .expect("isa");
+    let ob =
+        cranelift_object::ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
+            .expect("object builder");
+    cranelift_object::ObjectModule::new(ob)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

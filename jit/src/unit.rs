@@ -16,7 +16,6 @@
 //! `cranelift_object::ObjectModule`, then writes the object file). What
 //! differs between them is a [`UnitConfig`].
 
-use crate::engine::CompileTimes;
 use crate::error::JitError;
 use crate::lower::{self, ExternBinding, LowerConfig, Lowerer, Names, StubCode, StubInfo, Variant};
 use crate::target::{Target, Tier, TierIsas};
@@ -29,6 +28,16 @@ use guardlift_abi::ReportKind;
 use guardlift_ir::FuncId;
 use guardlift_runtime::codemap::PcLoc;
 use std::time::Instant;
+
+/// Where [`Jit::compile`](crate::Jit::compile) spent its time.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct CompileTimes {
+    /// guardlift's lowering: IR to Cranelift IR (`lower/`).
+    pub lower: std::time::Duration,
+    /// Cranelift: optimization, register allocation, emission, and
+    /// cranelift-jit's linking and finalizing (stubs included).
+    pub codegen: std::time::Duration,
+}
 
 /// How [`compile_unit`] compiles a module, and what it collects.
 #[derive(Copy, Clone, Debug)]
@@ -261,8 +270,6 @@ fn trap_offsets(
 pub(crate) mod tests {
     use super::*;
     use crate::lower::{Calls, RtRef, ShadowRef};
-    use crate::target::{build_isa, CodeModel, IsaSpec, OptLevel, Verifier};
-    use cranelift_object::{ObjectBuilder, ObjectModule};
     use guardlift_instrument::{instrument, CheckSet};
     use guardlift_runtime::Mode;
 
@@ -274,21 +281,6 @@ pub(crate) mod tests {
         loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
         body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
         exit:\n    return %n\n}\n";
-
-    /// An empty x86_64 object module, verifier on.
-    pub(crate) fn object_module() -> ObjectModule {
-        let isa = build_isa(&IsaSpec {
-            target: Target::X86_64,
-            opt: OptLevel::Speed,
-            tier: Tier::Optimized,
-            code: CodeModel::Pic,
-            verifier: Verifier::On,
-        })
-        .expect("isa");
-        let ob = ObjectBuilder::new(isa, "t", cranelift_module::default_libcall_names())
-            .expect("object builder");
-        ObjectModule::new(ob)
-    }
 
     fn config(mode: Mode, names: Names, shadow: Option<ShadowRef>, stubs: StubInfo) -> UnitConfig {
         UnitConfig {
@@ -322,7 +314,7 @@ pub(crate) mod tests {
             &guardlift_ir::parse_and_verify(PROGRAM).expect("valid"),
             CheckSet::ALL,
         );
-        let mut om = object_module();
+        let mut om = crate::target::test_object_module();
         let cfg = config(
             Mode::Recover,
             Names::Profiler,
@@ -358,7 +350,7 @@ pub(crate) mod tests {
 
         // An object file's lowering: no shadow, so no variant; exported
         // names; trap mode's traps at the unit's sites; no stub records.
-        let mut om = object_module();
+        let mut om = crate::target::test_object_module();
         let cfg = config(Mode::Trap, Names::Export, None, StubInfo::Skip);
         let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
         assert_eq!(unit.funcs.len(), m.functions.len());

@@ -35,7 +35,12 @@ fn minivm() -> &'static Path {
             .current_dir(root)
             .args(["build", "-q", "--profile", &profile, "--target-dir"])
             .arg(dir.parent().expect("target dir"))
-            .args(["-p", "guardlift-jit", "--example", "minivm"])
+            // Every example of the workspace, not `-p guardlift-jit`: the
+            // workspace's test build unifies features across all members,
+            // and a narrower build would compile Cranelift again with other
+            // features (minutes in CI); after `cargo test --workspace` this
+            // build has nothing to do.
+            .args(["--workspace", "--lib", "--examples"])
             .output()
             .expect("run cargo");
         assert!(

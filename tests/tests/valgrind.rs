@@ -16,7 +16,9 @@ fn ten_thousand_compile_drop_cycles_under_valgrind() {
     let release = !cfg!(debug_assertions);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
-    build.args(["build", "-q", "-p", "guardlift-jit", "--example", "cycles"]);
+    // The workspace's examples, not `-p guardlift-jit`: the same features
+    // as the workspace's test build, so nothing is compiled again.
+    build.args(["build", "-q", "--workspace", "--lib", "--examples"]);
     if release {
         build.arg("--release");
     }

@@ -225,6 +225,20 @@ pub fn clean_loops_for(m: &Module, f: &Function, host: HostModel) -> Vec<CleanLo
         .to_vec()
 }
 
+/// Loop headers and their latches: the back edges `t -> h`, `h`
+/// dominating `t`.
+fn latches(cfg: &ControlFlowGraph, dt: &DominatorTree) -> HashMap<u32, Vec<u32>> {
+    let mut latches: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &t in dt.cfg_rpo() {
+        for &h in cfg.succs(t) {
+            if dt.dominates(h, t) {
+                latches.entry(h.0).or_default().push(t.0);
+            }
+        }
+    }
+    latches
+}
+
 /// [`clean_loops_for`] with the function's CFG and dominator tree (from
 /// its [`crate::analysis::context::FuncAnalysis`]); `f` has two blocks or
 /// more.
@@ -235,15 +249,7 @@ pub(crate) fn clean_loops_in(
     dt: &DominatorTree,
     host: HostModel,
 ) -> Vec<CleanLoop> {
-    // Headers and their latches (back edges t -> h, h dominating t).
-    let mut latches: HashMap<u32, Vec<u32>> = HashMap::new();
-    for &t in dt.cfg_rpo() {
-        for &h in cfg.succs(t) {
-            if dt.dominates(h, t) {
-                latches.entry(h.0).or_default().push(t.0);
-            }
-        }
-    }
+    let latches = latches(cfg, dt);
     let mut headers: Vec<u32> = latches.keys().copied().collect();
     headers.sort_unstable();
     let mut loops: Vec<Vec<u32>> = Vec::new();

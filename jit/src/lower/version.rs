@@ -766,7 +766,7 @@ mod tests {
             &guardlift_ir::parse_and_verify(&text).expect("valid"),
             CheckSet::ALL,
         );
-        let mut om = crate::unit::tests::object_module();
+        let mut om = crate::target::test_object_module();
         let sig = lower_sig(&m, &om);
         let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
         let count = |shadow: Option<ShadowRef>, om: &mut ObjectModule| {
