@@ -13,7 +13,7 @@ use cranelift_codegen::ir::{
 use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
 use guardlift_abi::adstack::AdElem;
 use guardlift_abi::{self as abi, Builtin, Entry};
-use guardlift_ir::{analysis, Block, SiteId, Type, Value};
+use guardlift_ir::{Block, SiteId, Type, Value};
 
 /// Flags of IR `load`/`store` and of object-model accesses: may trap, may be unaligned.
 pub(super) fn mem() -> MemFlagsData {
@@ -73,11 +73,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if f.blocks.is_empty() {
             return Err(internal(self.fname, "function has no blocks"));
         }
-        let rpo = analysis::reverse_postorder(f);
+        let rpo = self.lw.analyses[self.id].rpo().to_vec();
         // The elision analysis only ever marks guarded adstack reads and
         // pops: a function without one (most big functions) skips it.
         if has_guarded_underflow_check(f) {
-            self.elided = guardlift_ir::elide::redundant_underflow_checks(f, &self.caps);
+            self.elided = (self.lw.analyses[self.id])
+                .redundant_underflow_checks(&self.caps)
+                .clone();
         }
         if self.lw.stack_redzones {
             self.make_stack_area_slots();

@@ -60,6 +60,7 @@ mod version;
 
 pub(crate) use abi::{cl_type, ir_signature, resolve_externs, ExternBinding};
 pub(crate) use guardlift_abi::Entry;
+use guardlift_ir::analysis::context::FuncAnalysis;
 use guardlift_ir::hoist::HostModel;
 pub(crate) use shadow::ShadowRef;
 pub(crate) use stubs::{Stub, StubCode, StubInfo};
@@ -245,6 +246,11 @@ pub(crate) struct Lowerer<'m> {
     /// (runtime-global site, kind) of each trap of the last lowered
     /// function, indexed by [`trap_index`] of the trap's source location.
     traps: Vec<(u32, ReportKind)>,
+    /// Each IR function's analyses (CFG, reverse postorder, clean loops,
+    /// elided checks), computed once for the whole compile: a function is
+    /// lowered twice when it has a clean variant, and the clean-variant
+    /// plan asks for its callers' loops too.
+    analyses: Vec<FuncAnalysis<'m>>,
 }
 
 /// A global value for data object `d` in `func`: its address, never
@@ -293,6 +299,7 @@ impl<'m> Lowerer<'m> {
             shadow: cfg.shadow,
             host: cfg.host,
             stack_redzones: (ir.sites.values()).any(|s| s.checks.contains(CheckKind::Bounds)),
+            analyses: ir.functions.iter().map(FuncAnalysis::new).collect(),
             named_stubs: cfg.names == Names::Profiler,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
@@ -382,6 +389,7 @@ impl<'m> Lowerer<'m> {
             m,
             b,
             f,
+            id: id.0 as usize,
             fname: &f.name,
             vals: vec![None; f.values.len()],
             blocks: vec![None; f.blocks.len()],
@@ -418,6 +426,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     m: &'a mut M,
     b: FunctionBuilder<'a>,
     f: &'m guardlift_ir::Function,
+    /// `f`'s index in the module (its [`Lowerer::analyses`] entry).
+    id: usize,
     fname: &'m str,
     vals: Vec<Option<cl::Value>>,
     blocks: Vec<Option<cl::Block>>,

@@ -52,7 +52,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData, SourceLoc};
 use cranelift_module::{DataDescription, Module as ClModule};
 use guardlift_abi::Entry;
-use guardlift_ir::hoist::{clean_loops_for, leaf_object_params_for, CleanLoop};
+use guardlift_ir::hoist::{leaf_object_params_for, CleanLoop};
 use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
 
 /// What a clean copy or variant drops, by object (param index or value).
@@ -97,8 +97,15 @@ impl Lowerer<'_> {
         // object of every clean loop that calls it (`None`: no call seen).
         let mut fixed: Vec<Option<Vec<usize>>> = vec![None; n];
         // Only a function that calls an IR function needs the analysis.
-        for f in self.ir.functions.iter().filter(calls) {
-            for lp in clean_loops_for(self.ir, f, self.host) {
+        for (fi, f) in self
+            .ir
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| calls(f))
+        {
+            let loops = self.analyses[fi].clean_loops(self.ir, self.host);
+            for lp in loops.iter() {
                 for &b in &lp.blocks {
                     for inst in &f.blocks[b as usize].insts {
                         if let InstKind::Call {
@@ -254,7 +261,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return;
         }
         let can_watch = self.lw.shadow.is_some_and(|s| s.watch_id.is_some());
-        for lp in clean_loops_for(self.lw.ir, self.f, self.lw.host) {
+        let loops = self.lw.analyses[self.id].clean_loops(self.lw.ir, self.lw.host);
+        for lp in loops.iter() {
             let (mut life, mut watch) = (Vec::new(), Vec::new());
             let mut hoist_bounds = false;
             for &b in &lp.blocks {
@@ -304,7 +312,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 false => Vec::new(),
             };
             self.versions.push(Versioned {
-                lp,
+                lp: lp.clone(),
                 life,
                 watch,
                 attrs,
