@@ -30,7 +30,7 @@ use guardlift_instrument::{instrument, instrument_owned, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::Module;
 use guardlift_jit::{CompileOptions, Jit, Ptr, Tier};
-use guardlift_runtime::internals::*;
+
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
@@ -234,6 +234,43 @@ fn parse(text: &str) -> Module {
     guardlift_ir::parse_and_verify(text).expect("bench IR is valid")
 }
 
+/// The built-ins `obj_new` and `obj_free` as IR code calls them: the
+/// benchmarks' objects come from the runtime's own heap, made through the
+/// public JIT API like any program's (no runtime internals).
+const OBJ_BUILTINS: &str = "extern fn @obj_new(i64) -> ptr
+extern fn @obj_free(ptr)
+
+fn @new(%n: i64) -> ptr {
+entry:
+    %o = call @obj_new(%n)
+    return %o
+}
+
+fn @free(%o: ptr) {
+entry:
+    call @obj_free(%o)
+    return
+}
+";
+
+/// A new object of `rt` with `n` attributes (the `obj_new` built-in).
+fn obj_new(rt: &std::sync::Arc<Runtime>, n: i64) -> u64 {
+    let code = Jit::compile(&parse(OBJ_BUILTINS), rt.clone(), &CompileOptions::default())
+        .expect("compiles");
+    let f = code.func::<(i64,), Ptr>("new").expect("signature");
+    // SAFETY: `obj_new` touches only the runtime's heap.
+    unsafe { f.call((n,)) }.0
+}
+
+/// Frees `o`, an object of `rt` (the `obj_free` built-in).
+fn obj_free(rt: &std::sync::Arc<Runtime>, o: u64) {
+    let code = Jit::compile(&parse(OBJ_BUILTINS), rt.clone(), &CompileOptions::default())
+        .expect("compiles");
+    let f = code.func::<(Ptr,), ()>("free").expect("signature");
+    // SAFETY: `o` is a live object of `rt`; `obj_free` checks it anyway.
+    unsafe { f.call((Ptr(o),)) }
+}
+
 fn runtime(mode: Mode) -> std::sync::Arc<Runtime> {
     Runtime::new(RuntimeConfig {
         mode,
@@ -339,9 +376,9 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         let rt = runtime(mode);
         // Something was freed (every variant): no check may count on
         // "nothing was ever freed".
-        let junk = rt.obj_new(1);
-        rt.obj_free(junk);
-        let o = rt.obj_new(2);
+        let junk = obj_new(&rt, 1);
+        obj_free(&rt, junk);
+        let o = obj_new(&rt, 2);
         let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
         let f = code.func::<(Ptr, i64), i64>("stores").expect("signature");
         Box::new(move || {
@@ -350,7 +387,7 @@ fn store_attr_rows(reps: usize, n: u64) -> Vec<Row> {
         })
     });
     let rt = runtime(Mode::Abort);
-    let o = rt.obj_new(2);
+    let o = obj_new(&rt, 2);
     let it = Interpreter::new(&m, rt, &HashMap::new()).expect("links");
     let ni = (n / 50).max(1000);
     rows.push(row(
@@ -419,10 +456,10 @@ fn watch_store_rows(reps: usize, n: u64) -> Vec<Row> {
         }
     };
     let off_rt = runtime(Mode::Abort);
-    let off = make(off_rt.clone(), off_rt.obj_new(1));
+    let off = make(off_rt.clone(), obj_new(&off_rt, 1));
     let on_rt = runtime(Mode::Abort);
     let status = on_rt.enable_watch(WatchSpec::Objects(vec![1]));
-    let on = make(on_rt.clone(), on_rt.obj_new(1));
+    let on = make(on_rt.clone(), obj_new(&on_rt, 1));
     let off_note = "watchpoints off: the same code, no handler, no syscall";
     match status {
         WatchStatus::Unavailable { reason } => vec![
@@ -575,7 +612,7 @@ fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
     .collect();
     time_variants(&variants, reps, n, |mm, mode| {
         let rt = runtime(mode);
-        let objs = [rt.obj_new(2), rt.obj_new(2), rt.obj_new(2)];
+        let objs = [obj_new(&rt, 2), obj_new(&rt, 2), obj_new(&rt, 2)];
         let code = Jit::compile(mm, rt, &CompileOptions::default()).expect("compiles");
         let f = code
             .func::<(Ptr, Ptr, Ptr, i64), i64>("main")

@@ -4,12 +4,8 @@
 //! violation (and host faults: what would have been a crash).
 
 mod bench;
-mod link;
-mod native;
-mod native_fault;
 mod out;
 mod run;
-mod sarif;
 mod source;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -83,14 +79,18 @@ impl InstrumentArgs {
             Some(l) => CheckSet::parse(l).map_err(CliError::tool),
         }
     }
+    /// `--mode`, if given.
+    pub fn mode_arg(&self) -> Option<guardlift_runtime::Mode> {
+        self.mode.map(|m| match m {
+            ModeArg::Abort => guardlift_runtime::Mode::Abort,
+            ModeArg::Recover => guardlift_runtime::Mode::Recover,
+            ModeArg::Trap => guardlift_runtime::Mode::Trap,
+        })
+    }
     /// The mode: `--mode`, else `GUARDLIFT_OPTIONS`'s, else abort.
     pub fn mode(&self, options: &guardlift_runtime::Options) -> guardlift_runtime::Mode {
-        match self.mode {
-            Some(ModeArg::Abort) => guardlift_runtime::Mode::Abort,
-            Some(ModeArg::Recover) => guardlift_runtime::Mode::Recover,
-            Some(ModeArg::Trap) => guardlift_runtime::Mode::Trap,
-            None => options.mode.unwrap_or_default(),
-        }
+        self.mode_arg()
+            .unwrap_or_else(|| options.mode.unwrap_or_default())
     }
 }
 

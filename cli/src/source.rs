@@ -30,6 +30,12 @@ impl CliError {
     }
 }
 
+impl From<guardlift_session::RunError> for CliError {
+    fn from(e: guardlift_session::RunError) -> Self {
+        CliError(e.0)
+    }
+}
+
 /// Line and column (1-based, in characters) of byte offset `off` in `bytes`.
 fn line_col(bytes: &[u8], off: usize) -> (usize, usize) {
     let before = &bytes[..off.min(bytes.len())];

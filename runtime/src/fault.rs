@@ -124,16 +124,22 @@ pub fn write_pending_reports(rt: &Arc<Runtime>) {
     }
 }
 
-/// The rest of the JSON object a fault prints on stdout, set once per
-/// process by a host that prints one JSON object per run (the CLI's
-/// `--json`): `"engine":"jit",...` (members without braces).
-static STDOUT_JSON_TAIL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Makes the fault handler also print, on stdout, one JSON object
-/// `{"result":null,"reports":[...every report and the fault...],TAIL,"aborted":true}`
-/// (`tail`: JSON object members without braces). The first call wins.
-pub fn set_stdout_json_tail(tail: String) {
-    let _ = STDOUT_JSON_TAIL.set(tail);
+/// How a run that ends inside the run ends: abort mode's first report
+/// (in ordinary context) or a fatal signal (in the fault or trap handler,
+/// which must not allocate). Rendered by the front end before the run
+/// starts (the run-session layer, `guardlift-session`) and handed to the
+/// runtime with [`crate::internals::RuntimeInternals::set_fatal_ending`].
+#[derive(Default)]
+pub struct FatalEnding {
+    /// The members the run's one JSON object carries besides its result and
+    /// reports, without braces (`"engine":"jit",...`). With them, a fatal
+    /// signal prints on stdout `{"result":null,"reports":[...every report
+    /// and the fault...],MEMBERS,"aborted":true,"stdout":...}`; without,
+    /// it prints nothing on stdout.
+    pub stdout_json_members: Option<String>,
+    /// Run just before abort mode ends the process (ordinary context: it
+    /// may allocate), with the reports still pending.
+    pub on_abort: Option<crate::runtime::AbortHook>,
 }
 
 /// What a host function's fault that ends the run (`host_call_fault`,
@@ -450,14 +456,14 @@ impl std::fmt::Display for FaultJson<'_> {
 }
 
 /// Where a signal handler ends the process (the fault handler, trap
-/// mode's handler): with [`set_stdout_json_tail`] set, prints on stdout the
+/// mode's handler): with [`FatalEnding::stdout_json_members`] set, prints on stdout the
 /// one JSON object of the run, `{"result":null,"reports":[...the reports
 /// recorded before, then last...],TAIL,"aborted":true,"stdout":...}` —
 /// in every mode, trap mode included (spec §6.2). Async-signal-safe but for
 /// the locks it only tries.
 #[cfg(unix)]
 pub(crate) fn write_stdout_json(rt: &Runtime, last: &dyn std::fmt::Display) {
-    let Some(tail) = STDOUT_JSON_TAIL.get() else {
+    let Some(tail) = rt.stdout_json_members.get() else {
         return;
     };
     crate::host_stack::raw_frames_only(|| write_stdout_json_to(rt, last, tail))

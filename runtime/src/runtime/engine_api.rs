@@ -2,9 +2,9 @@
 //! [`Runtime`] beyond the embedder API (see [`crate::internals`]). Declared
 //! here, implemented in the parent module next to the runtime's state.
 
+use super::Verdict;
 #[allow(unused_imports)] // the docs link to them
 use super::{format_f64, Runtime, RuntimeConfig, TRAP_SCRATCH_OFFSET};
-use super::{AbortHook, Verdict};
 use crate::heap::{Heap, HostFault};
 use crate::report::{Observed, Report, ReportKind};
 use crate::sites::{ModuleSites, SiteSpaceFull};
@@ -23,8 +23,11 @@ pub trait RuntimeInternals {
     /// The trap-mode scratch area (at [`TRAP_SCRATCH_OFFSET`] from `self`).
     fn trap_scratch(&self) -> &TrapScratch;
 
-    /// Installs a hook run just before the process aborts on a violation.
-    fn set_abort_hook(&self, hook: AbortHook);
+    /// Hands the runtime the pre-rendered ending of the paths that end the
+    /// process inside a run: abort mode's hook and the JSON members the
+    /// fault and trap handlers print (the stdout members are set once per
+    /// runtime: a second value is ignored).
+    fn set_fatal_ending(&self, ending: crate::fault::FatalEnding);
 
     /// Registers a module's sites (by local id, sparse: see
     /// [`crate::sites`]) and returns the base to add to local ids to get

@@ -126,6 +126,9 @@ pub struct Runtime {
     host_faults_fatal: AtomicBool,
     output: Mutex<String>,
     abort_hook: Mutex<Option<AbortHook>>,
+    /// [`crate::fault::FatalEnding::stdout_json_members`], read by the
+    /// signal handlers (set once, before the run; never locked).
+    pub(crate) stdout_json_members: std::sync::OnceLock<String>,
     settings: RwLock<Settings>,
     /// The host's attribute slow paths ([`crate::slow_path`]), once bound.
     slow_paths: std::sync::OnceLock<SlowPaths>,
@@ -193,6 +196,7 @@ impl Runtime {
             ),
             output: Mutex::new(String::new()),
             abort_hook: Mutex::new(None),
+            stdout_json_members: std::sync::OnceLock::new(),
             settings: RwLock::new(Settings::default()),
             slow_paths: std::sync::OnceLock::new(),
             host_stacks: AtomicBool::new(false),
@@ -536,8 +540,11 @@ impl RuntimeInternals for Runtime {
         &self.trap
     }
 
-    fn set_abort_hook(&self, hook: AbortHook) {
-        *lock(&self.abort_hook) = Some(hook);
+    fn set_fatal_ending(&self, ending: crate::fault::FatalEnding) {
+        if let Some(members) = ending.stdout_json_members {
+            let _ = self.stdout_json_members.set(members);
+        }
+        *lock(&self.abort_hook) = ending.on_abort;
     }
 
     fn register_sites(&self, sites: ModuleSites) -> Result<u32, SiteSpaceFull> {
