@@ -45,21 +45,30 @@ fn has_guarded_underflow_check(f: &guardlift_ir::Function) -> bool {
 
 /// The edges into each IR block from the reachable blocks (`rpo`): how
 /// many (both edges of a `brif` to one block count), and the source of the
-/// last one (the only one where there is one).
+/// last one (the only one where there is one). Read from the function's
+/// control-flow graph (its analysis context), keeping reachable sources.
 struct IncomingEdges {
     count: Vec<u32>,
     pred: Vec<u32>,
 }
 
 impl IncomingEdges {
-    fn of(f: &guardlift_ir::Function, rpo: &[u32]) -> Self {
-        let mut count = vec![0u32; f.blocks.len()];
-        let mut pred = vec![0u32; f.blocks.len()];
-        for &bi in rpo {
-            if let Some(t) = f.blocks[bi as usize].insts.last() {
-                for bc in t.kind.branch_targets() {
-                    count[bc.block.0 as usize] += 1;
-                    pred[bc.block.0 as usize] = bi;
+    fn of(
+        cfg: &guardlift_ir::analysis::flowgraph::ControlFlowGraph,
+        rpo: &[u32],
+        blocks: usize,
+    ) -> Self {
+        let mut reachable = vec![false; blocks];
+        for &b in rpo {
+            reachable[b as usize] = true;
+        }
+        let mut count = vec![0u32; blocks];
+        let mut pred = vec![0u32; blocks];
+        for b in 0..blocks {
+            for p in cfg.preds(guardlift_ir::Block(b as u32)) {
+                if reachable[p.0 as usize] {
+                    count[b] += 1;
+                    pred[b] = p.0;
                 }
             }
         }
@@ -84,7 +93,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if self.lw.stack_redzones {
             self.make_stack_area_slots();
         }
-        let edges = IncomingEdges::of(f, &rpo);
+        let edges = IncomingEdges::of(self.lw.analyses[self.id].cfg(), &rpo, f.blocks.len());
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.
         let entry_targeted = edges.count[0] > 0;
