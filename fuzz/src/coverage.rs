@@ -98,6 +98,7 @@ pub const FAMILIES: &[&str] = &[
     "loop.clean_br_table",
     "mem.stack_alloc",
     "mem.stack_area",
+    "mem.stack_pad",
     "call.func_addr",
     "call.indirect",
     "call.indirect_function",

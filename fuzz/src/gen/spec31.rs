@@ -21,7 +21,11 @@
 //! addresses.
 
 use super::FnGen;
-use guardlift_ir::{BinOp, Block, Type, Value};
+use guardlift_ir::{BinOp, Block, ConvOp, Type, Value};
+use guardlift_runtime::heap::REDZONE_BYTES;
+
+/// The pads around a `stack_alloc` area (the heap's redzone size).
+const REDZONE: i32 = REDZONE_BYTES as i32;
 
 impl FnGen<'_, '_, '_> {
     /// `br_table` over one to four arms that merge (see the module doc).
@@ -135,6 +139,40 @@ impl FnGen<'_, '_, '_> {
         for _ in 0..self.src.range(1, 4) {
             self.area_access(p, size);
         }
+        if self.src.chance(1, 4) {
+            self.area_pad_access(p, size);
+        }
+    }
+
+    /// A raw load or store touching a pad of the `size`-byte area at `p`
+    /// (docs/IR.md: the 16 bytes before it and after its whole 8-byte
+    /// granules are redzones on every engine): a `heap_overflow` fault,
+    /// guarded by hand or left to the `bounds` instrumentation.
+    fn area_pad_access(&mut self, p: Value, size: u32) {
+        // The area as the runtime records it (`Heap::native_stack_area`).
+        let end = size.max(8).next_multiple_of(8) as i32;
+        let (ty, w) = [(Type::I8, 1), (Type::I32, 4), (Type::I64, 8)][self.src.index(3)];
+        let off = match self.src.range(0, 3) {
+            0 => end,
+            1 => end + REDZONE - w,
+            2 => -w,
+            _ => -REDZONE,
+        };
+        if self.src.chance(1, 2) {
+            let r = self.fb.load(ty, p, off);
+            self.object_fault_guard(|n| n.bounds = true);
+            let r = if ty == Type::I64 {
+                r
+            } else {
+                self.fb.conv(ConvOp::Sext, Type::I64, r)
+            };
+            self.vals.push(r);
+        } else {
+            let x = self.pick_compat(ty);
+            self.fb.store(x, p, off);
+            self.object_fault_guard(|n| n.bounds = true);
+        }
+        self.ev.insert("mem.stack_pad");
     }
 
     /// One in-bounds raw load or store of the `size`-byte area at `p`.
