@@ -123,12 +123,92 @@ pub fn run_raw_with(
     mode: Mode,
     jit: &CompileOptions,
 ) -> RawRun {
+    run_raw_bound(m, entry, args, engine, mode, jit, false)
+}
+
+/// The host's attribute slow paths as a VM binds them
+/// (`Runtime::bind_attr_slow_paths`): its own dict per object, which
+/// starts empty (a load of an attribute never stored gives a value made
+/// from the index alone, so two engines' runtimes agree though their
+/// objects' addresses differ).
+#[derive(Default)]
+pub struct HostSlowPaths {
+    attrs: std::sync::Mutex<HashMap<(u64, u32), i64>>,
+    calls: std::sync::atomic::AtomicU64,
+}
+
+impl HostSlowPaths {
+    /// How many times IR code called the slow paths.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn called(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl guardlift_runtime::AttrSlowPaths for HostSlowPaths {
+    fn load_attr(&self, obj: u64, index: u32) -> i64 {
+        self.called();
+        let attrs = self.attrs.lock().unwrap_or_else(|e| e.into_inner());
+        (attrs.get(&(obj, index)).copied()).unwrap_or(0x5100 + index as i64)
+    }
+
+    fn store_attr(&self, obj: u64, index: u32, value: i64) {
+        self.called();
+        let mut attrs = self.attrs.lock().unwrap_or_else(|e| e.into_inner());
+        attrs.insert((obj, index), value);
+    }
+}
+
+/// How many slow-path calls `entry(args)` of `m` makes on the interpreter
+/// in recover mode with the host's slow paths bound (the reach of
+/// [`crate::targets::pick_slow_paths`]).
+pub fn slow_path_calls(m: &Module, entry: &str, args: &[u64]) -> u64 {
+    let rt = Runtime::new(RuntimeConfig {
+        layout: m.layout,
+        mode: Mode::Recover,
+        abort_process: false,
+        capture_output: true,
+    });
+    let paths = Arc::new(HostSlowPaths::default());
+    if rt.bind_attr_slow_paths(paths.clone()).is_err() {
+        return 0;
+    }
+    let _ = run_on(
+        m,
+        entry,
+        args,
+        Engine::Interp,
+        &CompileOptions::default(),
+        &rt,
+    );
+    paths.calls()
+}
+
+/// [`run_raw_with`], the runtime's attribute slow paths bound to a
+/// [`HostSlowPaths`] when `host_slow_paths`.
+pub fn run_raw_bound(
+    m: &Module,
+    entry: &str,
+    args: &[u64],
+    engine: Engine,
+    mode: Mode,
+    jit: &CompileOptions,
+    host_slow_paths: bool,
+) -> RawRun {
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
         mode,
         abort_process: false,
         capture_output: true,
     });
+    if host_slow_paths {
+        rt.bind_attr_slow_paths(Arc::new(HostSlowPaths::default()))
+            .expect("a fresh runtime takes a binding");
+    }
     let result = run_on(m, entry, args, engine, jit, &rt);
     RawRun {
         result,

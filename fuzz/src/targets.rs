@@ -1,7 +1,7 @@
 //! The bodies of the fuzz targets. Each takes the raw fuzzer input and
 //! panics on a finding (libFuzzer records the input as a crash).
 
-use crate::exec::{comparable, run_raw_with, with_checks, Engine, CHECK_SETS};
+use crate::exec::{comparable, run_raw_bound, with_checks, Engine, CHECK_SETS};
 use crate::gen::{self, GenConfig, Generated, ENTRY};
 use crate::guards::{self, GuardsInput};
 use arbitrary::{Arbitrary, Unstructured};
@@ -170,12 +170,22 @@ fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
 /// ([`pick_placement`]; a panic anywhere is a finding).
 pub fn differential(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let g = gen::generate(&mut u, &FUZZ_GEN);
+    let mut g = gen::generate(&mut u, &FUZZ_GEN);
     let (sets, opt) = pick_differential(&g, &mut u);
     let jit = CompileOptions::default()
         .with_opt_level(opt)
         .with_placement(pick_placement(&mut u));
+    g.host_slow_paths = pick_slow_paths(&mut u);
     check_generated_with(&g, &sets, &jit);
+}
+
+/// Whether the runtimes of a `differential` input take the host's
+/// attribute slow paths ([`crate::exec::HostSlowPaths`]): one input in
+/// three, from the next input byte (not when the input has run out, as
+/// before this choice existed). The loop analysis then treats every
+/// attribute op as a possible host call (`guardlift_ir::hoist::HostModel`).
+pub fn pick_slow_paths(u: &mut Unstructured<'_>) -> bool {
+    u.arbitrary::<u8>().unwrap_or(0) % 3 == 1
 }
 
 /// Where the JIT maps code and data (`guardlift_jit::Placement`: the
@@ -245,16 +255,25 @@ pub fn check_generated_with(g: &Generated, sets: &[CheckSet], jit: &CompileOptio
         let m = with_checks(&g.module, checks);
         let ctx = || {
             format!(
-                "checks [{checks}], opt {:?}, placement {:?}, args {:x?}, needs {:?}\n{}",
+                "checks [{checks}], opt {:?}, placement {:?}, host slow paths {}, args {:x?}, needs {:?}\n{}",
                 jit.opt_level,
                 jit.placement,
+                g.host_slow_paths,
                 g.args,
                 g.needs,
                 print_module(&m)
             )
         };
         let run = |engine| {
-            let raw = run_raw_with(&m, ENTRY, &g.args, engine, Mode::Recover, jit);
+            let raw = run_raw_bound(
+                &m,
+                ENTRY,
+                &g.args,
+                engine,
+                Mode::Recover,
+                jit,
+                g.host_slow_paths,
+            );
             comparable(&m, ENTRY, raw)
         };
         let a = match run(Engine::Interp) {

@@ -175,3 +175,41 @@ const LIFE_FAMILIES: [&str; 10] = [
     "life.dictify",
     "life.redzone",
 ];
+
+/// The host slow paths a `differential` input may bind
+/// (`targets::pick_slow_paths`) are reached: generated modules call them
+/// (an attribute op on an object whose word is not values-tagged: after
+/// `obj_dictify`, a dict word stored by hand).
+#[test]
+fn generated_modules_reach_the_host_slow_paths() {
+    const MODULES: usize = 600;
+    let mut calling = 0usize;
+    let mut calls = 0u64;
+    let mut bound = 0usize;
+    for data in random_inputs(0x51_0e, MODULES, 1536) {
+        let mut u = Unstructured::new(&data);
+        let g = generate(&mut u, &GenConfig::default());
+        // As `targets::differential` draws its choices after the module.
+        let _ = guardlift_fuzz::targets::pick_differential(&g, &mut u);
+        let _ = guardlift_fuzz::targets::pick_placement(&mut u);
+        bound += usize::from(guardlift_fuzz::targets::pick_slow_paths(&mut u));
+        let m = guardlift_fuzz::exec::with_checks(&g.module, guardlift_instrument::CheckSet::ALL);
+        let n = guardlift_fuzz::exec::slow_path_calls(&m, "main", &g.args);
+        calling += usize::from(n > 0);
+        calls += n;
+    }
+    let pct = 100.0 * calling as f64 / MODULES as f64;
+    let bound_pct = 100.0 * bound as f64 / MODULES as f64;
+    eprintln!(
+        "{calling} of {MODULES} modules ({pct:.1} %) call the host slow paths, {calls} calls; \
+         {bound_pct:.1} % of the inputs bind them"
+    );
+    assert!(
+        pct >= 2.0,
+        "only {pct:.1} % of modules reach the host slow paths"
+    );
+    assert!(
+        bound_pct >= 10.0,
+        "only {bound_pct:.1} % of inputs bind the host slow paths"
+    );
+}

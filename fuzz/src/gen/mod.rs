@@ -143,6 +143,10 @@ pub struct Generated {
     /// Per function (module order): what the generator put in it that its
     /// opcodes do not show (`fault.overflow`, `ctl.loop`, ...).
     pub events: Vec<BTreeSet<&'static str>>,
+    /// Run against runtimes whose attribute slow paths are the host's
+    /// ([`crate::exec::HostSlowPaths`]) instead of the model heap's: the
+    /// target picks it (`targets::pick_slow_paths`), the generator never.
+    pub host_slow_paths: bool,
 }
 
 /// The entry function of every generated module.
@@ -244,6 +248,7 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
         args,
         needs: ms.needs,
         events,
+        host_slow_paths: false,
     }
 }
 
