@@ -123,24 +123,55 @@ pub fn run_raw_with(
     mode: Mode,
     jit: &CompileOptions,
 ) -> RawRun {
-    run_raw_bound(m, entry, args, engine, mode, jit, false)
+    run_raw_bound(
+        m,
+        entry,
+        args,
+        engine,
+        mode,
+        jit,
+        SlowPathBinding::ModelHeap,
+    )
 }
 
 /// The host's attribute slow paths as a VM binds them
 /// (`Runtime::bind_attr_slow_paths`): its own dict per object, which
 /// starts empty (a load of an attribute never stored gives a value made
 /// from the index alone, so two engines' runtimes agree though their
-/// objects' addresses differ).
+/// objects' addresses differ). With [`HostSlowPaths::freeing`], every
+/// [`FREE_EVERY`]th store also frees the object, as a VM's dict code may
+/// (a `__setattr__` that drops the last reference): the engines then
+/// meet a use after free the loop analysis must not have assumed away.
 #[derive(Default)]
 pub struct HostSlowPaths {
     attrs: std::sync::Mutex<HashMap<(u64, u32), i64>>,
     calls: std::sync::atomic::AtomicU64,
+    stores: std::sync::atomic::AtomicU64,
+    freed: std::sync::atomic::AtomicU64,
+    /// The runtime whose objects a store frees (none: it frees nothing).
+    frees: Option<std::sync::Weak<Runtime>>,
 }
 
+/// One store in this many through [`HostSlowPaths::freeing`] frees its object.
+pub const FREE_EVERY: u64 = 4;
+
 impl HostSlowPaths {
+    /// Slow paths whose every [`FREE_EVERY`]th store frees the object in `rt`.
+    pub fn freeing(rt: &Arc<Runtime>) -> Self {
+        HostSlowPaths {
+            frees: Some(Arc::downgrade(rt)),
+            ..Default::default()
+        }
+    }
+
     /// How many times IR code called the slow paths.
     pub fn calls(&self) -> u64 {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many objects the slow paths freed.
+    pub fn freed(&self) -> u64 {
+        self.freed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn called(&self) {
@@ -158,38 +189,56 @@ impl guardlift_runtime::AttrSlowPaths for HostSlowPaths {
 
     fn store_attr(&self, obj: u64, index: u32, value: i64) {
         self.called();
-        let mut attrs = self.attrs.lock().unwrap_or_else(|e| e.into_inner());
-        attrs.insert((obj, index), value);
+        self.attrs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((obj, index), value);
+        let n = 1 + self
+            .stores
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % FREE_EVERY == 0 {
+            if let Some(rt) = self.frees.as_ref().and_then(std::sync::Weak::upgrade) {
+                rt.obj_free(obj);
+                self.freed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 }
 
 /// How many slow-path calls `entry(args)` of `m` makes on the interpreter
-/// in recover mode with the host's slow paths bound (the reach of
-/// [`crate::targets::pick_slow_paths`]).
-pub fn slow_path_calls(m: &Module, entry: &str, args: &[u64]) -> u64 {
+/// in recover mode with the host's slow paths bound, freeing (the reach of
+/// [`crate::targets::pick_slow_paths`]), how many objects they freed, and
+/// how many reports the run made.
+pub fn slow_path_calls(m: &Module, entry: &str, args: &[u64]) -> (u64, u64, usize) {
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
         mode: Mode::Recover,
         abort_process: false,
         capture_output: true,
     });
-    let paths = Arc::new(HostSlowPaths::default());
+    let paths = Arc::new(HostSlowPaths::freeing(&rt));
     if rt.bind_attr_slow_paths(paths.clone()).is_err() {
-        return 0;
+        return (0, 0, 0);
     }
-    let _ = run_on(
-        m,
-        entry,
-        args,
-        Engine::Interp,
-        &CompileOptions::default(),
-        &rt,
-    );
-    paths.calls()
+    let jit = CompileOptions::default();
+    let _ = run_on(m, entry, args, Engine::Interp, &jit, &rt);
+    (paths.calls(), paths.freed(), rt.take_reports().len())
 }
 
-/// [`run_raw_with`], the runtime's attribute slow paths bound to a
-/// [`HostSlowPaths`] when `host_slow_paths`.
+/// What the runtime's attribute slow paths are bound to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SlowPathBinding {
+    /// Nothing: the model heap's slow paths.
+    ModelHeap,
+    /// A [`HostSlowPaths`] that frees nothing.
+    HostDict,
+    /// A [`HostSlowPaths::freeing`] (only where the lifetime checks make a
+    /// later use of the freed object defined).
+    HostDictFreeing,
+}
+
+/// [`run_raw_with`], the runtime's attribute slow paths bound as `slow_paths` says.
 pub fn run_raw_bound(
     m: &Module,
     entry: &str,
@@ -197,7 +246,7 @@ pub fn run_raw_bound(
     engine: Engine,
     mode: Mode,
     jit: &CompileOptions,
-    host_slow_paths: bool,
+    slow_paths: SlowPathBinding,
 ) -> RawRun {
     let rt = Runtime::new(RuntimeConfig {
         layout: m.layout,
@@ -205,8 +254,13 @@ pub fn run_raw_bound(
         abort_process: false,
         capture_output: true,
     });
-    if host_slow_paths {
-        rt.bind_attr_slow_paths(Arc::new(HostSlowPaths::default()))
+    let paths = match slow_paths {
+        SlowPathBinding::ModelHeap => None,
+        SlowPathBinding::HostDict => Some(HostSlowPaths::default()),
+        SlowPathBinding::HostDictFreeing => Some(HostSlowPaths::freeing(&rt)),
+    };
+    if let Some(paths) = paths {
+        rt.bind_attr_slow_paths(Arc::new(paths))
             .expect("a fresh runtime takes a binding");
     }
     let result = run_on(m, entry, args, engine, jit, &rt);

@@ -1,7 +1,7 @@
 //! The bodies of the fuzz targets. Each takes the raw fuzzer input and
 //! panics on a finding (libFuzzer records the input as a crash).
 
-use crate::exec::{comparable, run_raw_bound, with_checks, Engine, CHECK_SETS};
+use crate::exec::{comparable, run_raw_bound, with_checks, Engine, SlowPathBinding, CHECK_SETS};
 use crate::gen::{self, GenConfig, Generated, ENTRY};
 use crate::guards::{self, GuardsInput};
 use arbitrary::{Arbitrary, Unstructured};
@@ -265,15 +265,12 @@ pub fn check_generated_with(g: &Generated, sets: &[CheckSet], jit: &CompileOptio
             )
         };
         let run = |engine| {
-            let raw = run_raw_bound(
-                &m,
-                ENTRY,
-                &g.args,
-                engine,
-                Mode::Recover,
-                jit,
-                g.host_slow_paths,
-            );
+            let slow_paths = match (g.host_slow_paths, checks.lifetime) {
+                (false, _) => SlowPathBinding::ModelHeap,
+                (true, false) => SlowPathBinding::HostDict,
+                (true, true) => SlowPathBinding::HostDictFreeing,
+            };
+            let raw = run_raw_bound(&m, ENTRY, &g.args, engine, Mode::Recover, jit, slow_paths);
             comparable(&m, ENTRY, raw)
         };
         let a = match run(Engine::Interp) {

@@ -186,6 +186,7 @@ fn generated_modules_reach_the_host_slow_paths() {
     let mut calling = 0usize;
     let mut calls = 0u64;
     let mut bound = 0usize;
+    let (mut freeing, mut freeing_reported) = (0usize, 0usize);
     for data in random_inputs(0x51_0e, MODULES, 1536) {
         let mut u = Unstructured::new(&data);
         let g = generate(&mut u, &GenConfig::default());
@@ -194,15 +195,18 @@ fn generated_modules_reach_the_host_slow_paths() {
         let _ = guardlift_fuzz::targets::pick_placement(&mut u);
         bound += usize::from(guardlift_fuzz::targets::pick_slow_paths(&mut u));
         let m = guardlift_fuzz::exec::with_checks(&g.module, guardlift_instrument::CheckSet::ALL);
-        let n = guardlift_fuzz::exec::slow_path_calls(&m, "main", &g.args);
+        let (n, f, reports) = guardlift_fuzz::exec::slow_path_calls(&m, "main", &g.args);
         calling += usize::from(n > 0);
         calls += n;
+        freeing += usize::from(f > 0);
+        freeing_reported += usize::from(f > 0 && reports > 0);
     }
     let pct = 100.0 * calling as f64 / MODULES as f64;
     let bound_pct = 100.0 * bound as f64 / MODULES as f64;
     eprintln!(
         "{calling} of {MODULES} modules ({pct:.1} %) call the host slow paths, {calls} calls; \
-         {bound_pct:.1} % of the inputs bind them"
+         {bound_pct:.1} % of the inputs bind them; in {freeing} modules they free an object \
+         ({freeing_reported} of them report)"
     );
     assert!(
         pct >= 2.0,
