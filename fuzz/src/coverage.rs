@@ -69,6 +69,7 @@ pub const FAMILIES: &[&str] = &[
     "obj.dict_slot.load",
     "obj.dict_slot.store",
     "obj.dict_slot.store_zero",
+    "obj.dict_cleared_store",
     "obj.watch",
     "adstack.alloc",
     "adstack.push",

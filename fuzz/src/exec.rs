@@ -153,7 +153,7 @@ pub struct HostSlowPaths {
 }
 
 /// One store in this many through [`HostSlowPaths::freeing`] frees its object.
-pub const FREE_EVERY: u64 = 4;
+pub const FREE_EVERY: u64 = 3;
 
 impl HostSlowPaths {
     /// Slow paths whose every [`FREE_EVERY`]th store frees the object in `rt`.

@@ -171,18 +171,25 @@ fn check_instrumented(m: &Module, checks: CheckSet, text: &str) {
 pub fn differential(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let mut g = gen::generate(&mut u, &FUZZ_GEN);
-    let (sets, opt) = pick_differential(&g, &mut u);
+    let (mut sets, opt) = pick_differential(&g, &mut u);
     let jit = CompileOptions::default()
         .with_opt_level(opt)
         .with_placement(pick_placement(&mut u));
     g.host_slow_paths = pick_slow_paths(&mut u);
+    if g.host_slow_paths {
+        // The freeing slow paths run where lifetime checks do: every check.
+        if let Some(last) = sets.last_mut() {
+            *last = CheckSet::ALL;
+        }
+    }
     check_generated_with(&g, &sets, &jit);
 }
 
 /// Whether the runtimes of a `differential` input take the host's
 /// attribute slow paths ([`crate::exec::HostSlowPaths`]): one input in
 /// three, from the next input byte (not when the input has run out, as
-/// before this choice existed). The loop analysis then treats every
+/// before this choice existed). Such an input's instrumented run has every
+/// check (the slow paths free objects where lifetime checks run). The loop analysis then treats every
 /// attribute op as a possible host call (`guardlift_ir::hoist::HostModel`).
 pub fn pick_slow_paths(u: &mut Unstructured<'_>) -> bool {
     u.arbitrary::<u8>().unwrap_or(0) % 3 == 1

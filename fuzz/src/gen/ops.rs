@@ -384,9 +384,20 @@ impl FnGen<'_, '_, '_> {
         // are loads, so that such loops are common too.
         let pick = match self.restricted() && self.src.chance(3, 4) {
             true => 0,
+            false if self.restricted() && self.src.chance(1, 3) => 5,
             false => self.src.range(0, 4),
         };
         match pick {
+            5 => {
+                // The word cleared, then an attribute stored: the slow
+                // path (the host's, when bound: it may free the object),
+                // inside a leaf helper or a leaf-call loop.
+                let z = self.iconst(Type::I64, 0);
+                self.fb.dict_slot_store(o.v, z);
+                let x = self.pick_compat(Type::I64);
+                self.fb.store_attr(o.v, self.src.range(0, o.nattrs - 1), x);
+                self.ev.insert("obj.dict_cleared_store");
+            }
             0 | 1 => {
                 // Only the tag bits of the word are address-independent.
                 let w = self.fb.dict_slot_load(o.v);
