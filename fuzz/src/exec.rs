@@ -196,7 +196,7 @@ impl guardlift_runtime::AttrSlowPaths for HostSlowPaths {
         let n = 1 + self
             .stores
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if n % FREE_EVERY == 0 {
+        if n.is_multiple_of(FREE_EVERY) {
             if let Some(rt) = self.frees.as_ref().and_then(std::sync::Weak::upgrade) {
                 rt.obj_free(obj);
                 self.freed
