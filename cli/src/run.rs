@@ -371,9 +371,10 @@ fn print_watch_summary(watch: &Option<WatchStatus>) {
 /// Says so on stderr; the run goes on.
 fn target_watch_unavailable(t: Target) -> WatchStatus {
     let reason = match t {
-        Target::X86_64 if std::env::consts::ARCH == "x86_64" => {
-            "--target x86_64 runs a separately linked program without guardlift's runtime".into()
-        }
+        t if target_name(t) == std::env::consts::ARCH => format!(
+            "--target {} runs a separately linked program without guardlift's runtime",
+            target_name(t)
+        ),
         _ => format!(
             "--target {} runs the program under qemu-user, which has no hardware watchpoints",
             target_name(t)
