@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The `guardlift` binary under test.
 pub fn bin() -> &'static str {
@@ -17,7 +17,7 @@ pub fn gl(args: &[&str]) -> Output {
 
 /// [`gl`] with the variables `env` set.
 pub fn gl_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(bin())
+    target_command(bin())
         .args(args)
         .env_remove("GUARDLIFT_OPTIONS")
         .envs(env.iter().copied())
