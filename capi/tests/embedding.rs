@@ -75,10 +75,11 @@ fn c_pyish() -> &'static Path {
         // A cross build's tests (aarch64 under qemu-user) need the cross
         // compiler of their target: docs/TARGETS.md.
         let cross_cc = format!("{}-linux-gnu-gcc", std::env::consts::ARCH);
-        let cc = std::env::var("CC").unwrap_or_else(|_| match common::target_dir_of(&profile_dir()).1 {
-            Some(_) => cross_cc,
-            None => "cc".into(),
-        });
+        let cc =
+            std::env::var("CC").unwrap_or_else(|_| match common::target_dir_of(&profile_dir()).1 {
+                Some(_) => cross_cc,
+                None => "cc".into(),
+            });
         let out = Command::new(&cc)
             .args([
                 "-O1",
@@ -126,7 +127,12 @@ struct Run {
 }
 
 fn run(exe: &Path, args: &[&str]) -> Run {
-    run_output(common::target_command(exe).args(args).output().expect("run pyish"))
+    run_output(
+        common::target_command(exe)
+            .args(args)
+            .output()
+            .expect("run pyish"),
+    )
 }
 
 fn run_output(out: Output) -> Run {

@@ -543,10 +543,7 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
     );
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["watch"]["active"], false, "{j}");
-    assert!(
-        j["watch"]["reason"].as_str().unwrap().contains(why),
-        "{j}"
-    );
+    assert!(j["watch"]["reason"].as_str().unwrap().contains(why), "{j}");
     assert_eq!(j["result"], 107);
 }
 
