@@ -107,7 +107,11 @@ fn code_and_data_far_apart_or_close_give_the_same_results() {
                 // The many-loops module (first) has data objects to place;
                 // a corpus program may have none.
                 let mut check = || {
-                    if i > 0 {
+                    // Without a shadow mapping (GUARDLIFT_NO_SHADOW=1; under
+                    // qemu-user, docs/TARGETS.md) no loop is versioned, so
+                    // the module has no data object to place: the results
+                    // are still compared.
+                    if i > 0 || guardlift_runtime::shadow::base().is_none() {
                         return;
                     }
                     let chunks = placed_chunks();

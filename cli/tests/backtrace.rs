@@ -2,8 +2,9 @@
 //! on the JIT and the interpreter; `GUARDLIFT_OPTIONS=backtrace=0` turns
 //! them off.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
 
 /// `@leaf` overflows an adstack at 5:5; `@main` calls it at 10:5.
 const NESTED: &str = "fn @leaf(%p: i64) -> i64 {
@@ -35,7 +36,7 @@ fn program() -> PathBuf {
 }
 
 fn run_json(engine: &str, options: &str) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+    let o = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
         .arg("run")
         .arg(program())
         .args(["7", "--mode", "recover", "--json", "--engine", engine])
@@ -80,7 +81,7 @@ fn both_ir_frames_in_order_on_jit_and_interp() {
 fn object_paths_give_the_jit_s_ir_frames() {
     let jit = run_json("jit", "")["backtrace"].clone();
     for target in ["x86_64", "aarch64", "riscv64"] {
-        let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+        let o = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
             .arg("run")
             .arg(program())
             .args(["7", "--mode", "recover", "--json", "--target", target])
@@ -98,7 +99,7 @@ fn object_paths_give_the_jit_s_ir_frames() {
 #[test]
 fn human_form_lists_frames_after_what_was_observed() {
     for engine in ["jit", "interp"] {
-        let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+        let o = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
             .arg("run")
             .arg(program())
             .args(["7", "--mode", "recover", "--engine", engine])

@@ -2,15 +2,16 @@
 //! is there, side by side, with its ratios. (Speed itself is never asserted: numbers
 //! are the benchmark's output, not a test's verdict.)
 
+mod common;
+
 use serde_json::Value;
-use std::process::Command;
 
 fn bench() -> Value {
     bench_with(&[])
 }
 
 fn bench_with(extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+    let out = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
         .args(["bench", "--quick", "--json"])
         .args(extra)
         .output()
@@ -205,7 +206,7 @@ fn bench_measures_the_compile_time_of_debuginfo() {
     let dir = std::env::temp_dir().join(format!("guardlift-bench-dbg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+    let out = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
         .args(["bench", "--quick", "--json", "--only", "debuginfo"])
         .env("JITDUMPDIR", &dir)
         .env_remove("GUARDLIFT_OPTIONS")

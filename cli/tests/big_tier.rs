@@ -12,7 +12,6 @@ mod common;
 use chain::push_chain;
 use common::mask_hex;
 use guardlift_jit::{Tier, BIG_FUNCTION_INSTS};
-use std::process::Command;
 
 const BLOCKS: usize = 6_000;
 
@@ -48,7 +47,7 @@ fn a_big_tier_function_agrees_on_every_engine_and_target() {
     let file = dir.join("big.glir");
     std::fs::write(&file, &text).unwrap();
     let run = |mode: &str, extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_guardlift"))
+        let o = common::target_command(env!("CARGO_BIN_EXE_guardlift"))
             .arg("run")
             .arg(&file)
             .args(["5", "--instrument", "--mode", mode])

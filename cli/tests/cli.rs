@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 mod common;
 
 use common::{bin, gl, stderr, stdout, tmp};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
@@ -250,7 +250,7 @@ fn guardlift_options_set_mode_log_and_json() {
     let ex = shared().join("examples/tagflip.glir");
     let log = std::env::temp_dir().join(format!("guardlift-log-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let o = Command::new(bin())
+    let o = common::target_command(bin())
         .args([
             "run",
             ex.to_str().unwrap(),
@@ -278,7 +278,7 @@ fn guardlift_options_set_mode_log_and_json() {
     // The word changed behind the JIT's back: the last known write was obj_new's.
     assert_eq!(lines[0]["last_write"]["by"], "obj_new");
     assert_eq!(lines[0]["last_write"]["changed_behind"], true);
-    let o = Command::new(bin())
+    let o = common::target_command(bin())
         .args(["run", ex.to_str().unwrap(), "10", "--engine", "interp"])
         .env("GUARDLIFT_OPTIONS", "mode=sometimes")
         .output()

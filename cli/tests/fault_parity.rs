@@ -6,8 +6,10 @@
 //! legitimately native: the faulting PC, and where the stack ran out (a
 //! stack overflow's address). The exit status is 134 everywhere.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// Every engine and target but the interpreter, as `run` flags.
 const OTHERS: [[&str; 2]; 4] = [
@@ -48,7 +50,7 @@ fn run_line(p: &Path) -> Vec<String> {
 }
 
 fn run(p: &Path, args: &[String], flags: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_guardlift"))
+    common::target_command(env!("CARGO_BIN_EXE_guardlift"))
         .arg("run")
         .arg(p)
         .args(args)

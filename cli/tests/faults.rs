@@ -2,8 +2,10 @@
 //! cannot be written falls back to stderr with a note, on every engine and
 //! target, in every mode, human and JSON; each report is written once.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_guardlift")
@@ -44,7 +46,7 @@ fn log_path_dev_full_falls_back_to_stderr_everywhere() {
     for engine in ENGINES {
         for (mode, code) in [("abort", 134), ("recover", 1), ("trap", 134)] {
             for json in [0, 1] {
-                let o = Command::new(bin())
+                let o = common::target_command(bin())
                     .arg("run")
                     .arg(&p)
                     .args(engine)
@@ -89,7 +91,7 @@ fn a_writable_log_gets_the_report_and_stderr_no_note() {
     let log = std::env::temp_dir().join(format!("guardlift-faults-{}.log", std::process::id()));
     for mode in ["abort", "recover", "trap"] {
         let _ = std::fs::remove_file(&log);
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .arg("run")
             .arg(&p)
             .args(["--instrument", "--mode", mode])
@@ -159,7 +161,7 @@ entry:
 ";
 
 fn run(p: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
+    common::target_command(bin())
         .arg("run")
         .arg(p)
         .args(args)
@@ -298,7 +300,7 @@ fn recursion_1e8_deep_is_a_stack_overflow_report() {
 fn deep_but_legal_recursion_runs_the_same_everywhere() {
     let p = write_tmp("deep_ok.glir", DEEP);
     for engine in ENGINES {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .arg("run")
             .arg(&p)
             .arg("99998")
@@ -347,7 +349,7 @@ fn a_fault_in_a_callee_has_the_ir_call_chain_as_backtrace() {
         );
     }
     for flags in FAULT_ENGINES {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .arg("run")
             .arg(&p)
             .args(["16", flags[0], flags[1]])
@@ -376,7 +378,7 @@ fn an_overflow_in_a_callee_prologue_names_the_ir_call() {
         &["--target", "x86_64"],
         &["--target", "aarch64"],
     ] {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .arg("run")
             .arg(&p)
             .arg("100000000")

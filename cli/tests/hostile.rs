@@ -34,7 +34,7 @@ const MAIN: &str = "fn @main() -> i64 {\nentry:\n    %x = iconst.i64 42\n    ret
 #[test]
 fn closed_stdout_pipe_is_one_line_and_a_nonzero_exit() {
     let p = programs().join("call_print.glir");
-    let mut child = Command::new(bin())
+    let mut child = common::target_command(bin())
         .args(["run", p.to_str().unwrap(), "200000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -75,7 +75,7 @@ fn a_full_disk_is_one_line_and_a_nonzero_exit_for_every_command() {
             .write(true)
             .open("/dev/full")
             .expect("/dev/full");
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .args(args)
             .stdout(full)
             .env_remove("GUARDLIFT_OPTIONS")
@@ -163,17 +163,23 @@ fn the_log_file_is_created_only_when_something_is_reported() {
     }
 }
 
+/// `guardlift ARGS` (through [`common::target_command`]) under `ulimit -v KB`.
+fn with_address_space_limit(kb: u64, args: &[&str]) -> Output {
+    let gl = common::target_command(bin());
+    Command::new("sh")
+        .args(["-c", &format!("ulimit -v {kb}; exec \"$@\""), "sh"])
+        .arg(gl.get_program())
+        .args(gl.get_args())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn nul_bytes_are_not_text_for_any_command() {
     // Bounded memory: before the fix `check /dev/zero` grew without limit.
     for cmd in ["check", "fmt", "run"] {
-        let o = Command::new("sh")
-            .args([
-                "-c",
-                &format!("ulimit -v 4000000; exec \"{}\" {cmd} /dev/zero", bin()),
-            ])
-            .output()
-            .unwrap();
+        let o = with_address_space_limit(4_000_000, &[cmd, "/dev/zero"]);
         assert_diag(&o, "/dev/zero", "1:1", "NUL byte");
     }
     let o = gl(&["emit", "/dev/zero", "--what", "ir"]);
@@ -265,14 +271,14 @@ fn boolean_options_accept_what_the_error_lists() {
     let p = tmp("opt.glir", MAIN.as_bytes());
     let ps = p.to_str().unwrap();
     for v in ["yes", "no", "true", "off", "1"] {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .args(["run", ps])
             .env("GUARDLIFT_OPTIONS", format!("json={v}"))
             .output()
             .unwrap();
         assert_eq!(stdout(&o).trim(), "42", "json={v}: {}", stderr(&o));
     }
-    let o = Command::new(bin())
+    let o = common::target_command(bin())
         .args(["run", ps])
         .env("GUARDLIFT_OPTIONS", "json=2")
         .output()
@@ -293,16 +299,10 @@ fn huge_site_ids_cost_no_memory() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for engine in ["jit", "interp"] {
         // Before the fix: a 4294967296-entry site table (an abort).
-        let o = Command::new("sh")
-            .args([
-                "-c",
-                &format!(
-                    "ulimit -v 8000000; exec \"{}\" run \"{ps}\" --engine {engine} --mode recover --json",
-                    bin()
-                ),
-            ])
-            .output()
-            .unwrap();
+        let o = with_address_space_limit(
+            8_000_000,
+            &["run", ps, "--engine", engine, "--mode", "recover", "--json"],
+        );
         assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
         let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(j["result"], 32031, "{engine}");

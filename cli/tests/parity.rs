@@ -17,7 +17,7 @@ mod common;
 use common::{bin, mask_hex};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -147,7 +147,7 @@ fn run_all(progs: &[Prog], jobs: &[Job]) -> Vec<Output> {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(j) = jobs.get(i) else { break };
                 let p = &progs[j.prog];
-                let o = Command::new(bin())
+                let o = common::target_command(bin())
                     .arg("run")
                     .arg(&p.path)
                     .args(&p.args)
@@ -458,7 +458,7 @@ fn missing_tools_fail_with_the_install_hint() {
         ),
         ("riscv64", "GUARDLIFT_CC_RISCV64", "libc6-dev-riscv64-cross"),
     ] {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .args(["run"])
             .arg(&file)
             .args(["--target", target])
@@ -477,7 +477,7 @@ fn missing_tools_fail_with_the_install_hint() {
 fn the_interpreter_runs_on_the_host_only() {
     let file = root().join("../shared/examples/attrs.glir");
     for target in ["aarch64", "riscv64"] {
-        let o = Command::new(bin())
+        let o = common::target_command(bin())
             .args(["run"])
             .arg(&file)
             .args(["--engine", "interp", "--target", target])

@@ -14,6 +14,8 @@
 //! A missing tool fails the test with the Debian package to install
 //! (`scripts/install-deps` installs them); no test skips.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -59,7 +61,7 @@ fn text(o: &Output) -> String {
 }
 
 fn guardlift() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_guardlift"));
+    let mut c = common::target_command(env!("CARGO_BIN_EXE_guardlift"));
     c.env_remove("PERF_BUILDID_DIR").env_remove("JITDUMPDIR");
     c
 }

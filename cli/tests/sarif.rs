@@ -4,9 +4,11 @@
 //! guardlift's own code (abort, recover; trap and host faults where the
 //! report comes back to the host).
 
+mod common;
+
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_guardlift")
@@ -48,7 +50,7 @@ fn validator() -> jsonschema::Validator {
 fn run_sarif(file: &Path, args: &[&str], what: &str) -> (i32, Json) {
     let out = tmp(&format!("{}.sarif", what.replace([' ', '-'], "_")));
     let _ = std::fs::remove_file(&out);
-    let o = Command::new(bin())
+    let o = common::target_command(bin())
         .arg("run")
         .arg(file)
         .args(args)

@@ -54,6 +54,11 @@ fn has_line(bt: &Value, pat: &str) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
     let file = tagflip();
     for engine in ["jit", "interp"] {
@@ -122,6 +127,11 @@ fn rogue_writer_is_named_on_both_engines_with_and_without_checks() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn one_byte_and_eight_byte_writers_are_told_apart() {
     // clobber_byte_lsb: an uninstrumented 1-byte `store` in IR code.
     let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
@@ -175,6 +185,11 @@ fn one_byte_and_eight_byte_writers_are_told_apart() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn clean_run_with_watchpoints_reports_nothing() {
     let legit = repo("tests/watch/legit_writes.glir");
     for engine in ["jit", "interp"] {
@@ -222,6 +237,11 @@ fn clean_run_with_watchpoints_reports_nothing() {
 /// `dict_slot.store` by an uninstrumented module is a `foreign_write`
 /// naming the IR store, on both engines.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn uninstrumented_ir_code_is_a_foreign_writer() {
     let legit = repo("tests/watch/legit_writes.glir");
     for engine in ["jit", "interp"] {
@@ -278,6 +298,11 @@ fn report_objects(j: &Value) -> Vec<(String, String, u64, u64, u64, Value)> {
 /// same on the interpreter, the JIT and the aarch64 object target, in
 /// JSON, the human form and SARIF.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn several_objects_at_one_site_are_listed_on_every_engine() {
     let file = two_objects();
     let dir = std::env::temp_dir().join(format!("gl-watch-objects-{}", std::process::id()));
@@ -357,6 +382,11 @@ fn several_objects_at_one_site_are_listed_on_every_engine() {
 /// Item 6 for `foreign_write`: one writing call site corrupting two
 /// watched objects is one report listing both, on both engines.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn one_writer_of_two_watched_objects_lists_both() {
     let file = two_objects();
     for engine in ["jit", "interp"] {
@@ -400,6 +430,11 @@ fn one_writer_of_two_watched_objects_lists_both() {
 /// repeats with it; the end-of-run summary counts the watched objects and
 /// those freed unwritten.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn sample_phase_is_given_or_printed_and_repeatable() {
     let many = repo("tests/watch/many_objects.glir");
     let o = gl(&["run", &many, "--watch", "sample:3@2", "--json"]);
@@ -451,6 +486,11 @@ fn sample_phase_is_given_or_printed_and_repeatable() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn guardlift_options_watch_is_the_same_as_the_flag() {
     let o = gl_env(
         &[
@@ -484,8 +524,15 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
     let err = stderr(&o);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{err}");
+    // On an aarch64 host `--target aarch64` is native: a separately
+    // linked program, out of reach of guardlift's runtime.
+    let why = if cfg!(target_arch = "aarch64") {
+        "separately linked program"
+    } else {
+        "qemu"
+    };
     assert!(
-        lines[0].starts_with("guardlift: watchpoints unavailable: ") && lines[0].contains("qemu"),
+        lines[0].starts_with("guardlift: watchpoints unavailable: ") && lines[0].contains(why),
         "{err}"
     );
     let o = gl_env(
@@ -496,10 +543,7 @@ fn aarch64_says_unavailable_and_gives_the_same_result() {
     );
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["watch"]["active"], false, "{j}");
-    assert!(
-        j["watch"]["reason"].as_str().unwrap().contains("qemu"),
-        "{j}"
-    );
+    assert!(j["watch"]["reason"].as_str().unwrap().contains(why), "{j}");
     assert_eq!(j["result"], 107);
 }
 
@@ -519,6 +563,11 @@ fn bad_watch_specs_are_usage_errors() {
 /// SIGSEGV. Now the run ends as trap mode says (134, the guard's report);
 /// the interpreter, which has no trap handler, still names the writer.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn trap_mode_and_watchpoints_do_not_crash() {
     let byte = repo("../tests/programs/scenarios/clobber_byte_lsb.glir");
     for engine in ["jit", "interp"] {
@@ -576,6 +625,11 @@ fn trap_mode_and_watchpoints_do_not_crash() {
 /// guardlift's own), each with the word it replaced: the good and the bad
 /// word alternate.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
 fn consecutive_dict_slot_stores_are_all_kept_and_all_watched() {
     let file = repo("tests/watch/consecutive_slot_stores.glir");
     for target in ["x86_64", "aarch64"] {
@@ -644,4 +698,41 @@ fn consecutive_dict_slot_stores_are_all_kept_and_all_watched() {
         seen.push((j["result"].clone(), !reports.is_empty()));
     }
     assert_eq!(seen[0], seen[1]);
+}
+
+/// Where watchpoints are not built (an aarch64 host), `--watch` says they
+/// are unavailable and why, on one stderr line and in the JSON object, and
+/// the run is the run without it, on both engines.
+#[test]
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn host_watch_says_unavailable_elsewhere() {
+    let legit = repo("tests/watch/legit_writes.glir");
+    for engine in ["jit", "interp"] {
+        let plain = gl(&["run", &legit, "--engine", engine]);
+        assert_eq!(plain.status.code(), Some(0), "{engine}: {}", stderr(&plain));
+        let o = gl(&["run", &legit, "--engine", engine, "--watch", "object:1"]);
+        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+        assert_eq!(o.stdout, plain.stdout, "{engine}");
+        let err = stderr(&o);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{engine}: {err}");
+        assert!(
+            lines[0].starts_with("guardlift: watchpoints unavailable: ")
+                && lines[0].contains("hardware watchpoints need Linux on x86_64"),
+            "{engine}: {err}"
+        );
+        let o = gl(&[
+            "run", &legit, "--engine", engine, "--watch", "object:1", "--json",
+        ]);
+        let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["watch"]["active"], false, "{engine}: {j}");
+        assert!(
+            j["watch"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains(std::env::consts::ARCH),
+            "{engine}: {j}"
+        );
+        assert_eq!(j["result"], 107, "{engine}");
+    }
 }

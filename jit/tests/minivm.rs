@@ -5,6 +5,8 @@
 //! through type slots; a use after free of the VM's is reported at its IR
 //! site.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -31,10 +33,12 @@ fn minivm() -> &'static Path {
             .parent()
             .expect("root");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let (target_dir, target) = common::target_dir_of(&dir);
         let out = Command::new(cargo)
             .current_dir(root)
             .args(["build", "-q", "--profile", &profile, "--target-dir"])
-            .arg(dir.parent().expect("target dir"))
+            .arg(target_dir)
+            .args(target.iter().flat_map(|t| ["--target", t]))
             // Every example of the workspace, not `-p guardlift-jit`: the
             // workspace's test build unifies features across all members,
             // and a narrower build would compile Cranelift again with other
@@ -53,7 +57,7 @@ fn minivm() -> &'static Path {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(minivm())
+    common::target_command(minivm())
         .args(args)
         .output()
         .expect("run minivm")

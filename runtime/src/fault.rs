@@ -32,9 +32,13 @@
 //! pointer (`crate::backtrace::walk_records`): exact on x86_64, where
 //! Cranelift gives every function a frame record; on aarch64 a leaf
 //! function without a frame record shows its caller's caller as frame #1.
-//! For a fault in a host function the walk starts from the frame pointer
-//! only if the host function left it pointing into the IR caller's frame;
-//! else the backtrace is the site alone.
+//! For a fault in a host function the site is the IR call that entered it:
+//! its return address on the stack (x86_64's `call`, or a non-leaf aarch64
+//! function's saved link register), or the link register itself when it
+//! still points into IR code (an aarch64 leaf host function, which never
+//! stores it). The walk starts from the frame pointer only if the host
+//! function left it pointing into the IR caller's frame (or at its own
+//! record, linked to the caller's); else the backtrace is the site alone.
 
 use crate::codemap::{CodeFunction, CodeRegistration};
 use crate::runtime::Runtime;
@@ -568,6 +572,40 @@ mod imp {
         }
         if top == 0 || sp >= top || !on_stack(sp) || bounds.is_none_or(|(_, h)| top > h) {
             return None;
+        }
+        if let Some(lr) = s.lr().filter(|&lr| lr > 1 && is_code(lr - 1)) {
+            // aarch64: a `bl` from IR code left the return address in the
+            // link register, and the host function has called nothing since
+            // (a call would have pointed it into the host function): a leaf,
+            // which may keep it there and never store it on the stack, and
+            // which leaves the frame pointer at the IR caller's record (or
+            // has stored its own record, which links to the caller's).
+            let in_frame = |a: usize| {
+                sp <= a
+                    && a.is_multiple_of(8)
+                    && a.checked_add(16).is_some_and(|e| e <= top)
+                    && a - sp < MAX_FRAME_BYTES
+            };
+            let record = match in_frame(fp) {
+                // SAFETY: `fp` is 8-aligned and `[fp, fp + 16)` lies in
+                // [sp, top), live stack of this thread (checked above).
+                true if unsafe { crate::codemap::read_stack_word(fp + 8) } == lr => {
+                    // SAFETY: as above.
+                    let caller = unsafe { crate::codemap::read_stack_word(fp) };
+                    if in_frame(caller) {
+                        caller
+                    } else {
+                        0
+                    }
+                }
+                true => fp,
+                false => 0,
+            };
+            return Some(Placed {
+                site_pc: lr - 1,
+                in_host: true,
+                record,
+            });
         }
         // SAFETY: [sp, top) is live stack of this thread (checked above).
         let (site_pc, slot) = unsafe { call_site_on_stack(sp, top, SCAN_BYTES) }?;

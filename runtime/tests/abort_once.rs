@@ -7,7 +7,8 @@ use guardlift_runtime::internals::*;
 use guardlift_runtime::{
     Mode, ModuleSites, Observed, ReportKind, Runtime, RuntimeConfig, SiteInfo,
 };
-use std::process::Command;
+
+mod common;
 
 const CHILD: &str = "GUARDLIFT_ABORT_ONCE_CHILD";
 
@@ -54,7 +55,7 @@ fn several_failing_threads_print_one_report() {
         child();
     }
     for _ in 0..20 {
-        let out = Command::new(std::env::current_exe().unwrap())
+        let out = common::target_command(std::env::current_exe().unwrap())
             .args([
                 "--exact",
                 "several_failing_threads_print_one_report",

@@ -4,12 +4,19 @@
 //! mode's report. Each case runs in a child process (this test binary
 //! re-executed with `GUARDLIFT_FAULTS_CHILD=<case>`), since the handler
 //! ends the process.
-#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+// Hand-assembled code for each architecture guardlift's fault handler
+// reads the ucontext of (x86_64, aarch64).
+#![cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 
 use guardlift_runtime::codemap::{enter_compiled_code, CodeFunction, PcLoc};
 use guardlift_runtime::internals::*;
 use guardlift_runtime::{ReportKind, Runtime, RuntimeConfig, SiteInfo, TrapSite};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 const CHILD: &str = "GUARDLIFT_FAULTS_CHILD";
 
@@ -24,11 +31,67 @@ const CHILD: &str = "GUARDLIFT_FAULTS_CHILD";
 /// 20: ud2                          @inner line 8 (load)
 /// 22: ud2                          (a guard's trap in case `guard`)
 /// ```
+#[cfg(target_arch = "x86_64")]
 const CODE: [u8; 24] = [
     0x55, 0x48, 0x89, 0xe5, 0xe8, 0x07, 0x00, 0x00, 0x00, 0x5d, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90,
     0x55, 0x48, 0x89, 0xe5, 0x0f, 0x0b, 0x0f, 0x0b,
 ];
-const UD2: usize = 20;
+/// Where `@inner` starts, where the faulting instruction is, where the
+/// other trap instruction is, and `@outer`'s call (start, end).
+#[cfg(target_arch = "x86_64")]
+const LAYOUT: Layout = Layout {
+    inner: 16,
+    ud2: 20,
+    other: 22,
+    call: (4, 9),
+};
+
+/// The same on aarch64, with the frame record of AAPCS64 (x29, x30):
+///
+/// ```text
+///  0: stp x29, x30, [sp, #-16]!; mov x29, sp   @outer line 2
+///  8: bl inner                                  @outer line 3 (call)
+/// 12: ldp x29, x30, [sp], #16; ret; nop
+/// 24: stp x29, x30, [sp, #-16]!; mov x29, sp   @inner line 7
+/// 32: udf #0                                   @inner line 8 (load)
+/// 36: udf #0                                   (a guard's trap in case `guard`)
+/// ```
+#[cfg(target_arch = "aarch64")]
+const CODE: [u8; 40] = words([
+    0xa9bf7bfd, 0x910003fd, 0x94000004, 0xa8c17bfd, 0xd65f03c0, 0xd503201f, 0xa9bf7bfd, 0x910003fd,
+    0x00000000, 0x00000000,
+]);
+#[cfg(target_arch = "aarch64")]
+const LAYOUT: Layout = Layout {
+    inner: 24,
+    ud2: 32,
+    other: 36,
+    call: (8, 12),
+};
+
+/// Instruction words as little-endian bytes.
+#[cfg(target_arch = "aarch64")]
+const fn words<const N: usize, const B: usize>(w: [u32; N]) -> [u8; B] {
+    let mut out = [0u8; B];
+    let mut i = 0;
+    while i < N {
+        let b = w[i].to_le_bytes();
+        out[4 * i] = b[0];
+        out[4 * i + 1] = b[1];
+        out[4 * i + 2] = b[2];
+        out[4 * i + 3] = b[3];
+        i += 1;
+    }
+    out
+}
+
+/// Offsets in [`CODE`].
+struct Layout {
+    inner: usize,
+    ud2: usize,
+    other: usize,
+    call: (u32, u32),
+}
 
 fn loc(start: u32, end: u32, line: u32, op: &'static str) -> PcLoc {
     PcLoc {
@@ -42,7 +105,8 @@ fn loc(start: u32, end: u32, line: u32, op: &'static str) -> PcLoc {
 
 /// Maps [`CODE`] executable and returns its address.
 fn map_code() -> usize {
-    // SAFETY: a fresh anonymous mapping, filled, then made read+execute.
+    // SAFETY: a fresh anonymous mapping, filled (on aarch64 its range then
+    // cleaned from the caches, as the JIT does), then made read+execute.
     unsafe {
         let p = libc::mmap(
             std::ptr::null_mut(),
@@ -54,6 +118,16 @@ fn map_code() -> usize {
         );
         assert_ne!(p, libc::MAP_FAILED);
         std::ptr::copy_nonoverlapping(CODE.as_ptr(), p.cast::<u8>(), CODE.len());
+        // aarch64's instruction fetch does not see data writes until the
+        // caches are cleaned and invalidated (libgcc's __clear_cache).
+        #[cfg(target_arch = "aarch64")]
+        {
+            extern "C" {
+                fn __clear_cache(start: *mut libc::c_char, end: *mut libc::c_char);
+            }
+            let start = p.cast::<libc::c_char>();
+            __clear_cache(start, start.add(CODE.len()));
+        }
         assert_eq!(
             libc::mprotect(p, 4096, libc::PROT_READ | libc::PROT_EXEC),
             0
@@ -73,16 +147,27 @@ fn child(case: &str) -> ! {
     let funcs = vec![
         CodeFunction {
             start: base,
-            len: 16,
+            len: LAYOUT.inner,
             function: "outer".into(),
-            locs: vec![loc(0, 4, 2, "iconst"), loc(4, 9, 3, "call")],
+            locs: vec![
+                loc(0, LAYOUT.call.0, 2, "iconst"),
+                loc(LAYOUT.call.0, LAYOUT.call.1, 3, "call"),
+            ],
             instrumented: false,
         },
         CodeFunction {
-            start: base + 16,
-            len: 8,
+            start: base + LAYOUT.inner,
+            len: CODE.len() - LAYOUT.inner,
             function: "inner".into(),
-            locs: vec![loc(0, 4, 7, "iconst"), loc(4, 8, 8, "load")],
+            locs: vec![
+                loc(0, (LAYOUT.ud2 - LAYOUT.inner) as u32, 7, "iconst"),
+                loc(
+                    (LAYOUT.ud2 - LAYOUT.inner) as u32,
+                    (CODE.len() - LAYOUT.inner) as u32,
+                    8,
+                    "load",
+                ),
+            ],
             instrumented: false,
         },
     ];
@@ -90,8 +175,8 @@ fn child(case: &str) -> ! {
     // `guard`: the faulting ud2 is a registered guard trap; `other_guard`:
     // trap mode's handler is installed, for another instruction.
     let trap_pc = match case {
-        "guard" => Some(base + UD2),
-        "other_guard" => Some(base + UD2 + 2),
+        "guard" => Some(base + LAYOUT.ud2),
+        "other_guard" => Some(base + LAYOUT.other),
         _ => None,
     };
     let _traps = trap_pc.map(|pc| {
@@ -110,14 +195,14 @@ fn child(case: &str) -> ! {
         rt.register_trap_sites(vec![site]).unwrap()
     });
     let _entry = enter_compiled_code();
-    // SAFETY: `base` is the mapped `@outer`, a plain System V function.
+    // SAFETY: `base` is the mapped `@outer`, a plain C-ABI function (System V, AAPCS64).
     let outer: extern "C" fn() = unsafe { std::mem::transmute(base) };
     outer();
-    unreachable!("the ud2 ends the process")
+    unreachable!("the trap instruction ends the process")
 }
 
 fn run(case: &str) -> Output {
-    Command::new(std::env::current_exe().unwrap())
+    common::target_command(std::env::current_exe().unwrap())
         .args(["--exact", "illegal_instructions", "--nocapture"])
         .env(CHILD, case)
         .output()

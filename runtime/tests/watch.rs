@@ -68,6 +68,11 @@ fn foreign_writes(rt: &Runtime) -> Vec<(u32, String, u64, u64)> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn writers_on_other_threads_are_named_with_their_width() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = runtime();
@@ -105,6 +110,11 @@ fn writers_on_other_threads_are_named_with_their_width() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn legitimate_writes_are_counted_not_reported_and_free_disarms() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = runtime();
@@ -191,6 +201,11 @@ fn counts(rt: &Runtime) -> guardlift_runtime::watch::WatchCounts {
 /// made — with no other report (taken at the end) and with one (a dict
 /// report on the new object drains the writer first).
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn foreign_write_names_the_object_it_trapped_on_after_address_reuse() {
     for other_report in [false, true] {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -244,6 +259,11 @@ fn foreign_write_names_the_object_it_trapped_on_after_address_reuse() {
 /// writes; once IR code used the object, a well-formed write by the host
 /// is foreign again.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn init_writes_of_a_host_object_are_not_foreign() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = runtime();
@@ -274,6 +294,11 @@ fn init_writes_of_a_host_object_are_not_foreign() {
 /// every thread before it returns. 200 rounds, `recent` re-arming each new
 /// object at the same address.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn reusing_freed_memory_at_once_is_never_reported() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = runtime();
@@ -338,6 +363,11 @@ fn sampled_ids(spec: WatchSpec, n: usize) -> (Vec<u64>, Option<u64>, Arc<Runtime
 /// without `@P` a phase is drawn, reported, and repeating with it watches
 /// the same ids; the counts say how many were watched and freed unwritten.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn sample_phase_picks_and_repeats() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (ids, phase, rt) = sampled_ids(
@@ -486,6 +516,11 @@ impl RemoteWriter {
 /// all. With `recent` it is armed anew on the same hardware slot: its
 /// writes are reported with its own id, never with the freed object's.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
     for reopen in PATHS {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -566,6 +601,11 @@ fn a_breakpoint_never_fires_on_a_reused_address_after_the_free() {
 /// thread while the session runs, and no freed object's rewrite traps —
 /// on both re-arming paths.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn retargeting_many_objects_leaks_no_file_descriptors() {
     const OBJECTS: u64 = 12_000;
     for reopen in PATHS {
@@ -616,6 +656,11 @@ fn retargeting_many_objects_leaks_no_file_descriptors() {
 /// The re-arming path is in the status: JSON `"rearm"` (and
 /// `"rearm_reason"` when it reopens) and the end-of-run summary.
 #[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
 fn the_status_says_how_breakpoints_are_rearmed() {
     for reopen in PATHS {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -645,4 +690,23 @@ fn the_status_says_how_breakpoints_are_rearmed() {
             );
         }
     }
+}
+
+/// Where watchpoints are not built (aarch64, riscv64), asking for them is
+/// an `Unavailable` status that says why, nothing worse: the session is
+/// off, the runtime works on and records no foreign write.
+#[test]
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn watchpoints_say_unavailable_elsewhere() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime();
+    match rt.enable_watch(WatchSpec::Recent) {
+        WatchStatus::Unavailable { reason } => assert!(
+            reason.contains("hardware watchpoints need Linux on x86_64")
+                && reason.contains(std::env::consts::ARCH),
+            "{reason}"
+        ),
+        other => panic!("watchpoints on {}: {other:?}", std::env::consts::ARCH),
+    }
+    assert!(foreign_writes(&rt).is_empty());
 }

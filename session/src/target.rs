@@ -16,9 +16,10 @@ use guardlift_runtime::{Runtime, RuntimeConfig};
 /// Says so on stderr; the run goes on.
 fn watch_unavailable(t: guardlift_jit::Target) -> WatchStatus {
     let reason = match t {
-        guardlift_jit::Target::X86_64 if std::env::consts::ARCH == "x86_64" => {
-            "--target x86_64 runs a separately linked program without guardlift's runtime".into()
-        }
+        t if t.name() == std::env::consts::ARCH => format!(
+            "--target {} runs a separately linked program without guardlift's runtime",
+            t.name()
+        ),
         _ => format!(
             "--target {} runs the program under qemu-user, which has no hardware watchpoints",
             t.name()

@@ -103,3 +103,46 @@ pub fn func(code: *mut gl_code, name: &str, params: &[u32], ret: u32) -> *mut gl
     ));
     f
 }
+
+/// Cargo's runner variable for the target these tests were built for.
+const TARGET_RUNNER_VAR: &str = if cfg!(target_arch = "aarch64") {
+    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER"
+} else if cfg!(target_arch = "riscv64") {
+    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_RUNNER"
+} else {
+    "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER"
+};
+
+/// A command that runs `program`, an executable built for the same target
+/// as this test binary (the test binary itself, `guardlift`, an example),
+/// the way cargo ran this test binary: through cargo's runner for the
+/// target when one is set (`scripts/qemu-aarch64-runner` when the aarch64
+/// tests run under qemu-user, which cannot execve an aarch64 binary by
+/// itself: docs/TARGETS.md), directly otherwise.
+pub fn target_command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let runner = std::env::var(TARGET_RUNNER_VAR).unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(first) => {
+            let mut c = std::process::Command::new(first);
+            c.args(words).arg(program);
+            c
+        }
+        None => std::process::Command::new(program),
+    }
+}
+
+/// The target directory and, for a cross build (`--target TRIPLE`: this
+/// test binary is in target/TRIPLE/<profile>/deps), the triple, of the
+/// profile directory `dir` (target/<profile> or target/TRIPLE/<profile>):
+/// what a `cargo build` from a test needs to reuse this build.
+pub fn target_dir_of(dir: &std::path::Path) -> (std::path::PathBuf, Option<String>) {
+    let parent = dir.parent().expect("target dir");
+    let name = parent.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.starts_with(std::env::consts::ARCH) && name.contains("-linux") {
+        let top = parent.parent().expect("target dir");
+        (top.to_path_buf(), Some(name.to_string()))
+    } else {
+        (parent.to_path_buf(), None)
+    }
+}

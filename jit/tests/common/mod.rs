@@ -89,7 +89,7 @@ pub fn rerun_without_shadow() {
         return;
     }
     let exe = std::env::current_exe().expect("the test binary's path");
-    let out = std::process::Command::new(exe)
+    let out = target_command(exe)
         .env("GUARDLIFT_NO_SHADOW", "1")
         .args(["--test-threads", "1"])
         .output()
@@ -138,7 +138,7 @@ pub fn child(name: &str) {
 /// `extra_env` set.
 pub fn run_child(name: &str, extra_env: &[(&str, &str)]) -> std::process::Output {
     let exe = std::env::current_exe().expect("the test binary's path");
-    std::process::Command::new(exe)
+    target_command(exe)
         .args([
             &format!("child_{name}"),
             "--exact",
@@ -196,5 +196,48 @@ pub fn install_previous_handler(sig: libc::c_int) {
         sa.sa_sigaction = previous_handler as *const () as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         assert_eq!(libc::sigaction(sig, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
+/// Cargo's runner variable for the target these tests were built for.
+const TARGET_RUNNER_VAR: &str = if cfg!(target_arch = "aarch64") {
+    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER"
+} else if cfg!(target_arch = "riscv64") {
+    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_RUNNER"
+} else {
+    "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER"
+};
+
+/// A command that runs `program`, an executable built for the same target
+/// as this test binary (the test binary itself, `guardlift`, an example),
+/// the way cargo ran this test binary: through cargo's runner for the
+/// target when one is set (`scripts/qemu-aarch64-runner` when the aarch64
+/// tests run under qemu-user, which cannot execve an aarch64 binary by
+/// itself: docs/TARGETS.md), directly otherwise.
+pub fn target_command(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let runner = std::env::var(TARGET_RUNNER_VAR).unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(first) => {
+            let mut c = std::process::Command::new(first);
+            c.args(words).arg(program);
+            c
+        }
+        None => std::process::Command::new(program),
+    }
+}
+
+/// The target directory and, for a cross build (`--target TRIPLE`: this
+/// test binary is in target/TRIPLE/<profile>/deps), the triple, of the
+/// profile directory `dir` (target/<profile> or target/TRIPLE/<profile>):
+/// what a `cargo build` from a test needs to reuse this build.
+pub fn target_dir_of(dir: &std::path::Path) -> (std::path::PathBuf, Option<String>) {
+    let parent = dir.parent().expect("target dir");
+    let name = parent.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.starts_with(std::env::consts::ARCH) && name.contains("-linux") {
+        let top = parent.parent().expect("target dir");
+        (top.to_path_buf(), Some(name.to_string()))
+    } else {
+        (parent.to_path_buf(), None)
     }
 }
