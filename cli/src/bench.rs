@@ -904,26 +904,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         let ns = r.ns.map_or("n/a".to_string(), |v| format!("{v:.3}"));
         crate::outln!("{:<32} {:>12}  {}", r.name, ns, r.note);
     }
-    crate::outln!("\nratios");
-    let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
-    let line = |k: &str, v: &Json| match v.as_object() {
-        Some(o) => {
-            let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
-            format!("  {k:<36} {}", parts.join(", "))
-        }
-        None => format!("  {k:<36} {}", fmt(v)),
-    };
-    for (k, v) in ratios.as_object().into_iter().flatten() {
-        match v.as_object() {
-            // One line per program (the jitshapes rows).
-            Some(o) if o.values().any(Json::is_object) => {
-                for (m, x) in o {
-                    crate::outln!("{}", line(&format!("{k} {m}"), x));
-                }
-            }
-            _ => crate::outln!("{}", line(k, v)),
-        }
-    }
+    print_ratios(&ratios)?;
     crate::outln!(
         "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
     );
@@ -961,6 +942,32 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         );
     }
     Ok(0)
+}
+
+/// The ratios of the text output, one line per key (per program for the
+/// jitshapes rows).
+fn print_ratios(ratios: &Json) -> Result<(), CliError> {
+    crate::outln!("\nratios");
+    let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    let line = |k: &str, v: &Json| match v.as_object() {
+        Some(o) => {
+            let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
+            format!("  {k:<36} {}", parts.join(", "))
+        }
+        None => format!("  {k:<36} {}", fmt(v)),
+    };
+    for (k, v) in ratios.as_object().into_iter().flatten() {
+        match v.as_object() {
+            // One line per program (the jitshapes rows).
+            Some(o) if o.values().any(Json::is_object) => {
+                for (m, x) in o {
+                    crate::outln!("{}", line(&format!("{k} {m}"), x));
+                }
+            }
+            _ => crate::outln!("{}", line(k, v)),
+        }
+    }
+    Ok(())
 }
 
 fn machine() -> String {
