@@ -851,10 +851,10 @@ mod tests {
                 &f0.param_types(),
                 f0.ret,
             );
-            let ids: Vec<_> = (m.functions.iter())
-                .map(|f| om.declare_function(&f.name, Linkage::Local, &sig))
-                .collect::<Result<_, _>>()
-                .expect("declare");
+            let declare = |f: &guardlift_ir::Function| {
+                (om.declare_function(&f.name, Linkage::Local, &sig)).expect("declare")
+            };
+            let ids: Vec<_> = m.functions.iter().map(declare).collect();
             let cfg = config(Mode::Recover, shadow);
             let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, ids, Vec::new());
             lw.plan_clean_variants();
