@@ -18,6 +18,9 @@
 //! 7. compile time of one module with `perfmap`, `jitdump`, `gdb` off (the
 //!    default) and each on, and without the unwind info registration
 //!    ([`debuginfo`]).
+//! 8. code shaped like a method JIT's output: richards, nbody,
+//!    spectral_norm and a loop of leaf calls with a cold host call, plain,
+//!    `--checks dict` and `--instrument` ([`jit_shapes`]).
 //!
 //! `--only` picks row groups ([`GROUPS`]).
 //!
@@ -38,6 +41,7 @@ use std::process::Command;
 use std::time::Instant;
 
 mod debuginfo;
+mod jit_shapes;
 mod watch_alloc;
 
 /// `@stores(obj, n)`, from the corpus every engine runs.
@@ -823,13 +827,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// The row groups of `guardlift bench --only`.
-pub const GROUPS: [&str; 6] = [
+pub const GROUPS: [&str; 7] = [
     "store_attr",
     "adstack",
     "ctxmgr",
     "watch",
     "compile",
     "debuginfo",
+    "jitshapes",
 ];
 
 pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliError> {
@@ -860,6 +865,9 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     }
     if on("debuginfo") {
         rows.extend(debuginfo::rows(reps.min(11)));
+    }
+    if on("jitshapes") {
+        rows.extend(jit_shapes::rows(reps, quick));
     }
     // 250 000 instructions: the one function of 100 000 blocks.
     let sizes: &[usize] = if quick {
@@ -915,6 +923,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         "asan_over_gcc": ratio(find(&rows, "store_attr gcc -O2 asan"), find(&rows, "store_attr gcc -O2")),
         "jit_instrumented_over_gcc": ratio(find(&rows, "store_attr jit+dict abort"), find(&rows, "store_attr gcc -O2")),
         "compile_debuginfo_over_off": debuginfo::rows_ratios(&rows),
+        "jitshapes_over_plain": jit_shapes::ratios(&rows),
     });
     if json_out {
         let j = json!({
@@ -932,17 +941,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         let ns = r.ns.map_or("n/a".to_string(), |v| format!("{v:.3}"));
         crate::outln!("{:<32} {:>12}  {}", r.name, ns, r.note);
     }
-    crate::outln!("\nratios");
-    let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
-    for (k, v) in ratios.as_object().into_iter().flatten() {
-        match v.as_object() {
-            Some(o) => {
-                let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
-                crate::outln!("  {k:<36} {}", parts.join(", "));
-            }
-            None => crate::outln!("  {k:<36} {}", fmt(v)),
-        }
-    }
+    print_ratios(&ratios)?;
     crate::outln!(
         "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
     );
@@ -980,6 +979,32 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         );
     }
     Ok(0)
+}
+
+/// The ratios of the text output, one line per key (per program for the
+/// jitshapes rows).
+fn print_ratios(ratios: &Json) -> Result<(), CliError> {
+    crate::outln!("\nratios");
+    let fmt = |v: &Json| v.as_f64().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    let line = |k: &str, v: &Json| match v.as_object() {
+        Some(o) => {
+            let parts: Vec<String> = o.iter().map(|(m, x)| format!("{m} {}", fmt(x))).collect();
+            format!("  {k:<36} {}", parts.join(", "))
+        }
+        None => format!("  {k:<36} {}", fmt(v)),
+    };
+    for (k, v) in ratios.as_object().into_iter().flatten() {
+        match v.as_object() {
+            // One line per program (the jitshapes rows).
+            Some(o) if o.values().any(Json::is_object) => {
+                for (m, x) in o {
+                    crate::outln!("{}", line(&format!("{k} {m}"), x));
+                }
+            }
+            _ => crate::outln!("{}", line(k, v)),
+        }
+    }
+    Ok(())
 }
 
 fn machine() -> String {

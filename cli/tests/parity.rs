@@ -60,10 +60,16 @@ struct Prog {
 }
 
 fn corpus() -> Vec<Prog> {
-    let dir = root().join("tests/programs");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
+    // The corpus and the method-JIT-shaped programs of the bench rows.
+    let mut paths: Vec<PathBuf> = ["tests/programs", "tests/programs/jitshapes"]
+        .iter()
+        .flat_map(|d| {
+            let dir = root().join(d);
+            std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.unwrap().path())
+                .collect::<Vec<_>>()
+        })
         .filter(|p| p.extension().is_some_and(|x| x == "glir"))
         .collect();
     paths.sort();

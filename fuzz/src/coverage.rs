@@ -45,6 +45,7 @@ pub const FAMILIES: &[&str] = &[
     "loop.clean",
     "loop.clean_leaf_call",
     "loop.fixed_attrs_leaf_call",
+    "loop.fixed_attrs_no_call",
     "loop.clean_leaf_i64_object",
     "loop.fixed_attrs_leaf_i64_object",
     "loop.leaf_arg_in_loop",
@@ -129,6 +130,20 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
         let calls = lp.blocks.iter().any(|&b| {
             (f.blocks[b as usize].insts.iter()).any(|i| matches!(i.kind, InstKind::Call { .. }))
         });
+        // Fixed attributes used by the loop's own attribute ops, no call
+        // (issue 33: the JIT's clean copy drops their bounds tests, the
+        // entry testing them once).
+        let own_attr_op = lp.blocks.iter().any(|&b| {
+            (f.blocks[b as usize].insts.iter()).any(|i| match i.kind {
+                InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. } => {
+                    lp.attrs.iter().any(|&(o, _)| o == obj)
+                }
+                _ => false,
+            })
+        });
+        if !calls && own_attr_op {
+            s.insert("loop.fixed_attrs_no_call");
+        }
         if calls {
             s.insert("loop.clean_leaf_call");
             if !lp.attrs.is_empty() {

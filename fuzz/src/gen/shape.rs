@@ -194,6 +194,14 @@ impl FnGen<'_, '_, '_> {
             if has_objs { 1 } else { 0 },  // 6 hand-written watch
             2,                             // 7 float binary
             if can_ctl { 5 } else { 0 },   // 8 br_table switch
+            // 9 an attribute index past the capacity in a loop of a leaf
+            // region (issue 33: a clean loop's fixed attributes are tested
+            // once per entry, and such an object must fail that test)
+            if has_objs && self.ms.faults && self.loop_depth > 0 {
+                1
+            } else {
+                0
+            },
         ];
         if std::mem::take(&mut self.force_call) && can_call {
             return self.call_helper();
@@ -210,6 +218,7 @@ impl FnGen<'_, '_, '_> {
                 self.fb.watch(o.v);
             }
             8 => self.switch(),
+            9 => self.bounds_fault(),
             _ => {
                 let t = self.float_ty();
                 let (a, b) = (self.pick(t), self.pick(t));

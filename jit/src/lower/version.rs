@@ -268,6 +268,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for &b in &lp.blocks {
                 for inst in &self.f.blocks[b as usize].insts {
                     hoist_bounds |= self.variant_objects(inst, &mut life, &mut watch);
+                    hoist_bounds |= self.fixed_bounds_test(inst, lp);
                     let Some(o) = inst.kind.dict_obj().filter(|o| lp.objects.contains(o)) else {
                         continue;
                     };
@@ -282,11 +283,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     }
                 }
             }
-            // Without a `guard.watch` to drop, the copy does not pay: the
-            // lifetime test is a load and a bit test off the critical path
-            // (measured, the store loop under `--checks lifetime,bounds`:
-            // 1.00x -> 1.45x before exit edges and aliases, no gain after).
-            if watch.is_empty() {
+            // Versioned when the clean copy drops a `guard.watch` or a
+            // bounds test (issue 33: on AMD EPYC the store loop's inline
+            // capacity test cost 1.5x plain, `--checks lifetime,bounds`
+            // alone 1.48x); a lifetime test alone is a load and a bit test
+            // off the critical path (measured on an Intel Xeon: no gain).
+            if watch.is_empty() && !hoist_bounds {
                 continue;
             }
             let header = lp.header;
@@ -304,9 +306,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
             }
-            // The bounds tests are made once per entry only where a callee's
-            // variant drops some: that pays for the runtime calls at the
-            // entry (a loop without calls keeps them, measured free).
+            // The bounds tests are made once per entry where the clean copy
+            // or a callee's variant drops some (the entry test is an inline
+            // cache hit but for the first entry after a free or dictify).
             let attrs = match hoist_bounds {
                 true => lp.attrs.clone(),
                 false => Vec::new(),
@@ -348,6 +350,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
         }
         !d.bounds.is_empty()
+    }
+
+    /// Is `inst` an attribute op of loop `lp` with a bounds test on one of
+    /// its fixed attributes (which the clean copy drops, the entry testing
+    /// them once)?
+    fn fixed_bounds_test(&self, inst: &Inst, lp: &CleanLoop) -> bool {
+        let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind else {
+            return false;
+        };
+        lp.attrs.iter().any(|&(o, _)| o == obj) && self.checks_of(inst).contains(CheckKind::Bounds)
     }
 
     /// The Cranelift function a call of IR function `g` calls: its clean
@@ -658,9 +670,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let watch: Vec<cl::Value> = (self.versions[k].watch.clone().into_iter())
             .map(|o| self.val(o))
             .collect::<Result<_, _>>()?;
-        let miss = self
-            .shadow_entry_miss(&life, &watch)
-            .ok_or_else(|| internal(self.fname, "versioned loop without a shadow"))?;
+        // No lifetime test or watch to drop (only bounds tests): no
+        // shadow test, the fixed attributes' test alone.
+        let miss = match life.is_empty() && watch.is_empty() {
+            true => None,
+            false => Some(
+                self.shadow_entry_miss(&life, &watch)
+                    .ok_or_else(|| internal(self.fname, "versioned loop without a shadow"))?,
+            ),
+        };
         let args: Vec<BlockArg> = self
             .b
             .block_params(dispatch)
@@ -672,15 +690,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // live across the other one.
         let (pre_checked, pre_clean) = (self.block_like(header), self.block_like(header));
         let attrs = self.versions[k].attrs.clone();
-        if attrs.is_empty() {
-            self.b
-                .ins()
-                .brif(miss, pre_checked, &args, pre_clean, &args);
-        } else {
-            let fixed = self.b.create_block();
-            self.b.ins().brif(miss, pre_checked, &args, fixed, &[]);
-            self.b.switch_to_block(fixed);
-            self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?;
+        match (miss, attrs.is_empty()) {
+            (Some(miss), true) => {
+                self.b
+                    .ins()
+                    .brif(miss, pre_checked, &args, pre_clean, &args);
+            }
+            (Some(miss), false) => {
+                let fixed = self.b.create_block();
+                self.b.ins().brif(miss, pre_checked, &args, fixed, &[]);
+                self.b.switch_to_block(fixed);
+                self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?;
+            }
+            (None, false) => self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?,
+            (None, true) => return Err(internal(self.fname, "versioned loop drops nothing")),
         }
         for (pre, to) in [(pre_checked, checked), (pre_clean, clean)] {
             self.b.switch_to_block(pre);
@@ -796,6 +819,60 @@ mod tests {
             2,
             "checked and clean copies"
         );
+    }
+
+    /// Issue 33: a loop without calls whose own attribute ops have bounds
+    /// tests on fixed attributes is versioned for them (the store loop:
+    /// the entry's inline cache of `gl_attr_fixed` is a data object, read
+    /// through `symbol_value`), with or without a watch to drop; a loop
+    /// with nothing to drop (`--checks dict`) is not.
+    #[test]
+    fn a_loop_without_calls_tests_its_fixed_attributes_at_the_entry() {
+        use cranelift_codegen::ir::{Function, Opcode, UserFuncName};
+        use cranelift_frontend::FunctionBuilderContext;
+        use cranelift_module::{Linkage, Module};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/programs/attrs_store_loop.glir"
+        );
+        let text = std::fs::read_to_string(path).expect("the store loop");
+        let m0 = guardlift_ir::parse_and_verify(&text).expect("valid");
+        let stores = m0.func_by_name("stores").expect("@stores");
+        let caches = |checks: &str, shadow: Option<ShadowRef>| {
+            let checks = match checks {
+                "all" => CheckSet::ALL,
+                l => CheckSet::parse(l).expect("checks"),
+            };
+            let m = instrument(&m0, checks);
+            let mut om = crate::target::test_object_module();
+            let f0 = &m.functions[stores.0 as usize];
+            let sig = super::super::abi::ir_signature(
+                om.isa().default_call_conv(),
+                &f0.param_types(),
+                f0.ret,
+            );
+            let declare = |f: &guardlift_ir::Function| {
+                (om.declare_function(&f.name, Linkage::Local, &sig)).expect("declare")
+            };
+            let ids: Vec<_> = m.functions.iter().map(declare).collect();
+            let cfg = config(Mode::Recover, shadow);
+            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, ids, Vec::new());
+            lw.plan_clean_variants();
+            let mut f = Function::new();
+            let mut fctx = FunctionBuilderContext::new();
+            let name = UserFuncName::default();
+            (lw.lower_function(&mut om, stores, name, &mut f, &mut fctx)).expect("lowered");
+            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
+            (f.layout.blocks())
+                .flat_map(|b| f.layout.block_insts(b))
+                .filter(|&i| f.dfg.insts[i].opcode() == Opcode::SymbolValue)
+                .count()
+        };
+        for checks in ["all", "lifetime,bounds", "bounds", "dict,bounds"] {
+            assert_eq!(caches(checks, Some(WATCHING)), 1, "[{checks}]: versioned");
+            assert_eq!(caches(checks, None), 0, "[{checks}]: no shadow, one copy");
+        }
+        assert_eq!(caches("dict", Some(WATCHING)), 0, "nothing to drop");
     }
 
     fn lower_sig(m: &guardlift_ir::Module, om: &cranelift_object::ObjectModule) -> cl::Signature {
