@@ -384,7 +384,7 @@ impl FnGen<'_, '_, '_> {
         // are loads, so that such loops are common too.
         let pick = match self.restricted() && self.src.chance(3, 4) {
             true => 0,
-            false if self.restricted() && self.src.chance(1, 3) => 5,
+            false if self.leaf_body || (self.leaf && self.src.chance(1, 5)) => 5,
             false => self.src.range(0, 4),
         };
         match pick {
