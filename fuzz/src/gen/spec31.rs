@@ -21,7 +21,7 @@
 //! addresses.
 
 use super::FnGen;
-use guardlift_ir::{BinOp, Block, ConvOp, Type, Value};
+use guardlift_ir::{BinOp, Block, Type, Value};
 use guardlift_runtime::heap::REDZONE_BYTES;
 
 /// The pads around a `stack_alloc` area (the heap's redzone size).
@@ -158,20 +158,7 @@ impl FnGen<'_, '_, '_> {
             2 => -w,
             _ => -REDZONE,
         };
-        if self.src.chance(1, 2) {
-            let r = self.fb.load(ty, p, off);
-            self.object_fault_guard(|n| n.bounds = true);
-            let r = if ty == Type::I64 {
-                r
-            } else {
-                self.fb.conv(ConvOp::Sext, Type::I64, r)
-            };
-            self.vals.push(r);
-        } else {
-            let x = self.pick_compat(ty);
-            self.fb.store(x, p, off);
-            self.object_fault_guard(|n| n.bounds = true);
-        }
+        self.bounds_fault_access(ty, p, off);
         self.ev.insert("mem.stack_pad");
     }
 

@@ -184,6 +184,14 @@ impl FnGen<'_, '_, '_> {
             2 => lo - w,
             _ => lo - REDZONE,
         };
+        self.bounds_fault_access(ty, base, off);
+        self.ev.insert("trust.redzone");
+    }
+
+    /// A raw load or store of `ty` at `base + off` that touches a redzone
+    /// (a `heap_overflow`): guarded by hand or left to the `bounds`
+    /// instrumentation; a load's value joins the pool.
+    pub(super) fn bounds_fault_access(&mut self, ty: Type, base: Value, off: i32) {
         if self.src.chance(1, 2) {
             let r = self.fb.load(ty, base, off);
             self.object_fault_guard(|n| n.bounds = true);
@@ -198,7 +206,6 @@ impl FnGen<'_, '_, '_> {
             self.fb.store(x, base, off);
             self.object_fault_guard(|n| n.bounds = true);
         }
-        self.ev.insert("trust.redzone");
     }
 
     /// An object made, used and freed inside a loop body (a free in a
