@@ -46,14 +46,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[test]
-#[cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64")),
-    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
-              watch_says_unavailable_elsewhere checks the C API's answer"
-)]
-fn c_host_writer_is_named_by_its_symbol() {
-    let _serial = serial();
+/// A runtime with `watch=object:1`, [`PROGRAM`] compiled against it with
+/// `c_host_clear_bit` as its host function, `@main` run (the host cleared
+/// the tag bit), and the reports taken.
+struct ClearBitRun {
+    rt: *mut gl_runtime,
+    m: *mut gl_module,
+    code: *mut gl_code,
+    f: *mut gl_func,
+    list: *mut gl_reports,
+    items: *const gl_report,
+    n: usize,
+}
+
+fn run_clear_bit() -> ClearBitRun {
     let rt = runtime("cpython312", GL_MODE_RECOVER);
     ok!(gl_runtime_configure(rt, c"watch=object:1".as_ptr()));
     let hf: unsafe extern "C" fn() =
@@ -86,6 +92,34 @@ fn c_host_writer_is_named_by_its_symbol() {
     assert_eq!(r, 0b110, "the host cleared the tag bit");
     let (mut list, mut items, mut n) = (null_mut(), std::ptr::null(), 0usize);
     ok!(gl_runtime_take_reports(rt, &mut list, &mut items, &mut n));
+    ClearBitRun {
+        rt,
+        m,
+        code,
+        f,
+        list,
+        items,
+        n,
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watch_says_unavailable_elsewhere checks the C API's answer"
+)]
+fn c_host_writer_is_named_by_its_symbol() {
+    let _serial = serial();
+    let ClearBitRun {
+        rt,
+        m,
+        code,
+        f,
+        list,
+        items,
+        n,
+    } = run_clear_bit();
     assert_eq!(
         n, 1,
         "one foreign_write (none means hardware watchpoints are unavailable here: \
@@ -366,38 +400,15 @@ fn two_objects_at_one_site_are_listed_in_the_report_struct() {
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 fn watch_says_unavailable_elsewhere() {
     let _serial = serial();
-    let rt = runtime("cpython312", GL_MODE_RECOVER);
-    ok!(gl_runtime_configure(rt, c"watch=object:1".as_ptr()));
-    let hf: unsafe extern "C" fn() =
-        // SAFETY: gl_host_fn is a type-erased function pointer; the extern is declared with this signature.
-        unsafe { std::mem::transmute(c_host_clear_bit as extern "C" fn(i64)) };
-    ok!(gl_runtime_add_symbol(
+    let ClearBitRun {
         rt,
-        c"c_host_clear_bit".as_ptr(),
-        Some(hf)
-    ));
-    let mut m = null_mut();
-    ok!(gl_module_parse(
-        PROGRAM.as_ptr(),
-        c"watch.glir".as_ptr(),
-        &mut m
-    ));
-    let mut code = null_mut();
-    ok!(gl_compile(rt, m, &mut code));
-    let mut f = null_mut();
-    ok!(gl_code_get_func(
+        m,
         code,
-        c"main".as_ptr(),
-        std::ptr::null(),
-        0,
-        GL_TYPE_I64,
-        &mut f
-    ));
-    let mut r = 0i64;
-    ok!(gl_func_call_i64(f, std::ptr::null(), 0, &mut r));
-    assert_eq!(r, 0b110, "the host cleared the tag bit");
-    let (mut list, mut items, mut n) = (null_mut(), std::ptr::null(), 0usize);
-    ok!(gl_runtime_take_reports(rt, &mut list, &mut items, &mut n));
+        f,
+        list,
+        items,
+        n,
+    } = run_clear_bit();
     assert_eq!(n, 0, "no watchpoint, no foreign_write");
     ok!(gl_reports_free(list));
     ok!(gl_func_free(f));
