@@ -3,7 +3,9 @@
 //! `guard.watch`es of its invariant objects when they pass at the entry,
 //! on the claim that no instruction of the loop frees or unwatches
 //! anything. Both move the runtime's unwatch epoch, so an instruction of a
-//! clean loop across which the epoch moves refutes the claim. A call of a
+//! clean loop's hot block across which the epoch moves refutes the claim
+//! (a cold block, which the clean copy leaves for the checked one, may
+//! free). A call of a
 //! clean loop (a leaf callee's) runs in a frame of its own: that frame is
 //! marked claimed ([`Frame::claimed`]), and so are the frames it calls, so
 //! every instruction the callee runs is verified the same way.
@@ -12,7 +14,9 @@
 //! (`CleanLoop::attrs`), is verified per activation: at each entry of such
 //! a loop from outside where the runtime's `attr_fixed` holds for every
 //! fixed object (the JIT's entry test), the frame records those objects
-//! ([`Frame::fixed`]) until control leaves the loop, and a callee it calls
+//! ([`Frame::fixed`]) until control leaves the loop's hot part (an exit,
+//! or a side exit to a cold block, after which the JIT runs the checked
+//! copy until the next entry), and a callee it calls
 //! records the params they are passed as ([`Frame::fixed_params`], for
 //! the whole frame); an attribute op on a recorded
 //! object whose index is not below the capacity its word leads to refutes
@@ -43,7 +47,8 @@ pub(crate) fn claims(m: &Module, host: HostModel) -> (LoopClaims, AttrClaims) {
         .map(|f| {
             let loops = FuncAnalysis::new(f).clean_loops(m, host);
             let mut in_loop = vec![false; f.blocks.len()];
-            for b in loops.iter().flat_map(|l| l.blocks.iter()) {
+            // The claim is about the hot blocks (the clean copy's).
+            for b in loops.iter().flat_map(|l| l.hot.iter()) {
                 if let Some(x) = in_loop.get_mut(*b as usize) {
                     *x = true;
                 }
@@ -78,7 +83,10 @@ impl Interpreter<'_> {
         };
         let to = fr.block as u32;
         if let Some(h) = fr.fixed_loop {
-            if (loops.iter()).any(|l| l.header == h && l.contains(to)) {
+            // Leaving the hot part (the loop, or a side exit to a cold
+            // block: the JIT goes on in the checked copy) ends the
+            // activation.
+            if (loops.iter()).any(|l| l.header == h && l.is_hot(to)) {
                 return Ok(());
             }
             fr.fixed_loop = None;

@@ -2589,6 +2589,9 @@ fn run_fixed_claim(m: &Module, claimed: bool, swap: u64) -> Result<Option<u64>, 
         claims[main.0 as usize] = vec![guardlift_ir::hoist::CleanLoop {
             header: block("loop"),
             blocks: vec![block("loop"), block("body"), block("rewrite")],
+            hot: vec![block("loop"), block("body"), block("rewrite")],
+            cold: Vec::new(),
+            side: Vec::new(),
             objects: vec![a],
             attrs: vec![(a, 3)],
         }];
@@ -2670,6 +2673,9 @@ fn a_fixed_attribute_claim_on_a_loop_defined_value_is_an_internal_error() {
     claims[pick.0 as usize] = vec![guardlift_ir::hoist::CleanLoop {
         header: block("loop"),
         blocks: vec![block("loop"), block("body")],
+        hot: vec![block("loop"), block("body")],
+        cold: Vec::new(),
+        side: Vec::new(),
         objects: vec![val("a")],
         attrs: vec![(val("o"), 1), (val("a"), 0)],
     }];

@@ -3,17 +3,25 @@
 //! `@f` and a first line `; clean: BLOCK,BLOCK objects %V %V attrs %V:N`
 //! (the blocks of one clean loop, by name in any order, its invariant
 //! objects in first-use order, and its fixed-attribute objects with their
-//! highest index, or `attrs none`; loops separated by ` | `) or
-//! `; clean: none`. The other `;` lines say why.
+//! highest index, or `attrs none`, then optionally `cold BLOCK,BLOCK`, its
+//! cold blocks; loops separated by ` | `) or `; clean: none`. The other
+//! `;` lines say why.
 
 mod common;
 
 use guardlift_ir::hoist::clean_loops;
 use std::path::Path;
 
-/// One expected loop: its block names (sorted), object names and
-/// `name:max` of its fixed-attribute objects.
-type Expected = (Vec<String>, Vec<String>, Vec<String>);
+/// One expected loop: its block names (sorted), object names,
+/// `name:max` of its fixed-attribute objects and its cold blocks (sorted).
+type Expected = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
+/// Block names of a comma-separated list, sorted.
+fn block_names(list: &str) -> Vec<String> {
+    let mut b: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+    b.sort();
+    b
+}
 
 fn expected(path: &Path, text: &str) -> Vec<Expected> {
     let line = text
@@ -30,6 +38,10 @@ fn expected(path: &Path, text: &str) -> Vec<Expected> {
             let (objs, attrs) = rest
                 .split_once(" attrs ")
                 .expect("objects OBJS attrs ATTRS");
+            let (attrs, cold) = match attrs.split_once(" cold ") {
+                Some((a, c)) => (a, block_names(c)),
+                None => (attrs, Vec::new()),
+            };
             let attrs = match attrs.trim() {
                 "none" => Vec::new(),
                 a => a
@@ -37,13 +49,11 @@ fn expected(path: &Path, text: &str) -> Vec<Expected> {
                     .map(|s| s.trim_start_matches('%').to_string())
                     .collect(),
             };
-            let mut b: Vec<String> = blocks.split(',').map(|s| s.trim().to_string()).collect();
-            b.sort();
             let o = objs
                 .split_whitespace()
                 .map(|s| s.trim_start_matches('%').to_string())
                 .collect();
-            (b, o, attrs)
+            (block_names(blocks), o, attrs, cold)
         })
         .collect()
 }
@@ -70,7 +80,11 @@ fn versioning_cases() {
                 let a = (l.attrs.iter())
                     .map(|&(v, m)| format!("{}:{m}", f.values[v.0 as usize].name))
                     .collect();
-                (b, o, a)
+                let mut c: Vec<String> = (l.cold.iter())
+                    .map(|&b| f.blocks[b as usize].name.clone())
+                    .collect();
+                c.sort();
+                (b, o, a, c)
             })
             .collect();
         assert_eq!(got, expected(path, text), "{}", path.display());

@@ -2,28 +2,42 @@
 //! for loop versioning (the JIT's clean loop copies, docs/CODEGEN.md).
 //!
 //! A **clean loop** is an innermost natural loop (the blocks that reach a
-//! back edge `t → h` without passing `h`, where `h` dominates `t`) that
-//! - contains no raw `store`, no adstack op and no `call` (so nothing in
-//!   it frees an object, unwatches a slot or runs host code: `@obj_free`,
-//!   an IR function and every extern are calls) except calls of **leaf
-//!   object functions**: IR functions with no `call`, no raw `store` and
-//!   no adstack op ([`leaf_object_params`]; their own loops are fine),
-//!   which can no more free or run host code than the loop's own
-//!   instructions. The object ops of such a callee whose object is a
-//!   param (of any type) take their object from the call's argument: each such
-//!   argument must be defined outside the loop, and is one of the loop's
-//!   invariant objects (the JIT's clean copy calls the callee's **clean
-//!   variant**, compiled without those objects' tests);
-//! - does not start at the entry block, holds at most [`MAX_BLOCKS`]
-//!   blocks, and defines no value used outside it (its results leave it
-//!   only as branch arguments), so a second copy of its blocks needs no
-//!   new merges;
-//! - touches at least one **loop-invariant object**: a `guard.watch`,
-//!   `load_attr`, `store_attr` or `dict_slot.*` whose object is defined
-//!   outside the loop, directly or in a leaf callee through a param.
+//! back edge `t → h` without passing `h`, where `h` dominates `t`) whose
+//! **hot part** — the blocks the header reaches without entering a cold
+//! block — runs nothing that could free, and whose cold blocks can be left
+//! to the checked copy:
+//! - a block that holds a raw `store`, an adstack op, a `call_indirect` or
+//!   a `call` (`@obj_free`, an IR function and every extern are calls)
+//!   other than of a **leaf object function** with loop-invariant objects
+//!   is **barred**. Leaf object functions are IR functions with no `call`,
+//!   no raw `store` and no adstack op ([`leaf_object_params`]; their own
+//!   loops are fine), which can no more free or run host code than the
+//!   loop's own instructions. The object ops of such a callee whose
+//!   object is a param (of any type) take their object from the call's
+//!   argument: each such argument must be defined outside the loop, and is
+//!   one of the loop's invariant objects (the JIT's clean copy calls the
+//!   callee's **clean variant**, compiled without those objects' tests);
+//! - the header is not barred, and a back edge leaves a hot block. The
+//!   barred blocks a hot block branches to are the loop's **cold blocks**
+//!   ([`CleanLoop::cold`]): the clean copy leaves there for the checked
+//!   copy's block (a **side exit**, issue 33: one host call on a cold
+//!   branch no longer makes the whole loop checked) and control stays in
+//!   the checked copy until it leaves the loop; the next entry tests
+//!   again. Every block a side exit reaches before the header
+//!   ([`CleanLoop::side`]) uses only values it defines and values from
+//!   outside the loop, so that the checked copy's block is valid whichever
+//!   copy branched to it;
+//! - the loop does not start at the entry block, holds at most
+//!   [`MAX_BLOCKS`] blocks, and defines no value used outside it (its
+//!   results leave it only as branch arguments), so a second copy of its
+//!   blocks needs no new merges;
+//! - its hot part touches at least one **loop-invariant object**: a
+//!   `guard.watch`, `load_attr`, `store_attr` or `dict_slot.*` whose
+//!   object is defined outside the loop, directly or in a leaf callee
+//!   through a param.
 //!
-//! The claim: **no instruction of a clean loop changes what the lifetime
-//! check or `guard.watch` of an object sees.** Only freeing changes it (a
+//! The claim: **no instruction of a clean loop's hot part changes what
+//! the lifetime check or `guard.watch` of an object sees.** Only freeing changes it (a
 //! free takes the object's slot off the watch list and puts the object in
 //! quarantine, `Runtime::unwatch_epoch` counts both), and the only ways to
 //! free are `@obj_free`, the host (through an extern or an IR function
@@ -35,24 +49,24 @@
 //! thing a proof would have to rule out. So when every object of the loop
 //! passes its lifetime check and is watched when control enters the loop
 //! at its header, every lifetime check and every `guard.watch` of those
-//! objects inside passes / changes nothing until control leaves it — in
-//! every mode, and whatever the other checks report (a report never
+//! objects in its hot part passes / changes nothing until control leaves
+//! the hot part (the loop, or a side exit) — in every mode, and whatever the other checks report (a report never
 //! frees). The JIT tests the objects once at each entry and runs a copy of
 //! the loop without those tests when they pass, the checked loop when one
 //! does not. The interpreter verifies the claim while it runs
-//! (`Interpreter::set_verify_elision`): an instruction of a clean loop
+//! (`Interpreter::set_verify_elision`): an instruction of a hot block
 //! (a call: with everything its callee runs) that moves the unwatch epoch
 //! is an internal error.
 //!
 //! A second claim covers the **bounds tests** ([`CleanLoop::attrs`]). When
-//! the loop and its leaf callees write object memory only through
+//! the hot part and its leaf callees write object memory only through
 //! `store_attr` on the loop's invariant objects (no `dict_slot.store`, no
 //! `store_attr` on an object made or loaded inside the loop), and at an
 //! entry each invariant object `o` that an attribute op uses is a live
 //! object of the runtime whose word is its own values array, holding (in
 //! memory and in the runtime's record) more than `max(o)` attributes
 //! (`Runtime::attr_fixed`), then **no bounds test of those objects in the
-//! loop or its callees fails until control leaves it**. Their words and
+//! hot part or its callees fails until control leaves the hot part**. Their words and
 //! capacity words stay as they were: every store of the loop writes an
 //! attribute `i ≤ max(b) <` capacity of some such `b`, inside `b`'s own
 //! values array, which holds no object's word or capacity word; the
@@ -61,7 +75,7 @@
 //! nothing); nothing frees (the first claim). The JIT makes those tests
 //! once per entry instead (one runtime call per object) where a callee's
 //! clean variant can drop them; the interpreter verifies the claim while
-//! it runs. Another thread writing the loop's objects while it runs is
+//! it runs (per activation, which a side exit ends like an exit). Another thread writing the loop's objects while it runs is
 //! outside both claims, as it is for the checks of uninstrumented code.
 
 use super::dominator_tree::DominatorTree;
@@ -86,6 +100,23 @@ pub struct CleanLoop {
     pub header: u32,
     /// The loop's blocks (header included), ascending.
     pub blocks: Vec<u32>,
+    /// Its **hot** blocks, ascending: those the header reaches without
+    /// entering a cold block (the header included). The clean copy is
+    /// these blocks; the claims below are about them. All of `blocks`
+    /// when `cold` is empty.
+    pub hot: Vec<u32>,
+    /// Its **cold** blocks, ascending: the blocks a hot block branches to
+    /// that hold what a clean copy cannot run (a call of a function that
+    /// is no leaf object function or of an extern, a raw `store`, an
+    /// adstack op, a `call_indirect`). The clean copy leaves there for the
+    /// checked copy's block — a **side exit** — and control stays in the
+    /// checked copy until it leaves the loop.
+    pub cold: Vec<u32>,
+    /// The blocks a side exit reaches before the header (the cold blocks
+    /// included), ascending. Each uses only values it defines itself or
+    /// that are defined outside the loop (its params carry the rest), so
+    /// the checked copy's block is valid whichever copy branched to it.
+    pub side: Vec<u32>,
     /// The objects defined outside the loop that its object ops and
     /// `guard.watch`es touch, directly or as the argument of a leaf
     /// callee's object param, in first-use order.
@@ -103,6 +134,16 @@ impl CleanLoop {
     /// Is block `b` part of the loop?
     pub fn contains(&self, b: u32) -> bool {
         self.blocks.binary_search(&b).is_ok()
+    }
+
+    /// Is block `b` one the clean copy runs (see [`CleanLoop::hot`])?
+    pub fn is_hot(&self, b: u32) -> bool {
+        self.hot.binary_search(&b).is_ok()
+    }
+
+    /// Is block `b` one a side exit can reach ([`CleanLoop::side`])?
+    pub fn is_side(&self, b: u32) -> bool {
+        self.side.binary_search(&b).is_ok()
     }
 }
 
@@ -285,43 +326,79 @@ pub(crate) fn clean_loops_in(
         _ => None,
     };
     let inside = |b: Option<u32>, k: usize| b.and_then(|b| loop_of[b as usize]) == Some(k);
-    let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
-    let mut attrs: Vec<Vec<(Value, u32)>> = vec![Vec::new(); loops.len()];
-    let mut attrs_ok = vec![true; loops.len()];
-    // Does the loop (or a leaf callee) hold an attribute op?
-    let mut attr_ops = vec![false; loops.len()];
-    let mut leaf: HashMap<FuncId, Option<Vec<usize>>> = HashMap::new();
-    let mut uses: HashMap<FuncId, AttrUse> = HashMap::new();
+    // A value of a loop used outside it: no copy without merges.
     for (bi, blk) in f.blocks.iter().enumerate() {
-        let here = loop_of[bi];
         for inst in &blk.insts {
-            // A value of a loop used outside it: no copy without merges.
             inst.kind.for_each_operand(|v| {
                 if let Some(k) = def_block(v).and_then(|b| loop_of[b as usize]) {
-                    if here != Some(k) {
+                    if loop_of[bi] != Some(k) {
                         ok[k] = false;
                     }
                 }
             });
-            let Some(k) = here else { continue };
+        }
+    }
+    let mut callees = Callees {
+        m,
+        host,
+        leaf: HashMap::new(),
+        uses: HashMap::new(),
+    };
+    // The loop blocks that hold what a clean copy cannot run.
+    let mut barred = vec![false; f.blocks.len()];
+    for (bi, blk) in f.blocks.iter().enumerate() {
+        let Some(k) = loop_of[bi] else { continue };
+        barred[bi] = (blk.insts.iter())
+            .any(|inst| callees.bars_hot(&inst.kind, |a| !inside(def_block(a), k)));
+    }
+    let mut regions: Vec<Option<Regions>> = Vec::with_capacity(loops.len());
+    for k in 0..loops.len() {
+        let r = Regions::of(cfg, hdrs[k], &barred, |b| loop_of[b as usize] == Some(k));
+        // A side exit enters the checked copy's block from the clean copy:
+        // every block it can reach before the header uses only its own
+        // values and values from outside the loop (its params carry the
+        // rest), so that block is valid from either copy.
+        let entered_from_both = |r: &Regions| {
+            r.side.iter().all(|&b| {
+                let mut own = true;
+                for inst in &f.blocks[b as usize].insts {
+                    inst.kind.for_each_operand(|v| {
+                        let d = def_block(v);
+                        own &= d == Some(b) || !inside(d, k);
+                    });
+                }
+                own
+            })
+        };
+        regions.push(r.filter(entered_from_both));
+    }
+    let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
+    let mut attrs: Vec<Vec<(Value, u32)>> = vec![Vec::new(); loops.len()];
+    let mut attrs_ok = vec![true; loops.len()];
+    // Does the loop's hot part (or a leaf callee) hold an attribute op?
+    let mut attr_ops = vec![false; loops.len()];
+    for (bi, blk) in f.blocks.iter().enumerate() {
+        let Some(k) = loop_of[bi] else { continue };
+        // Only what the clean copy runs: its hot blocks.
+        if !(regions[k].as_ref()).is_some_and(|r| r.hot.binary_search(&(bi as u32)).is_ok()) {
+            continue;
+        }
+        for inst in &blk.insts {
             match &inst.kind {
                 InstKind::Call {
                     callee: Callee::Func(g),
                     args,
                 } => {
-                    let params = leaf
-                        .entry(*g)
-                        .or_insert_with(|| leaf_object_params_for(m.func(*g), host));
-                    let Some(params) = params else {
+                    let Some(params) = callees.leaf(*g) else {
                         ok[k] = false;
                         continue;
                     };
-                    let u = uses.entry(*g).or_insert_with(|| attr_use(m.func(*g)));
+                    let u = callees.uses(*g);
                     attrs_ok[k] &= !u.writes_other;
                     attr_ops[k] |= !u.max.is_empty();
                     // A fixed attribute is an invariant object's, whatever
                     // the param's type (an argument defined inside the loop
-                    // also makes the loop not clean, below).
+                    // bars the block, above).
                     for &(pi, mx) in &u.max {
                         match args.get(pi) {
                             Some(&a) if !inside(def_block(a), k) => note_max(&mut attrs[k], a, mx),
@@ -339,8 +416,6 @@ pub(crate) fn clean_loops_in(
                         }
                     }
                 }
-                InstKind::Call { .. } => ok[k] = false,
-                k2 if bars_loop(k2) => ok[k] = false,
                 k2 => {
                     if let Some(o) = k2.dict_obj() {
                         let invariant = !inside(def_block(o), k);
@@ -370,20 +445,138 @@ pub(crate) fn clean_loops_in(
         .into_iter()
         .zip(hdrs)
         .zip(objects.into_iter().zip(attrs))
+        .zip(regions)
         .enumerate()
         // An attribute op may run the host's slow path ([`HostModel`]).
         .filter(|(k, _)| ok[*k] && !(host.host_slow_paths && attr_ops[*k]))
-        .filter(|(_, (_, (objs, _)))| !objs.is_empty() && objs.len() <= MAX_OBJECTS)
-        .map(|(k, ((mut blocks, header), (objects, attrs)))| {
+        .filter(|(_, ((_, (objs, _)), _))| !objs.is_empty() && objs.len() <= MAX_OBJECTS)
+        .filter_map(|(k, (((mut blocks, header), (objects, attrs)), r))| {
+            let r = r?;
             blocks.sort_unstable();
-            CleanLoop {
+            Some(CleanLoop {
                 header,
                 blocks,
+                hot: r.hot,
+                cold: r.cold,
+                side: r.side,
                 objects,
                 attrs: if attrs_ok[k] { attrs } else { Vec::new() },
-            }
+            })
         })
         .collect()
+}
+
+/// The leaf-ness and attribute use of the callees of one function, each
+/// computed once.
+struct Callees<'m> {
+    m: &'m Module,
+    host: HostModel,
+    leaf: HashMap<FuncId, Option<Vec<usize>>>,
+    uses: HashMap<FuncId, AttrUse>,
+}
+
+impl Callees<'_> {
+    /// [`leaf_object_params_for`] of `g`.
+    fn leaf(&mut self, g: FuncId) -> Option<Vec<usize>> {
+        let (m, host) = (self.m, self.host);
+        (self.leaf.entry(g))
+            .or_insert_with(|| leaf_object_params_for(m.func(g), host))
+            .clone()
+    }
+
+    /// [`attr_use`] of `g`.
+    fn uses(&mut self, g: FuncId) -> AttrUse {
+        let m = self.m;
+        self.uses
+            .entry(g)
+            .or_insert_with(|| attr_use(m.func(g)))
+            .clone()
+    }
+
+    /// Does `k` keep its block out of a clean copy: a call that is not of
+    /// a leaf object function with loop-invariant objects (`invariant`
+    /// tells), or an instruction that [`bars_loop`]?
+    fn bars_hot(&mut self, k: &InstKind, invariant: impl Fn(Value) -> bool) -> bool {
+        match k {
+            InstKind::Call {
+                callee: Callee::Func(g),
+                args,
+            } => {
+                let Some(params) = self.leaf(*g) else {
+                    return true;
+                };
+                let u = self.uses(*g);
+                let objs = (u.max.iter().map(|&(pi, _)| pi)).chain(params);
+                !objs
+                    .map(|i| args.get(i).copied())
+                    .all(|a| a.is_some_and(&invariant))
+            }
+            InstKind::Call { .. } => true,
+            k2 => bars_loop(k2),
+        }
+    }
+}
+
+/// The parts of a loop for a clean copy with side exits.
+struct Regions {
+    /// Reached from the header without entering a barred block (header
+    /// included), ascending.
+    hot: Vec<u32>,
+    /// The barred blocks a hot block branches to, ascending.
+    cold: Vec<u32>,
+    /// The blocks reached from a cold one before the header (the cold
+    /// ones included), ascending.
+    side: Vec<u32>,
+}
+
+impl Regions {
+    /// The regions of the loop of header `h` (`in_loop` tells its blocks);
+    /// `None` when its header is barred or no back edge leaves a hot block
+    /// (the clean copy would leave at every iteration).
+    fn of(
+        cfg: &ControlFlowGraph,
+        h: u32,
+        barred: &[bool],
+        in_loop: impl Fn(u32) -> bool,
+    ) -> Option<Regions> {
+        if barred[h as usize] {
+            return None;
+        }
+        let (mut hot, mut cold) = (vec![h], Vec::new());
+        let mut work = vec![h];
+        let mut latch = false;
+        while let Some(b) = work.pop() {
+            for &s in cfg.succs(Block(b)) {
+                latch |= s.0 == h;
+                if !in_loop(s.0) || hot.contains(&s.0) || cold.contains(&s.0) {
+                    continue;
+                }
+                if barred[s.0 as usize] {
+                    cold.push(s.0);
+                } else {
+                    hot.push(s.0);
+                    work.push(s.0);
+                }
+            }
+        }
+        if !latch {
+            return None;
+        }
+        let mut side = cold.clone();
+        let mut work = cold.clone();
+        while let Some(b) = work.pop() {
+            for &s in cfg.succs(Block(b)) {
+                if s.0 != h && in_loop(s.0) && !side.contains(&s.0) {
+                    side.push(s.0);
+                    work.push(s.0);
+                }
+            }
+        }
+        for v in [&mut hot, &mut cold, &mut side] {
+            v.sort_unstable();
+        }
+        Some(Regions { hot, cold, side })
+    }
 }
 
 /// The natural loop of header `h` with back edges from `latches`: `h` and

@@ -106,7 +106,8 @@ impl Lowerer<'_> {
         {
             let loops = self.analyses[fi].clean_loops(self.ir, self.host);
             for lp in loops.iter() {
-                for &b in &lp.blocks {
+                // The clean copy's calls: those of the hot blocks.
+                for &b in &lp.hot {
                     for inst in &f.blocks[b as usize].insts {
                         if let InstKind::Call {
                             callee: Callee::Func(g),
@@ -265,7 +266,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         for lp in loops.iter() {
             let (mut life, mut watch) = (Vec::new(), Vec::new());
             let mut hoist_bounds = false;
-            for &b in &lp.blocks {
+            for &b in &lp.hot {
                 for inst in &self.f.blocks[b as usize].insts {
                     hoist_bounds |= self.variant_objects(inst, &mut life, &mut watch);
                     hoist_bounds |= self.fixed_bounds_test(inst, lp);
@@ -301,7 +302,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let alias = (objs.iter())
                 .map(|&o| self.b.append_block_param(checked, cl_type(self.f.ty(o))))
                 .collect();
-            let clean = lp.blocks.iter().map(|&b| (b, self.block_like(b))).collect();
+            // The clean copy: the hot blocks (a branch to a cold block
+            // goes to the checked copy's: a side exit).
+            let clean = lp.hot.iter().map(|&b| (b, self.block_like(b))).collect();
             self.version_of_header.insert(header, self.versions.len());
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
@@ -423,8 +426,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// front of a loop, where they would live across its calls, take the
     /// callee-saved registers and have regalloc2 spill the invariants of
     /// the clean copy.
+    ///
+    /// A block a side exit reaches ([`CleanLoop::side`]) is entered from
+    /// the clean copy too, where the checked header's params are not
+    /// defined: it uses the values from before the loop.
     pub(super) fn alias_objects(&mut self, bi: Option<u32>) -> Result<(), JitError> {
-        let inside = bi.and_then(|b| self.version_of_block.get(&b).copied());
+        let inside = bi.and_then(|b| {
+            let k = *self.version_of_block.get(&b)?;
+            (!self.versions[k].lp.is_side(b)).then_some(k)
+        });
         if inside == self.aliased {
             return Ok(());
         }
@@ -474,7 +484,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             });
         }
         let mut args = self.block_args(&dest.args)?;
-        args.extend(self.alias_args(b, t));
+        args.extend(self.alias_args(b, t)?);
         let exit = (self.version_of_block.get(&self.at.0))
             .is_some_and(|&k| !self.versions[k].lp.contains(b))
             .then(|| (self.block_like(b), t));
@@ -487,19 +497,27 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// The extra arguments of a branch to IR block `b` (`t`: its lowered
     /// target): on a back edge of a checked copy, its objects.
-    fn alias_args(&mut self, b: u32, t: cl::Block) -> Vec<BlockArg> {
+    fn alias_args(&mut self, b: u32, t: cl::Block) -> Result<Vec<BlockArg>, JitError> {
         let Some(&k) = self.version_of_header.get(&b) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         if self.in_clean.is_some() || t == self.versions[k].dispatch {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         // Not the param itself: Cranelift drops a param that is only ever
         // passed itself or one other value (`remove_constant_phis`, before
-        // its optimizer folds the `band` with -1 away).
-        (self.versions[k].alias.clone().into_iter())
+        // its optimizer folds the `band` with -1 away). The objects as the
+        // block being lowered has them: the header's params, or the
+        // values from before the loop in a block a side exit reaches.
+        let objs = self.versions[k].objs.clone();
+        let vals: Vec<cl::Value> = objs
+            .iter()
+            .map(|&o| self.val(o))
+            .collect::<Result<_, _>>()?;
+        Ok(vals
+            .into_iter()
             .map(|a| BlockArg::Value(self.b.ins().band_imm_s(a, -1)))
-            .collect()
+            .collect())
     }
 
     /// After the branch: fills each exit block of [`Self::edge`] with a
@@ -535,7 +553,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.in_clean = Some(k);
             let f = self.f;
             let body: Vec<u32> = (rpo.iter().copied())
-                .filter(|&b| self.versions[k].lp.contains(b))
+                .filter(|&b| self.versions[k].lp.is_hot(b))
                 .collect();
             for bi in body {
                 let cb = self.blocks[bi as usize]
@@ -819,6 +837,56 @@ mod tests {
             2,
             "checked and clean copies"
         );
+    }
+
+    /// Issue 33: a loop with a free on a cold branch is versioned (its
+    /// header lowered in both copies) while the free's block is lowered
+    /// once, in the checked copy, where the clean copy's side exit goes;
+    /// Cranelift's verifier accepts the merges (`ir/tests/hoist`'s case).
+    #[test]
+    fn a_cold_call_is_lowered_once_and_the_loop_twice() {
+        use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
+        use cranelift_frontend::FunctionBuilderContext;
+        use cranelift_module::{Linkage, Module};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../ir/tests/hoist/a_cold_call_is_a_side_exit.glir"
+        );
+        let text = std::fs::read_to_string(path).expect("the hoist case");
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(&text).expect("valid"),
+            CheckSet::ALL,
+        );
+        let mut om = crate::target::test_object_module();
+        let sig = lower_sig(&m, &om);
+        let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
+        let count = |shadow: Option<ShadowRef>, om: &mut cranelift_object::ObjectModule| {
+            let cfg = config(Mode::Recover, shadow);
+            let externs = super::super::abi::resolve_externs(&m, |_| None).expect("built-ins");
+            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], externs);
+            let mut f = Function::new();
+            let mut fctx = FunctionBuilderContext::new();
+            (lw.lower_function(om, FuncId(0), UserFuncName::default(), &mut f, &mut fctx))
+                .expect("lowered");
+            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
+            let insts = || (f.layout.blocks()).flat_map(|b| f.layout.block_insts(b));
+            let headers = insts()
+                .filter(|&i| {
+                    matches!(f.dfg.insts[i], InstructionData::IntCompare { cond, .. }
+                        if cond == IntCC::SignedGreaterThanOrEqual)
+                })
+                .count();
+            // The cold block's own `imul`.
+            let frees = insts()
+                .filter(|&i| f.dfg.insts[i].opcode() == cranelift_codegen::ir::Opcode::Imul)
+                .count();
+            (headers, frees)
+        };
+        let (h0, c0) = count(None, &mut om);
+        let (h1, c1) = count(Some(WATCHING), &mut om);
+        assert_eq!(h0, 1, "one copy without a shadow");
+        assert_eq!(h1, 2, "checked and clean copies of the header");
+        assert_eq!((c0, c1), (1, 1), "the cold block lowered once");
     }
 
     /// Issue 33: a loop without calls whose own attribute ops have bounds
