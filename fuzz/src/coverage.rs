@@ -53,6 +53,8 @@ pub const FAMILIES: &[&str] = &[
     "loop.host_call",
     "loop.cold_host_call",
     "loop.free",
+    "loop.side_exit",
+    "loop.side_exit_free",
     "call.object_arg_i64",
     "trust.forged_capacity",
     "trust.forged_in_pool",
@@ -127,13 +129,19 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
         if switches {
             s.insert("loop.clean_br_table");
         }
-        let calls = lp.blocks.iter().any(|&b| {
+        // A side exit: the clean copy leaves for the checked one at a
+        // cold block (issue 33).
+        if !lp.cold.is_empty() {
+            s.insert("loop.side_exit");
+        }
+        // The clean copy's calls (leaf functions): its hot blocks'.
+        let calls = lp.hot.iter().any(|&b| {
             (f.blocks[b as usize].insts.iter()).any(|i| matches!(i.kind, InstKind::Call { .. }))
         });
         // Fixed attributes used by the loop's own attribute ops, no call
         // (issue 33: the JIT's clean copy drops their bounds tests, the
         // entry testing them once).
-        let own_attr_op = lp.blocks.iter().any(|&b| {
+        let own_attr_op = lp.hot.iter().any(|&b| {
             (f.blocks[b as usize].insts.iter()).any(|i| match i.kind {
                 InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. } => {
                     lp.attrs.iter().any(|&(o, _)| o == obj)
@@ -151,7 +159,7 @@ pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
             }
             // A leaf callee whose object param is typed `i64` (issue 28
             // item 4: as much an object as a `ptr` one).
-            if calls_leaf_with_i64_object(m, f, &lp.blocks) {
+            if calls_leaf_with_i64_object(m, f, &lp.hot) {
                 s.insert("loop.clean_leaf_i64_object");
                 if !lp.attrs.is_empty() {
                     s.insert("loop.fixed_attrs_leaf_i64_object");

@@ -65,6 +65,7 @@ mod faults;
 mod helpers;
 mod ops;
 mod shape;
+mod side;
 mod spec31;
 mod src;
 mod trust;

@@ -270,6 +270,7 @@ impl FnGen<'_, '_, '_> {
             if can_ctl { 2 } else { 0 },                   // 26 br_table switch
             2,                                             // 27 stack_alloc area
             2,                                             // 28 func_addr + call_indirect
+            if can_loop { 2 } else { 0 },                  // 29 loop with a side exit
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -357,6 +358,7 @@ impl FnGen<'_, '_, '_> {
             26 => self.switch(),
             27 => self.stack_area(),
             28 => self.indirect_call(),
+            29 => self.side_exit_loop(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);
