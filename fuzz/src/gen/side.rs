@@ -14,6 +14,11 @@
 //! - a fresh object made and freed (legal: the runtime's epochs move);
 //! - `print_i64` of the counter (legal: nothing moves).
 //!
+//! One loop in four runs on an object dictified before it, whose
+//! attribute ops all take the slow path (a host's, where the input binds
+//! one, which frees every third object it stores to when the lifetime
+//! checks run).
+//!
 //! Every block a side exit reaches uses only its params and values from
 //! before the loop (the counter and an accumulator travel as block
 //! arguments), as the analysis requires; the accumulator leaves the loop
@@ -32,6 +37,14 @@ impl FnGen<'_, '_, '_> {
         let nattrs = self.src.range(1, 4);
         let nv = self.iconst(Type::I64, i64::from(nattrs));
         let o = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+        // One loop in four runs on a dict-mode object: every attribute op
+        // takes the slow path (a host's, which may free, where the input
+        // binds one: then the loop is not clean, `HostModel`).
+        if self.src.chance(1, 4) {
+            self.fb.call(self.ms.ext.obj_dictify, &[o]);
+            self.dictified = true;
+            self.ev.insert("loop.side_exit_dict_mode");
+        }
         let n = self.iconst(Type::I64, i64::from(trip));
         // The iteration that takes the cold branch (`trip`: none).
         let hit = self.src.range(0, trip);
