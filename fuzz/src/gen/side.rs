@@ -17,7 +17,8 @@
 //! One loop in four runs on an object dictified before it, whose
 //! attribute ops all take the slow path (a host's, where the input binds
 //! one, which frees every third object it stores to when the lifetime
-//! checks run).
+//! checks run), and writes its word back unchanged (so the loop has no
+//! fixed attributes and its entry runs the clean copy).
 //!
 //! Every block a side exit reaches uses only its params and values from
 //! before the loop (the counter and an accumulator travel as block
@@ -40,7 +41,8 @@ impl FnGen<'_, '_, '_> {
         // One loop in four runs on a dict-mode object: every attribute op
         // takes the slow path (a host's, which may free, where the input
         // binds one: then the loop is not clean, `HostModel`).
-        if self.src.chance(1, 4) {
+        let dict_mode = self.src.chance(1, 4);
+        if dict_mode {
             self.fb.call(self.ms.ext.obj_dictify, &[o]);
             self.dictified = true;
             self.ev.insert("loop.side_exit_dict_mode");
@@ -109,6 +111,12 @@ impl FnGen<'_, '_, '_> {
         self.fb.jump(join, &[k1, a1]);
         // Join (hot, and reached by the side exit): its params only.
         self.fb.switch_to_block(join);
+        if dict_mode {
+            // The word written back as it is (a VM's write barrier): no
+            // fixed attributes, so no entry test stops the clean copy.
+            let w = self.fb.dict_slot_load(o);
+            self.fb.dict_slot_store(o, w);
+        }
         self.fb.store_attr(o, self.src.range(0, nattrs - 1), a2);
         let r2 = self.fb.load_attr(o, self.src.range(0, nattrs - 1));
         let a3 = self.fb.binary(BinOp::Bxor, a2, r2);
