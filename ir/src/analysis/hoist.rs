@@ -290,37 +290,12 @@ pub(crate) fn clean_loops_in(
     dt: &DominatorTree,
     host: HostModel,
 ) -> Vec<CleanLoop> {
-    let latches = latches(cfg, dt);
-    let mut headers: Vec<u32> = latches.keys().copied().collect();
-    headers.sort_unstable();
-    let mut loops: Vec<Vec<u32>> = Vec::new();
-    let mut hdrs = Vec::new();
-    for h in headers {
-        if h == 0 {
-            continue;
-        }
-        if let Some(body) = natural_loop(cfg, dt, h, &latches[&h]) {
-            // Innermost: no other header inside.
-            if body.iter().all(|b| *b == h || !latches.contains_key(b)) {
-                loops.push(body);
-                hdrs.push(h);
-            }
-        }
-    }
-    // Which loop each block belongs to (a block claimed twice: neither).
-    let mut loop_of: Vec<Option<usize>> = vec![None; f.blocks.len()];
-    let mut ok = vec![true; loops.len()];
-    for (k, body) in loops.iter().enumerate() {
-        for &b in body {
-            match loop_of[b as usize] {
-                None => loop_of[b as usize] = Some(k),
-                Some(j) => {
-                    ok[j] = false;
-                    ok[k] = false;
-                }
-            }
-        }
-    }
+    let Innermost {
+        loops,
+        hdrs,
+        loop_of,
+        mut ok,
+    } = Innermost::of(f, cfg, dt);
     let def_block = |v: Value| match f.values.get(v.index()).map(|d| d.def) {
         Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
         _ => None,
@@ -372,11 +347,7 @@ pub(crate) fn clean_loops_in(
         };
         regions.push(r.filter(entered_from_both));
     }
-    let mut objects: Vec<Vec<Value>> = vec![Vec::new(); loops.len()];
-    let mut attrs: Vec<Vec<(Value, u32)>> = vec![Vec::new(); loops.len()];
-    let mut attrs_ok = vec![true; loops.len()];
-    // Does the loop's hot part (or a leaf callee) hold an attribute op?
-    let mut attr_ops = vec![false; loops.len()];
+    let mut touches: Vec<Touches> = (0..loops.len()).map(|_| Touches::default()).collect();
     for (bi, blk) in f.blocks.iter().enumerate() {
         let Some(k) = loop_of[bi] else { continue };
         // Only what the clean copy runs: its hot blocks.
@@ -384,73 +355,20 @@ pub(crate) fn clean_loops_in(
             continue;
         }
         for inst in &blk.insts {
-            match &inst.kind {
-                InstKind::Call {
-                    callee: Callee::Func(g),
-                    args,
-                } => {
-                    let Some(params) = callees.leaf(*g) else {
-                        ok[k] = false;
-                        continue;
-                    };
-                    let u = callees.uses(*g);
-                    attrs_ok[k] &= !u.writes_other;
-                    attr_ops[k] |= !u.max.is_empty();
-                    // A fixed attribute is an invariant object's, whatever
-                    // the param's type (an argument defined inside the loop
-                    // bars the block, above).
-                    for &(pi, mx) in &u.max {
-                        match args.get(pi) {
-                            Some(&a) if !inside(def_block(a), k) => note_max(&mut attrs[k], a, mx),
-                            _ => ok[k] = false,
-                        }
-                    }
-                    for a in params.iter().map(|&i| args.get(i).copied()) {
-                        match a {
-                            Some(a) if !inside(def_block(a), k) => {
-                                if !objects[k].contains(&a) {
-                                    objects[k].push(a);
-                                }
-                            }
-                            _ => ok[k] = false,
-                        }
-                    }
-                }
-                k2 => {
-                    if let Some(o) = k2.dict_obj() {
-                        let invariant = !inside(def_block(o), k);
-                        if let InstKind::LoadAttr { .. } | InstKind::StoreAttr { .. } = k2 {
-                            attr_ops[k] = true;
-                        }
-                        if invariant && !objects[k].contains(&o) {
-                            objects[k].push(o);
-                        }
-                        match *k2 {
-                            InstKind::DictSlotStore { .. } => attrs_ok[k] = false,
-                            InstKind::LoadAttr { index, .. }
-                            | InstKind::StoreAttr { index, .. }
-                                if invariant =>
-                            {
-                                note_max(&mut attrs[k], o, index)
-                            }
-                            InstKind::StoreAttr { .. } => attrs_ok[k] = false,
-                            _ => {}
-                        }
-                    }
-                }
-            }
+            let invariant = |v: Value| !inside(def_block(v), k);
+            ok[k] &= touches[k].note(&inst.kind, &mut callees, invariant);
         }
     }
     loops
         .into_iter()
         .zip(hdrs)
-        .zip(objects.into_iter().zip(attrs))
+        .zip(touches)
         .zip(regions)
         .enumerate()
         // An attribute op may run the host's slow path ([`HostModel`]).
-        .filter(|(k, _)| ok[*k] && !(host.host_slow_paths && attr_ops[*k]))
-        .filter(|(_, ((_, (objs, _)), _))| !objs.is_empty() && objs.len() <= MAX_OBJECTS)
-        .filter_map(|(k, (((mut blocks, header), (objects, attrs)), r))| {
+        .filter(|(k, ((_, t), _))| ok[*k] && !(host.host_slow_paths && t.attr_ops))
+        .filter(|(_, ((_, t), _))| !t.objects.is_empty() && t.objects.len() <= MAX_OBJECTS)
+        .filter_map(|(_, (((mut blocks, header), t), r))| {
             let r = r?;
             blocks.sort_unstable();
             Some(CleanLoop {
@@ -459,11 +377,149 @@ pub(crate) fn clean_loops_in(
                 hot: r.hot,
                 cold: r.cold,
                 side: r.side,
-                objects,
-                attrs: if attrs_ok[k] { attrs } else { Vec::new() },
+                objects: t.objects,
+                attrs: if t.attrs_ok { t.attrs } else { Vec::new() },
             })
         })
         .collect()
+}
+
+/// The innermost natural loops of a function (unsorted blocks, headers),
+/// which loop each block belongs to, and whether each may be clean so far
+/// (a block claimed by two loops: neither).
+struct Innermost {
+    loops: Vec<Vec<u32>>,
+    hdrs: Vec<u32>,
+    loop_of: Vec<Option<usize>>,
+    ok: Vec<bool>,
+}
+
+impl Innermost {
+    fn of(f: &Function, cfg: &ControlFlowGraph, dt: &DominatorTree) -> Innermost {
+        let latches = latches(cfg, dt);
+        let mut headers: Vec<u32> = latches.keys().copied().collect();
+        headers.sort_unstable();
+        let mut loops: Vec<Vec<u32>> = Vec::new();
+        let mut hdrs = Vec::new();
+        for h in headers {
+            if h == 0 {
+                continue;
+            }
+            if let Some(body) = natural_loop(cfg, dt, h, &latches[&h]) {
+                // Innermost: no other header inside.
+                if body.iter().all(|b| *b == h || !latches.contains_key(b)) {
+                    loops.push(body);
+                    hdrs.push(h);
+                }
+            }
+        }
+        let mut loop_of: Vec<Option<usize>> = vec![None; f.blocks.len()];
+        let mut ok = vec![true; loops.len()];
+        for (k, body) in loops.iter().enumerate() {
+            for &b in body {
+                match loop_of[b as usize] {
+                    None => loop_of[b as usize] = Some(k),
+                    Some(j) => {
+                        ok[j] = false;
+                        ok[k] = false;
+                    }
+                }
+            }
+        }
+        Innermost {
+            loops,
+            hdrs,
+            loop_of,
+            ok,
+        }
+    }
+}
+
+/// What a loop's hot part touches: its invariant objects, its fixed
+/// attributes, whether they can be fixed and whether it holds an
+/// attribute op.
+struct Touches {
+    objects: Vec<Value>,
+    attrs: Vec<(Value, u32)>,
+    attrs_ok: bool,
+    attr_ops: bool,
+}
+
+impl Default for Touches {
+    fn default() -> Self {
+        Touches {
+            objects: Vec::new(),
+            attrs: Vec::new(),
+            attrs_ok: true,
+            attr_ops: false,
+        }
+    }
+}
+
+impl Touches {
+    /// Notes instruction `k` of a hot block (`invariant`: is a value
+    /// defined outside the loop?); false when it keeps the loop checked.
+    fn note(
+        &mut self,
+        k: &InstKind,
+        callees: &mut Callees<'_>,
+        invariant: impl Fn(Value) -> bool,
+    ) -> bool {
+        let mut ok = true;
+        match k {
+            InstKind::Call {
+                callee: Callee::Func(g),
+                args,
+            } => {
+                let Some(params) = callees.leaf(*g) else {
+                    return false;
+                };
+                let u = callees.uses(*g);
+                self.attrs_ok &= !u.writes_other;
+                self.attr_ops |= !u.max.is_empty();
+                // A fixed attribute is an invariant object's, whatever
+                // the param's type (an argument defined inside the loop
+                // bars the block: `Callees::bars_hot`).
+                for &(pi, mx) in &u.max {
+                    match args.get(pi) {
+                        Some(&a) if invariant(a) => note_max(&mut self.attrs, a, mx),
+                        _ => ok = false,
+                    }
+                }
+                for a in params.iter().map(|&i| args.get(i).copied()) {
+                    match a {
+                        Some(a) if invariant(a) => {
+                            if !self.objects.contains(&a) {
+                                self.objects.push(a);
+                            }
+                        }
+                        _ => ok = false,
+                    }
+                }
+            }
+            k2 => {
+                let Some(o) = k2.dict_obj() else {
+                    return true;
+                };
+                let inv = invariant(o);
+                if let InstKind::LoadAttr { .. } | InstKind::StoreAttr { .. } = k2 {
+                    self.attr_ops = true;
+                }
+                if inv && !self.objects.contains(&o) {
+                    self.objects.push(o);
+                }
+                match *k2 {
+                    InstKind::DictSlotStore { .. } => self.attrs_ok = false,
+                    InstKind::LoadAttr { index, .. } | InstKind::StoreAttr { index, .. } if inv => {
+                        note_max(&mut self.attrs, o, index)
+                    }
+                    InstKind::StoreAttr { .. } => self.attrs_ok = false,
+                    _ => {}
+                }
+            }
+        }
+        ok
+    }
 }
 
 /// The leaf-ness and attribute use of the callees of one function, each
