@@ -12,8 +12,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 /// A handle to a [`Writer`] kept for the life of the process (reports are
-/// `Copy` values; the writer's strings live here). Equal writers (same PC,
-/// same object) share one id, so their reports are deduplicated.
+/// `Copy` values; the writer's strings live here). Equal writers share one
+/// id: the same PC, object, IR site and backtrace (issue 29: keyed by PC
+/// and object id alone, a write reached through another call path — or
+/// another runtime's object with the same id — was shown with the first
+/// writer's backtrace).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WriterId(pub u32);
 
@@ -31,10 +34,7 @@ impl WriterId {
     /// The id of `w`, or of an equal writer interned before.
     pub(crate) fn intern(w: Writer) -> WriterId {
         let mut t = lock(&WRITERS);
-        if let Some(i) = t
-            .iter()
-            .position(|x| x.pc == w.pc && x.object_id == w.object_id)
-        {
+        if let Some(i) = t.iter().position(|x| **x == w) {
             return WriterId(i as u32);
         }
         t.push(Arc::new(w));
