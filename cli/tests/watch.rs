@@ -703,19 +703,27 @@ fn consecutive_dict_slot_stores_are_all_kept_and_all_watched() {
 /// The IR frames of a backtrace (`@fn L:C (op)`), without addresses.
 fn ir_frames(bt: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    for l in bt.as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for l in bt
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         let f = match l.split_once(' ') {
             Some((addr, rest)) if addr.starts_with("0x") => rest,
             _ => l,
         };
-        let ir = f.strip_prefix('@').and_then(|r| r.split_once(' ')).is_some_and(|(_, lc)| {
-            lc.split_once(' ').is_some_and(|(lc, op)| {
-                lc.split_once(':').is_some_and(|(l, c)| {
-                    l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok()
-                }) && op.starts_with('(')
-                    && op.ends_with(')')
-            })
-        });
+        let ir = f
+            .strip_prefix('@')
+            .and_then(|r| r.split_once(' '))
+            .is_some_and(|(_, lc)| {
+                lc.split_once(' ').is_some_and(|(lc, op)| {
+                    lc.split_once(':')
+                        .is_some_and(|(l, c)| l.parse::<u32>().is_ok() && c.parse::<u32>().is_ok())
+                        && op.starts_with('(')
+                        && op.ends_with(')')
+                })
+            });
         if ir {
             out.push(f.to_string());
         }
@@ -751,7 +759,10 @@ fn a_writer_three_ir_calls_deep_has_every_ir_frame_on_both_engines() {
         ]);
         assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
         let j = json_with_watch(&o, engine);
-        assert_eq!(j["result"], 616, "{engine}: 16 + the cleared tag (6) * 100: {j}");
+        assert_eq!(
+            j["result"], 616,
+            "{engine}: 16 + the cleared tag (6) * 100: {j}"
+        );
         let r = j["reports"].as_array().unwrap();
         assert_eq!(r.len(), 1, "{engine}: {j}");
         let fw = &r[0];
@@ -770,7 +781,10 @@ fn a_writer_three_ir_calls_deep_has_every_ir_frame_on_both_engines() {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        assert!(lines[0].contains("write_volatile"), "{engine}: the writer first: {bt:#}");
+        assert!(
+            lines[0].contains("write_volatile"),
+            "{engine}: the writer first: {bt:#}"
+        );
         if engine == "jit" {
             // Below the entry: the host's frames, as gdb shows them.
             let main = lines.iter().position(|l| l.ends_with(want[3])).unwrap();
@@ -786,7 +800,10 @@ fn a_writer_three_ir_calls_deep_has_every_ir_frame_on_both_engines() {
         let err = stderr(&o);
         let at: Vec<usize> = want
             .iter()
-            .map(|f| err.find(f).unwrap_or_else(|| panic!("{engine}: {f}: {err}")))
+            .map(|f| {
+                err.find(f)
+                    .unwrap_or_else(|| panic!("{engine}: {f}: {err}"))
+            })
             .collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{engine}: {err}");
     }
@@ -838,6 +855,51 @@ fn one_writer_reached_by_two_call_paths_has_each_path_s_backtrace() {
             "{engine}: {j}"
         );
     }
+}
+
+/// The hunt as a user types it: `guardlift` found through `PATH` (the
+/// loader then names the program by its bare `argv[0]`). The writer is
+/// still `symbol+0xOFF` (the symbol table read through /proc/self/exe; it
+/// used to lose the offset: the bare name is no path from the run's
+/// directory).
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              host_watch_says_unavailable_elsewhere checks the status"
+)]
+fn the_writer_keeps_its_offset_when_guardlift_is_found_through_path() {
+    let dir = std::path::Path::new(common::bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = common::target_command("guardlift")
+        .args([
+            "run",
+            &tagflip(),
+            "50",
+            "10",
+            "--watch",
+            "object:2",
+            "--json",
+        ])
+        .env("PATH", path)
+        .env_remove("GUARDLIFT_OPTIONS")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("run guardlift through PATH");
+    let j = json_with_watch(&o, "through PATH");
+    let fw = &j["reports"][0];
+    assert_eq!(fw["kind"], "foreign_write", "{j}");
+    let symbol = fw["writer"]["symbol"].as_str().unwrap();
+    assert!(symbol.contains("fault_clear_lsb+0x"), "{symbol}");
+    assert!(
+        stderr(&o).contains("writer: guardlift_runtime::heap::Heap::fault_clear_lsb+0x"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Issue 29 item 1 on the command line (`tests/watch/recycled_address.glir`,
@@ -961,15 +1023,7 @@ fn an_aborted_run_ends_with_the_watch_summary() {
         for json in [false, true] {
             let what = format!("{engine} json={json}");
             let mut a = vec![
-                "run",
-                &file,
-                "50",
-                "10",
-                "--checks",
-                "dict",
-                "--watch",
-                "object:1",
-                "--engine",
+                "run", &file, "50", "10", "--checks", "dict", "--watch", "object:1", "--engine",
                 engine,
             ];
             if json {

@@ -224,12 +224,13 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
         .to_string_lossy()
         .into_owned();
     let base = info.dli_fbase as u64;
+    let file = elf_file(&fname);
     let tab = {
         let mut cache = lock(&SYMTABS);
         match cache.get(&fname) {
             Some(t) => t.clone(),
             None => {
-                let t = std::sync::Arc::new(read_symtab(&fname).unwrap_or_default());
+                let t = std::sync::Arc::new(read_symtab(&file).unwrap_or_default());
                 cache.insert(fname.clone(), t.clone());
                 t
             }
@@ -237,7 +238,7 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
     };
     let (rel, bias) = match tab.first() {
         // A position-dependent executable has absolute addresses.
-        Some(&(first, _, _)) if first >= base && base != 0 && is_exec(&fname) => (pc, 0),
+        Some(&(first, _, _)) if first >= base && base != 0 && is_exec(&file) => (pc, 0),
         _ => (pc.wrapping_sub(base), base),
     };
     let i = tab.partition_point(|s| s.0 <= rel).checked_sub(1)?;
@@ -246,6 +247,22 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
         let name = format!("{:#}", backtrace::SymbolName::new(name.as_bytes()));
         (name, start + bias)
     })
+}
+
+/// The file to read for `dladdr`'s file name `fname`. The loader names the
+/// main program by its `argv[0]`, which is not a path from here when the
+/// program was found through `PATH` (`guardlift run ...`): the main program
+/// is read through `/proc/self/exe` (issue 29: its writers lost their
+/// `+0xOFF` when guardlift was run through `PATH`).
+fn elf_file(fname: &str) -> String {
+    let main = std::env::args_os()
+        .next()
+        .is_some_and(|a| a.to_string_lossy() == fname);
+    if main {
+        "/proc/self/exe".to_string()
+    } else {
+        fname.to_string()
+    }
 }
 
 fn is_exec(path: &str) -> bool {
