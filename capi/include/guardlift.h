@@ -305,8 +305,10 @@ gl_status gl_runtime_new(const char *layout, gl_mode mode, gl_runtime **out);
  * or ','): log_path=FILE (reports written on abort / at teardown go there
  * instead of stderr), json=0|1, report_limit=N (callback calls per site and
  * kind; counts stay exact), watch=SPEC (hardware watchpoints on the dict
- * words of objects the runtime creates from now on: object:N[+M...],
- * sample:K or recent; where they cannot be had, one line "guardlift:
+ * words of objects the runtime creates or the host registers from now on:
+ * object:N[+M...], sample:K[@P] (the ids = P mod K; without @P, P is drawn
+ * at random and printed on stderr, "guardlift: watch sample:K: phase P
+ * ..."), or recent; where they cannot be had, one line "guardlift:
  * watchpoints unavailable: REASON" on stderr and the run goes on).
  * host_stacks=0|1 (default 0): record the host's native stack (up to 12
  * return addresses, about 6-7 us per call) at gl_runtime_register_object

@@ -169,6 +169,26 @@ entry:
     call @c_host_clear_bit(%o)
     return
 }
+fn @inner(%o: ptr) -> i64 {
+entry:
+    call @c_host_clear_bit(%o)
+    %one = iconst.i64 1
+    return %one
+}
+fn @middle(%o: ptr) -> i64 {
+entry:
+    %r = call @inner(%o)
+    %two = iconst.i64 2
+    %s = iadd %r, %two
+    return %s
+}
+fn @outer(%o: ptr) -> i64 {
+entry:
+    %r = call @middle(%o)
+    %three = iconst.i64 3
+    %s = iadd %r, %three
+    return %s
+}
 ";
 
 /// A host object's memory (cpython312): dict slot at word 0, the object at
@@ -211,6 +231,7 @@ struct HostRig {
     touch: *mut gl_func,
     read: *mut gl_func,
     corrupt: *mut gl_func,
+    outer: *mut gl_func,
 }
 
 fn host_rig(watch: Option<&CStr>) -> HostRig {
@@ -254,6 +275,7 @@ fn host_rig(watch: Option<&CStr>) -> HostRig {
         touch: f(c"touch", &[GL_TYPE_PTR, GL_TYPE_I64], GL_TYPE_I64),
         read: f(c"read", &[GL_TYPE_PTR], GL_TYPE_I64),
         corrupt: f(c"corrupt", &[GL_TYPE_PTR], GL_TYPE_VOID),
+        outer: f(c"outer", &[GL_TYPE_PTR], GL_TYPE_I64),
     }
 }
 
@@ -296,6 +318,43 @@ impl HostRig {
         ok!(gl_reports_free(list));
         out
     }
+    /// (kind name, `object_id`, the report's JSON, its text) of each report taken.
+    fn reports_json(&self) -> Vec<(String, u64, serde_json::Value, String)> {
+        let (mut list, mut items, mut n) = (null_mut(), std::ptr::null(), 0usize);
+        ok!(gl_runtime_take_reports(
+            self.rt, &mut list, &mut items, &mut n
+        ));
+        let mut out = Vec::new();
+        for i in 0..n {
+            // SAFETY: `items` holds `n` reports owned by the list.
+            let r = unsafe { &*items.add(i) };
+            // SAFETY: NUL-terminated strings owned by the list.
+            let (kind, json, text) = unsafe {
+                (
+                    CStr::from_ptr(r.kind_name).to_string_lossy().into_owned(),
+                    CStr::from_ptr(r.json).to_string_lossy().into_owned(),
+                    CStr::from_ptr(r.text).to_string_lossy().into_owned(),
+                )
+            };
+            let j: serde_json::Value = serde_json::from_str(&json).expect("report JSON");
+            out.push((kind, r.object_id, j, text));
+        }
+        ok!(gl_reports_free(list));
+        out
+    }
+    /// Registers the object of `b` (initialised first, as most hosts
+    /// do) and has IR code use it (its initialisation is over): its id.
+    fn register_used(&self, b: &Block) -> u64 {
+        b.init();
+        let mut id = 0;
+        ok!(gl_runtime_register_object(
+            self.rt,
+            b.obj() as *const _,
+            &mut id
+        ));
+        assert_eq!(self.call(self.touch, &[b.obj(), 5]), 5);
+        id
+    }
 }
 
 impl Drop for HostRig {
@@ -304,6 +363,7 @@ impl Drop for HostRig {
             gl_func_free(self.touch),
             gl_func_free(self.read),
             gl_func_free(self.corrupt),
+            gl_func_free(self.outer),
             gl_code_free(self.code),
             gl_module_free(self.m),
             gl_runtime_free(self.rt),
@@ -390,6 +450,159 @@ fn two_objects_at_one_site_are_listed_in_the_report_struct() {
     for x in [&a, &b] {
         ok!(gl_runtime_object_freed(r.rt, x.obj() as *const _));
     }
+}
+
+/// Issue 29 item 1 through the C API: the host's rogue C function clears
+/// the tag bit of watched object 1, the host frees it and registers a new
+/// object (id 2) at the same address at once; the `foreign_write` names
+/// object 1 (`gl_report.object_id`, JSON, text and its trailer) — with no
+/// other report before the reports are taken, and with a dict report about
+/// object 2 recorded first.
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watch_says_unavailable_elsewhere checks the C API's answer"
+)]
+fn foreign_write_keeps_its_object_id_after_the_host_reuses_the_address() {
+    for other_report in [false, true] {
+        let _serial = serial();
+        let r = host_rig(Some(c"watch=object:1"));
+        let b = Block(Box::new([0; 8]));
+        assert_eq!(r.register_used(&b), 1);
+        r.call(r.corrupt, &[b.obj()]);
+        ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
+        assert_eq!(r.register_used(&b), 2, "the same address, a new object");
+        if other_report {
+            // Object 2 (not watched) corrupted and read: a dict report.
+            r.call(r.corrupt, &[b.obj()]);
+            assert_eq!(r.call(r.read, &[b.obj()]) & 7, 0b110);
+        }
+        let reps = r.reports_json();
+        let what = format!("other report: {other_report}");
+        let fw: Vec<_> = reps.iter().filter(|x| x.0 == "foreign_write").collect();
+        assert_eq!(
+            fw.len(),
+            1,
+            "{what}: one foreign_write (none: hardware watchpoints unavailable here): {reps:?}"
+        );
+        let (_, id, j, text) = fw[0];
+        assert_eq!(*id, 1, "{what}: gl_report.object_id: {j}");
+        assert_eq!(j["object_id"], 1, "{what}: {j}");
+        assert!(text.contains("(object_id 1)"), "{what}: {text}");
+        assert!(text.contains("object id 1,"), "{what}: trailer: {text}");
+        assert!(!text.contains("object id 2"), "{what}: {text}");
+        if other_report {
+            let d = reps.iter().find(|x| x.0 == "dict_slot_tag").expect(&what);
+            assert_eq!(d.1, 2, "{what}: the dict report is about the new object");
+            assert_eq!(reps.len(), 2, "{what}: {reps:?}");
+        } else {
+            assert_eq!(reps.len(), 1, "{what}: {reps:?}");
+        }
+        ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
+    }
+}
+
+/// Issue 29 item 4 through the C API: `watch=sample:3@2` watches the host
+/// objects whose ids are 2 (mod 3) — every object here is corrupted by the
+/// host, only ids 2, 5, 8 are reported; `watch=sample:3` draws a phase and
+/// watches one residue class, the same for the whole run.
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watch_says_unavailable_elsewhere checks the C API's answer"
+)]
+fn sample_with_and_without_a_phase_through_configure() {
+    for spec in [c"watch=sample:3@2", c"watch=sample:3"] {
+        let _serial = serial();
+        let r = host_rig(Some(spec));
+        let b = Block(Box::new([0; 8]));
+        for want in 1..=9 {
+            assert_eq!(r.register_used(&b), want);
+            r.call(r.corrupt, &[b.obj()]);
+            ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
+        }
+        let mut ids: Vec<u64> = Vec::new();
+        for (kind, id, objs) in r.reports() {
+            assert_eq!(kind, "foreign_write", "{spec:?}");
+            if objs.is_empty() {
+                ids.push(id);
+            } else {
+                ids.extend(objs.iter().map(|o| o.0));
+            }
+        }
+        ids.sort_unstable();
+        let p = ids.first().map_or(99, |i| i % 3);
+        if spec == c"watch=sample:3@2" {
+            assert_eq!(ids, [2, 5, 8], "{spec:?}");
+        } else {
+            let want: Vec<u64> = (1..=9).filter(|i| i % 3 == p).collect();
+            assert_eq!(ids, want, "{spec:?}: one residue class, phase {p}");
+        }
+    }
+}
+
+/// Issue 29 item 5 through the C API: the host's rogue C function called
+/// three IR calls below the entry (`@outer` → `@middle` → `@inner` →
+/// `c_host_clear_bit`): the backtrace of the `foreign_write` is the
+/// writer, then every JIT frame innermost first at its IR call (`@fn L:C
+/// (call)`), then the host's frames below the JIT entry down to the test
+/// function that called `gl_func_call` — as gdb walks it (Cranelift's
+/// unwind info registered with the process's unwinder).
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watch_says_unavailable_elsewhere checks the C API's answer"
+)]
+fn a_host_writer_three_ir_calls_deep_has_every_jit_frame_and_the_host_below() {
+    let _serial = serial();
+    let r = host_rig(Some(c"watch=object:1"));
+    let b = Block(Box::new([0; 8]));
+    assert_eq!(r.register_used(&b), 1);
+    assert_eq!(r.call(r.outer, &[b.obj()]), 6);
+    let reps = r.reports_json();
+    assert_eq!(
+        reps.len(),
+        1,
+        "one foreign_write (none: hardware watchpoints unavailable here): {reps:?}"
+    );
+    let (kind, id, j, text) = &reps[0];
+    assert_eq!((kind.as_str(), *id), ("foreign_write", 1), "{j}");
+    let bt: Vec<&str> = j["backtrace"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no backtrace: {j}"))
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    let at = |pat: &str| {
+        bt.iter()
+            .position(|f| f.contains(pat))
+            .unwrap_or_else(|| panic!("no frame {pat:?} in {bt:#?}"))
+    };
+    // HOST_IR's calls: @inner 20:5, @middle 26:5, @outer 33:5.
+    let ir = [
+        at("@inner 20:5 (call)"),
+        at("@middle 26:5 (call)"),
+        at("@outer 33:5 (call)"),
+    ];
+    assert!(
+        ir[0] > 0 && ir[0] < ir[1] && ir[1] < ir[2],
+        "innermost first: {bt:#?}"
+    );
+    assert!(
+        bt[..ir[0]].iter().any(|f| f.contains("c_host_clear_bit")),
+        "the writer (and what it inlined) first: {bt:#?}"
+    );
+    let ir_frames = bt.iter().filter(|f| f.contains(" @")).count();
+    assert_eq!(ir_frames, 3, "no other IR frame, none unresolved: {bt:#?}");
+    // Below the JIT entry: the C API's call, then this test (the host).
+    let host = at("a_host_writer_three_ir_calls_deep");
+    assert!(host > ir[2], "the host below the IR frames: {bt:#?}");
+    assert!(at("gl_func_call") > ir[2], "{bt:#?}");
+    assert!(text.contains("@outer 33:5 (call)"), "{text}");
+    ok!(gl_runtime_object_freed(r.rt, b.obj() as *const _));
 }
 
 /// Where watchpoints are not built (an aarch64 host), `watch=` is accepted,

@@ -69,9 +69,13 @@ pub(crate) fn aborted_json(
 /// Before a host run: hands the runtime the ending of the paths that end
 /// the process inside the run. With `--json`, the fault handler's JSON
 /// members (pre-rendered: it must not allocate); with `--json` or
-/// `--sarif`, abort mode's hook, which renders the same object.
+/// `--sarif`, abort mode's hook, which renders the same object; with a
+/// watch session, the hook also ends the run as a run that returns does:
+/// the reports, then the session's end-of-run summary (spec §6.1; issue
+/// 29: without it, an aborted human-form run said nothing of what was
+/// watched).
 pub(crate) fn install(rt: &Arc<Runtime>, meta: &RunMeta, render: &Render, file: &str) {
-    if !render.json && render.sarif.is_none() {
+    if !render.json && render.sarif.is_none() && rt.watch_status().is_none() {
         return;
     }
     // A fatal signal ends the process in the fault handler: it prints the
@@ -90,6 +94,7 @@ pub(crate) fn install(rt: &Arc<Runtime>, meta: &RunMeta, render: &Render, file: 
             );
             crate::out::write_or_note(format_args!("{j}\n"));
         }
+        rt.flush_reports();
         print_watch_summary(&rt.watch_status());
     });
     rt.set_fatal_ending(FatalEnding {

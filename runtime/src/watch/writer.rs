@@ -12,8 +12,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 /// A handle to a [`Writer`] kept for the life of the process (reports are
-/// `Copy` values; the writer's strings live here). Equal writers (same PC,
-/// same object) share one id, so their reports are deduplicated.
+/// `Copy` values; the writer's strings live here). Equal writers share one
+/// id: the same PC, object, IR site and backtrace (issue 29: keyed by PC
+/// and object id alone, a write reached through another call path — or
+/// another runtime's object with the same id — was shown with the first
+/// writer's backtrace).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WriterId(pub u32);
 
@@ -31,10 +34,7 @@ impl WriterId {
     /// The id of `w`, or of an equal writer interned before.
     pub(crate) fn intern(w: Writer) -> WriterId {
         let mut t = lock(&WRITERS);
-        if let Some(i) = t
-            .iter()
-            .position(|x| x.pc == w.pc && x.object_id == w.object_id)
-        {
+        if let Some(i) = t.iter().position(|x| **x == w) {
             return WriterId(i as u32);
         }
         t.push(Arc::new(w));
@@ -224,12 +224,13 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
         .to_string_lossy()
         .into_owned();
     let base = info.dli_fbase as u64;
+    let file = elf_file(&fname);
     let tab = {
         let mut cache = lock(&SYMTABS);
         match cache.get(&fname) {
             Some(t) => t.clone(),
             None => {
-                let t = std::sync::Arc::new(read_symtab(&fname).unwrap_or_default());
+                let t = std::sync::Arc::new(read_symtab(&file).unwrap_or_default());
                 cache.insert(fname.clone(), t.clone());
                 t
             }
@@ -237,7 +238,7 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
     };
     let (rel, bias) = match tab.first() {
         // A position-dependent executable has absolute addresses.
-        Some(&(first, _, _)) if first >= base && base != 0 && is_exec(&fname) => (pc, 0),
+        Some(&(first, _, _)) if first >= base && base != 0 && is_exec(&file) => (pc, 0),
         _ => (pc.wrapping_sub(base), base),
     };
     let i = tab.partition_point(|s| s.0 <= rel).checked_sub(1)?;
@@ -246,6 +247,22 @@ fn elf_symbol(pc: u64) -> Option<(String, u64)> {
         let name = format!("{:#}", backtrace::SymbolName::new(name.as_bytes()));
         (name, start + bias)
     })
+}
+
+/// The file to read for `dladdr`'s file name `fname`. The loader names the
+/// main program by its `argv[0]`, which is not a path from here when the
+/// program was found through `PATH` (`guardlift run ...`): the main program
+/// is read through `/proc/self/exe` (issue 29: its writers lost their
+/// `+0xOFF` when guardlift was run through `PATH`).
+fn elf_file(fname: &str) -> String {
+    let main = std::env::args_os()
+        .next()
+        .is_some_and(|a| a.to_string_lossy() == fname);
+    if main {
+        "/proc/self/exe".to_string()
+    } else {
+        fname.to_string()
+    }
 }
 
 fn is_exec(path: &str) -> bool {
