@@ -327,8 +327,8 @@ pub(crate) fn clean_loops_in(
             .any(|inst| callees.bars_hot(&inst.kind, |a| !inside(def_block(a), k)));
     }
     let mut regions: Vec<Option<Regions>> = Vec::with_capacity(loops.len());
-    for k in 0..loops.len() {
-        let r = Regions::of(cfg, hdrs[k], &barred, |b| loop_of[b as usize] == Some(k));
+    for (k, &h) in hdrs.iter().enumerate() {
+        let r = Regions::of(cfg, h, &barred, |b| loop_of[b as usize] == Some(k));
         // A side exit enters the checked copy's block from the clean copy:
         // every block it can reach before the header uses only its own
         // values and values from outside the loop (its params carry the
@@ -351,7 +351,7 @@ pub(crate) fn clean_loops_in(
     for (bi, blk) in f.blocks.iter().enumerate() {
         let Some(k) = loop_of[bi] else { continue };
         // Only what the clean copy runs: its hot blocks.
-        if !(regions[k].as_ref()).is_some_and(|r| r.hot.binary_search(&(bi as u32)).is_ok()) {
+        if (regions[k].as_ref()).is_none_or(|r| r.hot.binary_search(&(bi as u32)).is_err()) {
             continue;
         }
         for inst in &blk.insts {
