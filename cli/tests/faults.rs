@@ -465,7 +465,10 @@ fn x86_64_objects_under_qemu_x86_64_print_the_jits_fault_reports() {
     let deep = write_tmp("deep_qemu.glir", DEEP);
     let cases: [(&Path, &[&str]); 4] = [
         (&tagflip, &["10", "--instrument", "--mode", "trap"]),
-        (&tagflip, &["10", "--instrument", "--mode", "trap", "--json"]),
+        (
+            &tagflip,
+            &["10", "--instrument", "--mode", "trap", "--json"],
+        ),
         (&wild, &["16", "--mode", "recover"]),
         (&deep, &["100000000"]),
     ];
