@@ -160,6 +160,21 @@ unsigned gl_capture_frames(u64 *out) {
 
 /* ---- signals ------------------------------------------------------------------ */
 
+/* The handlers realign their stack on x86_64. The ABI enters a function
+ * with rsp % 16 == 8 (a call pushed the return address), and gcc keeps
+ * 16-byte locals there with aligned SSE stores (`movaps`). qemu-x86_64
+ * 7.2 (Debian 12's) builds the signal frame 16-byte aligned, so
+ * a handler starts with rsp % 16 == 0 and its first `movaps` to the stack
+ * is a general-protection fault: SIGSEGV (SI_KERNEL) inside the handler
+ * instead of its report (docs/TARGETS.md, "qemu-x86_64's misaligned signal
+ * frames"). A real kernel aligns the frame; the realignment costs one `and`
+ * there. */
+#if defined(__x86_64__)
+#define GL_SIGNAL_HANDLER __attribute__((force_align_arg_pointer))
+#else
+#define GL_SIGNAL_HANDLER
+#endif
+
 /* What a fault handler needs of the interrupted context: PC, stack pointer,
  * link register (the return address of a leaf; 0 on x86_64) and frame
  * pointer. */
@@ -250,7 +265,7 @@ static unsigned fault_frames(const regs_t *r, int in_host, u64 site, u64 *out, i
  * and a `C` line for the host's host_fault / stack_overflow report. Else
  * (the support itself, outside any IR call): `S`. Then die of the signal.
  * Async-signal-safe: write(2) of lines formatted here, from static memory. */
-static void on_crash(int sig, siginfo_t *si, void *uctx) {
+GL_SIGNAL_HANDLER static void on_crash(int sig, siginfo_t *si, void *uctx) {
     regs_t r = signal_regs(uctx);
     u64 addr = (u64)(uintptr_t)si->si_addr;
     int in_host = !in_code(r.pc);
@@ -385,7 +400,7 @@ void gl_arith_fault(void *rt, uint32_t kind, uint64_t fp) {
  * its observed values are in the scratch area at the runtime pointer if the
  * guard could claim it (runtime/src/trap.rs). The host prints the report.
  * Any other trap instruction is a fatal signal like a segfault. */
-static void on_trap(int sig, siginfo_t *si, void *uctx) {
+GL_SIGNAL_HANDLER static void on_trap(int sig, siginfo_t *si, void *uctx) {
     u64 pc = signal_regs(uctx).pc;
     const gl_trap_t *t = NULL;
     for (unsigned long i = 0; i < gl_ntraps; i++)

@@ -619,7 +619,7 @@ fn watch_says_unavailable_elsewhere() {
         code,
         f,
         list,
-        items,
+        items: _,
         n,
     } = run_clear_bit();
     assert_eq!(n, 0, "no watchpoint, no foreign_write");

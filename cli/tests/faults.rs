@@ -447,3 +447,67 @@ fn trap_mode_json_is_one_object_on_every_engine() {
         }
     }
 }
+
+/// Issue 36: the x86_64 object under qemu-x86_64 (what an aarch64 host
+/// does with `--target x86_64`; here forced on any host with
+/// `GUARDLIFT_RUNNER_X86_64`) prints the host JIT's reports from its
+/// signal handlers: trap mode's SIGILL, a wild load's SIGSEGV after a
+/// recorded report, a stack overflow's SIGSEGV on the alternate stack.
+/// qemu-x86_64 7.2 (Debian 12's) enters a handler with a misaligned stack
+/// (rsp % 16 == 0), and the C support's handlers died of SIGSEGV at
+/// their first aligned SSE store until they realigned it (gl_signals.c,
+/// docs/TARGETS.md). Needs qemu-user (scripts/install-deps), like the
+/// aarch64 cases.
+#[test]
+fn x86_64_objects_under_qemu_x86_64_print_the_jits_fault_reports() {
+    let tagflip = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ctxmgr_tagflip.glir");
+    let wild = write_tmp("wild_qemu.glir", REPORT_THEN_WILD_LOAD);
+    let deep = write_tmp("deep_qemu.glir", DEEP);
+    let cases: [(&Path, &[&str]); 4] = [
+        (&tagflip, &["10", "--instrument", "--mode", "trap"]),
+        (
+            &tagflip,
+            &["10", "--instrument", "--mode", "trap", "--json"],
+        ),
+        (&wild, &["16", "--mode", "recover"]),
+        (&deep, &["100000000"]),
+    ];
+    for (p, args) in cases {
+        let what = format!("{} {args:?}", p.display());
+        let jit = run(p, args);
+        let o = common::target_command(bin())
+            .arg("run")
+            .arg(p)
+            .args(args)
+            .args(["--target", "x86_64"])
+            .env_remove("GUARDLIFT_OPTIONS")
+            .env("GUARDLIFT_RUNNER_X86_64", "qemu-x86_64")
+            .output()
+            .expect("run guardlift");
+        let err = stderr(&o);
+        assert!(
+            !err.contains("died of signal"),
+            "{what}: the handler died (install qemu-user: scripts/install-deps): {err}"
+        );
+        assert_eq!(exit_code(&o), 134, "{what}: {err}");
+        assert_eq!(
+            common::mask_hex(&err),
+            common::mask_hex(&stderr(&jit)),
+            "{what}"
+        );
+        if args.contains(&"--json") {
+            let j: serde_json::Value =
+                serde_json::from_str(String::from_utf8_lossy(&o.stdout).trim())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut jit_j: serde_json::Value =
+                serde_json::from_str(String::from_utf8_lossy(&jit.stdout).trim())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            jit_j["target"] = j["target"].clone();
+            assert_eq!(
+                common::mask_hex(&j.to_string()),
+                common::mask_hex(&jit_j.to_string()),
+                "{what}"
+            );
+        }
+    }
+}
