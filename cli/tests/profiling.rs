@@ -304,8 +304,13 @@ fn gdb_breakpoint_on_a_glir_line_stops_there() {
             "recover",
         ],
     );
+    // The loop runs its clean copy until the rogue branch (a side exit):
+    // the first stop may be in `@enter`'s clean variant, a location of
+    // the same breakpoint (`Breakpoint 1.N`).
     assert!(
-        out.contains("Breakpoint 1, @enter () at ctxmgr_tagflip.glir:21"),
+        out.lines().any(|l| l.contains("Breakpoint 1")
+            && (l.contains("@enter () at ctxmgr_tagflip.glir:21")
+                || l.contains("@enter [clean] () at ctxmgr_tagflip.glir:21"))),
         "{out}"
     );
     assert!(out.contains("#1 ") && out.contains("@main () at "), "{out}");

@@ -796,21 +796,18 @@ mod tests {
         )
     }
 
-    /// A `br_table` in a versioned loop (it dispatches to the body and
-    /// exits through its default, `ir/tests/hoist`'s case): lowered in both
-    /// copies, the exit through a block of its own, and Cranelift's
-    /// verifier accepts the function.
-    #[test]
-    fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
-        use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
+    /// `@f` of `ir/tests/hoist/NAME.glir` with every check, lowered for a
+    /// JIT with `shadow` (recover mode, the built-ins bound), verified by
+    /// Cranelift.
+    fn lower_hoist_case(name: &str, shadow: Option<ShadowRef>) -> cranelift_codegen::ir::Function {
+        use cranelift_codegen::ir::{Function, UserFuncName};
         use cranelift_frontend::FunctionBuilderContext;
         use cranelift_module::{Linkage, Module};
-        use cranelift_object::ObjectModule;
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../ir/tests/hoist/a_br_table_loop_is_clean.glir"
+        let path = format!(
+            "{}/../ir/tests/hoist/{name}.glir",
+            env!("CARGO_MANIFEST_DIR")
         );
-        let text = std::fs::read_to_string(path).expect("the hoist case");
+        let text = std::fs::read_to_string(&path).expect("the hoist case");
         let m = instrument(
             &guardlift_ir::parse_and_verify(&text).expect("valid"),
             CheckSet::ALL,
@@ -818,25 +815,47 @@ mod tests {
         let mut om = crate::target::test_object_module();
         let sig = lower_sig(&m, &om);
         let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
-        let count = |shadow: Option<ShadowRef>, om: &mut ObjectModule| {
-            let cfg = config(Mode::Recover, shadow);
-            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], Vec::new());
-            let mut f = Function::new();
-            let mut fctx = FunctionBuilderContext::new();
-            (lw.lower_function(om, FuncId(0), UserFuncName::default(), &mut f, &mut fctx))
-                .expect("lowered");
-            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
-            (f.layout.blocks())
-                .filter_map(|b| f.layout.last_inst(b))
-                .filter(|&i| matches!(f.dfg.insts[i], InstructionData::BranchTable { .. }))
-                .count()
+        let cfg = config(Mode::Recover, shadow);
+        let externs = super::super::abi::resolve_externs(&m, |_| None).expect("built-ins");
+        let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], externs);
+        let mut f = Function::new();
+        let mut fctx = FunctionBuilderContext::new();
+        (lw.lower_function(
+            &mut om,
+            FuncId(0),
+            UserFuncName::default(),
+            &mut f,
+            &mut fctx,
+        ))
+        .expect("lowered");
+        cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
+        f
+    }
+
+    /// How many instructions of `f` satisfy `pred`.
+    fn count_insts(
+        f: &cranelift_codegen::ir::Function,
+        pred: impl Fn(&cranelift_codegen::ir::InstructionData) -> bool,
+    ) -> usize {
+        (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b))
+            .filter(|&i| pred(&f.dfg.insts[i]))
+            .count()
+    }
+
+    /// A `br_table` in a versioned loop (it dispatches to the body and
+    /// exits through its default, `ir/tests/hoist`'s case): lowered in both
+    /// copies, the exit through a block of its own, and Cranelift's
+    /// verifier accepts the function.
+    #[test]
+    fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
+        use cranelift_codegen::ir::InstructionData;
+        let count = |shadow| {
+            let f = lower_hoist_case("a_br_table_loop_is_clean", shadow);
+            count_insts(&f, |i| matches!(i, InstructionData::BranchTable { .. }))
         };
-        assert_eq!(count(None, &mut om), 1, "one copy without a shadow");
-        assert_eq!(
-            count(Some(WATCHING), &mut om),
-            2,
-            "checked and clean copies"
-        );
+        assert_eq!(count(None), 1, "one copy without a shadow");
+        assert_eq!(count(Some(WATCHING)), 2, "checked and clean copies");
     }
 
     /// Issue 33: a loop with a free on a cold branch is versioned (its
@@ -845,48 +864,23 @@ mod tests {
     /// Cranelift's verifier accepts the merges (`ir/tests/hoist`'s case).
     #[test]
     fn a_cold_call_is_lowered_once_and_the_loop_twice() {
-        use cranelift_codegen::ir::{Function, InstructionData, UserFuncName};
-        use cranelift_frontend::FunctionBuilderContext;
-        use cranelift_module::{Linkage, Module};
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../ir/tests/hoist/a_cold_call_is_a_side_exit.glir"
-        );
-        let text = std::fs::read_to_string(path).expect("the hoist case");
-        let m = instrument(
-            &guardlift_ir::parse_and_verify(&text).expect("valid"),
-            CheckSet::ALL,
-        );
-        let mut om = crate::target::test_object_module();
-        let sig = lower_sig(&m, &om);
-        let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
-        let count = |shadow: Option<ShadowRef>, om: &mut cranelift_object::ObjectModule| {
-            let cfg = config(Mode::Recover, shadow);
-            let externs = super::super::abi::resolve_externs(&m, |_| None).expect("built-ins");
-            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], externs);
-            let mut f = Function::new();
-            let mut fctx = FunctionBuilderContext::new();
-            (lw.lower_function(om, FuncId(0), UserFuncName::default(), &mut f, &mut fctx))
-                .expect("lowered");
-            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
-            let insts = || (f.layout.blocks()).flat_map(|b| f.layout.block_insts(b));
-            let headers = insts()
-                .filter(|&i| {
-                    matches!(f.dfg.insts[i], InstructionData::IntCompare { cond, .. }
-                        if cond == IntCC::SignedGreaterThanOrEqual)
-                })
-                .count();
+        use cranelift_codegen::ir::{InstructionData, Opcode};
+        let count = |shadow| {
+            let f = lower_hoist_case("a_cold_call_is_a_side_exit", shadow);
+            let headers = count_insts(&f, |i| {
+                matches!(i, InstructionData::IntCompare { cond, .. }
+                    if *cond == IntCC::SignedGreaterThanOrEqual)
+            });
             // The cold block's own `imul`.
-            let frees = insts()
-                .filter(|&i| f.dfg.insts[i].opcode() == cranelift_codegen::ir::Opcode::Imul)
-                .count();
-            (headers, frees)
+            let colds = count_insts(&f, |i| i.opcode() == Opcode::Imul);
+            (headers, colds)
         };
-        let (h0, c0) = count(None, &mut om);
-        let (h1, c1) = count(Some(WATCHING), &mut om);
-        assert_eq!(h0, 1, "one copy without a shadow");
-        assert_eq!(h1, 2, "checked and clean copies of the header");
-        assert_eq!((c0, c1), (1, 1), "the cold block lowered once");
+        assert_eq!(count(None), (1, 1), "one copy without a shadow");
+        assert_eq!(
+            count(Some(WATCHING)),
+            (2, 1),
+            "checked and clean copies of the header, the cold block once"
+        );
     }
 
     /// Issue 33: a loop without calls whose own attribute ops have bounds
