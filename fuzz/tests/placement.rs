@@ -108,10 +108,19 @@ fn check_chunks(p: Placement) {
     };
     let code = of(ChunkKind::Code);
     let data: Vec<usize> = [of(ChunkKind::Data), of(ChunkKind::ReadOnly)].concat();
-    assert!(
-        !code.is_empty() && !data.is_empty(),
-        "{p:?}: no chunks {chunks:x?}"
-    );
+    assert!(!code.is_empty(), "{p:?}: no code chunk {chunks:x?}");
+    if data.is_empty() {
+        // Without a shadow mapping (GUARDLIFT_NO_SHADOW=1; under qemu-user,
+        // docs/TARGETS.md) no loop is versioned, so the JIT makes no loop-entry
+        // cache and the module has no data object: the far placements map no
+        // data chunk (`Near` maps all three kinds at once, so it has them).
+        // The results are still compared by the callers.
+        assert!(
+            guardlift_runtime::shadow::base().is_none() && p != Placement::Near,
+            "{p:?}: no data chunk {chunks:x?}"
+        );
+        return;
+    }
     let (cmin, cmax) = (code.iter().min().unwrap(), code.iter().max().unwrap());
     let (dmin, dmax) = (data.iter().min().unwrap(), data.iter().max().unwrap());
     const FAR: usize = 4 << 30;
