@@ -38,6 +38,9 @@ pub(crate) struct Frame {
     /// The params a claimed loop activation of the caller passed fixed
     /// objects to: claimed for the whole frame.
     pub(crate) fixed_params: Vec<Value>,
+    /// The raw-access groups of this frame whose range passed at their
+    /// latest first access (`crate::rawgroup`).
+    pub(crate) raw_clean: Vec<u32>,
 }
 
 impl Frame {
@@ -115,6 +118,7 @@ impl<'m> Interpreter<'m> {
             fixed: Vec::new(),
             fixed_loop: None,
             fixed_params: Vec::new(),
+            raw_clean: Vec::new(),
         }
     }
 

@@ -16,7 +16,8 @@
 //! loop), `step` (the frame loop and the pure value ops), `values` (the
 //! arithmetic on raw bits), `memory` (raw memory and the object model),
 //! `adstack` (adstack buffers and ops, elision verification), `hoist`
-//! (verification of the loop-versioning claims), `checks`
+//! (verification of the loop-versioning claims), `rawgroup`
+//! (verification of the raw-access groups' claim), `checks`
 //! (guards, reports, backtraces), `calls` (IR, extern and built-in calls).
 
 mod adbuf;
@@ -26,6 +27,7 @@ mod checks;
 mod frame;
 mod hoist;
 mod memory;
+mod rawgroup;
 mod step;
 mod values;
 
@@ -164,6 +166,9 @@ pub struct Interpreter<'m> {
     /// holds for each, no bounds test of those objects may fail until
     /// control leaves (checked like `elision`).
     attr_loops: Option<AttrClaims>,
+    /// Per function, the raw-access groups whose range the JIT tests once
+    /// (`crate::rawgroup`; checked like `elision`).
+    raw_groups: Option<rawgroup::GroupClaims>,
 }
 
 impl<'m> Interpreter<'m> {
@@ -212,6 +217,7 @@ impl<'m> Interpreter<'m> {
             host,
             loops: None,
             attr_loops: None,
+            raw_groups: None,
         }
         .with_debug_claims())
     }
@@ -231,6 +237,9 @@ impl<'m> Interpreter<'m> {
             self.loops.get_or_insert(loops);
             self.attr_loops.get_or_insert(attrs);
         }
+        if on && self.raw_groups.is_none() {
+            self.raw_groups = Some(rawgroup::group_claims(self.m));
+        }
     }
 
     /// Debug builds verify the loop claims from the start.
@@ -239,6 +248,7 @@ impl<'m> Interpreter<'m> {
             let (loops, attrs) = claims(self.m, self.host);
             self.loops = Some(loops);
             self.attr_loops = Some(attrs);
+            self.raw_groups = Some(rawgroup::group_claims(self.m));
         }
         self
     }

@@ -104,6 +104,7 @@ impl<'m> Interpreter<'m> {
         match &inst.kind {
             InstKind::Load { ty, addr, offset } => {
                 let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
+                self.verify_raw_group(fr, cx, g.0, a, ty.bytes())?;
                 if !self.mem_live(cx.callers, g, a, ty.bytes())?
                     || !self.mem_in_bounds(cx.callers, g, (a, ty.bytes()), None)?
                 {
@@ -119,6 +120,7 @@ impl<'m> Interpreter<'m> {
                 let t = cx.func.ty(*value);
                 let a = fr.val(*addr).wrapping_add(*offset as i64 as u64);
                 let x = store_bits(t, fr.val(*value));
+                self.verify_raw_group(fr, cx, g.0, a, t.bytes())?;
                 if !self.mem_live(cx.callers, g, a, t.bytes())?
                     || !self.mem_in_bounds(cx.callers, g, (a, t.bytes()), Some(x))?
                 {

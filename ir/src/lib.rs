@@ -29,6 +29,7 @@ pub mod verify;
 
 pub use analysis::elide;
 pub use analysis::hoist;
+pub use analysis::rawgroup;
 
 pub use error::{Diagnostic, ParseError, SourceError, VerifyErrors};
 pub use inst::*;

@@ -179,7 +179,7 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
     for i in 0..n_helpers {
         let params: Vec<Param> = (0..src.range(0, 4))
             .map(|_| {
-                if src.chance(1, 4) {
+                if src.chance(2, 7) {
                     // An object param typed `i64` in half of them (spec §2: `ptr` mixes with `i64`; a
                     // leaf callee's object param of either type needs a
                     // loop-invariant argument, issue 28 item 4).

@@ -16,7 +16,12 @@
 //!   capacity word and the last attribute (no report) and the redzones
 //!   just before and after the values array and the object's block
 //!   (`heap_overflow`);
-//! - an object made, used and freed inside a loop body.
+//! - an object made, used and freed inside a loop body;
+//! - raw accesses through one values pointer in one block (a raw-access
+//!   group, `guardlift_ir::rawgroup`: the JIT tests their range once),
+//!   with an `obj_free` or `obj_dictify` of the object between them and
+//!   then accesses to the released array (`use_after_free`), or one access
+//!   just past the array (`heap_overflow`, the range test fails).
 //!
 //! Each access that breaks a rule is a fault of [`super::faults`]: guarded
 //! by hand or recorded in [`super::Needs`] (`bounds`, `lifetime`), so an
@@ -44,6 +49,10 @@ impl FnGen<'_, '_, '_> {
             0 => self.forged_capacity(),
             1 => self.dictify_kept_values(),
             _ => self.redzone_access(),
+        }
+        // Besides (not instead of) the others, which keep their share.
+        if self.src.chance(1, 2) {
+            self.raw_group();
         }
     }
 
@@ -186,6 +195,61 @@ impl FnGen<'_, '_, '_> {
         };
         self.bounds_fault_access(ty, base, off);
         self.ev.insert("trust.redzone");
+    }
+
+    /// Shape 4: raw accesses through a fresh object's values pointer in
+    /// one block, then a free or dictify of the object (which ends the
+    /// group) and accesses to the released array, or an access just past
+    /// the array in the same group.
+    fn raw_group(&mut self) {
+        let (o, w) = self.fresh_obj();
+        let one = self.iconst(Type::I64, 1);
+        let values = self.fb.binary(BinOp::Iadd, w, one);
+        let n = o.nattrs;
+        for _ in 0..self.src.range(2, 3) {
+            let off = 8 * self.src.range(0, n - 1) as i32;
+            if self.src.chance(1, 2) {
+                let r = self.fb.load(Type::I64, values, off);
+                self.vals.push(r);
+            } else {
+                let x = self.pick_compat(Type::I64);
+                self.fb.store(x, values, off);
+            }
+        }
+        let life: fn(&mut super::Needs) = |n| n.lifetime = true;
+        match self.src.range(0, 2) {
+            0 => {
+                self.fb.call(self.ms.ext.obj_free, &[o.v]);
+                self.ev.insert("rawgroup.free_between");
+            }
+            1 => {
+                self.fb.call(self.ms.ext.obj_dictify, &[o.v]);
+                self.ev.insert("rawgroup.dictify_between");
+            }
+            _ => {
+                // Past the array: the group's range test fails, each
+                // access is checked on its own.
+                self.bounds_fault_access(Type::I64, values, 8 * n as i32);
+                self.ev.insert("rawgroup.past_the_end");
+                if self.src.chance(1, 2) {
+                    self.objs.push(o);
+                }
+                return;
+            }
+        }
+        for _ in 0..self.src.range(1, 2) {
+            let off = 8 * self.src.range(0, n - 1) as i32;
+            if self.src.chance(1, 2) {
+                let r = self.fb.load(Type::I64, values, off);
+                self.object_fault_guard(life);
+                self.vals.push(r);
+            } else {
+                let x = self.pick_compat(Type::I64);
+                self.fb.store(x, values, off);
+                self.object_fault_guard(life);
+            }
+        }
+        self.ev.insert("rawgroup.released");
     }
 
     /// A raw load or store of `ty` at `base + off` that touches a redzone

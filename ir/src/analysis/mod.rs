@@ -7,6 +7,8 @@
 //! - [`elide`]: the adstack underflow checks that cannot fail.
 //! - [`hoist`]: the loops whose object tests can run once per entry
 //!   (the JIT's loop versioning).
+//! - [`rawgroup`]: the raw accesses of a block through one base whose
+//!   checks can be decided by one range test.
 //!
 //! [`adstack_capacities`]: every adstack handle is traced back to the
 //! `adstack.alloc` it came from, through block params. Guards need the
@@ -21,6 +23,7 @@ pub mod dominator_tree;
 pub mod elide;
 pub mod flowgraph;
 pub mod hoist;
+pub mod rawgroup;
 
 use crate::error::Diagnostic;
 use crate::inst::{InstKind, Value};

@@ -93,6 +93,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if self.lw.stack_redzones {
             self.make_stack_area_slots();
         }
+        if self.lw.shadow.is_some() {
+            self.raw = guardlift_ir::rawgroup::RawGroups::of(f, self.lw.ir);
+        }
         let edges = IncomingEdges::of(self.lw.analyses[self.id].cfg(), &rpo, f.blocks.len());
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.
@@ -333,8 +336,33 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<Option<cl::Value>, JitError> {
         let id = self.lw.stub(self.m, st)?;
         let r = self.fref(id);
-        let call = self.b.ins().call(r, args);
-        Ok(self.b.inst_results(call).first().copied())
+        let Stub::Check(e) = st else {
+            let call = self.b.ins().call(r, args);
+            return Ok(self.b.inst_results(call).first().copied());
+        };
+        // A check stub stores its verdict in the frame's verdict slot.
+        let slot = match self.verdict_slot {
+            Some(s) => s,
+            None => {
+                let data = cl::StackSlotData::new(cl::StackSlotKind::ExplicitSlot, 8, 3);
+                let s = self.b.create_sized_stack_slot(data);
+                self.verdict_slot = Some(s);
+                s
+            }
+        };
+        let out = self.b.ins().stack_addr(types::I64, slot, 0);
+        let mut full = args.to_vec();
+        full.push(out);
+        self.b.ins().call(r, &full);
+        let sig = entry_signature(self.lw.call_conv, e);
+        Ok(match sig.returns.first() {
+            Some(ret) => Some(
+                self.b
+                    .ins()
+                    .load(ret.value_type, MemFlagsData::trusted(), out, 0),
+            ),
+            None => None,
+        })
     }
 
     pub(super) fn call_entry(

@@ -466,8 +466,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// which watches every time, has.
     pub(super) fn watch(&mut self, o: cl::Value) -> Result<(), JitError> {
         if let Some(done) = self.shadow_watch_gate(o) {
-            let rt = self.rt()?;
-            self.call_entry(Entry::Watch, &[rt, o])?;
+            self.call_stub(Stub::Check(Entry::Watch), &[o])?;
             if self.next_checks_life_of_watched() {
                 // Fused with the next instruction's lifetime check, which
                 // runs only here, after the call (`obj_live_check`).
@@ -479,8 +478,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return Ok(());
         }
         let (RtRef::Const(p), Some(&ss)) = (self.lw.rt, self.cache_slots.get(&self.at)) else {
-            let rt = self.rt()?;
-            self.call_entry(Entry::Watch, &[rt, o])?;
+            self.call_stub(Stub::Check(Entry::Watch), &[o])?;
             return Ok(());
         };
         let epoch = self.load_epoch(p);
@@ -490,8 +488,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let done = self.b.create_block();
         self.b.ins().brif(hit, done, &[], miss, &[]);
         self.b.switch_to_block(miss);
-        let rt = self.rt()?;
-        self.call_entry(Entry::Watch, &[rt, o])?;
+        self.call_stub(Stub::Check(Entry::Watch), &[o])?;
         self.cache_remember(ss, o, epoch);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
@@ -621,9 +618,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         word: cl::Value,
     ) -> Result<(), JitError> {
         let site = self.site(id)?;
-        let rt = self.rt()?;
         let s = self.iconst(types::I32, site as i64);
-        self.call_entry(Entry::NoteSlotWrite, &[rt, s, obj, word])?;
+        self.call_stub(Stub::Check(Entry::NoteSlotWrite), &[s, obj, word])?;
         Ok(())
     }
 
@@ -645,10 +641,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // The runtime is asked only when a watch mark is on the bytes.
         self.shadow_gate(eff, t.bytes(), shadow::WATCH_MASK, do_store);
         if guard_strategy(self.lw.mode) == GuardStrategy::Trap {
-            let rt = self.rt()?;
             let w = self.iconst(types::I32, t.bytes() as i64);
             let hit = self
-                .call_entry(Entry::ClobberOverlaps, &[rt, eff, w])?
+                .call_stub(Stub::Check(Entry::ClobberOverlaps), &[eff, w])?
                 .ok_or_else(|| internal(self.fname, "clobber test returns nothing"))?;
             let cold = self.b.create_block();
             self.b.set_cold_block(cold);
@@ -662,11 +657,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return Ok(());
         }
         let bits = self.bits_u64(x, t);
-        let rt = self.rt()?;
         let s = self.iconst(types::I32, site as i64);
         let w = self.iconst(types::I32, t.bytes() as i64);
         let skip = self
-            .call_entry(Entry::ClobberCheck, &[rt, s, eff, w, bits])?
+            .call_stub(Stub::Check(Entry::ClobberCheck), &[s, eff, w, bits])?
             .ok_or_else(|| internal(self.fname, "clobber check returns nothing"))?;
         let done = self.b.create_block();
         self.b.ins().brif(skip, done, &[], do_store, &[]);

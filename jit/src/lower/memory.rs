@@ -13,9 +13,11 @@ use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
 use cranelift_module::Module as ClModule;
 use guardlift_abi::layout;
 use guardlift_ir::{CheckKind, SiteId, Type, Value};
+use guardlift_runtime::shadow;
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
-    /// `load`: under the lifetime check, the recover path yields 0.
+    /// `load`: under the lifetime check, the recover path yields 0. A
+    /// member of a raw-access group whose range is clean loads unchecked.
     pub(super) fn load(
         &mut self,
         g: Guarded,
@@ -24,6 +26,35 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         addr: Value,
         offset: i32,
     ) -> Result<(), JitError> {
+        let Some(dirty) = self.raw_group_dirty()? else {
+            let v = self.checked_load(g, ty, addr, offset)?;
+            self.def(r, v);
+            return Ok(());
+        };
+        let t = cl_type(ty);
+        let (plain, checked, join) = self.raw_group_split(dirty);
+        let join_v = self.b.append_block_param(join, t);
+        self.b.switch_to_block(plain);
+        let p = self.val(addr)?;
+        let v = self.b.ins().load(t, mem(), p, offset);
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(checked);
+        let v = self.checked_load(g, ty, addr, offset)?;
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        self.def(r, join_v);
+        Ok(())
+    }
+
+    /// `load` with its checks; returns the value loaded (recover: 0 after a
+    /// failed check).
+    fn checked_load(
+        &mut self,
+        g: Guarded,
+        ty: Type,
+        addr: Value,
+        offset: i32,
+    ) -> Result<cl::Value, JitError> {
         let (lifetime, bounds) = (g.on(CheckKind::Lifetime), g.on(CheckKind::Bounds));
         let p = self.val(addr)?;
         let t = cl_type(ty);
@@ -34,13 +65,36 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         let v = self.b.ins().load(t, mem(), p, offset);
         self.rejoin(join, Some(v));
-        self.def(r, param.unwrap_or(v));
-        Ok(())
+        Ok(param.unwrap_or(v))
     }
 
     /// `store`: under the lifetime check (recover: skipped) and the clobber
-    /// check (the runtime decides whether the store happens).
+    /// check (the runtime decides whether the store happens). A member of a
+    /// raw-access group whose range is clean stores unchecked.
     pub(super) fn store(
+        &mut self,
+        g: Guarded,
+        value: Value,
+        addr: Value,
+        offset: i32,
+    ) -> Result<(), JitError> {
+        let Some(dirty) = self.raw_group_dirty()? else {
+            return self.checked_store(g, value, addr, offset);
+        };
+        let (plain, checked, join) = self.raw_group_split(dirty);
+        self.b.switch_to_block(plain);
+        let (x, p) = (self.val(value)?, self.val(addr)?);
+        self.b.ins().store(mem(), x, p, offset);
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(checked);
+        self.checked_store(g, value, addr, offset)?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+        Ok(())
+    }
+
+    /// `store` with its checks.
+    fn checked_store(
         &mut self,
         g: Guarded,
         value: Value,
@@ -72,6 +126,49 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         self.rejoin(join, None);
         Ok(())
+    }
+
+    /// For a member of a raw-access group ([`guardlift_ir::rawgroup`]; only
+    /// with a shadow): the value that is non-zero when the group's range
+    /// has a bit its checks test, emitted at the group's first access.
+    fn raw_group_dirty(&mut self) -> Result<Option<cl::Value>, JitError> {
+        let (bi, ii) = self.at;
+        let Some((gi, g)) = self.raw.group_of(bi, ii) else {
+            return Ok(None);
+        };
+        if g.members.first() == Some(&ii) {
+            let (base, lo, hi, checks) = (g.base, g.lo, g.hi, g.checks);
+            let mut mask = 0u8;
+            if checks.contains(CheckKind::Lifetime) || checks.contains(CheckKind::Bounds) {
+                mask |= shadow::FREED_MEM | shadow::REDZONE;
+            }
+            if checks.contains(CheckKind::Clobber) {
+                mask |= shadow::WATCH_MASK;
+            }
+            let p = self.val(base)?;
+            let dirty = self
+                .shadow_range_test(p, lo, hi, mask)
+                .ok_or_else(|| internal(self.fname, "a raw-access group without a shadow"))?;
+            self.raw_clean.insert(gi, dirty);
+        }
+        match self.raw_clean.get(&gi) {
+            Some(&v) => Ok(Some(v)),
+            None => Err(internal(
+                self.fname,
+                "a raw-access group member before its first",
+            )),
+        }
+    }
+
+    /// Branches on `dirty` to a new cold block (checked) or a new block
+    /// (plain); returns (plain, checked, join), the builder still here.
+    fn raw_group_split(&mut self, dirty: cl::Value) -> (cl::Block, cl::Block, cl::Block) {
+        let plain = self.b.create_block();
+        let checked = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(checked);
+        self.b.ins().brif(dirty, checked, &[], plain, &[]);
+        (plain, checked, join)
     }
 
     /// `dict_slot.load`: the word itself is the result, so a failed dict

@@ -409,6 +409,9 @@ impl<'m> Lowerer<'m> {
             fused_watch: None,
             variant,
             forward: Vec::new(),
+            raw: Default::default(),
+            raw_clean: HashMap::new(),
+            verdict_slot: None,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -466,6 +469,15 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// By IR block: does its one incoming edge define its params as the
     /// branch's arguments, with no Cranelift block params (`func`)?
     forward: Vec<bool>,
+    /// With a shadow: the raw-access groups ([`guardlift_ir::rawgroup`])
+    /// whose range one shadow test decides (`memory`).
+    raw: guardlift_ir::rawgroup::RawGroups,
+    /// By group: the value, defined at its first access in the copy of the
+    /// block being lowered, that is non-zero when the range is clean.
+    raw_clean: HashMap<usize, cl::Value>,
+    /// The frame slot check stubs store their verdict in (`func`), made
+    /// on first use.
+    verdict_slot: Option<cl::StackSlot>,
 }
 
 #[cfg(test)]

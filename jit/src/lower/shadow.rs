@@ -188,6 +188,34 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.b.ins().band_imm_u(bits, mask as i64)
     }
 
+    /// Non-zero when a granule of `[addr + lo, addr + hi)` has a `mask`
+    /// bit (`None` without a shadow): the granules from the first byte's
+    /// on, `ceil((hi - lo) / 8)` of them (all touched), and the last byte's
+    /// (the next one, or the last of those again).
+    pub(super) fn shadow_range_test(
+        &mut self,
+        addr: cl::Value,
+        lo: i64,
+        hi: i64,
+        mask: u8,
+    ) -> Option<cl::Value> {
+        let sh = self.lw.shadow?;
+        let first = self.b.ins().iadd_imm_s(addr, lo);
+        let g0 = self.b.ins().ushr_imm_u(first, shadow::GRANULE_SHIFT as i64);
+        let granule = 1i64 << shadow::GRANULE_SHIFT;
+        let whole = (hi - lo + granule - 1) / granule;
+        let mut bits = self.shadow_load(sh.base, g0);
+        for i in 1..whole {
+            let g = self.b.ins().iadd_imm_s(g0, i);
+            let more = self.shadow_load(sh.base, g);
+            bits = self.b.ins().bor(bits, more);
+        }
+        let last = self.b.ins().iadd_imm_s(addr, hi - 1);
+        let more = self.shadow_byte(sh.base, last);
+        bits = self.b.ins().bor(bits, more);
+        Some(self.b.ins().band_imm_u(bits, mask as i64))
+    }
+
     /// Zero when the shadow says this runtime already watches the dict
     /// slot at `slot` (8-aligned, inside the shadow, its watch field is
     /// the runtime's id): `guard.watch` has nothing to do.

@@ -29,11 +29,12 @@ pub enum Stub {
     /// recover path runs).
     Report(Entry),
     /// A check entry point that returns a verdict ([`Entry::CheckLive`],
-    /// [`Entry::CheckMem`]), with the platform convention: Cranelift
-    /// 0.135's `preserve_all` restores the return register too (the
-    /// verdict would be lost), so these cannot take the report stubs'
-    /// convention. The JIT keeps the call off the hot path (epoch fast
-    /// path and frame cache).
+    /// [`Entry::CheckMem`], ...), with the report stubs' convention and no
+    /// result: Cranelift 0.135's `preserve_all` restores the return
+    /// register too, so the stub stores the verdict through a pointer, its
+    /// last parameter (a slot of the caller's frame, which reads it back).
+    /// The call then clobbers no register, as a report's: a float live
+    /// across a check of a loop would otherwise be spilled on its hot path.
     Check(Entry),
     /// A built-in slow path (`load_attr_slow`, `store_attr_slow`), with the
     /// platform convention and the built-in's result.
@@ -66,7 +67,13 @@ impl Stub {
                 s.returns.clear();
                 s
             }
-            Stub::Check(e) | Stub::Slow(e) => entry_signature(cc, e),
+            Stub::Check(e) => {
+                let mut s = entry_signature(report_cc, e);
+                s.returns.clear();
+                s.params.push(AbiParam::new(types::I64));
+                s
+            }
+            Stub::Slow(e) => entry_signature(cc, e),
             Stub::TrapScratch => {
                 let mut s = Signature::new(CallConv::PreserveAll);
                 // (runtime, token, v0, v1, v2)
@@ -129,7 +136,8 @@ impl Lowerer<'_> {
         self.stubs.push((st, id));
         let what = match st {
             Stub::Report(e) => format!("stub({report_cc}) -> {}", e.symbol()),
-            Stub::Check(e) | Stub::Slow(e) => format!("stub -> {}", e.symbol()),
+            Stub::Check(e) => format!("stub({report_cc}, verdict in memory) -> {}", e.symbol()),
+            Stub::Slow(e) => format!("stub -> {}", e.symbol()),
             Stub::TrapScratch => "stub(preserve_all): trap scratch hand-off".to_string(),
         };
         self.stub_names.insert(id, what);
@@ -189,13 +197,26 @@ impl Lowerer<'_> {
                     store_trap_scratch(&mut b, rt, params[0], &params[1..]);
                     vec![]
                 }
+                (Stub::Check(_), Some(target)) => {
+                    // The last parameter is where the verdict goes.
+                    let (out, params) = params.split_last().expect("the verdict pointer");
+                    let mut args = vec![rt];
+                    args.extend_from_slice(params);
+                    let callee = m.declare_func_in_func(target, b.func);
+                    let call = b.ins().call(callee, &args);
+                    let verdict = b.inst_results(call).to_vec();
+                    for v in verdict {
+                        b.ins().store(MemFlagsData::trusted(), v, *out, 0);
+                    }
+                    vec![]
+                }
                 (_, Some(target)) => {
                     let mut args = vec![rt];
                     args.extend_from_slice(&params);
                     let callee = m.declare_func_in_func(target, b.func);
                     let call = b.ins().call(callee, &args);
                     match st {
-                        Stub::Slow(_) | Stub::Check(_) => b.inst_results(call).to_vec(),
+                        Stub::Slow(_) => b.inst_results(call).to_vec(),
                         _ => vec![],
                     }
                 }
