@@ -10,7 +10,7 @@
 //! object or to another function is an absolute address. The placements
 //! here make the cases that used to break reproducible: code and data
 //! more than 4 GiB apart, with the data above or below the code and the
-//! 16 TiB shadow mapping between them.
+//! 32 TiB shadow mapping (and its guards) between them.
 //!
 //! A `PlacedMemory` reserves a chunk per kind of memory (code, writable
 //! data, read-only data: `MAP_NORESERVE`, read-write) at an address chosen

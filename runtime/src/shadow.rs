@@ -3,7 +3,7 @@
 //! do here" with one load and a test — no runtime call, no lock.
 //!
 //! The shadow is one process-wide `MAP_NORESERVE` mapping (only the pages
-//! written are backed), shared by every [`crate::Runtime`]: the byte of
+//! written are backed) between two inaccessible guards ([`GUARD_BYTES`]), shared by every [`crate::Runtime`]: the byte of
 //! address `a` is at `base + ((a >> 3) & INDEX_MASK)` (addresses above
 //! 2^47 alias lower granules; that only costs a slow-path call). A set bit
 //! never decides anything by itself: it sends the check to the runtime's
@@ -75,6 +75,13 @@ const TABLE_BYTES: usize = (INDEX_MASK as usize + 1) + 4096;
 pub const CAPACITY_TABLE_OFFSET: u64 = TABLE_BYTES as u64;
 /// Bytes reserved: the shadow, then the capacity table.
 const MAP_BYTES: usize = 2 * TABLE_BYTES;
+/// Inaccessible bytes reserved on each side of the tables (`PROT_NONE`):
+/// more than any `i32` offset from an address outside the reservation, so
+/// that a raw access at a constant offset from a heap pointer — the wild
+/// access a JIT's bad offset makes — faults instead of reading or writing
+/// the runtime's records (the OS may place the heap right next to the
+/// reservation). Address space only, no memory.
+pub const GUARD_BYTES: usize = 4 << 30;
 
 struct Shadow {
     base: u64,
@@ -91,25 +98,52 @@ fn shadow() -> Option<&'static Shadow> {
             if std::env::var_os("GUARDLIFT_NO_SHADOW").is_some() {
                 return None;
             }
-            // SAFETY: an anonymous private mapping at an address of the
-            // kernel's choosing; it overlaps nothing and is never unmapped.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    MAP_BYTES,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            (p != libc::MAP_FAILED).then(|| Shadow {
-                base: p as u64,
+            reserve().map(|base| Shadow {
+                base,
                 freed_objs: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
             })
         })
         .as_ref()
+}
+
+/// Reserves the guards and the tables between them (`MAP_NORESERVE`: only
+/// the pages written are backed); the tables' start, or `None` when the
+/// reservation fails.
+fn reserve() -> Option<u64> {
+    let total = MAP_BYTES + 2 * GUARD_BYTES;
+    // SAFETY: an anonymous private mapping at an address of the kernel's
+    // choosing; it overlaps nothing, starts inaccessible and, once
+    // complete, is never unmapped.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            total,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let tables = p as usize + GUARD_BYTES;
+    // SAFETY: the range lies inside the mapping just made, which nothing
+    // else knows of yet.
+    let ok = unsafe {
+        libc::mprotect(
+            tables as *mut libc::c_void,
+            MAP_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    } == 0;
+    if !ok {
+        // SAFETY: unmaps exactly the mapping made above, unused.
+        unsafe { libc::munmap(p, total) };
+        return None;
+    }
+    Some(tables as u64)
 }
 
 /// The shadow's base address (the byte of granule index 0), or `None`
@@ -292,6 +326,41 @@ mod tests {
         assert_eq!(read(a + 8) & FREED_OBJ, 0);
         set_freed_mem(a, 24, false);
         assert_eq!(read(a) | read(a + 16), 0);
+    }
+
+    /// The permissions of the mapping that holds `addr`, from
+    /// `/proc/self/maps` (`None`: unmapped).
+    fn perms_at(maps: &str, addr: u64) -> Option<String> {
+        maps.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (s, e) = w.next()?.split_once('-')?;
+            let (s, e) = (
+                u64::from_str_radix(s, 16).ok()?,
+                u64::from_str_radix(e, 16).ok()?,
+            );
+            (s <= addr && addr < e).then(|| w.next().unwrap_or("").to_string())
+        })
+    }
+
+    #[test]
+    fn no_i32_offset_from_outside_reaches_the_tables() {
+        let base = base_or_fail();
+        let end = base + MAP_BYTES as u64;
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+        assert_eq!(perms_at(&maps, base).as_deref(), Some("rw-p"));
+        assert_eq!(perms_at(&maps, end - 1).as_deref(), Some("rw-p"));
+        // The nearest addresses another mapping can have, on each side, and
+        // the farthest a constant offset (i32) plus an 8-byte access reaches
+        // from them: inside the guards, which stay inaccessible.
+        let (below, above) = (base - GUARD_BYTES as u64 - 1, end + GUARD_BYTES as u64);
+        for a in [
+            below + i32::MAX as u64 + 8,
+            above - (1u64 << 31),
+            base - 1,
+            end,
+        ] {
+            assert_eq!(perms_at(&maps, a).as_deref(), Some("---p"), "{a:#x}");
+        }
     }
 
     #[test]
