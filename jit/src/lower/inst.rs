@@ -83,7 +83,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 value,
                 addr,
                 offset,
-            } => self.store(g, *value, *addr, *offset)?,
+            } => {
+                if [CheckKind::Lifetime, CheckKind::Bounds, CheckKind::Clobber]
+                    .iter()
+                    .any(|&k| g.on(k).is_some())
+                {
+                    self.anchor(*value)?;
+                }
+                self.store(g, *value, *addr, *offset)?
+            }
             Call { callee, args } => self.call(g, r, *callee, args)?,
             Jump { .. } | Brif { .. } | BrTable { .. } | Return { .. } => {
                 self.terminator(&inst.kind)?
@@ -91,14 +99,26 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             DictSlotLoad { obj } => self.dict_slot_load(g, r, *obj)?,
             DictSlotStore { obj, word } => self.dict_slot_store(g, *obj, *word)?,
             LoadAttr { obj, index } => self.load_attr(g, r, *obj, *index)?,
-            StoreAttr { obj, index, value } => self.store_attr(g, *obj, *index, *value)?,
+            StoreAttr { obj, index, value } => {
+                self.anchor(*value)?;
+                self.store_attr(g, *obj, *index, *value)?
+            }
             AdAlloc { .. }
             | AdPush { .. }
             | AdPop { .. }
             | AdTop { .. }
             | AdTopAdj { .. }
             | AdAccAdj { .. }
-            | AdLen { .. } => self.adstack_op(g.on(CheckKind::Adstack), r, &inst.kind)?,
+            | AdLen { .. } => {
+                let site = g.on(CheckKind::Adstack);
+                match inst.kind {
+                    AdPush { value: v, .. } | AdAccAdj { delta: v, .. } if site.is_some() => {
+                        self.anchor(v)?
+                    }
+                    _ => {}
+                }
+                self.adstack_op(site, r, &inst.kind)?
+            }
             StackAlloc { size } => {
                 let v = self.stack_alloc(*size)?;
                 self.def(r, v);

@@ -412,6 +412,7 @@ impl<'m> Lowerer<'m> {
             raw: Default::default(),
             raw_clean: HashMap::new(),
             verdict_slot: None,
+            anchor_slot: None,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -478,6 +479,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// The frame slot check stubs store their verdict in (`func`), made
     /// on first use.
     verdict_slot: Option<cl::StackSlot>,
+    /// The frame slot [`FnLower::anchor`] stores to (8 bytes: any scalar).
+    anchor_slot: Option<cl::StackSlot>,
 }
 
 #[cfg(test)]
