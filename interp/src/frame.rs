@@ -41,6 +41,9 @@ pub(crate) struct Frame {
     /// The raw-access groups of this frame whose range passed at their
     /// latest first access (`crate::rawgroup`).
     pub(crate) raw_clean: Vec<u32>,
+    /// The attribute group of this frame recorded clean at its latest
+    /// first member, with the object's word then (`crate::attrgroup`).
+    pub(crate) attr_clean: Option<(u32, u64)>,
 }
 
 impl Frame {
@@ -51,6 +54,9 @@ impl Frame {
 }
 
 /// What the frame loop does after an instruction.
+// `Call` carries a whole frame, which goes straight onto the frame stack:
+// boxing it would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Step {
     /// Set the instruction's result (if it has one) and go on.
     Set(u64),
@@ -119,6 +125,7 @@ impl<'m> Interpreter<'m> {
             fixed_loop: None,
             fixed_params: Vec::new(),
             raw_clean: Vec::new(),
+            attr_clean: None,
         }
     }
 

@@ -17,11 +17,13 @@
 //! arithmetic on raw bits), `memory` (raw memory and the object model),
 //! `adstack` (adstack buffers and ops, elision verification), `hoist`
 //! (verification of the loop-versioning claims), `rawgroup`
-//! (verification of the raw-access groups' claim), `checks`
+//! (verification of the raw-access groups' claim), `attrgroup` (of the
+//! attribute groups' claim), `checks`
 //! (guards, reports, backtraces), `calls` (IR, extern and built-in calls).
 
 mod adbuf;
 mod adstack;
+mod attrgroup;
 mod calls;
 mod checks;
 mod frame;
@@ -169,6 +171,10 @@ pub struct Interpreter<'m> {
     /// Per function, the raw-access groups whose range the JIT tests once
     /// (`crate::rawgroup`; checked like `elision`).
     raw_groups: Option<rawgroup::GroupClaims>,
+    /// Per function, the attribute groups whose later members the JIT runs
+    /// on the first one's verdict (`crate::attrgroup`; checked like
+    /// `elision`).
+    attr_groups: Option<attrgroup::AttrGroupClaims>,
 }
 
 impl<'m> Interpreter<'m> {
@@ -218,6 +224,7 @@ impl<'m> Interpreter<'m> {
             loops: None,
             attr_loops: None,
             raw_groups: None,
+            attr_groups: None,
         }
         .with_debug_claims())
     }
@@ -240,6 +247,9 @@ impl<'m> Interpreter<'m> {
         if on && self.raw_groups.is_none() {
             self.raw_groups = Some(rawgroup::group_claims(self.m));
         }
+        if on && self.attr_groups.is_none() {
+            self.attr_groups = Some(attrgroup::attr_group_claims(self.m));
+        }
     }
 
     /// Debug builds verify the loop claims from the start.
@@ -249,6 +259,7 @@ impl<'m> Interpreter<'m> {
             self.loops = Some(loops);
             self.attr_loops = Some(attrs);
             self.raw_groups = Some(rawgroup::group_claims(self.m));
+            self.attr_groups = Some(attrgroup::attr_group_claims(self.m));
         }
         self
     }

@@ -187,6 +187,7 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::LoadAttr { obj, index } => {
                 let o = fr.val(*obj);
+                self.verify_attr_group(fr, cx, g.0, o, *index)?;
                 let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
                 Ok(Step::Set(
                     match self.attr_place(cx, g, (o, fixed), *index)? {
@@ -198,6 +199,7 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::StoreAttr { obj, index, value } => {
                 let (o, x) = (fr.val(*obj), fr.val(*value));
+                self.verify_attr_group(fr, cx, g.0, o, *index)?;
                 let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
                 match self.attr_place(cx, g, (o, fixed), *index)? {
                     None => {}

@@ -12,6 +12,8 @@ use guardlift_ir::{InstKind, Value};
 use guardlift_runtime::internals::*;
 
 /// How the top frame stopped running.
+// As `Step`: the frame of `Call` goes onto the frame stack, unboxed.
+#[allow(clippy::large_enum_variant)]
 enum Exit {
     /// It calls this frame.
     Call(Frame),

@@ -27,6 +27,7 @@ pub mod print;
 pub mod types;
 pub mod verify;
 
+pub use analysis::attrgroup;
 pub use analysis::elide;
 pub use analysis::hoist;
 pub use analysis::rawgroup;

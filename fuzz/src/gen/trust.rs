@@ -21,7 +21,12 @@
 //!   group, `guardlift_ir::rawgroup`: the JIT tests their range once),
 //!   with an `obj_free` or `obj_dictify` of the object between them and
 //!   then accesses to the released array (`use_after_free`), or one access
-//!   just past the array (`heap_overflow`, the range test fails).
+//!   just past the array (`heap_overflow`, the range test fails);
+//! - attribute ops on one object in one block (an attribute group,
+//!   `guardlift_ir::attrgroup`: the JIT runs the later ones through the
+//!   first one's values pointer) with a free, a dictify or another
+//!   object's word written to the slot between them, or a later index past
+//!   the capacity.
 //!
 //! Each access that breaks a rule is a fault of [`super::faults`]: guarded
 //! by hand or recorded in [`super::Needs`] (`bounds`, `lifetime`), so an
@@ -54,11 +59,19 @@ impl FnGen<'_, '_, '_> {
         if self.src.chance(1, 2) {
             self.raw_group();
         }
+        if self.src.chance(2, 3) {
+            self.attr_group();
+        }
     }
 
     /// A fresh object of 1 to 4 attributes (not in the pool) and its word.
     fn fresh_obj(&mut self) -> (Obj, Value) {
         let nattrs = self.src.range(1, 4);
+        self.fresh_obj_of(nattrs)
+    }
+
+    /// A fresh object of `nattrs` attributes (not in the pool) and its word.
+    fn fresh_obj_of(&mut self, nattrs: u32) -> (Obj, Value) {
         let n = self.iconst(Type::I64, nattrs as i64);
         let v = self
             .fb
@@ -250,6 +263,83 @@ impl FnGen<'_, '_, '_> {
             }
         }
         self.ev.insert("rawgroup.released");
+    }
+
+    /// An in-bounds attribute op at index `i` of `o` (a load's value joins
+    /// the pool).
+    fn attr_op(&mut self, o: Obj, i: u32) {
+        if self.src.chance(1, 2) {
+            let r = self.fb.load_attr(o.v, i);
+            self.vals.push(r);
+        } else {
+            let x = self.pick_compat(Type::I64);
+            self.fb.store_attr(o.v, i, x);
+        }
+    }
+
+    /// Shape 5: attribute ops on one fresh object in one block (an
+    /// attribute group, `guardlift_ir::attrgroup`: the JIT runs the later
+    /// ones through the first one's values pointer), then, between them, a
+    /// free or a dictify of the object, or another object's word written
+    /// to its slot (`dict_slot.store`, or a raw store; each ends the
+    /// group: the later ops see the new word), or a later index past the
+    /// capacity (the first op's verdict fails).
+    fn attr_group(&mut self) {
+        let (o, w) = self.fresh_obj();
+        let n = o.nattrs;
+        for _ in 0..self.src.range(2, 3) {
+            let i = self.src.range(0, n - 1);
+            self.attr_op(o, i);
+        }
+        let life: fn(&mut super::Needs) = |n| n.lifetime = true;
+        match self.src.range(0, 3) {
+            0 => {
+                self.fb.call(self.ms.ext.obj_free, &[o.v]);
+                for _ in 0..self.src.range(1, 2) {
+                    let i = self.src.range(0, n - 1);
+                    self.faulty_attr(o, i, life);
+                }
+                self.ev.insert("attrgroup.free_between");
+                return;
+            }
+            1 => {
+                self.fb.call(self.ms.ext.obj_dictify, &[o.v]);
+                for _ in 0..self.src.range(1, 2) {
+                    let i = self.src.range(0, n - 1);
+                    self.attr_op(o, i);
+                }
+                self.ev.insert("attrgroup.dictify_between");
+            }
+            2 => {
+                // Another live object's word (at least as many attributes):
+                // the later ops read and write its values; then the own
+                // word again.
+                let k = self.src.range(n, 4);
+                let (_, w2) = self.fresh_obj_of(k);
+                self.ev.insert("attrgroup.word_between");
+                if self.src.chance(1, 2) {
+                    self.fb.dict_slot_store(o.v, w2);
+                    self.ev.insert("attrgroup.word_stored_between");
+                } else {
+                    let off = self.ms.layout.dict_slot_offset();
+                    self.fb.store(w2, o.v, off);
+                    self.ev.insert("attrgroup.raw_word_between");
+                }
+                for _ in 0..self.src.range(1, 2) {
+                    let i = self.src.range(0, n - 1);
+                    self.attr_op(o, i);
+                }
+                self.fb.dict_slot_store(o.v, w);
+            }
+            _ => {
+                let i = n + self.src.range(0, 1);
+                self.faulty_attr(o, i, |n| n.bounds = true);
+                self.ev.insert("attrgroup.past_capacity");
+            }
+        }
+        if self.src.chance(1, 2) {
+            self.objs.push(o);
+        }
     }
 
     /// A raw load or store of `ty` at `base + off` that touches a redzone

@@ -9,6 +9,8 @@
 //!   (the JIT's loop versioning).
 //! - [`rawgroup`]: the raw accesses of a block through one base whose
 //!   checks can be decided by one range test.
+//! - [`attrgroup`]: the attribute ops of a block on one object whose
+//!   checks the first one decides for all.
 //!
 //! [`adstack_capacities`]: every adstack handle is traced back to the
 //! `adstack.alloc` it came from, through block params. Guards need the
@@ -18,6 +20,7 @@
 //! [`reverse_postorder`]: the blocks reachable from the entry, in the
 //! order forward analyses and the lowering visit them.
 
+pub mod attrgroup;
 pub mod context;
 pub mod dominator_tree;
 pub mod elide;

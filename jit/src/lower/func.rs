@@ -96,6 +96,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if self.lw.shadow.is_some() {
             self.raw = guardlift_ir::rawgroup::RawGroups::of(f, self.lw.ir);
         }
+        self.attr = guardlift_ir::attrgroup::AttrGroups::of(f, self.lw.ir);
         let edges = IncomingEdges::of(self.lw.analyses[self.id].cfg(), &rpo, f.blocks.len());
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.

@@ -4,6 +4,7 @@
 //! the host's slow path). Offsets come from [`guardlift_abi::layout`];
 //! the checks are in `guards`.
 
+use super::attrgroup::{plain_load, plain_store, AttrRole};
 use super::func::{internal, mem};
 use super::guards::{Recover, Report, DICT_CHECK_ADD, DICT_CHECK_MASK};
 use super::inst::Guarded;
@@ -231,7 +232,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
-    /// `load_attr`: recover (every check) yields 0 and reads nothing.
+    /// `load_attr`: recover (every check) yields 0 and reads nothing. A
+    /// later member of an attribute group whose first member passed loads
+    /// through that member's values pointer (`attrgroup`).
     pub(super) fn load_attr(
         &mut self,
         g: Guarded,
@@ -239,11 +242,41 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         obj: Value,
         index: u32,
     ) -> Result<(), JitError> {
+        let v = match self.attr_role() {
+            AttrRole::Later => self
+                .attr_group_later(index, Some(types::I64), plain_load, |fl| {
+                    fl.load_attr_checked(g, obj, index, None).map(Some)
+                })?
+                .ok_or_else(|| internal(self.fname, "load_attr without a result"))?,
+            AttrRole::First { max_index, bounds } => {
+                self.load_attr_checked(g, obj, index, Some((max_index, bounds)))?
+            }
+            AttrRole::Alone => self.load_attr_checked(g, obj, index, None)?,
+        };
+        self.def(r, v);
+        Ok(())
+    }
+
+    /// `load_attr` with its checks; `first`: the op opens an attribute
+    /// group (its highest index, and whether to test the capacity).
+    fn load_attr_checked(
+        &mut self,
+        g: Guarded,
+        obj: Value,
+        index: u32,
+        first: Option<(u32, bool)>,
+    ) -> Result<cl::Value, JitError> {
         let o = self.val(obj)?;
+        if first.is_some() {
+            self.attr_group_open();
+        }
         let join = self.b.create_block();
         let res = self.b.append_block_param(join, types::I64);
         let recover = || Recover::Zero(types::I64);
         let (base, off, slow) = self.attr_access(g, o, index, join, recover)?;
+        if let Some(f) = first {
+            self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;
+        }
         let v = self.b.ins().load(types::I64, mem(), base, off);
         self.b.ins().jump(join, &[BlockArg::Value(v)]);
         // Slow path (cold): the host's LoadAttr.
@@ -254,11 +287,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .ok_or_else(|| internal(self.fname, "load_attr_slow returns nothing"))?;
         self.b.ins().jump(join, &[BlockArg::Value(v)]);
         self.b.switch_to_block(join);
-        self.def(r, res);
-        Ok(())
+        Ok(res)
     }
 
-    /// `store_attr`: recover (every check) skips the store.
+    /// `store_attr`: recover (every check) skips the store. A later member
+    /// of an attribute group whose first member passed stores through that
+    /// member's values pointer (`attrgroup`).
     pub(super) fn store_attr(
         &mut self,
         g: Guarded,
@@ -266,9 +300,41 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         index: u32,
         value: Value,
     ) -> Result<(), JitError> {
+        match self.attr_role() {
+            AttrRole::Later => {
+                let x = self.val(value)?;
+                let plain = |fl: &mut Self, base, off| plain_store(fl, x, base, off);
+                self.attr_group_later(index, None, plain, |fl| {
+                    fl.store_attr_checked(g, obj, index, value, None)
+                        .map(|()| None)
+                })?;
+                Ok(())
+            }
+            AttrRole::First { max_index, bounds } => {
+                self.store_attr_checked(g, obj, index, value, Some((max_index, bounds)))
+            }
+            AttrRole::Alone => self.store_attr_checked(g, obj, index, value, None),
+        }
+    }
+
+    /// `store_attr` with its checks; `first` as for `load_attr_checked`.
+    fn store_attr_checked(
+        &mut self,
+        g: Guarded,
+        obj: Value,
+        index: u32,
+        value: Value,
+        first: Option<(u32, bool)>,
+    ) -> Result<(), JitError> {
         let (o, x) = (self.val(obj)?, self.val(value)?);
+        if first.is_some() {
+            self.attr_group_open();
+        }
         let join = self.b.create_block();
         let (base, off, slow) = self.attr_access(g, o, index, join, || Recover::Nothing)?;
+        if let Some(f) = first {
+            self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;
+        }
         self.b.ins().store(mem(), x, base, off);
         self.b.ins().jump(join, &[]);
         // Slow path (cold): the host's StoreAttr.
@@ -345,7 +411,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// [`Self::attr_fast_path`] returns: `word + 1 + 8*index` from the word
     /// (uninstrumented), or `8*index` from `word + DICT_CHECK_ADD` (the
     /// checked path, whose tag test already computed that sum).
-    fn attr_offset(&self, index: u32, checked: bool) -> Result<i32, JitError> {
+    pub(super) fn attr_offset(&self, index: u32, checked: bool) -> Result<i32, JitError> {
         self.values_offset(layout::attr_offset(index) as i64, checked)
             .ok_or_else(|| internal(self.fname, "attribute offset overflows i32"))
     }

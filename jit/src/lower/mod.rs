@@ -50,6 +50,7 @@
 
 mod abi;
 mod adstack;
+mod attrgroup;
 mod func;
 mod guards;
 mod inst;
@@ -411,6 +412,9 @@ impl<'m> Lowerer<'m> {
             forward: Vec::new(),
             raw: Default::default(),
             raw_clean: HashMap::new(),
+            attr: Default::default(),
+            attr_ok: HashMap::new(),
+            attr_vars: None,
             verdict_slot: None,
             anchor_slot: None,
         };
@@ -476,6 +480,14 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// By group: the value, defined at its first access in the copy of the
     /// block being lowered, that is non-zero when the range is clean.
     raw_clean: HashMap<usize, cl::Value>,
+    /// The function's attribute groups (`attrgroup`).
+    attr: guardlift_ir::attrgroup::AttrGroups,
+    /// By attribute group: are its later members lowered on the first
+    /// member's verdict (decided at the first member)?
+    attr_ok: HashMap<usize, bool>,
+    /// The variables holding the open attribute group's verdict (I8) and
+    /// values base (I64).
+    attr_vars: Option<(cranelift_frontend::Variable, cranelift_frontend::Variable)>,
     /// The frame slot check stubs store their verdict in (`func`), made
     /// on first use.
     verdict_slot: Option<cl::StackSlot>,

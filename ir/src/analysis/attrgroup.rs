@@ -1,0 +1,216 @@
+//! Attribute groups: the guarded `load_attr`/`store_attr`s of one block on
+//! the same object, with nothing between them that can change the
+//! object's managed-dict word or what their checks decide.
+//!
+//! An attribute op's dict, lifetime and bounds checks decide from the
+//! object's word (its tag), the runtime's records of freed objects and the
+//! capacity the runtime recorded for the values array the word points to.
+//! Between two group members nothing can change any of them:
+//!
+//! - no call (IR, host, built-in, indirect: a host function may free,
+//!   dictify or rewrite anything), no `stack_alloc`/`adstack.alloc` (the
+//!   runtime's records of memory);
+//! - no write that could reach the word: no raw `store`, no
+//!   `dict_slot.store`;
+//! - no attribute op on another object (its slow path calls the host). A
+//!   member `store_attr` of the same object writes, in a clean group, one
+//!   of the values the recorded capacity covers, never the word.
+//!
+//! So once the first member has passed its checks on the values fast path,
+//! and the recorded capacity exceeds every member's index, every member
+//! passes its checks with the same word: the JIT keeps the first member's
+//! values pointer and runs the others as a plain load or store of it. If
+//! the first member took the slow path, failed a check or the capacity is
+//! too small for a later index, every later member runs its own checks.
+//!
+//! The interpreter verifies the claim while it runs with
+//! `set_verify_elision`: in a group whose first member was clean, a later
+//! member that sees another word or fails its own checks is an internal
+//! error.
+
+use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
+use crate::module::{Function, Module};
+use std::collections::HashMap;
+
+/// The checks of an attribute op a group's first member stands for.
+pub const GROUP_CHECKS: [CheckKind; 3] = [CheckKind::Dict, CheckKind::Lifetime, CheckKind::Bounds];
+
+/// One group of attribute ops on one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttrGroup {
+    /// The block.
+    pub block: u32,
+    /// The object.
+    pub obj: Value,
+    /// The checks of every member among [`GROUP_CHECKS`] (all the same).
+    pub checks: Checks,
+    /// The highest attribute index a member accesses.
+    pub max_index: u32,
+    /// The members' instruction indices in the block, in order (at least two).
+    pub members: Vec<u32>,
+}
+
+/// Every group of a function, and which instruction belongs to which.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AttrGroups {
+    groups: Vec<AttrGroup>,
+    member: HashMap<(u32, u32), usize>,
+}
+
+/// Can `kind` (other than an attribute op) change an object's word or
+/// the runtime's records, so that an attribute check that passed before
+/// it might fail after it, or see another word?
+pub fn ends_groups(kind: &InstKind) -> bool {
+    use InstKind::*;
+    matches!(
+        kind,
+        Call { .. }
+            | CallIndirect { .. }
+            | StackAlloc { .. }
+            | AdAlloc { .. }
+            | Store { .. }
+            | DictSlotStore { .. }
+    )
+}
+
+/// `(obj, index, checks)` of an attribute op, `checks` its guard's among
+/// [`GROUP_CHECKS`] (maybe none).
+fn attr_op(m: &Module, inst: &Inst) -> Option<(Value, u32, Checks)> {
+    let (obj, index) = match &inst.kind {
+        InstKind::LoadAttr { obj, index } => (*obj, *index),
+        InstKind::StoreAttr { obj, index, .. } => (*obj, *index),
+        _ => return None,
+    };
+    let checks = match inst.site.and_then(|s| m.site(s)) {
+        Some(site) => GROUP_CHECKS
+            .iter()
+            .filter(|&&k| site.checks.contains(k))
+            .fold(Checks::EMPTY, |c, &k| c.with(k)),
+        None => Checks::EMPTY,
+    };
+    Some((obj, index, checks))
+}
+
+impl AttrGroups {
+    /// The groups of `f` (a function of `m`, whose sites say what guards
+    /// each op). Only guarded ops group (an unguarded op has nothing to
+    /// skip).
+    pub fn of(f: &Function, m: &Module) -> Self {
+        let mut all: Vec<AttrGroup> = Vec::new();
+        for (bi, b) in f.blocks.iter().enumerate() {
+            // The open group (an index into `all`): at most one, since an
+            // op on another object ends it.
+            let mut open: Option<usize> = None;
+            for (ii, inst) in b.insts.iter().enumerate() {
+                if ends_groups(&inst.kind) {
+                    open = None;
+                    continue;
+                }
+                let Some((obj, index, checks)) = attr_op(m, inst) else {
+                    continue;
+                };
+                if checks.is_empty() {
+                    open = None;
+                    continue;
+                }
+                if let Some(g) = open.map(|i| &mut all[i]) {
+                    if g.obj == obj && g.checks == checks {
+                        g.max_index = g.max_index.max(index);
+                        g.members.push(ii as u32);
+                        continue;
+                    }
+                }
+                open = Some(all.len());
+                all.push(AttrGroup {
+                    block: bi as u32,
+                    obj,
+                    checks,
+                    max_index: index,
+                    members: vec![ii as u32],
+                });
+            }
+        }
+        all.retain(|g| g.members.len() >= 2);
+        let mut member = HashMap::new();
+        for (gi, g) in all.iter().enumerate() {
+            for &ii in &g.members {
+                member.insert((g.block, ii), gi);
+            }
+        }
+        AttrGroups {
+            groups: all,
+            member,
+        }
+    }
+
+    /// No group at all?
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The groups, in block and then program order.
+    pub fn groups(&self) -> &[AttrGroup] {
+        &self.groups
+    }
+
+    /// The group instruction `inst` of block `block` belongs to, with its
+    /// index, if any.
+    pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &AttrGroup)> {
+        let &gi = self.member.get(&(block, inst))?;
+        Some((gi, &self.groups[gi]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_module;
+
+    /// The groups of `@f`, as (object name, max index, member count).
+    fn groups(body: &str) -> Vec<(String, u32, usize)> {
+        let text = format!(
+            "extern fn @obj_free(ptr)\nfn @f(%o: ptr, %p: ptr, %q: ptr) -> i64 {{\nentry:\n{body}\n}}\n"
+        );
+        let m = parse_module(&text).expect("parses");
+        let f = m.func(m.func_by_name("f").expect("@f"));
+        AttrGroups::of(f, &m)
+            .groups()
+            .iter()
+            .map(|g| {
+                let name = f.values[g.obj.0 as usize].name.clone();
+                (name, g.max_index, g.members.len())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ops_on_one_object_form_a_group() {
+        let g = groups(
+            "    %a = guard.load_attr %o, 3\n    %b = guard.load_attr %o, 1\n    %x = iadd %a, %b\n    guard.store_attr %o, 4, %x\n    %w = dict_slot.load %o\n    %c = load.i64 %q\n    %d = guard.load_attr %o, 0\n    return %d",
+        );
+        assert_eq!(g, vec![("o".into(), 4, 4)]);
+    }
+
+    #[test]
+    fn calls_stores_and_other_objects_end_the_group() {
+        for cut in [
+            "call @obj_free(%p)",
+            "store %p, %q",
+            "dict_slot.store %o, %w",
+            "%s = stack_alloc 16",
+            "%y = guard.load_attr %p, 0",
+            "%y = load_attr %o, 0",
+        ] {
+            let g = groups(&format!(
+                "    %w = dict_slot.load %p\n    %a = guard.load_attr %o, 0\n    {cut}\n    %b = guard.load_attr %o, 1\n    return %b"
+            ));
+            assert_eq!(g, vec![], "{cut}");
+        }
+    }
+
+    #[test]
+    fn unguarded_ops_do_not_group() {
+        let g = groups("    %a = load_attr %o, 0\n    %b = load_attr %o, 1\n    return %b");
+        assert_eq!(g, vec![]);
+    }
+}

@@ -1,0 +1,209 @@
+//! Attribute groups ([`guardlift_ir::attrgroup`]): the first member of a
+//! block's guarded attribute ops on one object runs its checks as ever
+//! and, on the values fast path, also tests the recorded capacity against
+//! the group's highest index; the later members then run as a plain load
+//! or store through the first member's values pointer when that verdict is
+//! clean, and with their own checks, in a cold copy, when it is not.
+//!
+//! The verdict and the values pointer live in two Cranelift variables, set
+//! to 0 before the first member's checks and to the fast path's values
+//! where it passes them: every other way out of the first member (the slow
+//! path, a recovered failure) leaves the verdict 0.
+
+use super::func::mem;
+use super::FnLower;
+use crate::error::JitError;
+use cranelift_codegen::ir::{self as cl, condcodes, types, BlockArg, InstBuilder, MemFlagsData};
+use cranelift_frontend::Variable;
+use cranelift_module::Module as ClModule;
+use guardlift_abi::layout;
+use guardlift_ir::attrgroup::GROUP_CHECKS;
+use guardlift_ir::{CheckKind, Checks};
+use guardlift_runtime::shadow;
+
+/// The role of the attribute op being lowered in its group.
+pub(super) enum AttrRole {
+    /// Not in a group, or a group lowered member by member.
+    Alone,
+    /// The first member: after its checks, record the verdict for a
+    /// highest index of `max_index` (test the capacity when `bounds`).
+    First { max_index: u32, bounds: bool },
+    /// A later member of a group whose first member recorded a verdict.
+    Later,
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// The effective checks of `GROUP_CHECKS` of instruction `ii` of the
+    /// block being lowered.
+    fn group_checks_of(&self, ii: u32) -> Checks {
+        let inst = &self.f.blocks[self.at.0 as usize].insts[ii as usize];
+        let c = self.checks_of(inst);
+        GROUP_CHECKS
+            .iter()
+            .filter(|&&k| c.contains(k))
+            .fold(Checks::EMPTY, |acc, &k| acc.with(k))
+    }
+
+    /// What the attribute op being lowered does for its group. At the
+    /// first member the group is accepted only when its checks include the
+    /// lifetime or bounds check, every member has the same effective checks (a clean loop copy drops some of them for its
+    /// fixed attributes), its indices fit the capacity table (< 255) and,
+    /// with the bounds check, there is a table to read.
+    pub(super) fn attr_role(&mut self) -> AttrRole {
+        let (bi, ii) = self.at;
+        let Some((gi, g)) = self.attr.group_of(bi, ii) else {
+            return AttrRole::Alone;
+        };
+        let (members, max_index) = (g.members.clone(), g.max_index);
+        if members.first() == Some(&ii) {
+            let first = self.group_checks_of(ii);
+            let bounds = first.contains(CheckKind::Bounds);
+            // The dict check alone costs a later member no more than the
+            // plain tag test it rides on: a group buys nothing there.
+            let saves = first.contains(CheckKind::Lifetime) || bounds;
+            let ok = saves
+                && members.iter().all(|&m| self.group_checks_of(m) == first)
+                && max_index < 255
+                && (!bounds || self.lw.shadow.is_some());
+            self.attr_ok.insert(gi, ok);
+            return match ok {
+                true => AttrRole::First { max_index, bounds },
+                false => AttrRole::Alone,
+            };
+        }
+        // A `guard.watch` fused with this op's lifetime check expects its
+        // checks to run here: lowered on its own.
+        match self.attr_ok.get(&gi) {
+            Some(true) if self.fused_watch.is_none() => AttrRole::Later,
+            _ => AttrRole::Alone,
+        }
+    }
+
+    /// The group's verdict and values-pointer variables.
+    fn attr_vars(&mut self) -> (Variable, Variable) {
+        if let Some(v) = self.attr_vars {
+            return v;
+        }
+        let v = (
+            self.b.declare_var(types::I8),
+            self.b.declare_var(types::I64),
+        );
+        self.attr_vars = Some(v);
+        v
+    }
+
+    /// Before the first member's checks: no verdict yet — on every path
+    /// into them. A `guard.watch` fused with the member's lifetime check
+    /// left its fast path (the shadow says watched) open, to join the
+    /// check's passing side: that path needs the definitions too, or it
+    /// would carry an earlier group's verdict and values pointer there.
+    pub(super) fn attr_group_open(&mut self) {
+        let (clean, base) = self.attr_vars();
+        let mut blocks = Vec::from_iter(self.b.current_block());
+        blocks.extend(self.fused_watch.map(|(_, fast)| fast));
+        let here = self.b.current_block();
+        for blk in blocks {
+            self.b.switch_to_block(blk);
+            let zero8 = self.iconst(types::I8, 0);
+            let zero = self.iconst(types::I64, 0);
+            self.b.def_var(clean, zero8);
+            self.b.def_var(base, zero);
+        }
+        if let Some(h) = here {
+            self.b.switch_to_block(h);
+        }
+    }
+
+    /// On the first member's values fast path, after its checks: the
+    /// verdict (the recorded capacity exceeds `max_index`, when `bounds`)
+    /// and the values base `base` (as the fast path returned it).
+    pub(super) fn attr_group_verdict(
+        &mut self,
+        base: cl::Value,
+        (max_index, bounds): (u32, bool),
+        checked: bool,
+    ) -> Result<(), JitError> {
+        let (clean, var_base) = self.attr_vars();
+        let verdict = match (bounds, self.lw.shadow) {
+            (true, Some(sh)) => {
+                let delta = layout::values_ptr(0) as i64
+                    - if checked {
+                        super::guards::DICT_CHECK_ADD as i64
+                    } else {
+                        0
+                    };
+                let values = self.b.ins().iadd_imm_s(base, delta);
+                let high = 64 - shadow::ADDR_BITS;
+                let g = self.b.ins().ishl_imm_u(values, high as i64);
+                let g = (self.b.ins()).ushr_imm_u(g, (high + shadow::GRANULE_SHIFT) as i64);
+                let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
+                let at = self.b.ins().iadd_imm_u(g, table as i64);
+                let flags = MemFlagsData::new().with_notrap();
+                let cap = (self.b.ins()).uload8(types::I32, flags, at, 0);
+                let gt = condcodes::IntCC::UnsignedGreaterThan;
+                self.b.ins().icmp_imm_u(gt, cap, max_index as i64)
+            }
+            _ => self.iconst(types::I8, 1),
+        };
+        self.b.def_var(clean, verdict);
+        self.b.def_var(var_base, base);
+        Ok(())
+    }
+
+    /// A later member: branches on the group's verdict to a plain access
+    /// through the first member's values base (built by `plain`, given
+    /// the base and the attribute's offset from it) or to a cold block
+    /// where `checked` lowers the op with its own checks; both jump to
+    /// the returned join with their result (`ty`: load_attr's).
+    pub(super) fn attr_group_later(
+        &mut self,
+        index: u32,
+        ty: Option<cl::Type>,
+        plain: impl FnOnce(&mut Self, cl::Value, i32) -> Option<cl::Value>,
+        checked: impl FnOnce(&mut Self) -> Result<Option<cl::Value>, JitError>,
+    ) -> Result<Option<cl::Value>, JitError> {
+        let (clean, var_base) = self.attr_vars();
+        let verdict = self.b.use_var(clean);
+        let base = self.b.use_var(var_base);
+        let dict_checked = self.group_checks_of(self.at.1).contains(CheckKind::Dict);
+        let off = self.attr_offset(index, dict_checked)?;
+        let (fast, cold, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.set_cold_block(cold);
+        let res = ty.map(|t| self.b.append_block_param(join, t));
+        self.b.ins().brif(verdict, fast, &[], cold, &[]);
+        self.b.switch_to_block(fast);
+        let v = plain(self, base, off);
+        let args: Vec<BlockArg> = v.into_iter().map(BlockArg::Value).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(cold);
+        let v = checked(self)?;
+        let args: Vec<BlockArg> = v.into_iter().map(BlockArg::Value).collect();
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(join);
+        Ok(res)
+    }
+}
+
+/// A later member's plain `load_attr`: the attribute through the base.
+pub(super) fn plain_load<M: ClModule + ?Sized>(
+    fl: &mut FnLower<'_, '_, M>,
+    base: cl::Value,
+    off: i32,
+) -> Option<cl::Value> {
+    Some(fl.b.ins().load(types::I64, mem(), base, off))
+}
+
+/// A later member's plain `store_attr` of `x`.
+pub(super) fn plain_store<M: ClModule + ?Sized>(
+    fl: &mut FnLower<'_, '_, M>,
+    x: cl::Value,
+    base: cl::Value,
+    off: i32,
+) -> Option<cl::Value> {
+    fl.b.ins().store(mem(), x, base, off);
+    None
+}
