@@ -153,7 +153,15 @@ pub fn candidates(
     if let Some(dir) = dir {
         if t.is_native() {
             out.push(dir.join(LIB_NAME));
-        } else if let (Some(top), Some(profile)) = (dir.parent(), dir.file_name()) {
+        } else if let (Some(mut top), Some(profile)) = (dir.parent(), dir.file_name()) {
+            // An executable built with an explicit `--target` lives in
+            // target/<its triple>/<profile>: the target directory is above.
+            if top
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("-linux-"))
+            {
+                top = top.parent().unwrap_or(top);
+            }
             out.push(top.join(&triple).join(profile).join(LIB_NAME));
         }
     }
@@ -307,7 +315,11 @@ mod tests {
         let t = Path::new("/w/target/release/deps/aot-1234");
         let p = candidates(other, None, Some(t), None).unwrap();
         let cross = format!("/w/target/{}/release/{LIB_NAME}", other.triple());
-        assert_eq!(p, [PathBuf::from(cross)]);
+        assert_eq!(p, [PathBuf::from(&cross)]);
+        // An executable of an explicit `--target` build.
+        let own = format!("/w/target/{}/release/guardlift", host.triple());
+        let p = candidates(other, None, Some(Path::new(&own)), None).unwrap();
+        assert_eq!(p, [PathBuf::from(&cross)]);
         // The variable alone, when set.
         let p = candidates(other, Some("/x.a".into()), Some(exe), Some(cache)).unwrap();
         assert_eq!(p, [PathBuf::from("/x.a")]);
