@@ -9,6 +9,8 @@
 //! - [`mode`]: [`Mode`], what a failed check does;
 //! - [`offsets`]: the runtime's head and trap scratch area as generated code sees them;
 //! - [`entry`]: the one table of every entry point and built-in ([`foreach_entry!`]);
+//! - [`stamp`]: [`ABI_STAMP`], a compile-time hash of all of the above that a
+//!   target runtime library carries (`gl_rt_abi`) so a stale one is refused;
 //! - `format`: the text form of floats.
 
 pub mod adstack;
@@ -18,6 +20,7 @@ pub mod layout;
 pub mod mode;
 pub mod offsets;
 pub mod report;
+pub mod stamp;
 
 pub use entry::{builtin, builtins, AbiTy, Builtin, Entry};
 pub use format::{format_f32, format_f64};
@@ -27,3 +30,4 @@ pub use offsets::{
     TRAP_VALUE_COUNT, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
 };
 pub use report::{ModuleSites, ReportKind, SiteInfo, TRAP_CODE_BASE};
+pub use stamp::{ABI_STAMP, PROTOCOL_VERSION, STAMP_SYMBOL};

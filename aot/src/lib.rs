@@ -15,6 +15,10 @@
 //!    ([`protocol`]) into prints, reports, host faults and the result, in
 //!    the runtime's own types, so the host formats them as it formats its own.
 //!
+//! [`target_rt`] finds and checks the Rust runtime built as a static
+//! library for a target (`aot/rt`), which will replace the C support
+//! (docs/TARGETS.md, "One runtime"); nothing links it yet.
+//!
 //! [`build_with_libraries`] also links shared libraries ([`library`], `run
 //! --link LIB.so`): the program is then linked dynamically, finds them
 //! through its rpath, and runs under qemu-user with the target's sysroot.
@@ -31,6 +35,7 @@
 pub mod library;
 pub mod protocol;
 pub mod support;
+pub mod target_rt;
 pub mod toolchain;
 pub mod wrap;
 

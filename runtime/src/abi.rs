@@ -231,6 +231,83 @@ mod tests {
         assert!(!addrs.contains(&0));
     }
 
+    /// A runtime built in place (`Runtime::init_at`, as the target library
+    /// builds its `guardlift_runtime` cell) answers the entry points
+    /// through its address, and generated code finds its epochs at the
+    /// contract's offsets from that address.
+    #[test]
+    fn a_runtime_built_in_place_answers_through_its_address() {
+        use crate::internals::RuntimeInternals;
+        use crate::{Mode, ReportKind, RuntimeConfig, SiteInfo};
+        use std::mem::MaybeUninit;
+
+        let mut cell = Box::new(MaybeUninit::<Runtime>::uninit());
+        let config = RuntimeConfig {
+            mode: Mode::Recover,
+            abort_process: false,
+            ..Default::default()
+        };
+        // SAFETY: the cell is writable, aligned and holds no runtime.
+        unsafe { Runtime::init_at(config, cell.as_mut_ptr()) }.unwrap();
+        let p = cell.as_ptr();
+        let epoch = |offset: i32| {
+            // SAFETY: the runtime is live; its epochs are u64s (the test
+            // checks they are where the contract says).
+            unsafe { std::ptr::read_volatile(p.cast::<u8>().add(offset as usize).cast::<u64>()) }
+        };
+        // SAFETY: `p` is a live runtime for every call below.
+        unsafe {
+            let r = &*p;
+            assert_eq!(
+                std::ptr::from_ref(r.trap_scratch()).cast::<u8>(),
+                p.cast::<u8>()
+                    .add(guardlift_abi::TRAP_SCRATCH_OFFSET as usize)
+            );
+            let info = SiteInfo {
+                function: "main".into(),
+                line: 4,
+                col: 2,
+                op: "call @obj_free".into(),
+            };
+            let site = r.register_sites([(0, info)].into()).unwrap();
+            let obj = gl_obj_new(p, 3);
+            assert_ne!(obj, 0);
+            gl_store_attr_slow(p, obj, 2, 42);
+            assert_eq!(gl_load_attr_slow(p, obj, 2), 42);
+            assert_eq!(gl_check_live(p, obj, site), 1);
+            let (unwatch, values) = (
+                epoch(guardlift_abi::UNWATCH_EPOCH_OFFSET),
+                epoch(guardlift_abi::VALUES_EPOCH_OFFSET),
+            );
+            assert_eq!(unwatch, r.unwatch_epoch());
+            gl_obj_free_at(p, obj, site);
+            // A free moves both epochs, seen through the raw offsets.
+            assert_eq!(epoch(guardlift_abi::UNWATCH_EPOCH_OFFSET), unwatch + 1);
+            assert_eq!(epoch(guardlift_abi::VALUES_EPOCH_OFFSET), values + 1);
+            assert_eq!(
+                epoch(guardlift_abi::UNWATCH_EPOCH_OFFSET),
+                r.unwatch_epoch()
+            );
+            // The second free is a report (recover: recorded, ignored).
+            gl_obj_free_at(p, obj, site);
+            assert_eq!(gl_check_live(p, obj, site), 0);
+            let reports = r.take_reports();
+            let kinds: Vec<_> = reports.iter().map(|r| r.kind).collect();
+            assert_eq!(kinds, [ReportKind::DoubleFree, ReportKind::UseAfterFree]);
+            assert_eq!(reports[0].info.function, "main");
+            assert_eq!(gl_report_dict(p, site, obj, 3), 0);
+            assert_eq!(r.take_reports()[0].kind, ReportKind::DictSlotTag);
+        }
+        // SAFETY: built above, dropped once; nothing uses it afterwards.
+        unsafe { std::ptr::drop_in_place(cell.as_mut_ptr()) };
+        let bad = RuntimeConfig {
+            layout: crate::layout::DictLayout::Custom(3),
+            ..Default::default()
+        };
+        // SAFETY: as above (the cell's runtime was dropped).
+        assert!(unsafe { Runtime::init_at(bad, cell.as_mut_ptr()) }.is_err());
+    }
+
     /// The offsets generated code uses (from the contract crate) are where
     /// the runtime's `#[repr(C)]` structs put the fields.
     #[test]

@@ -177,7 +177,54 @@ impl Runtime {
 
     /// [`Runtime::new`] once the layout is known to be valid.
     fn new_unchecked(config: RuntimeConfig) -> Arc<Runtime> {
-        Arc::new(Runtime {
+        Arc::new(Runtime::value(config))
+    }
+
+    /// A runtime with `config` built in place at `at`, for code that uses
+    /// a fixed address as its runtime pointer: object code linked with the
+    /// target library (`aot/rt`) uses the *address* of its
+    /// `guardlift_runtime` symbol, a cell of `Runtime`'s size and
+    /// alignment, so the trap scratch area and the epochs are at
+    /// [`TRAP_SCRATCH_OFFSET`], [`UNWATCH_EPOCH_OFFSET`] and
+    /// [`VALUES_EPOCH_OFFSET`] from it. The layout is checked as
+    /// [`Runtime::try_new`] does; on an error nothing is written.
+    ///
+    /// What such a runtime cannot do yet (docs/TARGETS.md, "One runtime"):
+    /// register code or trap sites (those take an `Arc<Runtime>`).
+    ///
+    /// ```
+    /// use guardlift_runtime::{Runtime, RuntimeConfig};
+    /// use std::mem::MaybeUninit;
+    ///
+    /// let mut cell = Box::new(MaybeUninit::<Runtime>::uninit());
+    /// // SAFETY: the cell is writable, aligned and holds no runtime.
+    /// unsafe { Runtime::init_at(RuntimeConfig::default(), cell.as_mut_ptr())? };
+    /// // SAFETY: initialised above; dropped once, before the cell goes.
+    /// unsafe { std::ptr::drop_in_place(cell.as_mut_ptr()) };
+    /// # Ok::<(), guardlift_runtime::layout::LayoutError>(())
+    /// ```
+    ///
+    /// # Safety
+    /// `at` must be valid for writes of a `Runtime` and aligned for it, and
+    /// must not hold a live runtime (it is overwritten, never dropped).
+    /// The runtime must stay at `at` (never moved) while anything uses it;
+    /// dropping it (`std::ptr::drop_in_place`) is the caller's business,
+    /// as is that nothing uses it afterwards.
+    pub unsafe fn init_at(
+        config: RuntimeConfig,
+        at: *mut Runtime,
+    ) -> Result<(), crate::layout::LayoutError> {
+        if let DictLayout::Custom(o) = config.layout {
+            DictLayout::custom(o as i64)?;
+        }
+        // SAFETY: `at` is valid for writes and aligned (the caller's contract).
+        unsafe { at.write(Runtime::value(config)) };
+        Ok(())
+    }
+
+    /// The runtime value itself (the layout already checked).
+    fn value(config: RuntimeConfig) -> Runtime {
+        Runtime {
             trap: TrapScratch::new(),
             unwatch_epoch: AtomicU64::new(0),
             values_epoch: AtomicU64::new(0),
@@ -200,7 +247,7 @@ impl Runtime {
             settings: RwLock::new(Settings::default()),
             slow_paths: std::sync::OnceLock::new(),
             host_stacks: AtomicBool::new(false),
-        })
+        }
     }
 
     /// The managed-dict layout.
