@@ -5,10 +5,11 @@
 //! or store through the first member's values pointer when that verdict is
 //! clean, and with their own checks, in a cold copy, when it is not.
 //!
-//! The verdict and the values pointer live in two Cranelift variables, set
-//! to 0 before the first member's checks and to the fast path's values
-//! where it passes them: every other way out of the first member (the slow
-//! path, a recovered failure) leaves the verdict 0.
+//! The verdict and the values pointer live in two Cranelift variables: 0
+//! at the function's entry and again after each group's last member, and
+//! the fast path's values where the first member passes its checks, so
+//! every other way out of the first member (the slow path, a recovered
+//! failure) leaves the verdict 0.
 
 use super::func::mem;
 use super::FnLower;
@@ -92,25 +93,37 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         v
     }
 
-    /// Before the first member's checks: no verdict yet — on every path
-    /// into them. A `guard.watch` fused with the member's lifetime check
-    /// left its fast path (the shadow says watched) open, to join the
-    /// check's passing side: that path needs the definitions too, or it
-    /// would carry an earlier group's verdict and values pointer there.
-    pub(super) fn attr_group_open(&mut self) {
-        let (clean, base) = self.attr_vars();
-        let mut blocks = Vec::from_iter(self.b.current_block());
-        blocks.extend(self.fused_watch.map(|(_, fast)| fast));
-        let here = self.b.current_block();
-        for blk in blocks {
-            self.b.switch_to_block(blk);
-            let zero8 = self.iconst(types::I8, 0);
-            let zero = self.iconst(types::I64, 0);
-            self.b.def_var(clean, zero8);
-            self.b.def_var(base, zero);
+    /// At the function's entry (the builder there): both variables 0, so
+    /// that every path into a first member's checks that does not pass
+    /// them (its slow path, a recovered failure, the fast path of a
+    /// `guard.watch` fused with its lifetime check) carries verdict 0.
+    pub(super) fn attr_groups_init(&mut self) {
+        if self.attr.is_empty() {
+            return;
         }
-        if let Some(h) = here {
-            self.b.switch_to_block(h);
+        self.attr_group_reset();
+    }
+
+    /// Verdict and values pointer back to 0 (at the entry, and after the
+    /// last member of each group: a later group's first member then starts
+    /// from 0 on every path, a loop's back edge included).
+    fn attr_group_reset(&mut self) {
+        let (clean, base) = self.attr_vars();
+        let zero8 = self.iconst(types::I8, 0);
+        let zero = self.iconst(types::I64, 0);
+        self.b.def_var(clean, zero8);
+        self.b.def_var(base, zero);
+    }
+
+    /// After an attribute op: if it was the last member of a group lowered
+    /// on a verdict, resets the verdict.
+    pub(super) fn attr_group_close(&mut self) {
+        let (bi, ii) = self.at;
+        let Some((gi, g)) = self.attr.group_of(bi, ii) else {
+            return;
+        };
+        if g.members.last() == Some(&ii) && self.attr_ok.get(&gi) == Some(&true) {
+            self.attr_group_reset();
         }
     }
 

@@ -122,6 +122,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.vals[p.0 as usize] = Some(v);
         }
         self.b.switch_to_block(cl_entry);
+        self.attr_groups_init();
         self.init_watch_caches(&rpo);
         self.plan_versions();
         self.plan_forwarding(&rpo, &edges);

@@ -253,6 +253,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
             AttrRole::Alone => self.load_attr_checked(g, obj, index, None)?,
         };
+        self.attr_group_close();
         self.def(r, v);
         Ok(())
     }
@@ -267,9 +268,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         first: Option<(u32, bool)>,
     ) -> Result<cl::Value, JitError> {
         let o = self.val(obj)?;
-        if first.is_some() {
-            self.attr_group_open();
-        }
         let join = self.b.create_block();
         let res = self.b.append_block_param(join, types::I64);
         let recover = || Recover::Zero(types::I64);
@@ -308,13 +306,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     fl.store_attr_checked(g, obj, index, value, None)
                         .map(|()| None)
                 })?;
-                Ok(())
             }
             AttrRole::First { max_index, bounds } => {
-                self.store_attr_checked(g, obj, index, value, Some((max_index, bounds)))
+                self.store_attr_checked(g, obj, index, value, Some((max_index, bounds)))?
             }
-            AttrRole::Alone => self.store_attr_checked(g, obj, index, value, None),
+            AttrRole::Alone => self.store_attr_checked(g, obj, index, value, None)?,
         }
+        self.attr_group_close();
+        Ok(())
     }
 
     /// `store_attr` with its checks; `first` as for `load_attr_checked`.
@@ -327,9 +326,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         first: Option<(u32, bool)>,
     ) -> Result<(), JitError> {
         let (o, x) = (self.val(obj)?, self.val(value)?);
-        if first.is_some() {
-            self.attr_group_open();
-        }
         let join = self.b.create_block();
         let (base, off, slow) = self.attr_access(g, o, index, join, || Recover::Nothing)?;
         if let Some(f) = first {
