@@ -54,11 +54,7 @@ impl<'m> Interpreter<'m> {
             "@{}: the underflow check at block {} inst {} was elided as one that cannot fail, and it fails",
             self.m.func(func).name, at.0, at.1
         );
-        if self.verify_elision {
-            return Err(InterpError::Internal { loc, msg });
-        }
-        debug_assert!(false, "{loc}: {msg}");
-        Ok(())
+        self.claim_refuted(loc, msg)
     }
 
     /// Runs an `adstack.*` instruction of the top frame `fr`.

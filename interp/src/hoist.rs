@@ -108,11 +108,7 @@ impl Interpreter<'_> {
                 f.name,
                 f.values.get(o.0 as usize).map_or("?", |d| d.name.as_str())
             );
-            if self.verify_elision {
-                return Err(InterpError::Internal { loc, msg });
-            }
-            debug_assert!(false, "{loc}: {msg}");
-            return Ok(());
+            return self.claim_refuted(loc, msg);
         }
         if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
             fr.fixed_loop = Some(to);
@@ -154,11 +150,7 @@ impl Interpreter<'_> {
             "@{}: attribute {index} of an object a clean loop's entry test fixed (capacity {capacity}): its bounds test fails",
             cx.func.name
         );
-        if self.verify_elision {
-            return Err(InterpError::Internal { loc, msg });
-        }
-        debug_assert!(false, "{loc}: {msg}");
-        Ok(())
+        self.claim_refuted(loc, msg)
     }
 
     /// Before an instruction of `block` of frame `fr` runs: the unwatch
@@ -189,10 +181,6 @@ impl Interpreter<'_> {
             "@{}: block {block} is in (or called from) a loop claimed to free and unwatch nothing, and an instruction of it freed",
             self.m.func(func).name
         );
-        if self.verify_elision {
-            return Err(InterpError::Internal { loc, msg });
-        }
-        debug_assert!(false, "{loc}: {msg}");
-        Ok(())
+        self.claim_refuted(loc, msg)
     }
 }

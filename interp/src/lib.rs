@@ -252,6 +252,17 @@ impl<'m> Interpreter<'m> {
         }
     }
 
+    /// A claim of an analysis (elided check, clean loop, group) that the
+    /// run refuted at `loc`: an internal error under
+    /// [`Interpreter::set_verify_elision`], a debug assertion otherwise.
+    pub(crate) fn claim_refuted(&self, loc: SrcLoc, msg: String) -> Result<(), InterpError> {
+        if self.verify_elision {
+            return Err(InterpError::Internal { loc, msg });
+        }
+        debug_assert!(false, "{loc}: {msg}");
+        Ok(())
+    }
+
     /// Debug builds verify the loop claims from the start.
     fn with_debug_claims(mut self) -> Self {
         if cfg!(debug_assertions) {

@@ -365,13 +365,7 @@ impl FnGen<'_, '_, '_> {
         }
         let o = self.pick_obj();
         let i = self.src.range(0, o.nattrs - 1);
-        if self.src.chance(1, 2) {
-            let r = self.fb.load_attr(o.v, i);
-            self.vals.push(r);
-        } else {
-            let x = self.pick_compat(Type::I64);
-            self.fb.store_attr(o.v, i, x);
-        }
+        self.attr_op(o, i);
         if self.src.chance(1, 12) {
             self.hand_guard();
         }

@@ -267,7 +267,7 @@ impl FnGen<'_, '_, '_> {
 
     /// An in-bounds attribute op at index `i` of `o` (a load's value joins
     /// the pool).
-    fn attr_op(&mut self, o: Obj, i: u32) {
+    pub(super) fn attr_op(&mut self, o: Obj, i: u32) {
         if self.src.chance(1, 2) {
             let r = self.fb.load_attr(o.v, i);
             self.vals.push(r);

@@ -28,9 +28,9 @@
 //! member that sees another word or fails its own checks is an internal
 //! error.
 
+use super::MemberIndex;
 use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
 use crate::module::{Function, Module};
-use std::collections::HashMap;
 
 /// The checks of an attribute op a group's first member stands for.
 pub const GROUP_CHECKS: [CheckKind; 3] = [CheckKind::Dict, CheckKind::Lifetime, CheckKind::Bounds];
@@ -54,7 +54,7 @@ pub struct AttrGroup {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AttrGroups {
     groups: Vec<AttrGroup>,
-    member: HashMap<(u32, u32), usize>,
+    member: MemberIndex,
 }
 
 /// Can `kind` (other than an attribute op) change an object's word or
@@ -131,12 +131,7 @@ impl AttrGroups {
             }
         }
         all.retain(|g| g.members.len() >= 2);
-        let mut member = HashMap::new();
-        for (gi, g) in all.iter().enumerate() {
-            for &ii in &g.members {
-                member.insert((g.block, ii), gi);
-            }
-        }
+        let member = MemberIndex::of(all.iter().map(|g| (g.block, &g.members[..])));
         AttrGroups {
             groups: all,
             member,
@@ -156,7 +151,7 @@ impl AttrGroups {
     /// The group instruction `inst` of block `block` belongs to, with its
     /// index, if any.
     pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &AttrGroup)> {
-        let &gi = self.member.get(&(block, inst))?;
+        let gi = self.member.get(block, inst)?;
         Some((gi, &self.groups[gi]))
     }
 }

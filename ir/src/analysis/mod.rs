@@ -34,6 +34,30 @@ use crate::module::Function;
 use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 
+/// Which group each member instruction of a function belongs to, for the
+/// block-local groups of [`rawgroup`] and [`attrgroup`]: `(block, inst)`
+/// to the group's index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemberIndex(HashMap<(u32, u32), usize>);
+
+impl MemberIndex {
+    /// The index of groups given as `(block, members)`, in order.
+    pub fn of<'a>(groups: impl IntoIterator<Item = (u32, &'a [u32])>) -> Self {
+        let mut m = HashMap::new();
+        for (gi, (block, members)) in groups.into_iter().enumerate() {
+            for &ii in members {
+                m.insert((block, ii), gi);
+            }
+        }
+        MemberIndex(m)
+    }
+
+    /// The group of instruction `inst` of block `block`, if any.
+    pub fn get(&self, block: u32, inst: u32) -> Option<usize> {
+        self.0.get(&(block, inst)).copied()
+    }
+}
+
 /// Capacity (in entries) of the adstack every adstack-typed value refers to.
 pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnostic> {
     let mut cap: HashMap<Value, u32> = HashMap::new();

@@ -19,6 +19,7 @@
 //! and one of whose accesses then fails its own check is an internal
 //! error.
 
+use super::MemberIndex;
 use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 use std::collections::HashMap;
@@ -52,7 +53,7 @@ pub struct RawGroup {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawGroups {
     groups: Vec<RawGroup>,
-    member: HashMap<(u32, u32), usize>,
+    member: MemberIndex,
 }
 
 /// Can `kind` change the runtime's records of memory (so that a check
@@ -133,12 +134,7 @@ impl RawGroups {
             }
         }
         all.retain(|g| g.members.len() >= 2);
-        let mut member = HashMap::new();
-        for (gi, g) in all.iter().enumerate() {
-            for &ii in &g.members {
-                member.insert((g.block, ii), gi);
-            }
-        }
+        let member = MemberIndex::of(all.iter().map(|g| (g.block, &g.members[..])));
         RawGroups {
             groups: all,
             member,
@@ -158,7 +154,7 @@ impl RawGroups {
     /// The group instruction `inst` of block `block` belongs to, with its
     /// index, if any.
     pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &RawGroup)> {
-        let &gi = self.member.get(&(block, inst))?;
+        let gi = self.member.get(block, inst)?;
         Some((gi, &self.groups[gi]))
     }
 }
