@@ -91,13 +91,11 @@ impl Interpreter<'_> {
         if open != gi || self.attr_clean(checks, obj, index) == Some(word) {
             return Ok(());
         }
-        let loc = cx.inst.loc;
+        let (value, block) = cx.names(g.obj);
         let msg = format!(
-            "@{}: the attribute group of %{} in block `{}` was clean at its first op (word {word:#x}), yet at this op the object, its word or its values array changed (something between them wrote the word or changed the runtime's records)",
+            "@{}: the attribute group of %{value} in block `{block}` was clean at its first op (word {word:#x}), yet at this op the object, its word or its values array changed (something between them wrote the word or changed the runtime's records)",
             cx.func.name,
-            cx.func.values.get(g.obj.0 as usize).map_or("?", |d| d.name.as_str()),
-            cx.func.blocks.get(bi as usize).map_or("?", |b| b.name.as_str()),
         );
-        self.claim_refuted(loc, msg)
+        self.claim_refuted(cx.inst.loc, msg)
     }
 }

@@ -81,6 +81,17 @@ pub(crate) struct Cx<'a, 'm> {
     pub(crate) at: (usize, usize),
 }
 
+impl Cx<'_, '_> {
+    /// The names of value `v` and of the running block, for messages.
+    pub(crate) fn names(&self, v: Value) -> (&str, &str) {
+        let f = self.func;
+        (
+            f.values.get(v.0 as usize).map_or("?", |d| d.name.as_str()),
+            f.blocks.get(self.at.0).map_or("?", |b| b.name.as_str()),
+        )
+    }
+}
+
 /// What would have been a crash in native code, at `loc` (its backtrace
 /// is filled in where the frames are, [`Interpreter::call`]).
 pub(crate) fn fault<T>(loc: SrcLoc, msg: impl Into<String>) -> Result<T, InterpError> {

@@ -73,13 +73,11 @@ impl Interpreter<'_> {
         if !fr.raw_clean.contains(&gi) || self.passes(own, addr, width as u64) {
             return Ok(());
         }
-        let loc = cx.inst.loc;
+        let (value, block) = cx.names(g.base);
         let msg = format!(
-            "@{}: the raw-access group of %{} in block `{}` passed its range test, yet this access at {addr:#x} fails its checks (something between them changed the runtime's records)",
+            "@{}: the raw-access group of %{value} in block `{block}` passed its range test, yet this access at {addr:#x} fails its checks (something between them changed the runtime's records)",
             cx.func.name,
-            cx.func.values.get(g.base.0 as usize).map_or("?", |d| d.name.as_str()),
-            cx.func.blocks.get(bi as usize).map_or("?", |b| b.name.as_str()),
         );
-        self.claim_refuted(loc, msg)
+        self.claim_refuted(cx.inst.loc, msg)
     }
 }

@@ -28,7 +28,7 @@
 //! member that sees another word or fails its own checks is an internal
 //! error.
 
-use super::MemberIndex;
+use super::{BlockGroup, BlockGroups};
 use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 
@@ -50,12 +50,17 @@ pub struct AttrGroup {
     pub members: Vec<u32>,
 }
 
-/// Every group of a function, and which instruction belongs to which.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AttrGroups {
-    groups: Vec<AttrGroup>,
-    member: MemberIndex,
+impl BlockGroup for AttrGroup {
+    fn block(&self) -> u32 {
+        self.block
+    }
+    fn members(&self) -> &[u32] {
+        &self.members
+    }
 }
+
+/// Every attribute group of a function, and which instruction belongs to which.
+pub type AttrGroups = BlockGroups<AttrGroup>;
 
 /// Can `kind` (other than an attribute op) change an object's word or
 /// the runtime's records, so that an attribute check that passed before
@@ -91,7 +96,7 @@ fn attr_op(m: &Module, inst: &Inst) -> Option<(Value, u32, Checks)> {
     Some((obj, index, checks))
 }
 
-impl AttrGroups {
+impl BlockGroups<AttrGroup> {
     /// The groups of `f` (a function of `m`, whose sites say what guards
     /// each op). Only guarded ops group (an unguarded op has nothing to
     /// skip).
@@ -130,29 +135,7 @@ impl AttrGroups {
                 });
             }
         }
-        all.retain(|g| g.members.len() >= 2);
-        let member = MemberIndex::of(all.iter().map(|g| (g.block, &g.members[..])));
-        AttrGroups {
-            groups: all,
-            member,
-        }
-    }
-
-    /// No group at all?
-    pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
-    }
-
-    /// The groups, in block and then program order.
-    pub fn groups(&self) -> &[AttrGroup] {
-        &self.groups
-    }
-
-    /// The group instruction `inst` of block `block` belongs to, with its
-    /// index, if any.
-    pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &AttrGroup)> {
-        let gi = self.member.get(block, inst)?;
-        Some((gi, &self.groups[gi]))
+        BlockGroups::new(all)
     }
 }
 

@@ -34,27 +34,62 @@ use crate::module::Function;
 use cranelift_entity::EntityRef;
 use std::collections::HashMap;
 
-/// Which group each member instruction of a function belongs to, for the
-/// block-local groups of [`rawgroup`] and [`attrgroup`]: `(block, inst)`
-/// to the group's index.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MemberIndex(HashMap<(u32, u32), usize>);
+/// A group of instructions of one block ([`rawgroup`], [`attrgroup`]).
+pub trait BlockGroup {
+    /// The block.
+    fn block(&self) -> u32;
+    /// The members' instruction indices in the block, in order.
+    fn members(&self) -> &[u32];
+}
 
-impl MemberIndex {
-    /// The index of groups given as `(block, members)`, in order.
-    pub fn of<'a>(groups: impl IntoIterator<Item = (u32, &'a [u32])>) -> Self {
-        let mut m = HashMap::new();
-        for (gi, (block, members)) in groups.into_iter().enumerate() {
-            for &ii in members {
-                m.insert((block, ii), gi);
+/// Every group of a function with at least two members, and which
+/// instruction belongs to which.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockGroups<G> {
+    groups: Vec<G>,
+    member: HashMap<(u32, u32), usize>,
+}
+
+impl<G> Default for BlockGroups<G> {
+    fn default() -> Self {
+        BlockGroups {
+            groups: Vec::new(),
+            member: HashMap::new(),
+        }
+    }
+}
+
+impl<G: BlockGroup> BlockGroups<G> {
+    /// The groups of `all` with at least two members, indexed.
+    pub fn new(mut all: Vec<G>) -> Self {
+        all.retain(|g| g.members().len() >= 2);
+        let mut member = HashMap::new();
+        for (gi, g) in all.iter().enumerate() {
+            for &ii in g.members() {
+                member.insert((g.block(), ii), gi);
             }
         }
-        MemberIndex(m)
+        BlockGroups {
+            groups: all,
+            member,
+        }
     }
 
-    /// The group of instruction `inst` of block `block`, if any.
-    pub fn get(&self, block: u32, inst: u32) -> Option<usize> {
-        self.0.get(&(block, inst)).copied()
+    /// No group at all?
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The groups, in block and then program order.
+    pub fn groups(&self) -> &[G] {
+        &self.groups
+    }
+
+    /// The group instruction `inst` of block `block` belongs to, with its
+    /// index, if any.
+    pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &G)> {
+        let &gi = self.member.get(&(block, inst))?;
+        Some((gi, &self.groups[gi]))
     }
 }
 

@@ -19,7 +19,7 @@
 //! and one of whose accesses then fails its own check is an internal
 //! error.
 
-use super::MemberIndex;
+use super::{BlockGroup, BlockGroups};
 use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 use std::collections::HashMap;
@@ -49,12 +49,17 @@ pub struct RawGroup {
     pub members: Vec<u32>,
 }
 
-/// Every group of a function, and which instruction belongs to which.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RawGroups {
-    groups: Vec<RawGroup>,
-    member: MemberIndex,
+impl BlockGroup for RawGroup {
+    fn block(&self) -> u32 {
+        self.block
+    }
+    fn members(&self) -> &[u32] {
+        &self.members
+    }
 }
+
+/// Every raw-access group of a function, and which instruction belongs to which.
+pub type RawGroups = BlockGroups<RawGroup>;
 
 /// Can `kind` change the runtime's records of memory (so that a check
 /// that passed before it might fail after it)?
@@ -92,7 +97,7 @@ fn raw_access(f: &Function, m: &Module, inst: &Inst) -> Option<(Value, i32, u32,
     (!checks.is_empty()).then_some((addr, offset, width, checks))
 }
 
-impl RawGroups {
+impl BlockGroups<RawGroup> {
     /// The groups of `f` (a function of `m`, whose sites say what guards
     /// each access).
     pub fn of(f: &Function, m: &Module) -> Self {
@@ -133,29 +138,7 @@ impl RawGroups {
                 });
             }
         }
-        all.retain(|g| g.members.len() >= 2);
-        let member = MemberIndex::of(all.iter().map(|g| (g.block, &g.members[..])));
-        RawGroups {
-            groups: all,
-            member,
-        }
-    }
-
-    /// No group at all?
-    pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
-    }
-
-    /// The groups, in block and then program order.
-    pub fn groups(&self) -> &[RawGroup] {
-        &self.groups
-    }
-
-    /// The group instruction `inst` of block `block` belongs to, with its
-    /// index, if any.
-    pub fn group_of(&self, block: u32, inst: u32) -> Option<(usize, &RawGroup)> {
-        let gi = self.member.get(block, inst)?;
-        Some((gi, &self.groups[gi]))
+        BlockGroups::new(all)
     }
 }
 
