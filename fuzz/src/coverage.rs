@@ -71,6 +71,8 @@ pub const FAMILIES: &[&str] = &[
     "attrgroup.dictify_between",
     "attrgroup.word_between",
     "attrgroup.past_capacity",
+    "looprange.clean",
+    "looprange.dirty",
     "obj.new",
     "obj.free",
     "obj.dictify",

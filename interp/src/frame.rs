@@ -44,6 +44,9 @@ pub(crate) struct Frame {
     /// The attribute group of this frame recorded clean at its latest
     /// first member, with the object's word then (`crate::attrgroup`).
     pub(crate) attr_clean: Option<(u32, u64)>,
+    /// The loop ranges of this frame recorded clean at the latest entry
+    /// into their loop, with their address range (`crate::rawgroup`).
+    pub(crate) loop_clean: Vec<(u32, u64, u64)>,
 }
 
 impl Frame {
@@ -137,6 +140,7 @@ impl<'m> Interpreter<'m> {
             fixed_params: Vec::new(),
             raw_clean: Vec::new(),
             attr_clean: None,
+            loop_clean: Vec::new(),
         }
     }
 
@@ -148,7 +152,11 @@ impl<'m> Interpreter<'m> {
         for (p, a) in target.params.iter().zip(args) {
             fr.vals[p.0 as usize] = canon(func.ty(*p), a);
         }
+        let from = fr.block as u32;
         fr.block = b as usize;
         fr.ip = 0;
+        if self.raw_groups.is_some() {
+            self.enter_loop_ranges(fr, func, from, dest);
+        }
     }
 }

@@ -1,24 +1,41 @@
-//! Verification of the raw-access groups ([`guardlift_ir::rawgroup`])
-//! while running: the JIT tests a group's whole range once, at its first
-//! access, and runs the group's accesses unchecked when that test passes,
-//! on the claim that nothing between them changes the runtime's records of
-//! memory. Here, at the first access, the frame records whether the range
-//! passes the group's checks (by the runtime's records: the JIT's shadow
-//! test passing implies it); an access of a group recorded clean whose own
-//! checks then fail refutes the claim.
+//! Verification of the raw-access groups ([`guardlift_ir::rawgroup`]) and
+//! loop ranges ([`guardlift_ir::looprange`]) while running: the JIT tests
+//! a group's whole range once, at its first access, and a loop range's at
+//! each entry into its loop, and runs the accesses unchecked when that
+//! test passes, on the claim that nothing between them changes the
+//! runtime's records of memory. Here, at the first access (the loop's
+//! entry), the frame records whether the range passes the checks (by the
+//! runtime's records: the JIT's shadow test passing implies it); an access
+//! of a group or range recorded clean whose own checks then fail — or, for
+//! a loop range, that falls outside the range — refutes the claim.
 
 use crate::frame::{Cx, Frame};
 use crate::{InterpError, Interpreter};
+use guardlift_ir::looprange::{entry_range, LoopRanges};
 use guardlift_ir::rawgroup::{RawGroups, GROUP_CHECKS};
-use guardlift_ir::{CheckKind, Checks, Module};
+use guardlift_ir::{BlockCall, CheckKind, Checks, Function, Module};
 use guardlift_runtime::internals::*;
 
-/// Per function, its groups.
-pub(crate) type GroupClaims = Vec<RawGroups>;
+/// One function's raw-access groups and loop ranges.
+pub(crate) struct FuncClaims {
+    groups: RawGroups,
+    ranges: LoopRanges,
+}
 
-/// The groups of every function of `m`.
+/// Per function, its claims.
+pub(crate) type GroupClaims = Vec<FuncClaims>;
+
+/// The groups and ranges of every function of `m`.
 pub(crate) fn group_claims(m: &Module) -> GroupClaims {
-    m.functions.iter().map(|f| RawGroups::of(f, m)).collect()
+    (m.functions.iter())
+        .map(|f| {
+            let ranges = LoopRanges::of(f, m);
+            FuncClaims {
+                groups: RawGroups::of_excluding(f, m, &ranges),
+                ranges,
+            }
+        })
+        .collect()
 }
 
 impl Interpreter<'_> {
@@ -46,7 +63,7 @@ impl Interpreter<'_> {
         addr: u64,
         width: u32,
     ) -> Result<(), InterpError> {
-        let Some(groups) = self
+        let Some(claims) = self
             .raw_groups
             .as_ref()
             .and_then(|g| g.get(fr.func.0 as usize))
@@ -54,7 +71,10 @@ impl Interpreter<'_> {
             return Ok(());
         };
         let (bi, ii) = (cx.at.0 as u32, cx.at.1 as u32);
-        let Some((gi, g)) = groups.group_of(bi, ii) else {
+        if let Some((ri, _)) = claims.ranges.range_of(bi, ii) {
+            return self.verify_loop_range(fr, cx, ri as u32, checks, (addr, width));
+        }
+        let Some((gi, g)) = claims.groups.group_of(bi, ii) else {
             return Ok(());
         };
         let gi = gi as u32;
@@ -79,5 +99,75 @@ impl Interpreter<'_> {
             cx.func.name,
         );
         self.claim_refuted(cx.inst.loc, msg)
+    }
+
+    /// A ranged access of range `ri` (the instruction of `cx`, guarded by
+    /// `checks`, touching `width` bytes at `addr`): refutes the claim when
+    /// the range was recorded clean at the loop's entry and the access
+    /// falls outside it or fails its own checks.
+    fn verify_loop_range(
+        &self,
+        fr: &Frame,
+        cx: &Cx<'_, '_>,
+        ri: u32,
+        checks: Checks,
+        (addr, width): (u64, u32),
+    ) -> Result<(), InterpError> {
+        let Some(&(_, lo, hi)) = fr.loop_clean.iter().find(|c| c.0 == ri) else {
+            return Ok(());
+        };
+        let own = GROUP_CHECKS
+            .iter()
+            .filter(|&&k| checks.contains(k))
+            .fold(Checks::EMPTY, |c, &k| c.with(k));
+        let inside = lo <= addr && addr.checked_add(u64::from(width)).is_some_and(|e| e <= hi);
+        if inside && self.passes(own, addr, u64::from(width)) {
+            return Ok(());
+        }
+        let msg = format!(
+            "@{}: the loop range [{lo:#x}, {hi:#x}) passed its test at the loop's entry, yet this access at {addr:#x} ({width} bytes) {} (the counter left its range, or something in the loop changed the runtime's records)",
+            cx.func.name,
+            if inside { "fails its checks" } else { "lies outside it" },
+        );
+        self.claim_refuted(cx.inst.loc, msg)
+    }
+
+    /// On a branch of frame `fr` from block `from` to `dest` (the params
+    /// already bound): entering a loop with ranges from outside records
+    /// which of them are clean, with their address range.
+    pub(crate) fn enter_loop_ranges(
+        &self,
+        fr: &mut Frame,
+        func: &Function,
+        from: u32,
+        dest: &BlockCall,
+    ) {
+        let Some(claims) = (self.raw_groups.as_ref()).and_then(|g| g.get(fr.func.0 as usize))
+        else {
+            return;
+        };
+        let h = dest.block.0;
+        for (ri, r) in claims.ranges.of_header(h) {
+            if r.contains(from) {
+                continue;
+            }
+            let ri = ri as u32;
+            fr.loop_clean.retain(|c| c.0 != ri);
+            let Some(&counter) = func.blocks[h as usize].params.get(r.counter) else {
+                continue;
+            };
+            let (base, init, n) = (
+                fr.val(r.base),
+                fr.val(counter) as i64,
+                fr.val(r.bound) as i64,
+            );
+            match entry_range(r, base, init, n) {
+                Some(None) => fr.loop_clean.push((ri, 0, 0)),
+                Some(Some((lo, hi))) if self.passes(r.checks, lo, hi - lo) => {
+                    fr.loop_clean.push((ri, lo, hi))
+                }
+                _ => {}
+            }
+        }
     }
 }

@@ -30,6 +30,7 @@ pub mod verify;
 pub use analysis::attrgroup;
 pub use analysis::elide;
 pub use analysis::hoist;
+pub use analysis::looprange;
 pub use analysis::rawgroup;
 
 pub use error::{Diagnostic, ParseError, SourceError, VerifyErrors};

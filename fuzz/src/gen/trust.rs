@@ -26,7 +26,12 @@
 //!   `guardlift_ir::attrgroup`: the JIT runs the later ones through the
 //!   first one's values pointer) with a free, a dictify or another
 //!   object's word written to the slot between them, or a later index past
-//!   the capacity.
+//!   the capacity;
+//! - a counted loop walking a values array at `values + 8·i + off` (a loop
+//!   range, `guardlift_ir::looprange`: the JIT tests the range the loop
+//!   can touch once at its entry): clean, one item past the end or one
+//!   before the array (`heap_overflow` at the last / first iteration), or
+//!   after the object is freed (`use_after_free` at every iteration).
 //!
 //! Each access that breaks a rule is a fault of [`super::faults`]: guarded
 //! by hand or recorded in [`super::Needs`] (`bounds`, `lifetime`), so an
@@ -36,7 +41,7 @@
 //! ones; a forged or dictified one joins the pool only half the time.
 
 use super::{FnGen, Obj, BUF_BYTES};
-use guardlift_ir::{BinOp, ConvOp, Type, Value};
+use guardlift_ir::{BinOp, ConvOp, IntCC, Type, Value};
 use guardlift_runtime::heap::REDZONE_BYTES;
 use guardlift_runtime::layout::VALUES_CAPACITY_OFFSET;
 
@@ -56,11 +61,85 @@ impl FnGen<'_, '_, '_> {
             _ => self.redzone_access(),
         }
         // Besides (not instead of) the others, which keep their share.
-        if self.src.chance(1, 2) {
+        if self.src.chance(2, 3) {
             self.raw_group();
         }
         if self.src.chance(2, 3) {
             self.attr_group();
+        }
+        if self.src.chance(2, 3) {
+            self.loop_range();
+        }
+    }
+
+    /// Shape 6: a counted loop over a fresh object's values array (see
+    /// the module's header); its loads fold into one value of the pool.
+    fn loop_range(&mut self) {
+        let (o, w) = self.fresh_obj();
+        let n = o.nattrs;
+        if self.ms.cfg.max_mult / self.mult <= u64::from(n) {
+            return;
+        }
+        let one = self.iconst(Type::I64, 1);
+        let values = self.fb.binary(BinOp::Iadd, w, one);
+        // 0 clean, 1 one past the end, 2 one before the array, 3 freed.
+        let kind = self.src.weighted(&[2, 1, 1, 1]);
+        let (bound, off) = match kind {
+            1 => (n + 1, 0),
+            2 => (n, -16),
+            _ => (n, 0),
+        };
+        if kind == 3 {
+            self.fb.call(self.ms.ext.obj_free, &[o.v]);
+        }
+        let bound = self.iconst(Type::I64, i64::from(bound));
+        let zero = self.iconst(Type::I64, 0);
+        let acc0 = self.pick_compat(Type::I64);
+        let header = self.fb.create_block("walk");
+        let body = self.fb.create_block("step");
+        let exit = self.fb.create_block("walked");
+        let i = self.fb.append_block_param(header, Type::I64);
+        let acc = self.fb.append_block_param(header, Type::I64);
+        let out = self.fb.append_block_param(exit, Type::I64);
+        self.fb.jump(header, &[zero, acc0]);
+        self.fb.switch_to_block(header);
+        let done = self.fb.icmp(IntCC::Sge, i, bound);
+        self.fb.brif(done, exit, &[acc], body, &[]);
+        self.fb.switch_to_block(body);
+        let t = if self.src.chance(1, 2) {
+            let three = self.iconst(Type::I64, 3);
+            self.fb.binary(BinOp::Ishl, i, three)
+        } else {
+            let eight = self.iconst(Type::I64, 8);
+            self.fb.binary(BinOp::Imul, eight, i)
+        };
+        let a = match self.src.chance(1, 2) {
+            true => self.fb.binary(BinOp::Iadd, values, t),
+            false => self.fb.binary(BinOp::Iadd, t, values),
+        };
+        // Stores only where they stay in the items (a clean walk).
+        let acc2 = if kind == 0 && self.src.chance(1, 2) {
+            self.fb.store(acc, a, off);
+            acc
+        } else {
+            let r = self.fb.load(Type::I64, a, off);
+            match kind {
+                1 | 2 => self.object_fault_guard(|n| n.bounds = true),
+                3 => self.object_fault_guard(|n| n.lifetime = true),
+                _ => {}
+            }
+            self.fb.binary(BinOp::Bxor, acc, r)
+        };
+        let i2 = self.fb.binary(BinOp::Iadd, i, one);
+        self.fb.jump(header, &[i2, acc2]);
+        self.fb.switch_to_block(exit);
+        self.vals.push(out);
+        self.ev.insert(match kind {
+            0 => "looprange.clean",
+            _ => "looprange.dirty",
+        });
+        if kind != 3 && self.src.chance(1, 2) {
+            self.objs.push(o);
         }
     }
 

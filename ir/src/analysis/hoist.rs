@@ -387,15 +387,15 @@ pub(crate) fn clean_loops_in(
 /// The innermost natural loops of a function (unsorted blocks, headers),
 /// which loop each block belongs to, and whether each may be clean so far
 /// (a block claimed by two loops: neither).
-struct Innermost {
-    loops: Vec<Vec<u32>>,
-    hdrs: Vec<u32>,
-    loop_of: Vec<Option<usize>>,
-    ok: Vec<bool>,
+pub(crate) struct Innermost {
+    pub(crate) loops: Vec<Vec<u32>>,
+    pub(crate) hdrs: Vec<u32>,
+    pub(crate) loop_of: Vec<Option<usize>>,
+    pub(crate) ok: Vec<bool>,
 }
 
 impl Innermost {
-    fn of(f: &Function, cfg: &ControlFlowGraph, dt: &DominatorTree) -> Innermost {
+    pub(crate) fn of(f: &Function, cfg: &ControlFlowGraph, dt: &DominatorTree) -> Innermost {
         let latches = latches(cfg, dt);
         let mut headers: Vec<u32> = latches.keys().copied().collect();
         headers.sort_unstable();

@@ -26,6 +26,7 @@ pub mod dominator_tree;
 pub mod elide;
 pub mod flowgraph;
 pub mod hoist;
+pub mod looprange;
 pub mod rawgroup;
 
 use crate::error::Diagnostic;

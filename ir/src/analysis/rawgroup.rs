@@ -99,8 +99,14 @@ fn raw_access(f: &Function, m: &Module, inst: &Inst) -> Option<(Value, i32, u32,
 
 impl BlockGroups<RawGroup> {
     /// The groups of `f` (a function of `m`, whose sites say what guards
-    /// each access).
+    /// each access), leaving out the accesses of its loop ranges
+    /// ([`crate::looprange`]), which are tested once per loop entry.
     pub fn of(f: &Function, m: &Module) -> Self {
+        Self::of_excluding(f, m, &crate::looprange::LoopRanges::of(f, m))
+    }
+
+    /// [`Self::of`] with the function's loop ranges.
+    pub fn of_excluding(f: &Function, m: &Module, ranged: &crate::looprange::LoopRanges) -> Self {
         let mut all: Vec<RawGroup> = Vec::new();
         for (bi, b) in f.blocks.iter().enumerate() {
             // The open group of each base, as an index into `all`.
@@ -113,6 +119,9 @@ impl BlockGroups<RawGroup> {
                 let Some((base, off, width, checks)) = raw_access(f, m, inst) else {
                     continue;
                 };
+                if ranged.range_of(bi as u32, ii as u32).is_some() {
+                    continue;
+                }
                 let (lo, hi) = (i64::from(off), i64::from(off) + i64::from(width));
                 if let Some(g) = open.get(&base).map(|&i| &mut all[i]) {
                     let (nlo, nhi) = (g.lo.min(lo), g.hi.max(hi));

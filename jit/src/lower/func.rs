@@ -94,7 +94,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.make_stack_area_slots();
         }
         if self.lw.shadow.is_some() {
-            self.raw = guardlift_ir::rawgroup::RawGroups::of(f, self.lw.ir);
+            let an = &self.lw.analyses[self.id];
+            if f.blocks.len() >= 2 {
+                self.ranges.all = guardlift_ir::looprange::LoopRanges::of_in(
+                    f,
+                    self.lw.ir,
+                    an.cfg(),
+                    an.domtree(),
+                );
+            }
+            self.raw =
+                guardlift_ir::rawgroup::RawGroups::of_excluding(f, self.lw.ir, &self.ranges.all);
         }
         self.attr = guardlift_ir::attrgroup::AttrGroups::of(f, self.lw.ir);
         let edges = IncomingEdges::of(self.lw.analyses[self.id].cfg(), &rpo, f.blocks.len());
@@ -125,6 +135,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.attr_groups_init();
         self.init_watch_caches(&rpo);
         self.plan_versions();
+        self.plan_loop_ranges();
         self.plan_forwarding(&rpo, &edges);
         if entry_targeted {
             self.b.ins().jump(ir_entry, &[]);

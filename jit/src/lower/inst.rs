@@ -373,7 +373,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             InstKind::Jump { dest } => {
                 let e = self.edge(dest)?;
                 self.b.ins().jump(e.to, &e.args);
-                self.fill_exit_edges([e.exit]);
+                self.fill_exit_edges([e.exit])?;
             }
             InstKind::Brif {
                 cond,
@@ -383,7 +383,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 let c = self.val(*cond)?;
                 let (e1, e2) = (self.edge(then_dest)?, self.edge(else_dest)?);
                 (self.b.ins()).brif(c, e1.to, &e1.args, e2.to, &e2.args);
-                self.fill_exit_edges([e1.exit, e2.exit]);
+                self.fill_exit_edges([e1.exit, e2.exit])?;
             }
             InstKind::BrTable {
                 index,
@@ -441,7 +441,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .b
             .create_jump_table(cl::JumpTableData::new(def, &calls));
         self.b.ins().br_table(idx, jt);
-        self.fill_exit_edges(exits);
+        self.fill_exit_edges(exits)?;
         Ok(())
     }
 

@@ -27,13 +27,19 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         addr: Value,
         offset: i32,
     ) -> Result<(), JitError> {
-        let Some(dirty) = self.raw_group_dirty()? else {
-            let v = self.checked_load(g, ty, addr, offset)?;
-            self.def(r, v);
-            return Ok(());
+        let split = match self.loop_range_clean() {
+            Some(clean) => self.clean_split(clean),
+            None => match self.raw_group_dirty()? {
+                Some(dirty) => self.raw_group_split(dirty),
+                None => {
+                    let v = self.checked_load(g, ty, addr, offset)?;
+                    self.def(r, v);
+                    return Ok(());
+                }
+            },
         };
         let t = cl_type(ty);
-        let (plain, checked, join) = self.raw_group_split(dirty);
+        let (plain, checked, join) = split;
         let join_v = self.b.append_block_param(join, t);
         self.b.switch_to_block(plain);
         let p = self.val(addr)?;
@@ -79,10 +85,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         addr: Value,
         offset: i32,
     ) -> Result<(), JitError> {
-        let Some(dirty) = self.raw_group_dirty()? else {
-            return self.checked_store(g, value, addr, offset);
+        let (plain, checked, join) = match self.loop_range_clean() {
+            Some(clean) => self.clean_split(clean),
+            None => match self.raw_group_dirty()? {
+                Some(dirty) => self.raw_group_split(dirty),
+                None => return self.checked_store(g, value, addr, offset),
+            },
         };
-        let (plain, checked, join) = self.raw_group_split(dirty);
         self.b.switch_to_block(plain);
         let (x, p) = (self.val(value)?, self.val(addr)?);
         self.b.ins().store(mem(), x, p, offset);
@@ -159,6 +168,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 "a raw-access group member before its first",
             )),
         }
+    }
+
+    /// Branches on `clean` to a new block (plain) or a new cold block
+    /// (checked); returns (plain, checked, join), the builder still here.
+    fn clean_split(&mut self, clean: cl::Value) -> (cl::Block, cl::Block, cl::Block) {
+        let plain = self.b.create_block();
+        let checked = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(checked);
+        self.b.ins().brif(clean, plain, &[], checked, &[]);
+        (plain, checked, join)
     }
 
     /// Branches on `dirty` to a new cold block (checked) or a new block

@@ -54,6 +54,7 @@ mod attrgroup;
 mod func;
 mod guards;
 mod inst;
+mod looprange;
 mod memory;
 mod shadow;
 mod stubs;
@@ -411,6 +412,7 @@ impl<'m> Lowerer<'m> {
             variant,
             forward: Vec::new(),
             raw: Default::default(),
+            ranges: Default::default(),
             raw_clean: HashMap::new(),
             attr: Default::default(),
             attr_ok: HashMap::new(),
@@ -477,6 +479,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// With a shadow: the raw-access groups ([`guardlift_ir::rawgroup`])
     /// whose range one shadow test decides (`memory`).
     raw: guardlift_ir::rawgroup::RawGroups,
+    /// With a shadow: the loop ranges ([`guardlift_ir::looprange`]) whose
+    /// accesses a test at the loop's entry decides (`looprange`).
+    ranges: looprange::Ranges,
     /// By group: the value, defined at its first access in the copy of the
     /// block being lowered, that is non-zero when the range is clean.
     raw_clean: HashMap<usize, cl::Value>,

@@ -169,7 +169,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// The shadow byte of granule `g` (masked into the mapping).
-    fn shadow_load(&mut self, base: u64, g: cl::Value) -> cl::Value {
+    pub(super) fn shadow_load(&mut self, base: u64, g: cl::Value) -> cl::Value {
         let g = self.b.ins().band_imm_u(g, shadow::INDEX_MASK as i64);
         let at = self.b.ins().iadd_imm_u(g, base as i64);
         self.b.ins().uload8(types::I32, shadow_mem(), at, 0)

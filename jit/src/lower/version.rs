@@ -485,9 +485,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         let mut args = self.block_args(&dest.args)?;
         args.extend(self.alias_args(b, t)?);
-        let exit = (self.version_of_block.get(&self.at.0))
+        let mut exit = (self.version_of_block.get(&self.at.0))
             .is_some_and(|&k| !self.versions[k].lp.contains(b))
             .then(|| (self.block_like(b), t));
+        if self.enters_ranged_loop(b) {
+            // The loop ranges' test runs on this edge only (`looprange`).
+            let x = match exit {
+                Some((x, _)) => x,
+                None => self.block_like(b),
+            };
+            exit = Some((x, t));
+            self.ranges.entries.push((x, b));
+        }
         Ok(Edge {
             to: exit.map_or(t, |(x, _)| x),
             args,
@@ -526,14 +535,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn fill_exit_edges(
         &mut self,
         exits: impl IntoIterator<Item = Option<(cl::Block, cl::Block)>>,
-    ) {
+    ) -> Result<(), JitError> {
         for (x, t) in exits.into_iter().flatten() {
             self.b.switch_to_block(x);
             let args: Vec<BlockArg> = (self.b.block_params(x).iter())
                 .map(|&v| BlockArg::Value(v))
                 .collect();
+            if let Some(&(_, h)) = self.ranges.entries.iter().find(|(e, _)| *e == x) {
+                self.test_loop_ranges(x, h)?;
+            }
             self.b.ins().jump(t, &args);
         }
+        Ok(())
     }
 
     /// After the checked lowering: every versioned loop's dispatch block

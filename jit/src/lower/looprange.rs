@@ -1,0 +1,292 @@
+//! Loop ranges ([`guardlift_ir::looprange`]): the guarded raw accesses of
+//! a counted loop at `base + S·i + off` run unchecked when the whole range
+//! the loop can touch passed their checks on the shadow at the loop's
+//! entry.
+//!
+//! Each edge into the loop's header from outside goes through a block of
+//! its own (the **entry block**, the header's params): there the counter's
+//! start `init` and the bound `n` give the range `[base + S·init + lo,
+//! base + S·(n − 1) + hi)` (`guardlift_ir::looprange::entry_range`: no
+//! iteration → clean; a start below 0, a bound above 2^32, a range that
+//! wraps, leaves the shadow or is wider than `MAX_SPAN` → not clean), and
+//! a loop over its granules' shadow bytes looks for a bit the accesses'
+//! checks test. The verdict lives in a Cranelift variable per range (0 at
+//! the function's entry: any path that did not test runs the checks);
+//! each access branches on it to a plain access or, cold, to its checks.
+//! Only with a shadow, and not in a versioned loop (whose entry edges go
+//! to its dispatch block).
+
+use super::FnLower;
+use crate::error::JitError;
+use cranelift_codegen::ir::{
+    self as cl, condcodes::IntCC, types, BlockArg, InstBuilder, MemFlagsData,
+};
+use cranelift_frontend::Variable;
+use cranelift_module::Module as ClModule;
+use guardlift_ir::looprange::{LoopRanges, MAX_BOUND, MAX_SPAN, TOP};
+use guardlift_ir::CheckKind;
+use guardlift_runtime::shadow;
+
+/// The loop ranges the function's lowering uses.
+#[derive(Default)]
+pub(super) struct Ranges {
+    /// The analysis's ranges.
+    pub(super) all: LoopRanges,
+    /// By range: its verdict variable (`None`: lowered checked).
+    pub(super) vars: Vec<Option<Variable>>,
+    /// The entry blocks made so far, with the header each enters.
+    pub(super) entries: Vec<(cl::Block, u32)>,
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// At the function's entry (the builder there): a verdict variable,
+    /// 0, for each range whose loop is not versioned.
+    pub(super) fn plan_loop_ranges(&mut self) {
+        let n = self.ranges.all.ranges().len();
+        let mut vars = Vec::with_capacity(n);
+        for r in self.ranges.all.ranges() {
+            if self.version_of_header.contains_key(&r.header) {
+                vars.push(None);
+                continue;
+            }
+            let v = self.b.declare_var(types::I8);
+            let zero = self.b.ins().iconst(types::I8, 0);
+            self.b.def_var(v, zero);
+            vars.push(Some(v));
+        }
+        self.ranges.vars = vars;
+    }
+
+    /// Does a branch of the block being lowered to IR block `b` enter a
+    /// loop with ranges from outside?
+    pub(super) fn enters_ranged_loop(&self, b: u32) -> bool {
+        let from = self.at.0;
+        (self.ranges.all.of_header(b))
+            .any(|(i, r)| self.ranges.vars.get(i).is_some_and(|v| v.is_some()) && !r.contains(from))
+    }
+
+    /// In entry block `x` of the loop headed by `h` (the builder there):
+    /// each range's verdict from `x`'s params.
+    pub(super) fn test_loop_ranges(&mut self, x: cl::Block, h: u32) -> Result<(), JitError> {
+        let Some(sh) = self.lw.shadow else {
+            return Ok(());
+        };
+        let params: Vec<cl::Value> = self.b.block_params(x).to_vec();
+        let todo: Vec<usize> = (self.ranges.all.of_header(h)).map(|(i, _)| i).collect();
+        for i in todo {
+            let Some(var) = self.ranges.vars[i] else {
+                continue;
+            };
+            let r = self.ranges.all.ranges()[i].clone();
+            let init = *params
+                .get(r.counter)
+                .ok_or_else(|| super::func::internal(self.fname, "a loop counter out of range"))?;
+            let n = self.val(r.bound)?;
+            let base = self.val(r.base)?;
+            let mut mask = 0u8;
+            if r.checks.contains(CheckKind::Lifetime) || r.checks.contains(CheckKind::Bounds) {
+                mask |= shadow::FREED_MEM | shadow::REDZONE;
+            }
+            if r.checks.contains(CheckKind::Clobber) {
+                mask |= shadow::WATCH_MASK;
+            }
+            let done = self.b.create_block();
+            let verdict = self.b.append_block_param(done, types::I8);
+            let (chk, scan_pre, scan, next) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            let one = self.b.ins().iconst(types::I8, 1);
+            let zero = self.b.ins().iconst(types::I8, 0);
+            // No iteration: nothing to test.
+            let empty = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, n, init);
+            (self.b.ins()).brif(empty, done, &[BlockArg::Value(one)], chk, &[]);
+            self.b.switch_to_block(chk);
+            let lo = self.b.ins().imul_imm_s(init, r.scale);
+            let lo = self.b.ins().iadd(base, lo);
+            let lo = self.b.ins().iadd_imm_s(lo, r.lo);
+            let hi = self.b.ins().imul_imm_s(n, r.scale);
+            let hi = self.b.ins().iadd(base, hi);
+            let hi = self.b.ins().iadd_imm_s(hi, r.hi - r.scale);
+            let ok = [
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, init, 0),
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedLessThanOrEqual, n, MAX_BOUND),
+                self.b.ins().icmp(IntCC::UnsignedLessThan, lo, hi),
+                (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, hi, TOP as i64),
+            ];
+            let span = self.b.ins().isub(hi, lo);
+            let narrow =
+                (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, span, MAX_SPAN as i64);
+            let ok = ok.into_iter().fold(narrow, |a, c| self.b.ins().band(a, c));
+            (self.b.ins()).brif(ok, scan_pre, &[], done, &[BlockArg::Value(zero)]);
+            // The shadow bytes of the granules from lo's to (hi - 1)'s,
+            // eight at a time (little-endian: the first granule's byte is
+            // the word's lowest).
+            self.b.switch_to_block(scan_pre);
+            let g0 = self.b.ins().ushr_imm_u(lo, shadow::GRANULE_SHIFT as i64);
+            let last = self.b.ins().iadd_imm_s(hi, -1);
+            let g1 = self.b.ins().ushr_imm_u(last, shadow::GRANULE_SHIFT as i64);
+            let count = self.b.ins().isub(g1, g0);
+            let count = self.b.ins().iadd_imm_s(count, 1);
+            let short = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, count, 8);
+            let (few, many) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(short, few, &[], many, &[]);
+            let mask64 = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) as i64;
+            // At most 8 granules: one word, the bytes past the range masked.
+            self.b.switch_to_block(few);
+            let w = self.shadow_word(sh.base, g0);
+            let bits = self.b.ins().band_imm_u(w, mask64);
+            let shift = self.b.ins().imul_imm_s(count, -8);
+            let shift = self.b.ins().iadd_imm_s(shift, 64);
+            let all = self.b.ins().iconst(types::I64, -1);
+            let keep = self.b.ins().ushr(all, shift);
+            let bits = self.b.ins().band(bits, keep);
+            let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
+            self.b.ins().jump(done, &[BlockArg::Value(clean)]);
+            // More: whole words from g0, then the last eight granules.
+            self.b.switch_to_block(many);
+            let g = self.b.append_block_param(scan, types::I64);
+            self.b.ins().jump(scan, &[BlockArg::Value(g0)]);
+            self.b.switch_to_block(scan);
+            let w = self.shadow_word(sh.base, g);
+            let bits = self.b.ins().band_imm_u(w, mask64);
+            let zero = self.b.ins().iconst(types::I8, 0);
+            (self.b.ins()).brif(bits, done, &[BlockArg::Value(zero)], next, &[]);
+            self.b.switch_to_block(next);
+            let g2 = self.b.ins().iadd_imm_s(g, 8);
+            let end = self.b.ins().iadd_imm_s(g2, 7);
+            let more = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, end, g1);
+            let tail = self.b.create_block();
+            (self.b.ins()).brif(more, scan, &[BlockArg::Value(g2)], tail, &[]);
+            self.b.switch_to_block(tail);
+            let from = self.b.ins().iadd_imm_s(g1, -7);
+            let w = self.shadow_word(sh.base, from);
+            let bits = self.b.ins().band_imm_u(w, mask64);
+            let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
+            self.b.ins().jump(done, &[BlockArg::Value(clean)]);
+            self.b.switch_to_block(done);
+            self.b.def_var(var, verdict);
+        }
+        Ok(())
+    }
+
+    /// The eight shadow bytes from granule `g`'s (below the mapping's
+    /// end: `g < 2^44 - 8`).
+    fn shadow_word(&mut self, base: u64, g: cl::Value) -> cl::Value {
+        let at = self.b.ins().iadd_imm_u(g, base as i64);
+        let flags = MemFlagsData::new().with_notrap();
+        self.b.ins().load(types::I64, flags, at, 0)
+    }
+
+    /// For a member of a range whose loop is tested at its entry: the
+    /// verdict (non-zero: the access runs unchecked).
+    pub(super) fn loop_range_clean(&mut self) -> Option<cl::Value> {
+        let (bi, ii) = self.at;
+        let (i, _) = self.ranges.all.range_of(bi, ii)?;
+        let var = (*self.ranges.vars.get(i)?)?;
+        Some(self.b.use_var(var))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Calls, LowerConfig, Lowerer, Names, RtRef, ShadowRef};
+    use cranelift_codegen::ir::{Function, InstructionData, Opcode, UserFuncName};
+    use cranelift_codegen::isa::CallConv;
+    use cranelift_frontend::FunctionBuilderContext;
+    use cranelift_module::{Linkage, Module};
+    use guardlift_instrument::{instrument, CheckSet};
+    use guardlift_runtime::Mode;
+
+    /// The shadow base of these tests.
+    const SHADOW: u64 = 1 << 40;
+
+    /// The eight-byte shadow reads of the entry tests in `@times` of
+    /// spectral_norm (its inner loop walks `u`'s items), lowered with
+    /// `checks` and `shadow`.
+    fn entry_reads(checks: CheckSet, shadow: Option<ShadowRef>) -> usize {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/programs/jitshapes/spectral_norm.glir"
+        );
+        let text = std::fs::read_to_string(path).expect("spectral_norm");
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(&text).expect("valid"),
+            checks,
+        );
+        let times = m.func_by_name("times").expect("@times");
+        let mut om = crate::target::test_object_module();
+        let declare = |f: &guardlift_ir::Function| {
+            let sig = super::super::abi::ir_signature(CallConv::SystemV, &f.param_types(), f.ret);
+            (om.declare_function(&f.name, Linkage::Local, &sig)).expect("declare")
+        };
+        let ids: Vec<_> = m.functions.iter().map(declare).collect();
+        let cfg = LowerConfig {
+            rt: RtRef::Const(0),
+            mode: Mode::Recover,
+            site_base: 0,
+            calls: Calls::Far,
+            names: Names::Anonymous,
+            shadow,
+            host: Default::default(),
+        };
+        let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, ids, Vec::new());
+        let (mut f, mut fctx) = (Function::new(), FunctionBuilderContext::new());
+        let name = UserFuncName::default();
+        (lw.lower_function(&mut om, times, name, &mut f, &mut fctx)).expect("lowered");
+        cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
+        (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b))
+            .filter(|&i| {
+                let d = &f.dfg.insts[i];
+                // The address is `g + iconst SHADOW`.
+                let from_shadow = || {
+                    let at = f.dfg.inst_args(i)[0];
+                    let def = f.dfg.value_def(at).inst()?;
+                    let k = f.dfg.inst_args(def).get(1).copied()?;
+                    match f.dfg.insts[f.dfg.value_def(k).inst()?] {
+                        InstructionData::UnaryImm { imm, .. } => Some(imm.bits() as u64 == SHADOW),
+                        _ => None,
+                    }
+                };
+                d.opcode() == Opcode::Load
+                    && f.dfg.ctrl_typevar(i) == cranelift_codegen::ir::types::I64
+                    && from_shadow() == Some(true)
+            })
+            .count()
+    }
+
+    /// The inner loop's load is tested at the loop's entry (one read for
+    /// up to eight granules, the scan's and the tail's for more) wherever
+    /// a raw check runs with a shadow; never without one, nor without a
+    /// raw check. (The outer loop's store is not ranged: that loop is not
+    /// innermost.)
+    #[test]
+    fn spectral_norms_loops_test_their_ranges_at_the_entry() {
+        let shadow = Some(ShadowRef {
+            base: SHADOW,
+            watch_id: Some(1),
+        });
+        for checks in ["all", "lifetime", "bounds", "lifetime,bounds"] {
+            let c = match checks {
+                "all" => CheckSet::ALL,
+                l => CheckSet::parse(l).expect("checks"),
+            };
+            assert_eq!(entry_reads(c, shadow), 3, "[{checks}]: one range");
+            assert_eq!(entry_reads(c, None), 0, "[{checks}]: no shadow");
+        }
+        for checks in ["dict", "clobber"] {
+            let c = CheckSet::parse(checks).expect("checks");
+            assert_eq!(entry_reads(c, shadow), 0, "[{checks}]: no check of a load");
+        }
+    }
+}
