@@ -678,6 +678,10 @@ impl Checks {
     pub const fn intersect(self, o: Checks) -> Checks {
         Checks(self.0 & o.0)
     }
+    /// The checks in either set.
+    pub const fn union(self, o: Checks) -> Checks {
+        Checks(self.0 | o.0)
+    }
     /// Is every check of `self` in `o`?
     pub const fn is_subset(self, o: Checks) -> bool {
         self.0 & !o.0 == 0

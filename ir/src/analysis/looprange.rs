@@ -43,8 +43,8 @@
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
 use super::hoist::Innermost;
-use super::rawgroup::{ends_groups, GROUP_CHECKS};
-use crate::inst::{BinOp, CheckKind, Checks, InstKind, IntCC, Value};
+use super::rawgroup::{ends_groups, raw_access};
+use crate::inst::{BinOp, Checks, InstKind, IntCC, Value};
 use crate::module::{Function, Module, ValueDef};
 use std::collections::HashMap;
 
@@ -336,22 +336,9 @@ impl Counted<'_, '_> {
         let (counter, i, bound) = self.counter()?;
         for &bi in self.blocks.iter().filter(|&&b| b != self.header) {
             for (ii, inst) in self.f.blocks[bi as usize].insts.iter().enumerate() {
-                let (addr, offset, width) = match &inst.kind {
-                    InstKind::Load { ty, addr, offset } => (*addr, *offset, ty.bytes()),
-                    InstKind::Store {
-                        value,
-                        addr,
-                        offset,
-                    } => (*addr, *offset, self.f.ty(*value).bytes()),
-                    _ => continue,
-                };
-                let Some(site) = inst.site.and_then(|s| m.site(s)) else {
+                let Some((addr, offset, width, checks)) = raw_access(self.f, m, inst) else {
                     continue;
                 };
-                let checks = raw_checks(site.checks);
-                if checks.is_empty() {
-                    continue;
-                }
                 let Some((base, scale)) = self.affine(addr, i) else {
                     continue;
                 };
@@ -362,7 +349,7 @@ impl Counted<'_, '_> {
                     Some(r) => {
                         r.lo = r.lo.min(lo);
                         r.hi = r.hi.max(hi);
-                        r.checks = union(r.checks, checks);
+                        r.checks = r.checks.union(checks);
                         r.members.push(key);
                     }
                     None if !full => out.push(LoopRange {
@@ -383,21 +370,6 @@ impl Counted<'_, '_> {
         }
         Some(out)
     }
-}
-
-/// The raw-access checks among `c`.
-fn raw_checks(c: Checks) -> Checks {
-    GROUP_CHECKS
-        .iter()
-        .filter(|&&k| c.contains(k))
-        .fold(Checks::EMPTY, |acc, &k| acc.with(k))
-}
-
-fn union(a: Checks, b: Checks) -> Checks {
-    [CheckKind::Lifetime, CheckKind::Bounds, CheckKind::Clobber]
-        .iter()
-        .filter(|&&k| a.contains(k) || b.contains(k))
-        .fold(Checks::EMPTY, |acc, &k| acc.with(k))
 }
 
 /// The address range a loop entry tests: `[lo, hi)` for a range entered

@@ -79,7 +79,11 @@ pub fn ends_groups(kind: &InstKind) -> bool {
 
 /// `(base, offset, width, checks)` of a guarded raw access with a check of
 /// [`GROUP_CHECKS`], else `None`.
-fn raw_access(f: &Function, m: &Module, inst: &Inst) -> Option<(Value, i32, u32, Checks)> {
+pub(crate) fn raw_access(
+    f: &Function,
+    m: &Module,
+    inst: &Inst,
+) -> Option<(Value, i32, u32, Checks)> {
     let (addr, offset, width) = match &inst.kind {
         InstKind::Load { ty, addr, offset } => (*addr, *offset, ty.bytes()),
         InstKind::Store {
@@ -128,10 +132,7 @@ impl BlockGroups<RawGroup> {
                     if nhi - nlo <= MAX_GROUP_SPAN {
                         g.lo = nlo;
                         g.hi = nhi;
-                        g.checks = GROUP_CHECKS
-                            .iter()
-                            .filter(|&&k| g.checks.contains(k) || checks.contains(k))
-                            .fold(Checks::EMPTY, |c, &k| c.with(k));
+                        g.checks = g.checks.union(checks);
                         g.members.push(ii as u32);
                         continue;
                     }
