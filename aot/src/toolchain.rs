@@ -59,7 +59,7 @@ pub struct Toolchain {
 
 /// Does `target` link the Rust runtime library (else the C support)?
 pub fn links_rust_runtime(target: Target) -> bool {
-    matches!(target, Target::X86_64)
+    matches!(target, Target::X86_64 | Target::Aarch64)
 }
 
 /// Looks `name` up in `PATH` (or takes it as a path when it has a `/`).

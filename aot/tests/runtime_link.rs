@@ -7,14 +7,16 @@ use guardlift_aot::{target_rt, Toolchain};
 use guardlift_jit::Target;
 
 #[test]
-fn x86_64_links_the_rust_runtime_and_riscv64_the_c_support() {
-    assert!(links_rust_runtime(Target::X86_64));
+fn x86_64_and_aarch64_link_the_rust_runtime_and_riscv64_the_c_support() {
     assert!(!links_rust_runtime(Target::Riscv64));
-    let tc = Toolchain::find(Target::X86_64).unwrap_or_else(|e| panic!("{e}"));
-    let lib = tc.runtime.expect("x86_64 links the runtime library");
-    // The copy it links is a checked library for the target.
-    let rt = target_rt::check(&lib, Target::X86_64).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(rt.stamp, guardlift_abi::ABI_STAMP);
+    for t in [Target::X86_64, Target::Aarch64] {
+        assert!(links_rust_runtime(t));
+        let tc = Toolchain::find(t).unwrap_or_else(|e| panic!("{e}"));
+        let lib = tc.runtime.expect("it links the runtime library");
+        // The copy it links is a checked library for the target.
+        let rt = target_rt::check(&lib, t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert_eq!(rt.stamp, guardlift_abi::ABI_STAMP);
+    }
 }
 
 #[test]

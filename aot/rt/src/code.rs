@@ -61,6 +61,77 @@ pub static ENTRY_SP: AtomicU64 = AtomicU64::new(0);
 /// The run thread's stack's low end (0: unknown).
 pub static STACK_LO: AtomicU64 = AtomicU64::new(0);
 
+/// The link register and frame pointer with which IR code last called an
+/// entry point of the library (aarch64; [`note_caller!`]): the call's
+/// return address, and the frame record of the caller (an IR function, or
+/// a report stub whose record returns into IR code).
+static CALLER_LR: AtomicU64 = AtomicU64::new(0);
+static CALLER_FP: AtomicU64 = AtomicU64::new(0);
+
+/// Notes the caller's link register and frame pointer, read first thing
+/// in an entry point (before any call changes the link register). On
+/// aarch64 a return address and a saved frame record left on the stack by
+/// earlier calls look like the current ones to a stack scan; the registers
+/// do not. Elsewhere nothing (x86_64's scan finds the return address the
+/// `call` pushed).
+#[macro_export]
+macro_rules! note_caller {
+    () => {
+        #[cfg(target_arch = "aarch64")]
+        {
+            let (lr, fp): (u64, u64);
+            // SAFETY: reads two registers.
+            unsafe {
+                std::arch::asm!("mov {0}, x30", "mov {1}, x29", out(reg) lr, out(reg) fp,
+                    options(nomem, nostack, preserves_flags))
+            };
+            $crate::code::set_caller(lr, fp);
+        }
+    };
+}
+
+/// Records the caller [`note_caller!`] read: when the entry point set up
+/// its own frame record already (`fp` is it, saving `lr`), the caller's
+/// is the one it saved.
+pub fn set_caller(lr: u64, fp: u64) {
+    CALLER_LR.store(lr, Ordering::Relaxed);
+    CALLER_FP.store(fp, Ordering::Relaxed);
+}
+
+/// The IR call that called the entry point running now, directly or
+/// through a stub (a report stub, a slow path's cold call: code outside
+/// the IR functions whose frame record returns into IR code), and the
+/// frame record of the IR function that made it (its callers follow), from
+/// the registers [`note_caller!`] read. `None` where they are not noted
+/// (x86_64) or lead nowhere.
+pub fn noted_caller() -> Option<(u64, u64)> {
+    if !cfg!(target_arch = "aarch64") {
+        return None;
+    }
+    let (lr, mut fp) = (
+        CALLER_LR.load(Ordering::Relaxed),
+        CALLER_FP.load(Ordering::Relaxed),
+    );
+    let top = ENTRY_SP.load(Ordering::SeqCst);
+    let on_stack = |a: u64| a != 0 && a.is_multiple_of(8) && a + 16 <= top;
+    if lr == 0 || !on_stack(fp) {
+        return None;
+    }
+    if stack_word(fp + 8) == lr {
+        // The entry point's own record: the caller's is the one it saved.
+        fp = stack_word(fp);
+    }
+    if lr > 1 && in_code(lr - 1) {
+        return Some((lr - 1, fp));
+    }
+    // A stub: its record returns into IR code.
+    if !on_stack(fp) {
+        return None;
+    }
+    let ra = stack_word(fp + 8);
+    (ra > 1 && in_code(ra - 1)).then(|| (ra - 1, stack_word(fp)))
+}
+
 /// Makes `m` the program (before the run; it lives as long as the process).
 pub fn set_module(m: *const GlModule) {
     MODULE.store(m.cast_mut(), Ordering::SeqCst);
@@ -197,7 +268,14 @@ pub fn walk_records_into(mut rec: u64, top: u64, out: &mut [u64], mut n: usize) 
 pub fn capture_frames(here: u64) -> Vec<u64> {
     let top = ENTRY_SP.load(Ordering::SeqCst);
     let mut v = Vec::new();
-    walk_records(first_ir_record(here, top), top, &mut v, MAX_FRAMES);
+    match noted_caller() {
+        // The call, then the IR function's callers.
+        Some((site, rec)) => {
+            v.push(site);
+            walk_records(rec, top, &mut v, MAX_FRAMES);
+        }
+        None => walk_records(first_ir_record(here, top), top, &mut v, MAX_FRAMES),
+    }
     v
 }
 
@@ -224,6 +302,11 @@ pub fn call_on_stack(sp: u64, top: u64) -> Option<(u64, u64)> {
 /// saved when it is the called function's own (returning to the call).
 pub fn host_call_site(here: u64) -> Option<(u64, Vec<u64>)> {
     let top = ENTRY_SP.load(Ordering::SeqCst);
+    if let Some((site, rec)) = noted_caller() {
+        let mut outer = Vec::new();
+        walk_records(rec, top, &mut outer, MAX_FRAMES - 1);
+        return Some((site, outer));
+    }
     let (site, slot) = call_on_stack(here, top)?;
     let mut rec = first_ir_record(slot - 8, top);
     if rec != 0 && stack_word(rec + 8) - 1 == site {

@@ -201,6 +201,7 @@ macro_rules! export_entry {
         /// As [`gl_print_i64`].
         #[no_mangle]
         pub unsafe extern "C" fn gl_arith_fault(rt: *const Runtime, $k: u32, $fp: u64) {
+            note_caller!();
             if TARGET.load(Ordering::Relaxed) {
                 reports::arith_fault($k, $fp);
             }
@@ -218,6 +219,7 @@ macro_rules! export_entry {
         /// code passes).
         #[no_mangle]
         pub unsafe extern "C" fn $sym(rt: *const Runtime $(, $n: rust_ty!($t))*) $(-> rust_ty!($r))? {
+            note_caller!();
             // SAFETY: forwarded from this function's contract.
             let r = unsafe { guardlift_runtime::abi::$sym(rt $(, $n)*) };
             if TARGET.load(Ordering::Relaxed) {

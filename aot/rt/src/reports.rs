@@ -170,7 +170,10 @@ pub fn arith_fault(kind: u32, fp: u64) {
     let marker = 0u8;
     let here = std::hint::black_box(&marker) as *const u8 as u64;
     let top = ENTRY_SP.load(std::sync::atomic::Ordering::SeqCst);
-    let site = code::call_on_stack(here, top).map_or(0, |c| c.0);
+    let site = match code::noted_caller() {
+        Some((site, _)) => site,
+        None => code::call_on_stack(here, top).map_or(0, |c| c.0),
+    };
     let mut frames = Vec::new();
     if top != 0 && fp != 0 && fp < top {
         code::walk_records(fp, top, &mut frames, MAX_FRAMES - 1);
