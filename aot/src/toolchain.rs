@@ -2,6 +2,7 @@
 //! (cached), linking, and running the program.
 
 use crate::support::{self, HEADER_NAME, SOURCES};
+use crate::target_rt::TargetRtError;
 use crate::AotError;
 use guardlift_jit::Target;
 use std::collections::hash_map::DefaultHasher;
@@ -138,7 +139,7 @@ impl Toolchain {
             )));
         }
         let runtime = match (links_rust_runtime(target), &cc) {
-            (true, Some(cc)) => Some(link_copy(cc, &crate::target_rt::find(target)?)),
+            (true, Some(cc)) => Some(link_copy(cc, &crate::target_rt::locate(target)?, target)?),
             _ => None,
         };
         Ok(Toolchain {
@@ -150,39 +151,62 @@ impl Toolchain {
     }
 }
 
-/// The copy of the runtime library `rt` that programs link: the library
-/// stripped of its debug information (`strip --strip-debug` of the target's
-/// binutils, as `cc -print-prog-name=strip` names it) in the cache
-/// (`rt-link/`, keyed by the stamp and the library's size and time), made
-/// on first use; the library itself when that fails (no cache, no strip).
-/// The debug information is most of the archive (75 MB of which 26 MB
-/// stay) and most of a static link's time.
-pub fn link_copy(cc: &Path, rt: &crate::target_rt::TargetRt) -> PathBuf {
-    link_copy_in(cache_dir().as_deref(), cc, rt)
+/// The copy of the runtime library `lib` (found by
+/// [`crate::target_rt::locate`]) that programs for `target` link, checked
+/// ([`crate::target_rt::check`]): the library stripped of its debug
+/// information (`strip --strip-debug` of the target's binutils, as `cc
+/// -print-prog-name=strip` names it) in the cache (`rt-link/`, keyed by the
+/// library's triple, size and time), made on first use; the library itself
+/// when that fails (no cache, no strip). The debug information is most of
+/// the archive (75 MB of which 26 MB stay) and most of a static link's
+/// time; checking the copy instead of the library reads a third of it.
+pub fn link_copy(cc: &Path, lib: &Path, target: Target) -> Result<PathBuf, TargetRtError> {
+    link_copy_in(cache_dir().as_deref(), cc, lib, target)
 }
 
 /// [`link_copy`] with the cache directory `dir`.
-pub fn link_copy_in(dir: Option<&Path>, cc: &Path, rt: &crate::target_rt::TargetRt) -> PathBuf {
-    let Some(dir) = dir else {
-        return rt.path.clone();
-    };
-    let Ok(md) = std::fs::metadata(&rt.path) else {
-        return rt.path.clone();
-    };
+pub fn link_copy_in(
+    dir: Option<&Path>,
+    cc: &Path,
+    lib: &Path,
+    target: Target,
+) -> Result<PathBuf, TargetRtError> {
+    let copy = dir.and_then(|d| copy_path(d, lib, target));
+    if let Some(c) = copy.as_ref().filter(|c| c.is_file()) {
+        if crate::target_rt::check(c, target).is_ok() {
+            return Ok(c.clone());
+        }
+    }
+    // The library itself decides (its errors name it).
+    let rt = crate::target_rt::check(lib, target)?;
+    Ok(copy
+        .filter(|c| strip_into(cc, lib, c, &rt.triple))
+        .unwrap_or(rt.path))
+}
+
+/// `DIR/rt-link/TRIPLE-SIZE-TIME.a` for the library `lib`.
+fn copy_path(dir: &Path, lib: &Path, target: Target) -> Option<PathBuf> {
+    let md = std::fs::metadata(lib).ok()?;
     let time = md
         .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let copy = dir.join("rt-link").join(format!(
-        "{}-{:016x}-{}-{time}.a",
-        rt.triple,
-        rt.stamp,
-        md.len()
-    ));
-    if copy.is_file() {
-        return copy;
-    }
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    let t = match target {
+        Target::Host => Target::host_arch()?,
+        t => t,
+    };
+    Some(
+        dir.join("rt-link")
+            .join(format!("{}-{}-{time}.a", t.triple(), md.len())),
+    )
+}
+
+/// Strips `lib` into `copy` (atomically: a private name, then a rename) and
+/// removes the copies of earlier builds of the library; false when it
+/// could not.
+fn strip_into(cc: &Path, lib: &Path, copy: &Path, triple: &str) -> bool {
     let strip = Command::new(cc)
         .arg("-print-prog-name=strip")
         .output()
@@ -192,10 +216,10 @@ pub fn link_copy_in(dir: Option<&Path>, cc: &Path, rt: &crate::target_rt::Target
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "strip".into());
     let Some(parent) = copy.parent() else {
-        return rt.path.clone();
+        return false;
     };
     if std::fs::create_dir_all(parent).is_err() {
-        return rt.path.clone();
+        return false;
     }
     let name = copy.file_name().unwrap_or_default().to_string_lossy();
     let tmp = parent.join(format!("{name}.{}.tmp", std::process::id()));
@@ -203,22 +227,21 @@ pub fn link_copy_in(dir: Option<&Path>, cc: &Path, rt: &crate::target_rt::Target
         .arg("--strip-debug")
         .arg("-o")
         .arg(&tmp)
-        .arg(&rt.path)
+        .arg(lib)
         .output()
         .is_ok_and(|o| o.status.success());
-    if stripped && std::fs::rename(&tmp, &copy).is_ok() {
-        // Copies of earlier builds of the library go (best effort).
-        let prefix = format!("{}-", rt.triple);
-        for old in std::fs::read_dir(parent).into_iter().flatten().flatten() {
-            let n = old.file_name().to_string_lossy().into_owned();
-            if n.starts_with(&prefix) && n.ends_with(".a") && old.path() != copy {
-                let _ = std::fs::remove_file(old.path());
-            }
-        }
-        return copy;
+    if !(stripped && std::fs::rename(&tmp, copy).is_ok()) {
+        let _ = std::fs::remove_file(&tmp);
+        return false;
     }
-    let _ = std::fs::remove_file(&tmp);
-    rt.path.clone()
+    let prefix = format!("{triple}-");
+    for old in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let n = old.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&prefix) && n.ends_with(".a") && old.path() != copy {
+            let _ = std::fs::remove_file(old.path());
+        }
+    }
+    true
 }
 
 /// A scratch directory, removed on drop (kept when `GUARDLIFT_AOT_KEEP` is set).

@@ -21,25 +21,37 @@ fn x86_64_and_aarch64_link_the_rust_runtime_and_riscv64_the_c_support() {
 
 #[test]
 fn the_linked_copy_is_stripped_cached_and_still_checked() {
-    let rt = target_rt::find(Target::X86_64).unwrap_or_else(|e| panic!("{e}"));
+    let t = Target::X86_64;
+    let lib = target_rt::find(t).unwrap_or_else(|e| panic!("{e}")).path;
     let dir = std::env::temp_dir().join(format!("guardlift-rt-link-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cc = std::path::Path::new("cc");
-    let copy = link_copy_in(Some(&dir), cc, &rt);
-    assert_ne!(copy, rt.path, "a copy is made in the cache");
+    let copy = link_copy_in(Some(&dir), cc, &lib, t).unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(copy, lib, "a copy is made in the cache");
     assert!(copy.starts_with(&dir), "{}", copy.display());
     let (full, small) = (
-        std::fs::metadata(&rt.path).unwrap().len(),
+        std::fs::metadata(&lib).unwrap().len(),
         std::fs::metadata(&copy).unwrap().len(),
     );
     assert!(small < full, "stripped: {small} < {full}");
-    target_rt::check(&copy, Target::X86_64).unwrap_or_else(|e| panic!("{e}"));
+    target_rt::check(&copy, t).unwrap_or_else(|e| panic!("{e}"));
     // Made once: the second call finds it.
     let t0 = std::fs::metadata(&copy).unwrap().modified().unwrap();
-    assert_eq!(link_copy_in(Some(&dir), cc, &rt), copy);
+    assert_eq!(link_copy_in(Some(&dir), cc, &lib, t).unwrap(), copy);
     assert_eq!(std::fs::metadata(&copy).unwrap().modified().unwrap(), t0);
+    // A copy that does not pass the check is made again.
+    std::fs::write(&copy, b"not an archive").unwrap();
+    assert_eq!(link_copy_in(Some(&dir), cc, &lib, t).unwrap(), copy);
+    target_rt::check(&copy, t).unwrap_or_else(|e| panic!("{e}"));
     // No cache: the library itself.
-    assert_eq!(link_copy_in(None, cc, &rt), rt.path);
+    assert_eq!(link_copy_in(None, cc, &lib, t).unwrap(), lib);
+    // A library that is not one is refused, never copied.
+    let junk = dir.join("junk.a");
+    std::fs::write(&junk, b"!<arch>\n").unwrap();
+    let e = link_copy_in(Some(&dir), cc, &junk, t)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scripts/build-target-rt x86_64"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
