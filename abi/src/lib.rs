@@ -19,8 +19,13 @@ pub mod format;
 pub mod layout;
 pub mod mode;
 pub mod offsets;
+pub mod protocol;
 pub mod report;
 pub mod stamp;
+
+/// The stack of the thread a program's entry runs on (the CLI's run
+/// thread, an object target's): adstack frames can be large.
+pub const RUN_STACK_BYTES: usize = 512 << 20;
 
 pub use entry::{builtin, builtins, AbiTy, Builtin, Entry};
 pub use format::{format_f32, format_f64};

@@ -106,6 +106,14 @@ pub const fn stamp() -> u64 {
         };
         i += 1;
     }
+    // The protocol's event letters.
+    let mut k = 0;
+    while k < crate::protocol::EVENTS.len() {
+        h = h
+            .str(crate::protocol::EVENTS[k].0)
+            .byte(crate::protocol::EVENTS[k].1);
+        k += 1;
+    }
     // The runtime's head and trap scratch area.
     h = h
         .i32(TRAP_SCRATCH_OFFSET)

@@ -72,6 +72,9 @@ pub enum AotError {
     /// A compiler or emulator is missing.
     #[error("{0}")]
     Tools(String),
+    /// The guardlift runtime library for the target is missing or unusable.
+    #[error(transparent)]
+    TargetRt(#[from] target_rt::TargetRtError),
     /// Compiling the support or linking failed.
     #[error("{0}")]
     Build(String),

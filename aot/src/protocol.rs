@@ -36,8 +36,6 @@ use crate::wrap::FUNC_PREFIX;
 use guardlift_runtime::backtrace::{self, MAX_FRAMES};
 use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::fault::{FaultCause, FaultReport, HostCallFault, OuterFrames};
-use guardlift_runtime::heap::MAX_OBJ_ATTRS;
-use guardlift_runtime::layout::low_bits;
 use guardlift_runtime::report::{observes_the_slot, MAX_OBJECTS};
 use guardlift_runtime::trap::decode_observed;
 use guardlift_runtime::{
@@ -46,128 +44,14 @@ use guardlift_runtime::{
 };
 
 /// Event letters (the header gives them to the C side as `GL_EV_*`).
-pub const EVENTS: &[(&str, char)] = &[
-    ("PRINT", 'P'),
-    ("FAULT", 'F'),
-    ("REPORT", 'R'),
-    ("TRAP", 'T'),
-    ("SIGNAL", 'S'),
-    ("CRASH", 'C'),
-    ("ARITH", 'D'),
-    ("RESULT", 'V'),
-    ("ABORT", 'A'),
-    ("END", 'E'),
-];
+pub const EVENTS: [(&str, u8); 10] = guardlift_abi::protocol::EVENTS;
 
-/// The model heap's functions, as host faults name them (`GL_FN_*` in C).
-pub const FAULT_FUNCS: &[&str] = &[
-    "obj_new",
-    "obj_dictify",
-    "obj_free",
-    "fault_clear_lsb",
-    "load_attr_slow",
-    "store_attr_slow",
-    "dict",
-];
-
-/// What went wrong in a host fault (`GL_FAULT_*` in C). The message text is
-/// the model heap's own (`runtime/src/heap.rs`); a test pins each one.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// `A` is not a live object.
-    NotLive = 0,
-    /// `obj_free(A)` of an object already freed (in quarantine).
-    DoubleFree = 1,
-    /// Object `A`'s word `B` is neither its values array nor its dict.
-    Corrupted = 2,
-    /// Attribute `A` of an object with `B`.
-    AttrRange = 3,
-    /// `obj_new(A)` with a count out of range.
-    CountRange = 4,
-    /// The allocation failed.
-    OutOfMemory = 5,
-}
-
-impl Fault {
-    /// Every fault, in code order.
-    pub const ALL: [Fault; 6] = [
-        Fault::NotLive,
-        Fault::DoubleFree,
-        Fault::Corrupted,
-        Fault::AttrRange,
-        Fault::CountRange,
-        Fault::OutOfMemory,
-    ];
-    /// The C macro name suffix.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Fault::NotLive => "NOT_LIVE",
-            Fault::DoubleFree => "DOUBLE_FREE",
-            Fault::Corrupted => "CORRUPTED",
-            Fault::AttrRange => "ATTR_RANGE",
-            Fault::CountRange => "COUNT_RANGE",
-            Fault::OutOfMemory => "OUT_OF_MEMORY",
-        }
-    }
-    fn from_code(c: u64) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| *f as u64 == c)
-    }
-
-    /// The host fault the model heap would have raised.
-    pub fn host_fault(self, func: &'static str, a: u64, b: u64) -> HostFault {
-        let msg = match self {
-            Fault::NotLive => format!("{a:#x} is not a live object"),
-            Fault::DoubleFree => format!("{a:#x} is not a live object (double free)"),
-            Fault::Corrupted => format!(
-                "object {a:#x}: managed-dict word {b:#x} (low bits {}) is neither its values array nor its dict: the word was corrupted",
-                low_bits(b)
-            ),
-            Fault::AttrRange => format!("attribute {a} of an object with {b}"),
-            Fault::CountRange => format!(
-                "attribute count {} out of range 0..={MAX_OBJ_ATTRS}",
-                a as i64
-            ),
-            Fault::OutOfMemory => "out of memory".to_string(),
-        };
-        HostFault { func, msg }
-    }
-}
-
+/// The model heap's functions, as host faults name them (`GL_FN_*` in C),
+/// and what went wrong (`GL_FAULT_*`): the runtime's own definitions.
+pub use guardlift_runtime::heap::{HostFaultKind as Fault, HOST_FAULT_FUNCS as FAULT_FUNCS};
+use guardlift_runtime::heap::{BY_DICT_CODE, BY_OBJ_NEW};
 /// Who last wrote a dict slot, as the target records it (`GL_LW_*` in C).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum LastWriteCode {
-    /// No write recorded.
-    None = 0,
-    /// `obj_new` stored the values word.
-    ObjNew = 1,
-    /// The model heap's dict code stored a dict.
-    DictCode = 2,
-    /// Instrumented code (`gl_note_slot_write`) at a site.
-    Site = 3,
-}
-
-impl LastWriteCode {
-    /// Every code, in code order.
-    pub const ALL: [LastWriteCode; 4] = [
-        LastWriteCode::None,
-        LastWriteCode::ObjNew,
-        LastWriteCode::DictCode,
-        LastWriteCode::Site,
-    ];
-    /// The C macro name suffix (`GL_LW_*`).
-    pub fn c_name(self) -> &'static str {
-        match self {
-            LastWriteCode::None => "NONE",
-            LastWriteCode::ObjNew => "OBJ_NEW",
-            LastWriteCode::DictCode => "DICT_CODE",
-            LastWriteCode::Site => "SITE",
-        }
-    }
-}
-
-/// The writer texts of the model heap (pinned against `runtime` by a test).
-const BY_OBJ_NEW: &str = "obj_new";
-const BY_DICT_CODE: &str = "the host's dict code";
+pub use guardlift_runtime::report::LastWriteCode;
 
 /// The last-write record the host runtime would have kept
 /// (`Runtime::note_slot_write`'s text for instrumented writers).
@@ -358,18 +242,18 @@ fn hex(field: Option<&str>, line: &str) -> Result<u64, String> {
     u64::from_str_radix(f, 16).map_err(|_| format!("bad number `{f}` in `{line}`"))
 }
 
-/// An optional site field: hex, or `-`.
+/// An optional site field: hex, or `-`; the id and its info.
 fn opt_site(
     field: Option<&str>,
     line: &str,
     sites: &ModuleSites,
-) -> Result<Option<SiteInfo>, String> {
+) -> Result<Option<(u32, SiteInfo)>, String> {
     match field {
         Some("-") => Ok(None),
         f => {
             let s = hex(f, line)?;
             let s = u32::try_from(s).map_err(|_| format!("bad site in `{line}`"))?;
-            Ok(Some(site_info(sites, s)))
+            Ok(Some((s, site_info(sites, s))))
         }
     }
 }
@@ -405,10 +289,14 @@ fn object_note<'a>(
     let freed = hex(it.next(), line)? != 0;
     let alloc_site = opt_site(it.next(), line, sites)?;
     let free_site = opt_site(it.next(), line, sites)?;
-    Ok((id != 0).then_some(ObjectNote {
+    Ok((id != 0).then(|| ObjectNote {
         id,
-        alloc_site,
-        free_site,
+        site_ids: [
+            alloc_site.as_ref().map(|s| s.0),
+            free_site.as_ref().map(|s| s.0),
+        ],
+        alloc_site: alloc_site.map(|s| s.1),
+        free_site: free_site.map(|s| s.1),
         freed,
         stacks: Default::default(),
     }))

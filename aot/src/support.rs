@@ -35,7 +35,7 @@ pub const HEADER_NAME: &str = "gl_layout.h";
 
 /// Stack of the thread the target runs the entry on: the CLI's run thread
 /// has the same (adstack frames can be large).
-pub const RUN_STACK_BYTES: u64 = 512 << 20;
+pub const RUN_STACK_BYTES: u64 = guardlift_abi::RUN_STACK_BYTES as u64;
 /// Bytes of the `guardlift_runtime` data symbol the object imports (its
 /// address is the hidden runtime pointer; trap mode may keep a scratch area there).
 pub const RUNTIME_SYMBOL_BYTES: u64 = 4096;
@@ -143,7 +143,7 @@ pub fn header(layout: DictLayout) -> String {
     }
     // The protocol (protocol.rs).
     for (name, ch) in EVENTS {
-        def(&format!("EV_{name}"), format!("'{ch}'"));
+        def(&format!("EV_{name}"), format!("'{}'", char::from(ch)));
     }
     for (i, f) in FAULT_FUNCS.iter().enumerate() {
         def(&format!("FN_{}", c_ident(f)), format!("{i}u"));
@@ -241,6 +241,38 @@ pub fn program_tables(
     }
     let _ = writeln!(s, "}};\nconst unsigned long gl_ncode = {};", code.len());
     s
+}
+
+/// `gl_traps.c` of a program linked with the Rust runtime library
+/// (`aot/rt`): the tables of [`program_tables`] (self-contained: no
+/// header), the program's `gl_module` (the entry wrapper, the tables, the
+/// module's dict slot offset: the one constant of the layout the program
+/// chose) and `main`, which hands them to the library's `gl_target_main`.
+pub fn program_main(
+    traps: &[guardlift_jit::ObjectTrap],
+    code: &[guardlift_runtime::codemap::CodeFunction],
+    layout: DictLayout,
+) -> String {
+    let tables = program_tables(traps, code).replace(
+        &format!("#include \"{HEADER_NAME}\"\n"),
+        "#include <stdint.h>\n\
+         typedef struct { const char *pc; uint32_t site; uint32_t kind; } gl_trap_t;\n\
+         typedef struct { const char *start; uint64_t size; } gl_code_t;\n",
+    );
+    format!(
+        "{tables}\
+         typedef struct {{ void (*start)(uint64_t *, uint64_t *); const gl_trap_t *traps; \
+         unsigned long ntraps; const gl_code_t *code; unsigned long ncode; \
+         int64_t dict_slot_offset; }} gl_module_t;\n\
+         void {start}(uint64_t *args, uint64_t *ret);\n\
+         int gl_target_main(int argc, char **argv, const gl_module_t *module);\n\
+         static const gl_module_t gl_module = {{{start}, gl_traps, {ntraps}, gl_code, {ncode}, {off}}};\n\
+         int main(int argc, char **argv) {{ return gl_target_main(argc, argv, &gl_module); }}\n",
+        start = crate::wrap::START_SYMBOL,
+        ntraps = traps.len(),
+        ncode = code.len(),
+        off = layout.dict_slot_offset(),
+    )
 }
 
 #[cfg(test)]

@@ -175,6 +175,13 @@ pub fn candidates(
 /// ([`check`]); the first place that has a file decides.
 pub fn find(target: Target) -> Result<TargetRt, TargetRtError> {
     let t = arch_of(target)?;
+    check(&locate(t)?, t)
+}
+
+/// Where [`find`] finds the library for `target`, unchecked: the first
+/// place that has a file.
+pub fn locate(target: Target) -> Result<PathBuf, TargetRtError> {
+    let t = arch_of(target)?;
     let exe = std::env::current_exe().ok();
     let cache = std::env::var_os("GUARDLIFT_CACHE_DIR").map(PathBuf::from);
     let searched = candidates(
@@ -184,7 +191,7 @@ pub fn find(target: Target) -> Result<TargetRt, TargetRtError> {
         cache.as_deref(),
     )?;
     match searched.iter().find(|p| p.exists()) {
-        Some(p) => check(p, t),
+        Some(p) => Ok(p.clone()),
         None => Err(TargetRtError::Missing {
             arch: t.name(),
             triple: t.triple(),

@@ -2,6 +2,7 @@
 //! (cached), linking, and running the program.
 
 use crate::support::{self, HEADER_NAME, SOURCES};
+use crate::target_rt::TargetRtError;
 use crate::AotError;
 use guardlift_jit::Target;
 use std::collections::hash_map::DefaultHasher;
@@ -51,6 +52,15 @@ pub struct Toolchain {
     pub cc: PathBuf,
     /// `None`: run natively.
     pub runner: Option<PathBuf>,
+    /// The guardlift runtime library the program links
+    /// (`libguardlift_target_rt.a`, found and checked by
+    /// [`crate::target_rt`]); `None`: the C support (riscv64).
+    pub runtime: Option<PathBuf>,
+}
+
+/// Does `target` link the Rust runtime library (else the C support)?
+pub fn links_rust_runtime(target: Target) -> bool {
+    matches!(target, Target::X86_64 | Target::Aarch64)
 }
 
 /// Looks `name` up in `PATH` (or takes it as a path when it has a `/`).
@@ -128,12 +138,110 @@ impl Toolchain {
                 missing.join(" and ")
             )));
         }
+        let runtime = match (links_rust_runtime(target), &cc) {
+            (true, Some(cc)) => Some(link_copy(cc, &crate::target_rt::locate(target)?, target)?),
+            _ => None,
+        };
         Ok(Toolchain {
             target,
             cc: cc.unwrap_or_default(),
             runner: runner.and_then(|(_, p)| p),
+            runtime,
         })
     }
+}
+
+/// The copy of the runtime library `lib` (found by
+/// [`crate::target_rt::locate`]) that programs for `target` link, checked
+/// ([`crate::target_rt::check`]): the library stripped of its debug
+/// information (`strip --strip-debug` of the target's binutils, as `cc
+/// -print-prog-name=strip` names it) in the cache (`rt-link/`, keyed by the
+/// library's triple, size and time), made on first use; the library itself
+/// when that fails (no cache, no strip). The debug information is most of
+/// the archive (75 MB of which 26 MB stay) and most of a static link's
+/// time; checking the copy instead of the library reads a third of it.
+pub fn link_copy(cc: &Path, lib: &Path, target: Target) -> Result<PathBuf, TargetRtError> {
+    link_copy_in(cache_dir().as_deref(), cc, lib, target)
+}
+
+/// [`link_copy`] with the cache directory `dir`.
+pub fn link_copy_in(
+    dir: Option<&Path>,
+    cc: &Path,
+    lib: &Path,
+    target: Target,
+) -> Result<PathBuf, TargetRtError> {
+    let copy = dir.and_then(|d| copy_path(d, lib, target));
+    if let Some(c) = copy.as_ref().filter(|c| c.is_file()) {
+        if crate::target_rt::check(c, target).is_ok() {
+            return Ok(c.clone());
+        }
+    }
+    // The library itself decides (its errors name it).
+    let rt = crate::target_rt::check(lib, target)?;
+    Ok(copy
+        .filter(|c| strip_into(cc, lib, c, &rt.triple))
+        .unwrap_or(rt.path))
+}
+
+/// `DIR/rt-link/TRIPLE-SIZE-TIME.a` for the library `lib`.
+fn copy_path(dir: &Path, lib: &Path, target: Target) -> Option<PathBuf> {
+    let md = std::fs::metadata(lib).ok()?;
+    let time = md
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    let t = match target {
+        Target::Host => Target::host_arch()?,
+        t => t,
+    };
+    Some(
+        dir.join("rt-link")
+            .join(format!("{}-{}-{time}.a", t.triple(), md.len())),
+    )
+}
+
+/// Strips `lib` into `copy` (atomically: a private name, then a rename) and
+/// removes the copies of earlier builds of the library; false when it
+/// could not.
+fn strip_into(cc: &Path, lib: &Path, copy: &Path, triple: &str) -> bool {
+    let strip = Command::new(cc)
+        .arg("-print-prog-name=strip")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "strip".into());
+    let Some(parent) = copy.parent() else {
+        return false;
+    };
+    if std::fs::create_dir_all(parent).is_err() {
+        return false;
+    }
+    let name = copy.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = parent.join(format!("{name}.{}.tmp", std::process::id()));
+    let stripped = Command::new(&strip)
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&tmp)
+        .arg(lib)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(stripped && std::fs::rename(&tmp, copy).is_ok()) {
+        let _ = std::fs::remove_file(&tmp);
+        return false;
+    }
+    let prefix = format!("{triple}-");
+    for old in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let n = old.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&prefix) && n.ends_with(".a") && old.path() != copy {
+            let _ = std::fs::remove_file(old.path());
+        }
+    }
+    true
 }
 
 /// A scratch directory, removed on drop (kept when `GUARDLIFT_AOT_KEEP` is set).
@@ -299,11 +407,23 @@ pub fn link(
     layout: guardlift_runtime::layout::DictLayout,
     work: &Path,
 ) -> Result<PathBuf, AotError> {
-    let header = support::header(layout);
-    let support = support_objects(tc, &header, work)?;
-    write(&work.join(HEADER_NAME), header.as_bytes())?;
     let traps_c = work.join("gl_traps.c");
-    write(&traps_c, support::program_tables(traps, code).as_bytes())?;
+    let support = match &tc.runtime {
+        Some(lib) => {
+            write(
+                &traps_c,
+                support::program_main(traps, code, layout).as_bytes(),
+            )?;
+            vec![lib.clone()]
+        }
+        None => {
+            let header = support::header(layout);
+            let support = support_objects(tc, &header, work)?;
+            write(&work.join(HEADER_NAME), header.as_bytes())?;
+            write(&traps_c, support::program_tables(traps, code).as_bytes())?;
+            support
+        }
+    };
     let prog_o = work.join("program.o");
     write(&prog_o, object)?;
     let exe = work.join("program");
@@ -327,6 +447,12 @@ pub fn link(
             c.arg(format!("-Wl,-rpath,{}", dir.display()));
         }
         c.args(["-lm", "-pthread"]);
+        if tc.runtime.is_some() {
+            // Rust's std (in the runtime library) uses the dynamic loader's
+            // API; the program needs no debug information of the runtime
+            // (and a link without it is faster when the library has it).
+            c.args(["-ldl", "-Wl,--strip-debug"]);
+        }
         run_tool(&mut c, &tc.cc.display().to_string())
     };
     // A shared library cannot be linked statically.

@@ -183,15 +183,19 @@ pub enum HostObjectError {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{func}: {msg}")]
 pub struct HostFault {
-    /// The host function that failed.
+    /// The host function that failed (one of [`HOST_FAULT_FUNCS`]).
     pub func: &'static str,
-    /// What was wrong.
+    /// What was wrong ([`HostFaultKind::message`] of the two below).
     pub msg: String,
+    /// What went wrong, as a code.
+    pub kind: HostFaultKind,
+    /// Its operands (`A`, `B` of [`HostFaultKind`]).
+    pub operands: [u64; 2],
 }
 
-fn fault<T>(func: &'static str, msg: String) -> Result<T, HostFault> {
-    Err(HostFault { func, msg })
-}
+mod fault;
+use fault::fault;
+pub use fault::{HostFaultKind, BY_DICT_CODE, BY_OBJ_NEW, HOST_FAULT_FUNCS};
 
 /// The model heap. Not synchronized: the runtime keeps it behind a mutex.
 #[derive(Debug)]
@@ -545,22 +549,19 @@ impl Heap {
     /// `@obj_new(n)` called at `site` (runtime-global), recorded as its allocation site.
     pub fn obj_new_at(&mut self, n: i64, site: Option<u32>) -> Result<u64, HostFault> {
         if !(0..=MAX_OBJ_ATTRS).contains(&n) {
-            return fault(
-                "obj_new",
-                format!("attribute count {n} out of range 0..={MAX_OBJ_ATTRS}"),
-            );
+            return fault("obj_new", HostFaultKind::CountRange, n as u64, 0);
         }
         let off = self.layout.dict_slot_offset() as i64;
         let lo = off.min(0);
         let hi = (off + 8).max(OBJ_BODY_BYTES);
         let Some(base) = self.alloc((hi - lo) as usize, BlockKind::Object) else {
-            return fault("obj_new", "out of memory".into());
+            return fault("obj_new", HostFaultKind::OutOfMemory, 0, 0);
         };
         let obj = base.wrapping_add((-lo) as u64);
         let header = layout::VALUES_HEADER_BYTES as usize;
         let Some(vblock) = self.alloc(header + n as usize * 8, BlockKind::Values) else {
             self.dealloc(base);
-            return fault("obj_new", "out of memory".into());
+            return fault("obj_new", HostFaultKind::OutOfMemory, 0, 0);
         };
         let values = vblock + header as u64;
         // Body: word 0 refcount 1, word 1 the attribute count (a stand-in for
@@ -589,7 +590,7 @@ impl Heap {
             },
         );
         self.write_word(self.slot(obj), layout::values_word(values));
-        self.note_write(obj, "obj_new", None, layout::values_word(values));
+        self.note_write(obj, BY_OBJ_NEW, None, layout::values_word(values));
         self.watch_slot(self.slot(obj), obj);
         self.record_values(values, n as u64, obj);
         Ok(obj)
@@ -829,13 +830,13 @@ impl Heap {
     fn meta(&self, func: &'static str, obj: u64) -> Result<&ObjMeta, HostFault> {
         match self.objects.get(&obj) {
             Some(m) => Ok(m),
-            None => fault(func, format!("{obj:#x} is not a live object")),
+            None => fault(func, HostFaultKind::NotLive, obj, 0),
         }
     }
 
     fn new_dict(&mut self, attrs: BTreeMap<u32, i64>) -> Result<u64, HostFault> {
         let Some(d) = self.alloc(DICT_OBJECT_BYTES, BlockKind::Dict) else {
-            return fault("dict", "out of memory".into());
+            return fault("dict", HostFaultKind::OutOfMemory, 0, 0);
         };
         self.write_word(d, DICT_MAGIC);
         self.dicts.insert(d, attrs);
@@ -843,11 +844,10 @@ impl Heap {
     }
 
     /// What the host believes `word` is for `obj`.
-    fn classify(&self, obj: u64, word: u64) -> Result<WordIs, String> {
-        let m = self
-            .objects
-            .get(&obj)
-            .ok_or_else(|| format!("{obj:#x} is not a live object"))?;
+    /// `Err` when the word is neither the object's values array nor its
+    /// dict, or `obj` is not live (the callers checked it is).
+    fn classify(&self, obj: u64, word: u64) -> Result<WordIs, ()> {
+        let m = self.objects.get(&obj).ok_or(())?;
         if word == 0 {
             return Ok(WordIs::Empty);
         }
@@ -859,10 +859,7 @@ impl Heap {
         if Some(word) == m.dict && self.dicts.contains_key(&word) {
             return Ok(WordIs::Dict(word));
         }
-        Err(format!(
-            "object {obj:#x}: managed-dict word {word:#x} (low bits {}) is neither its values array nor its dict: the word was corrupted",
-            layout::low_bits(word)
-        ))
+        Err(())
     }
 
     /// [`crate::internals::ObjectBuiltins::attr_fixed`]: the record alone decides (the
@@ -889,7 +886,7 @@ impl Heap {
         self.meta("obj_dictify", obj)?;
         let word = self.read_word(self.slot(obj));
         match self.classify(obj, word) {
-            Err(e) => fault("obj_dictify", e),
+            Err(()) => fault("obj_dictify", HostFaultKind::Corrupted, obj, word),
             Ok(WordIs::Dict(_)) => Ok(()),
             Ok(WordIs::Empty) => {
                 let d = self.new_dict(BTreeMap::new())?;
@@ -951,7 +948,7 @@ impl Heap {
             b.owner = obj;
         }
         crate::watch::runtime_write(|| self.write_word(self.slot(obj), d));
-        self.note_write(obj, "the host's dict code", None, d);
+        self.note_write(obj, BY_DICT_CODE, None, d);
     }
 
     /// Records the last known write to the dict slot of the object at `obj`.
@@ -978,11 +975,8 @@ impl Heap {
     pub fn obj_free(&mut self, obj: u64) -> Result<(), HostFault> {
         match self.obj_free_at(obj, None) {
             FreeOutcome::Freed => Ok(()),
-            FreeOutcome::DoubleFree => fault(
-                "obj_free",
-                format!("{obj:#x} is not a live object (double free)"),
-            ),
-            FreeOutcome::Invalid => fault("obj_free", format!("{obj:#x} is not a live object")),
+            FreeOutcome::DoubleFree => fault("obj_free", HostFaultKind::DoubleFree, obj, 0),
+            FreeOutcome::Invalid => fault("obj_free", HostFaultKind::NotLive, obj, 0),
         }
     }
 
@@ -1045,7 +1039,7 @@ impl Heap {
         self.meta("load_attr_slow", obj)?;
         let word = self.read_word(self.slot(obj));
         match self.classify(obj, word) {
-            Err(e) => fault("load_attr_slow", e),
+            Err(()) => fault("load_attr_slow", HostFaultKind::Corrupted, obj, word),
             Ok(WordIs::Empty) => Ok(0),
             Ok(WordIs::Dict(d)) => Ok(self
                 .dicts
@@ -1059,7 +1053,9 @@ impl Heap {
             }
             Ok(WordIs::Values(_, n)) => fault(
                 "load_attr_slow",
-                format!("attribute {i} of an object with {n}"),
+                HostFaultKind::AttrRange,
+                i as u64,
+                n as u64,
             ),
         }
     }
@@ -1069,7 +1065,7 @@ impl Heap {
         self.meta("store_attr_slow", obj)?;
         let word = self.read_word(self.slot(obj));
         match self.classify(obj, word) {
-            Err(e) => fault("store_attr_slow", e),
+            Err(()) => fault("store_attr_slow", HostFaultKind::Corrupted, obj, word),
             Ok(WordIs::Empty) => {
                 let d = self.new_dict(BTreeMap::from([(i, x)]))?;
                 self.set_dict(obj, d);
@@ -1088,7 +1084,9 @@ impl Heap {
             }
             Ok(WordIs::Values(_, n)) => fault(
                 "store_attr_slow",
-                format!("attribute {i} of an object with {n}"),
+                HostFaultKind::AttrRange,
+                i as u64,
+                n as u64,
             ),
         }
     }

@@ -15,6 +15,9 @@ use std::fmt;
 pub use guardlift_abi::report::{kind_names, FAULT_KINDS, HOST_FAULT, STACK_OVERFLOW};
 pub use guardlift_abi::{ReportKind, TRAP_CODE_BASE};
 
+mod raw;
+pub use raw::LastWriteCode;
+
 /// The values a check saw, captured when it ran.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Observed {
@@ -118,6 +121,10 @@ pub struct ObjectNote {
     /// the record held them when the report was recorded (symbolized when
     /// rendered: [`crate::host_stack`]).
     pub stacks: HostStacks,
+    /// The runtime-global site ids of `alloc_site` and `free_site`: the
+    /// raw record beside the text, which an object target's runtime sends
+    /// to the host (`aot/src/protocol.rs`) to be named with its module.
+    pub site_ids: [Option<u32>; 2],
 }
 
 /// One object a deduplicated report saw, and how many of its occurrences

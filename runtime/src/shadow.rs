@@ -91,11 +91,24 @@ struct Shadow {
     ids: AtomicU64,
 }
 
+/// Set by [`disable`]: the process has no shadow.
+static DISABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// No shadow for this process, when called before the first heap is made
+/// (later it changes nothing): an object target's runtime, whose code
+/// calls the runtime for every check and never reads the shadow, and which
+/// under qemu-user could not afford the reservation (docs/TARGETS.md).
+pub fn disable() {
+    DISABLED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 fn shadow() -> Option<&'static Shadow> {
     static SHADOW: OnceLock<Option<Shadow>> = OnceLock::new();
     SHADOW
         .get_or_init(|| {
-            if std::env::var_os("GUARDLIFT_NO_SHADOW").is_some() {
+            if DISABLED.load(std::sync::atomic::Ordering::SeqCst)
+                || std::env::var_os("GUARDLIFT_NO_SHADOW").is_some()
+            {
                 return None;
             }
             reserve().map(|base| Shadow {

@@ -79,6 +79,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         free_site: Some(site(14)),
         freed: true,
         stacks: Default::default(),
+        site_ids: [None; 2],
     };
     let obs = Observed::Lifetime {
         object: 0x1000,
@@ -104,6 +105,7 @@ fn lifetime_and_bounds_reports_name_the_object() {
         free_site: None,
         freed: false,
         stacks: Default::default(),
+        site_ids: [None; 2],
     };
     s.record(
         ReportKind::AttrOutOfBounds,
@@ -166,6 +168,7 @@ fn several_objects_at_one_site_are_listed() {
         free_site: None,
         freed: false,
         stacks: Default::default(),
+        site_ids: [None; 2],
     };
     let dict = Observed::Dict {
         object: 0x40,
@@ -274,6 +277,7 @@ fn json_line_is_the_reports_json() {
             free_site: None,
             freed: true,
             stacks: Default::default(),
+            site_ids: [None; 2],
         }),
         objects: vec![
             ObjectCount {
@@ -315,6 +319,7 @@ fn host_stacks_print_raw_in_signal_context_unless_symbolized_before() {
             alloc: Some(alloc.clone()),
             free: Some(free.clone()),
         },
+        site_ids: [None; 2],
     };
     let info = SiteInfo {
         function: "f".into(),

@@ -88,6 +88,11 @@ pub trait RuntimeInternals {
     /// Runs `f` on the heap (for engines that need raw access checks).
     fn with_heap<R>(&self, f: impl FnOnce(&mut Heap) -> R) -> R;
 
+    /// Runs `f` on the recorded reports if the sink is not locked right
+    /// now (never blocks, never allocates): how a signal handler of an
+    /// object target's runtime writes them.
+    fn try_reports<R>(&self, f: impl FnOnce(&[Report]) -> R) -> Option<R>;
+
     /// How many times a dict slot left the watch list (only a free — of a
     /// runtime or host object — removes one). While it is unchanged, every
     /// object watched before is still watched and no object was freed:

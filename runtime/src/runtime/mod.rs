@@ -386,6 +386,7 @@ impl Runtime {
             free_site: r.free_site.map(|s| self.site_info(s)),
             freed: r.freed,
             stacks: r.stacks,
+            site_ids: [r.alloc_site, r.free_site],
         }
     }
 
@@ -745,6 +746,10 @@ impl RuntimeInternals for Runtime {
         f(&mut lock(&self.heap))
     }
 
+    fn try_reports<R>(&self, f: impl FnOnce(&[Report]) -> R) -> Option<R> {
+        self.try_with_reports(f)
+    }
+
     fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
     }
@@ -833,6 +838,7 @@ impl RuntimeInternals for Runtime {
                         free_site: None,
                         freed: true,
                         stacks: Default::default(),
+                        site_ids: [None; 2],
                     },
                 })
             })

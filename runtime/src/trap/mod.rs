@@ -90,8 +90,8 @@ pub mod scratch;
 
 pub use registry::{registered_pcs, TrapRegistration, TrapSite};
 pub use scratch::{
-    decode_observed, TrapScratch, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_VALUES_OFFSET,
-    TRAP_VALUE_COUNT,
+    decode_observed, encode_observed, TrapScratch, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET,
+    TRAP_VALUES_OFFSET, TRAP_VALUE_COUNT,
 };
 
 use crate::runtime::Runtime;

@@ -133,9 +133,63 @@ pub fn decode_observed(kind: ReportKind, values: [u64; 3]) -> Observed {
     }
 }
 
+/// The three values [`decode_observed`] takes back to `o` (for the kinds
+/// that record it): how an object target sends an observation
+/// (`aot/src/protocol.rs`, the `R` line).
+pub fn encode_observed(o: &Observed) -> [u64; 3] {
+    match *o {
+        Observed::Dict { object, value } => [object, value, 0],
+        Observed::Adstack { capacity, len } => [capacity, len, 0],
+        Observed::Clobber {
+            address,
+            width,
+            value,
+        } => [address, width.into(), value],
+        Observed::Write {
+            object, old, new, ..
+        } => [object, old, new],
+        Observed::Lifetime {
+            object,
+            address,
+            width,
+        } => [object, address, width.into()],
+        Observed::Bounds {
+            object,
+            index,
+            capacity,
+        } => [object, index, capacity],
+        Observed::Overflow {
+            address,
+            width,
+            value,
+        } => [
+            address,
+            u64::from(width) | u64::from(value.is_some()) << 32,
+            value.unwrap_or(0),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn encoding_is_decodings_inverse() {
+        let cases = [
+            (ReportKind::DictSlotTag, [0x10, 0x96, 0]),
+            (ReportKind::AdstackOverflow, [4, 4, 0]),
+            (ReportKind::SlotClobber, [8, 1, 0xfe]),
+            (ReportKind::UseAfterFree, [0x10, 0x18, 8]),
+            (ReportKind::DoubleFree, [0x10, 0x10, 0]),
+            (ReportKind::AttrOutOfBounds, [0x10, 5, 2]),
+            (ReportKind::HeapOverflow, [0x20, 8 | 1 << 32, 7]),
+            (ReportKind::HeapOverflow, [0x20, 4, 0]),
+        ];
+        for (kind, v) in cases {
+            assert_eq!(encode_observed(&decode_observed(kind, v)), v, "{kind:?}");
+        }
+    }
 
     #[test]
     fn observed_values_decode_per_kind() {
