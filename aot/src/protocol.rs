@@ -33,6 +33,7 @@
 //! | `E` | the run ended normally (reports and faults precede it) |
 
 use crate::wrap::FUNC_PREFIX;
+use guardlift_abi::protocol as ev;
 use guardlift_runtime::backtrace::{self, MAX_FRAMES};
 use guardlift_runtime::codemap::CodeFunction;
 use guardlift_runtime::fault::{FaultCause, FaultReport, HostCallFault, OuterFrames};
@@ -509,9 +510,14 @@ pub fn parse(
     let mut complete = false;
     for line in stdout.lines() {
         let mut it = line.split(' ');
-        let tag = it.next().unwrap_or("");
+        // One letter, `guardlift_abi::protocol`'s (the target runtime
+        // writes the same constants).
+        let tag = match it.next().map(str::as_bytes) {
+            Some(&[letter]) => letter,
+            _ => 0,
+        };
         match tag {
-            "P" => {
+            ev::PRINT => {
                 let k = it.next();
                 let bits = hex(it.next(), line)?;
                 run.prints.push(match k {
@@ -520,7 +526,7 @@ pub fn parse(
                     _ => return Err(format!("bad print line `{line}`")),
                 });
             }
-            "F" => {
+            ev::FAULT => {
                 let (host, fault) = host_fault_line(&mut it, line, sites, code)?;
                 if let Some(f) = fault {
                     // In an IR call: the run died there (spec §6.2).
@@ -532,7 +538,7 @@ pub fn parse(
                     run.host_fault = Some(host);
                 }
             }
-            "R" => {
+            ev::REPORT => {
                 let mut n = [0u64; 10];
                 for x in &mut n {
                     *x = hex(it.next(), line)?;
@@ -566,7 +572,7 @@ pub fn parse(
                     backtrace,
                 });
             }
-            "T" => {
+            ev::TRAP => {
                 let mut n = [0u64; 9];
                 for x in &mut n {
                     *x = hex(it.next(), line)?;
@@ -593,33 +599,33 @@ pub fn parse(
                     report,
                 });
             }
-            "C" => {
+            ev::CRASH => {
                 let f = crash(&mut it, line, code)?;
                 run.end = End::Crashed { signal: f.signal };
                 run.fault = Some(f);
                 complete = true;
             }
-            "D" => {
+            ev::ARITH => {
                 let f = arith(&mut it, line, code)?;
                 run.end = End::Crashed { signal: 0 };
                 run.fault = Some(f);
                 complete = true;
             }
-            "S" => {
+            ev::SIGNAL => {
                 run.end = End::Crashed {
                     signal: hex(it.next(), line)? as u32,
                 };
                 complete = true;
             }
-            "V" => run.result = Some(hex(it.next(), line)?),
-            "A" => {
+            ev::RESULT => run.result = Some(hex(it.next(), line)?),
+            ev::ABORT => {
                 run.end = match trap.take() {
                     Some(t) => End::Trapped(t),
                     None => End::Aborted,
                 };
                 complete = true;
             }
-            "E" => {
+            ev::END => {
                 run.end = End::Exited;
                 complete = true;
             }
