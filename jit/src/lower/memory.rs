@@ -170,25 +170,36 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
-    /// Branches on `clean` to a new block (plain) or a new cold block
-    /// (checked); returns (plain, checked, join), the builder still here.
+    /// Branches on `clean` (a loop range's verdict: non-zero runs plain)
+    /// to a new block (plain) or a new cold block (checked); returns
+    /// (plain, checked, join), the builder still here.
     fn clean_split(&mut self, clean: cl::Value) -> (cl::Block, cl::Block, cl::Block) {
-        let plain = self.b.create_block();
-        let checked = self.b.create_block();
-        let join = self.b.create_block();
-        self.b.set_cold_block(checked);
-        self.b.ins().brif(clean, plain, &[], checked, &[]);
-        (plain, checked, join)
+        self.access_split(clean, true)
     }
 
-    /// Branches on `dirty` to a new cold block (checked) or a new block
-    /// (plain); returns (plain, checked, join), the builder still here.
+    /// Branches on `dirty` (a raw group's range test: non-zero runs
+    /// checked), as [`Self::clean_split`] does on a verdict.
     fn raw_group_split(&mut self, dirty: cl::Value) -> (cl::Block, cl::Block, cl::Block) {
+        self.access_split(dirty, false)
+    }
+
+    /// The plain/checked diamond of a member access: `cond` non-zero goes
+    /// to the plain block when `set_is_plain`, to the cold checked one
+    /// otherwise.
+    fn access_split(
+        &mut self,
+        cond: cl::Value,
+        set_is_plain: bool,
+    ) -> (cl::Block, cl::Block, cl::Block) {
         let plain = self.b.create_block();
         let checked = self.b.create_block();
         let join = self.b.create_block();
         self.b.set_cold_block(checked);
-        self.b.ins().brif(dirty, checked, &[], plain, &[]);
+        let (on_set, on_clear) = match set_is_plain {
+            true => (plain, checked),
+            false => (checked, plain),
+        };
+        self.b.ins().brif(cond, on_set, &[], on_clear, &[]);
         (plain, checked, join)
     }
 
