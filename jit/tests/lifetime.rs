@@ -354,4 +354,85 @@ entry:
     }
 }
 
+/// A clean loop's entry cache keeps the last four successes of its
+/// fixed-attribute test (`jit/src/lower/entrycache.rs`): a method whose
+/// loop is entered with up to four receivers in turn asks the runtime
+/// (`Runtime::attr_fixed`) once per receiver, not at every entry; five
+/// receivers in turn evict each other (round robin) and ask every time; a
+/// free (a new values epoch) makes every way miss. Without a shadow
+/// no loop is versioned and nothing asks.
+#[test]
+fn the_loop_entry_cache_holds_four_receivers() {
+    const METHOD: &str = "
+fn @new(%s: i64) -> ptr {
+entry:
+    %two = iconst.i64 2
+    %o = call @obj_new(%two)
+    store_attr %o, 0, %s
+    return %o
+}
+fn @bump(%o: ptr, %k: i64) -> i64 {
+entry:
+    %z = iconst.i64 0
+    jump loop(%z)
+loop(%i: i64):
+    %d = icmp.sge %i, %k
+    brif %d, out, body
+body:
+    %c = load_attr %o, 1
+    %s = load_attr %o, 0
+    %c2 = iadd %c, %s
+    store_attr %o, 1, %c2
+    %one = iconst.i64 1
+    %i2 = iadd %i, %one
+    jump loop(%i2)
+out:
+    %r = load_attr %o, 1
+    return %r
+}
+fn @free(%o: ptr) {
+entry:
+    call @obj_free(%o)
+    return
+}
+";
+    // SAFETY: the functions touch only the objects `@new` makes, live
+    // until `@free`, which frees one made for it alone.
+    let run = |m: &CompiledModule, f: &str, args: &[u64]| unsafe { call_raw(m, f, args) };
+    let shadow = guardlift_runtime::shadow::base().is_some();
+    for receivers in [1u64, 2, 4, 5] {
+        let m = checked(METHOD, "lifetime,dict,bounds,clobber");
+        let rt = m.runtime().clone();
+        let objs: Vec<u64> = (1..=receivers)
+            .map(|s| run(&m, "new", &[s]).expect("@new returns"))
+            .collect();
+        let rounds = 50u64;
+        for round in 1..=rounds {
+            for (s, &o) in (1..).zip(&objs) {
+                let r = run(&m, "bump", &[o, 3]).expect("@bump returns");
+                assert_eq!(r, 3 * s * round, "receiver {s}, round {round}");
+            }
+        }
+        let calls = rt.attr_fixed_calls();
+        let want = match (shadow, receivers <= 4) {
+            (false, _) => 0,
+            (true, true) => receivers,
+            (true, false) => receivers * rounds,
+        };
+        assert_eq!(calls, want, "{receivers} receivers in turn");
+        // A free moves the values epoch: every receiver misses once more.
+        let extra = run(&m, "new", &[9]).expect("@new returns");
+        run(&m, "free", &[extra]);
+        for &o in &objs {
+            run(&m, "bump", &[o, 3]);
+            run(&m, "bump", &[o, 3]);
+        }
+        let again = rt.attr_fixed_calls() - calls;
+        // (the second call of each hits the way the first one filled)
+        let want = if shadow { receivers } else { 0 };
+        assert_eq!(again, want, "{receivers} receivers after a free");
+        assert!(rt.take_reports().is_empty());
+    }
+}
+
 shadow_tests!();

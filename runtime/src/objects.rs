@@ -191,6 +191,7 @@ impl ObjectBuiltins for Runtime {
     }
 
     fn attr_fixed(&self, obj: u64, max: u32) -> bool {
+        self.note_attr_fixed_call();
         lock(&self.heap).attr_fixed(obj, max)
     }
 

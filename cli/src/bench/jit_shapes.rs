@@ -1,6 +1,6 @@
 //! `guardlift bench --only jitshapes`: what the checks cost on code shaped
 //! like a real method JIT's output (issue 33), not on the loops they were
-//! tuned on. Four programs of `tests/programs/jitshapes/` (every engine
+//! tuned on. Five programs of `tests/programs/jitshapes/` (every engine
 //! runs them there too, so the interpreter pins their results):
 //!
 //! - `richards`: pyperformance's richards hot paths — the scheduler loop
@@ -11,7 +11,10 @@
 //! - `spectral_norm`: pyperformance's spectral_norm — int/float
 //!   arithmetic, nested loops, raw list loads and stores;
 //! - `cold call loop`: the context-manager loop of leaf calls with a host
-//!   call on a branch that is never taken.
+//!   call on a branch that is never taken;
+//! - `method loop`: a method whose short loop works on its receiver's
+//!   attributes, called on three receivers in turn (its entry test's
+//!   cache must hold several receivers).
 //!
 //! Each is timed plain, with `--checks dict` and with `--instrument`
 //! (abort mode), in interleaved rounds, ns per step of its `@main(n)`.
@@ -39,7 +42,7 @@ struct Program {
     step: &'static str,
 }
 
-const PROGRAMS: [Program; 4] = [
+const PROGRAMS: [Program; 5] = [
     Program {
         name: "richards",
         text: include_str!("../../../tests/programs/jitshapes/richards.glir"),
@@ -67,6 +70,13 @@ const PROGRAMS: [Program; 4] = [
         ret: Ret::I64,
         steps: 2_000_000,
         step: "iteration (6 leaf calls)",
+    },
+    Program {
+        name: "method loop",
+        text: include_str!("../../../tests/programs/jitshapes/method_loop.glir"),
+        ret: Ret::I64,
+        steps: 1_000_000,
+        step: "round (3 receivers, a 4-iteration loop each)",
     },
 ];
 

@@ -55,6 +55,9 @@
 //!   a values array `@obj_dictify` released, raw accesses touching
 //!   redzones. Object params of helpers are typed `ptr` or `i64`; a
 //!   leaf-call loop may pass an object it selects inside the loop.
+//! - Loops entered with four receivers in turn ([`receivers`]), one of
+//!   which may fail the fixed-attribute entry test (too few attributes,
+//!   or dictified): the JIT's loop-entry cache must answer for each.
 //!
 //! A generated module that does not verify is a bug of this generator: it
 //! panics with the module's text.
@@ -64,6 +67,7 @@ mod control;
 mod faults;
 mod helpers;
 mod ops;
+mod receivers;
 mod shape;
 mod side;
 mod spec31;

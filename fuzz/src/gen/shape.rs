@@ -271,6 +271,7 @@ impl FnGen<'_, '_, '_> {
             2,                                             // 27 stack_alloc area
             2,                                             // 28 func_addr + call_indirect
             if can_loop { 2 } else { 0 },                  // 29 loop with a side exit
+            if can_loop { 1 } else { 0 },                  // 30 loops over four receivers
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -359,6 +360,7 @@ impl FnGen<'_, '_, '_> {
             27 => self.stack_area(),
             28 => self.indirect_call(),
             29 => self.side_exit_loop(),
+            30 => self.receivers_loop(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);

@@ -51,6 +51,7 @@
 mod abi;
 mod adstack;
 mod attrgroup;
+mod entrycache;
 mod func;
 mod guards;
 mod inst;

@@ -44,14 +44,11 @@
 
 use super::abi::cl_type;
 use super::func::internal;
-use super::stubs::Stub;
 use super::FnLower;
 use super::Lowerer;
 use crate::error::JitError;
-use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData, SourceLoc};
-use cranelift_module::{DataDescription, Module as ClModule};
-use guardlift_abi::Entry;
+use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
+use cranelift_module::Module as ClModule;
 use guardlift_ir::hoist::{leaf_object_params_for, CleanLoop};
 use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
 
@@ -586,100 +583,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 
-    /// After the shadow tests passed (the builder is in a block of its
-    /// own): the entry test of the loop's fixed attributes `attrs`, then a
-    /// branch with `args` to `clean` when it holds, to `checked` otherwise.
-    ///
-    /// The test is `Runtime::attr_fixed` for each object (a runtime call:
-    /// `gl_attr_fixed`), behind an inline cache of its last success, a
-    /// zeroed data object of the module: `[values epoch + 1, (object,
-    /// word) per object]`. It hits when the epoch is unchanged (no object
-    /// went and no values array was released since), the objects are
-    /// those and their words still those: each is then the same live
-    /// object with the same values array, whose capacity the runtime
-    /// recorded (the capacity word in memory is never read: a raw store
-    /// may have changed it). The cache is only an optimization: a hit
-    /// gives the answer the runtime would.
-    fn fixed_attrs_test(
-        &mut self,
-        attrs: &[(Value, u32)],
-        args: &[BlockArg],
-        clean: cl::Block,
-        checked: cl::Block,
-    ) -> Result<(), JitError> {
-        use cl::types::I64;
-        let slot = |i: usize| 8 + 16 * i as i32;
-        let data = (self.m.declare_anonymous_data(true, false))
-            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
-        let mut desc = DataDescription::new();
-        desc.define_zeroinit(slot(attrs.len()) as usize);
-        desc.set_align(8);
-        (self.m.define_data(data, &desc))
-            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
-        let gv = super::far_data(self.m, data, self.b.func);
-        let cache = self.b.ins().symbol_value(I64, gv);
-        let rt = self.rt()?;
-        let flags = MemFlagsData::trusted();
-        let epoch = (self.b.ins()).load(I64, flags, rt, guardlift_abi::VALUES_EPOCH_OFFSET);
-        let stamp = self.b.ins().iadd_imm_s(epoch, 1);
-        let objs: Vec<cl::Value> = (attrs.iter())
-            .map(|&(o, _)| self.val(o))
-            .collect::<Result<_, _>>()?;
-        // The cache: the stamp, then the objects.
-        let cached = self.b.ins().load(I64, flags, cache, 0);
-        let mut hit = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
-        for (i, &o) in objs.iter().enumerate() {
-            let c = self.b.ins().load(I64, flags, cache, slot(i));
-            hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
-        }
-        let hit = self.band_all(hit)?;
-        let (words, miss) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(hit, words, &[], miss, &[]);
-        // The words: unchanged, each object still has the values array
-        // whose recorded capacity the runtime tested (a record changes
-        // only when the array is released, which moves the epoch).
-        self.b.switch_to_block(words);
-        let mut same = Vec::with_capacity(objs.len());
-        for (i, &o) in objs.iter().enumerate() {
-            let w = self.load_word(o);
-            let c = self.b.ins().load(I64, flags, cache, slot(i) + 8);
-            same.push(self.b.ins().icmp(IntCC::Equal, w, c));
-        }
-        let same_words = self.band_all(same)?;
-        self.b.ins().brif(same_words, clean, args, miss, &[]);
-        // A miss: ask the runtime; on success fill the cache.
-        self.b.switch_to_block(miss);
-        let mut fixed = Vec::with_capacity(objs.len());
-        for (&o, &(_, max)) in objs.iter().zip(attrs) {
-            let mx = self.iconst(cl::types::I32, i64::from(max));
-            let r = self
-                .call_stub(Stub::Check(Entry::AttrFixed), &[o, mx])?
-                .ok_or_else(|| internal(self.fname, "gl_attr_fixed returns nothing"))?;
-            fixed.push(r);
-        }
-        let all = self.band_all(fixed)?;
-        let fill = self.b.create_block();
-        self.b.ins().brif(all, fill, &[], checked, args);
-        self.b.switch_to_block(fill);
-        self.b.ins().store(flags, stamp, cache, 0);
-        for (i, &o) in objs.iter().enumerate() {
-            let w = self.load_word(o);
-            self.b.ins().store(flags, o, cache, slot(i));
-            self.b.ins().store(flags, w, cache, slot(i) + 8);
-        }
-        self.b.ins().jump(clean, args);
-        Ok(())
-    }
-
-    /// The `band` of `bits` (booleans of one type; at least one).
-    fn band_all(&mut self, bits: Vec<cl::Value>) -> Result<cl::Value, JitError> {
-        let mut it = bits.into_iter();
-        let first = it
-            .next()
-            .ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
-        Ok(it.fold(first, |a, b| self.b.ins().band(a, b)))
-    }
-
     /// The dispatch block of loop `k`: the objects' shadow tests, then the
     /// clean header when all pass, the checked one otherwise.
     fn fill_dispatch(&mut self, k: usize) -> Result<(), JitError> {
@@ -757,6 +660,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 mod tests {
     use super::super::{Calls, LowerConfig, Names, RtRef, ShadowRef};
     use super::*;
+    use cranelift_codegen::ir::condcodes::IntCC;
     use cranelift_codegen::isa::CallConv;
     use guardlift_instrument::{instrument, CheckSet};
     use guardlift_runtime::Mode;

@@ -134,6 +134,8 @@ pub struct Runtime {
     slow_paths: std::sync::OnceLock<SlowPaths>,
     /// Record host objects' native stacks ([`Runtime::set_host_stacks`]).
     host_stacks: AtomicBool,
+    /// Calls of [`Runtime::attr_fixed`] ([`Runtime::attr_fixed_calls`]).
+    attr_fixed_calls: AtomicU64,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -247,7 +249,21 @@ impl Runtime {
             settings: RwLock::new(Settings::default()),
             slow_paths: std::sync::OnceLock::new(),
             host_stacks: AtomicBool::new(false),
+            attr_fixed_calls: AtomicU64::new(0),
         }
+    }
+
+    /// How many times generated code asked [`Runtime::attr_fixed`]: each
+    /// entry of a clean loop with fixed attributes whose inline cache
+    /// missed (docs/CODEGEN.md, "Loops: the clean copy"). For tests and
+    /// benchmarks.
+    pub fn attr_fixed_calls(&self) -> u64 {
+        self.attr_fixed_calls.load(Ordering::Relaxed)
+    }
+
+    /// Counts one [`Runtime::attr_fixed`] call.
+    pub(crate) fn note_attr_fixed_call(&self) {
+        self.attr_fixed_calls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The managed-dict layout.

@@ -1,0 +1,129 @@
+//! Loops entered with several receivers in turn (issue 33, the JIT's
+//! loop-entry cache, `jit/src/lower/entrycache.rs`): an outer loop picks
+//! one of four fresh objects by its counter (`i & 3`) and runs an inner
+//! counted loop of attribute ops on it — a clean loop whose fixed
+//! attributes the JIT tests at each entry, behind a cache of the last
+//! four successes — as a method JIT's loop over `self` at a call site
+//! that sees several objects.
+//!
+//! One receiver, at a position the input picks, may fail that test:
+//!
+//! - fewer attributes than the inner loop's highest index (a fault: the
+//!   op past its capacity is `attr_out_of_bounds` at every entry with it,
+//!   guarded by hand or needing the bounds checks);
+//! - dictified before the loops (legal: its attribute ops take the slow
+//!   path, and the entry test fails for it alone).
+//!
+//! A cache that answered for a receiver from another receiver's way would
+//! run the clean copy, without the bounds tests, on the failing one. The
+//! inner loop's results leave it only through its exit block's param (a
+//! clean loop defines no value used outside it).
+
+use super::{FnGen, Obj};
+use guardlift_ir::{BinOp, IntCC, Type, Value};
+
+impl FnGen<'_, '_, '_> {
+    /// Loops over four receivers in turn (see the module's header).
+    pub(super) fn receivers_loop(&mut self) {
+        let rounds = self.src.range(1, 3);
+        let trip = self.src.range(1, 3);
+        if self.ms.cfg.max_mult / self.mult < u64::from(4 * rounds * trip) {
+            return;
+        }
+        // The inner loop's highest attribute index, and which receiver
+        // fails the entry test (4: none) and how.
+        let max = self.src.range(0, 2);
+        let bad = match self.src.chance(1, 3) {
+            true => 4,
+            false => self.src.range(0, 3),
+        };
+        let small = max > 0 && self.ms.faults && self.src.chance(2, 3);
+        let objs: Vec<Value> = (0..4)
+            .map(|k| {
+                let n = match (k == bad, small) {
+                    (true, true) => max,
+                    _ => max + 1 + self.src.range(0, 1),
+                };
+                let nv = self.iconst(Type::I64, i64::from(n));
+                (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns")
+            })
+            .collect();
+        if bad < 4 && !small {
+            self.fb.call(self.ms.ext.obj_dictify, &[objs[bad as usize]]);
+            self.dictified = true;
+        }
+        self.ev.insert(match (bad < 4, small) {
+            (false, _) => "entrycache.receivers",
+            (true, true) => "entrycache.receiver_too_small",
+            (true, false) => "entrycache.receiver_dictified",
+        });
+        let zero = self.iconst(Type::I64, 0);
+        let one = self.iconst(Type::I64, 1);
+        let three = self.iconst(Type::I64, 3);
+        let outer_n = self.iconst(Type::I64, i64::from(4 * rounds));
+        let inner_n = self.iconst(Type::I64, i64::from(trip));
+        let acc0 = self.pick_compat(Type::I64);
+        let outer = self.fb.create_block("receivers");
+        let pick = self.fb.create_block("receiver");
+        let inner = self.fb.create_block("method");
+        let body = self.fb.create_block("method_body");
+        let next = self.fb.create_block("next_receiver");
+        let done = self.fb.create_block("receivers_done");
+        let [i, acc] = [Type::I64; 2].map(|t| self.fb.append_block_param(outer, t));
+        let [j, a] = [Type::I64; 2].map(|t| self.fb.append_block_param(inner, t));
+        let a2 = self.fb.append_block_param(next, Type::I64);
+        let out = self.fb.append_block_param(done, Type::I64);
+        self.fb.jump(outer, &[zero, acc0]);
+        self.fb.switch_to_block(outer);
+        let more = self.fb.icmp(IntCC::Slt, i, outer_n);
+        self.fb.brif(more, pick, &[], done, &[acc]);
+        // The receiver: objs[i & 3].
+        self.fb.switch_to_block(pick);
+        let k = self.fb.binary(BinOp::Band, i, three);
+        let mut r = objs[3];
+        for (slot, &o) in objs.iter().enumerate().take(3).rev() {
+            let at = self.iconst(Type::I64, slot as i64);
+            let is = self.fb.icmp(IntCC::Eq, k, at);
+            r = self.fb.select(is, o, r);
+        }
+        self.fb.jump(inner, &[zero, acc]);
+        // The method's loop: attribute ops on the receiver only.
+        self.fb.switch_to_block(inner);
+        let go = self.fb.icmp(IntCC::Slt, j, inner_n);
+        self.fb.brif(go, body, &[], next, &[a]);
+        self.fb.switch_to_block(body);
+        let low = self.src.range(0, max.saturating_sub(1));
+        let x = self.fb.load_attr(r, low);
+        let a1 = self.fb.binary(BinOp::Iadd, a, x);
+        // The op at the highest index: past the capacity of a small one.
+        if self.src.chance(1, 2) {
+            let y = self.fb.load_attr(r, max);
+            if small {
+                self.object_fault_guard(|n| n.bounds = true);
+            }
+            let a3 = self.fb.binary(BinOp::Bxor, a1, y);
+            self.fb.store_attr(r, low, a3);
+        } else {
+            self.fb.store_attr(r, max, a1);
+            if small {
+                self.object_fault_guard(|n| n.bounds = true);
+            }
+        }
+        let j2 = self.fb.binary(BinOp::Iadd, j, one);
+        let a4 = self.fb.load_attr(r, low);
+        let a5 = self.fb.binary(BinOp::Iadd, a1, a4);
+        self.fb.jump(inner, &[j2, a5]);
+        self.fb.switch_to_block(next);
+        let i2 = self.fb.binary(BinOp::Iadd, i, one);
+        self.fb.jump(outer, &[i2, a2]);
+        self.fb.switch_to_block(done);
+        self.vals.push(out);
+        // The receivers that pass join the pool (a small one would make
+        // later ops past its capacity).
+        for (k, &v) in objs.iter().enumerate() {
+            if k as u32 != bad && self.src.chance(1, 2) {
+                self.objs.push(Obj { v, nattrs: max + 1 });
+            }
+        }
+    }
+}

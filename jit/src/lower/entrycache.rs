@@ -1,0 +1,148 @@
+//! The entry test of a clean loop's fixed attributes
+//! ([`guardlift_ir::hoist::CleanLoop::attrs`]) and the inline cache in
+//! front of it.
+//!
+//! The test is `Runtime::attr_fixed` for each object (a runtime call,
+//! `gl_attr_fixed`: the heap's record, not the word, decides where it
+//! reads, so a wild or forged word never makes the dispatch fault where
+//! the loop would not). In front of it, per loop, a zeroed data object of
+//! the module holds the last [`WAYS`] successes — each `[values epoch + 1,
+//! (object, word) per object]` — and the index of the way the next success
+//! fills (round robin). A way hits when the epoch is unchanged (no object
+//! went and no values array was released since), its objects are these and
+//! their words still those: each is then the same live object with the
+//! same values array, whose capacity the runtime recorded (the capacity
+//! word in memory is never read: a raw store may have changed it). The
+//! cache is only an optimization: a hit gives the answer the runtime would.
+//!
+//! Several ways, because a method JIT's loop is entered with a few
+//! receivers in turn (a method called on each of a few objects): with one
+//! way every entry of such a loop missed and paid the runtime's lock and
+//! hash lookup per object (docs/PERFORMANCE.md, "Loop-entry caches of more
+//! than one way").
+
+use super::func::internal;
+use super::stubs::Stub;
+use super::FnLower;
+use crate::error::JitError;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData};
+use cranelift_module::{DataDescription, Module as ClModule};
+use guardlift_abi::Entry;
+use guardlift_ir::Value;
+
+/// Ways of a loop's entry cache (a power of two: the index of the next way
+/// to fill is masked, so that no value in the data object makes a fill
+/// write outside it).
+pub(super) const WAYS: usize = 4;
+
+/// Bytes between two ways for `n` objects: the stamp, then (object,
+/// word) each, rounded up to a power of two (a way's offset is a shift of
+/// its index).
+pub(super) fn way_bytes(n: usize) -> i32 {
+    (8 + 16 * n as u32).next_power_of_two() as i32
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// After the shadow tests passed (the builder is in a block of its
+    /// own): the entry test of the loop's fixed attributes `attrs`, then a
+    /// branch with `args` to `clean` when it holds, to `checked` otherwise
+    /// (see the module doc).
+    pub(super) fn fixed_attrs_test(
+        &mut self,
+        attrs: &[(Value, u32)],
+        args: &[BlockArg],
+        clean: cl::Block,
+        checked: cl::Block,
+    ) -> Result<(), JitError> {
+        use cl::types::I64;
+        let way = way_bytes(attrs.len());
+        let obj_at = |w: i32, i: usize| w + 8 + 16 * i as i32;
+        // The ways, then the index of the next way to fill.
+        let cursor_at = way * WAYS as i32;
+        let data = (self.m.declare_anonymous_data(true, false))
+            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
+        let mut desc = DataDescription::new();
+        desc.define_zeroinit(cursor_at as usize + 8);
+        desc.set_align(8);
+        (self.m.define_data(data, &desc))
+            .map_err(|e| JitError::module(format!("@{}: loop entry cache", self.fname), e))?;
+        let gv = super::far_data(self.m, data, self.b.func);
+        let cache = self.b.ins().symbol_value(I64, gv);
+        let rt = self.rt()?;
+        let flags = MemFlagsData::trusted();
+        let epoch = (self.b.ins()).load(I64, flags, rt, guardlift_abi::VALUES_EPOCH_OFFSET);
+        let stamp = self.b.ins().iadd_imm_s(epoch, 1);
+        let objs: Vec<cl::Value> = (attrs.iter())
+            .map(|&(o, _)| self.val(o))
+            .collect::<Result<_, _>>()?;
+        let miss = self.b.create_block();
+        for k in 0..WAYS {
+            let w = way * k as i32;
+            // The stamp and the objects of way k.
+            let cached = self.b.ins().load(I64, flags, cache, w);
+            let mut hit = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
+            for (i, &o) in objs.iter().enumerate() {
+                let c = self.b.ins().load(I64, flags, cache, obj_at(w, i));
+                hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
+            }
+            let hit = self.band_all(hit)?;
+            let words = self.b.create_block();
+            let next = match k + 1 < WAYS {
+                true => self.b.create_block(),
+                false => miss,
+            };
+            self.b.ins().brif(hit, words, &[], next, &[]);
+            // The words: unchanged, each object still has the values array
+            // whose recorded capacity the runtime tested (a record changes
+            // only when the array is released, which moves the epoch).
+            self.b.switch_to_block(words);
+            let mut same = Vec::with_capacity(objs.len());
+            for (i, &o) in objs.iter().enumerate() {
+                let word = self.load_word(o);
+                let c = self.b.ins().load(I64, flags, cache, obj_at(w, i) + 8);
+                same.push(self.b.ins().icmp(IntCC::Equal, word, c));
+            }
+            let same_words = self.band_all(same)?;
+            self.b.ins().brif(same_words, clean, args, next, &[]);
+            self.b.switch_to_block(next);
+        }
+        // A miss (the builder is there): ask the runtime; on success fill
+        // the next way.
+        let mut fixed = Vec::with_capacity(objs.len());
+        for (&o, &(_, max)) in objs.iter().zip(attrs) {
+            let mx = self.iconst(cl::types::I32, i64::from(max));
+            let r = self
+                .call_stub(Stub::Check(Entry::AttrFixed), &[o, mx])?
+                .ok_or_else(|| internal(self.fname, "gl_attr_fixed returns nothing"))?;
+            fixed.push(r);
+        }
+        let all = self.band_all(fixed)?;
+        let fill = self.b.create_block();
+        self.b.ins().brif(all, fill, &[], checked, args);
+        self.b.switch_to_block(fill);
+        let k = self.b.ins().load(I64, flags, cache, cursor_at);
+        let k = self.b.ins().band_imm_u(k, WAYS as i64 - 1);
+        let off = self.b.ins().ishl_imm_u(k, i64::from(way.trailing_zeros()));
+        let at = self.b.ins().iadd(cache, off);
+        self.b.ins().store(flags, stamp, at, 0);
+        for (i, &o) in objs.iter().enumerate() {
+            let word = self.load_word(o);
+            self.b.ins().store(flags, o, at, obj_at(0, i));
+            self.b.ins().store(flags, word, at, obj_at(0, i) + 8);
+        }
+        let k1 = self.b.ins().iadd_imm_s(k, 1);
+        self.b.ins().store(flags, k1, cache, cursor_at);
+        self.b.ins().jump(clean, args);
+        Ok(())
+    }
+
+    /// The `band` of `bits` (booleans of one type; at least one).
+    fn band_all(&mut self, bits: Vec<cl::Value>) -> Result<cl::Value, JitError> {
+        let mut it = bits.into_iter();
+        let first = it
+            .next()
+            .ok_or_else(|| internal(self.fname, "no fixed attribute"))?;
+        Ok(it.fold(first, |a, b| self.b.ins().band(a, b)))
+    }
+}
