@@ -1,6 +1,6 @@
 //! guardlift ahead of time: run a module on an explicit architecture
-//! (`--target aarch64` / `--target riscv64` under qemu-user, `--target
-//! x86_64` natively) and get back exactly what the host JIT run would have
+//! (`--target aarch64` under qemu-user on an x86_64 host, `--target x86_64`
+//! natively) and get back exactly what the host JIT run would have
 //! produced.
 //!
 //! 1. [`wrap::wrap_entry`] renames the IR functions and appends the entry
@@ -40,7 +40,7 @@ pub mod toolchain;
 pub mod wrap;
 
 pub use protocol::{End, IrPc, Print, TargetFault, TargetRun, Trap, TrapReport};
-pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64};
+pub use toolchain::{install_hint, Toolchain, INSTALL_HINT};
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};

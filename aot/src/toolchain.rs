@@ -15,16 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const INSTALL_HINT: &str =
     "install qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: run scripts/install-deps";
 
-/// What the tests and the CLI tell a user who lacks the riscv64 tools.
-pub const INSTALL_HINT_RISCV64: &str =
-    "install qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross: run scripts/install-deps";
-
 /// The install hint for a target that `scripts/install-deps` provides the
-/// tools of (aarch64, riscv64), when the host cannot run its code.
+/// tools of (aarch64), when the host cannot run its code.
 pub fn install_hint(target: Target) -> Option<&'static str> {
     match target {
         Target::Aarch64 => Some(INSTALL_HINT),
-        Target::Riscv64 => Some(INSTALL_HINT_RISCV64),
         _ => None,
     }
 }
@@ -54,7 +49,8 @@ pub struct Toolchain {
     pub runner: Option<PathBuf>,
     /// The guardlift runtime library the program links
     /// (`libguardlift_target_rt.a`, found and checked by
-    /// [`crate::target_rt`]); `None`: the C support (riscv64).
+    /// [`crate::target_rt`]); `None`: the C support (no target since
+    /// riscv64 was retired).
     pub runtime: Option<PathBuf>,
 }
 
@@ -82,15 +78,14 @@ fn env_name(what: &str, target: Target) -> String {
 impl Toolchain {
     /// The tools for `target` (an explicit architecture; `Host` means this
     /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
-    /// (empty: run natively), likewise `..._X86_64` and `..._RISCV64`.
+    /// (empty: run natively), likewise `..._X86_64`.
     ///
     /// The link is static, so the emulator needs no sysroot (`-L`), unless
     /// shared libraries are linked ([`sysroot`]).
     pub fn find(target: Target) -> Result<Toolchain, AotError> {
         let target = match target {
-            Target::Host => Target::host_arch().ok_or_else(|| {
-                AotError::Tools("this host is neither x86_64, aarch64 nor riscv64".into())
-            })?,
+            Target::Host => Target::host_arch()
+                .ok_or_else(|| AotError::Tools("this host is neither x86_64 nor aarch64".into()))?,
             t => t,
         };
         let native = target.is_native();
@@ -100,11 +95,6 @@ impl Toolchain {
                 "aarch64-linux-gnu-gcc",
                 Some("qemu-aarch64"),
                 "qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross",
-            ),
-            (Target::Riscv64, false) => (
-                "riscv64-linux-gnu-gcc",
-                Some("qemu-riscv64"),
-                "qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross",
             ),
             (_, false) => (
                 "x86_64-linux-gnu-gcc",
