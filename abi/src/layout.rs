@@ -1,8 +1,8 @@
 //! Object-model layout: where the managed-dict word lives and how it is tagged.
 //!
 //! This module is the single definition of the managed-dict slot offsets and
-//! tag bits. The lowering (jit), the reference interpreter (interp), the
-//! model heap (runtime) and the C support (aot) all read these constants; nothing else may spell
+//! tag bits. The lowering (jit), the reference interpreter (interp) and the
+//! model heap (runtime) all read these constants; nothing else may spell
 //! them out.
 
 use std::fmt;

@@ -24,7 +24,7 @@ pub const ABORT: u8 = b'A';
 /// The run ended normally.
 pub const END: u8 = b'E';
 
-/// Every event: (name, letter); the C support's `GL_EV_NAME`.
+/// Every event: (name, letter), as `ABI_STAMP` hashes them.
 pub const EVENTS: [(&str, u8); 10] = [
     ("PRINT", PRINT),
     ("FAULT", FAULT),

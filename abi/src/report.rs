@@ -136,5 +136,6 @@ pub fn kind_names() -> impl Iterator<Item = &'static str> {
 }
 
 /// Most objects a deduplicated report lists in `objects` (spec §6); the
-/// runtime's sink and the object targets' C support both keep this many.
+/// runtime's sink keeps this many (on the host and in the object targets'
+/// runtime library alike).
 pub const MAX_REPORT_OBJECTS: usize = 8;

@@ -1,6 +1,6 @@
 //! guardlift ahead of time: run a module on an explicit architecture
-//! (`--target aarch64` / `--target riscv64` under qemu-user, `--target
-//! x86_64` natively) and get back exactly what the host JIT run would have
+//! (`--target aarch64` under qemu-user on an x86_64 host, `--target x86_64`
+//! natively) and get back exactly what the host JIT run would have
 //! produced.
 //!
 //! 1. [`wrap::wrap_entry`] renames the IR functions and appends the entry
@@ -8,16 +8,14 @@
 //!    (raw u64 argument bits in, raw result bits out).
 //! 2. [`guardlift_jit::emit_object`] compiles it for the target with the
 //!    same lowering as the JIT.
-//! 3. [`toolchain::link`] links it statically with the target-side support
-//!    (`support/gl_support.c`, a small model of the runtime's heap, plus the
-//!    generated header `gl_layout.h` carrying the runtime's constants).
+//! 3. [`toolchain::link`] links it statically with the program's generated
+//!    `gl_traps.c` ([`support::program_main`]: its trap and code tables and
+//!    `main`) and guardlift's Rust runtime built as a static library for
+//!    the target (`aot/rt`, `libguardlift_target_rt.a`, found and checked
+//!    by [`target_rt`]; docs/TARGETS.md, "One runtime").
 //! 4. [`Build::run`] runs it and parses the line protocol
 //!    ([`protocol`]) into prints, reports, host faults and the result, in
 //!    the runtime's own types, so the host formats them as it formats its own.
-//!
-//! [`target_rt`] finds and checks the Rust runtime built as a static
-//! library for a target (`aot/rt`), which will replace the C support
-//! (docs/TARGETS.md, "One runtime"); nothing links it yet.
 //!
 //! [`build_with_libraries`] also links shared libraries ([`library`], `run
 //! --link LIB.so`): the program is then linked dynamically, finds them
@@ -40,7 +38,7 @@ pub mod toolchain;
 pub mod wrap;
 
 pub use protocol::{End, IrPc, Print, TargetFault, TargetRun, Trap, TrapReport};
-pub use toolchain::{install_hint, Toolchain, INSTALL_HINT, INSTALL_HINT_RISCV64};
+pub use toolchain::{install_hint, Toolchain, INSTALL_HINT};
 
 use guardlift_ir::{Module, Type};
 use guardlift_jit::{EmitOptions, JitError, Target};
@@ -75,7 +73,7 @@ pub enum AotError {
     /// The guardlift runtime library for the target is missing or unusable.
     #[error(transparent)]
     TargetRt(#[from] target_rt::TargetRtError),
-    /// Compiling the support or linking failed.
+    /// Linking failed.
     #[error("{0}")]
     Build(String),
     /// The program could not be run, or said something unexpected.
@@ -137,7 +135,7 @@ pub struct Build {
 }
 
 /// Compiles `m` (already instrumented as wanted) for `target` with the
-/// guard lowering of `mode`, and links it with the target-side support.
+/// guard lowering of `mode`, and links it with the target runtime library.
 pub fn build(m: &Module, entry: &str, target: Target, mode: Mode) -> Result<Build, AotError> {
     build_with_host(m, entry, target, mode, &[])
 }

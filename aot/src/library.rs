@@ -52,7 +52,6 @@ impl SharedLibrary {
         let (arch, machine) = match file.architecture() {
             object::Architecture::X86_64 => (Some(Target::X86_64), "x86_64".to_string()),
             object::Architecture::Aarch64 => (Some(Target::Aarch64), "aarch64".to_string()),
-            object::Architecture::Riscv64 => (Some(Target::Riscv64), "riscv64".to_string()),
             other => (None, format!("{other:?}").to_ascii_lowercase()),
         };
         let defined = file

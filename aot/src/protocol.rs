@@ -1,8 +1,8 @@
 //! The line protocol from the target program to the host.
 //!
-//! The target (the object linked with `support/gl_support.c`) writes these
-//! lines to its stdout, fully buffered (its own buffer and `write(2)`, so
-//! that its fault handler can flush it), flushed at exit, before it aborts
+//! The target (the object linked with the runtime library, `aot/rt`) writes
+//! these lines to its stdout, fully buffered (its own buffer and `write(2)`,
+//! so that its fault handler can flush it), flushed at exit, before it aborts
 //! and when it faults.
 //! Numbers are lowercase hex without `0x`; fields are separated by one
 //! space. Formatting of everything a user sees stays on the host.
@@ -10,14 +10,14 @@
 //! | line | meaning |
 //! |---|---|
 //! | `P i BITS` / `P f BITS` | `print_i64` / `print_f64` of the raw bits |
-//! | `F FN FAULT A B OBJ ID FREED ALLOC FREE SITE N PCs` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands, the object it was about (0: none) and what the support knew of it (as `OBJ` below), then the IR call that entered the host function (`- -`: not in an IR call) and the IR calls outside it (`N` PCs, innermost first). With a call, the run died there: the reports recorded before precede it and nothing follows |
+//! | `F FN FAULT A B OBJ ID FREED ALLOC FREE SITE N PCs` | a host fault in the model heap (first one only): [`FAULT_FUNCS`]`[FN]`, [`Fault`] code, operands, the object it was about (0: none) and what the runtime knew of it (as `OBJ` below), then the IR call that entered the host function (`- -`: not in an IR call) and the IR calls outside it (`N` PCs, innermost first). With a call, the run died there: the reports recorded before precede it and nothing follows |
 //! | `R KIND SITE A B C LW LWSITE LWVALUE LWOBJ COUNT OBJ` | one deduplicated report, in first-occurrence order: [`ReportKind::code`], site id, observed values (as [`decode_observed`] takes them: dict: object word; adstack: capacity len; clobber: address width value; lifetime: object address width; bounds: object index capacity), the last known write to the slot ([`LastWriteCode`], its site, value and object id, 0 = unknown), the occurrence count, then the object the report is about (`OBJ`, below) |
 //! | `T SIGNAL PC FOUND KIND SITE HAVE A B C` | a trap instruction fired (before `A`): FOUND 1 when the PC is a guard's trap (trap mode), with its kind and site; HAVE 1 when the scratch area held this site's observed values A B C (the object is not named: the host's trap handler cannot look it up either) |
 //!
 //! `OBJ` is four fields `ID FREED ALLOC FREE`: the allocation id (0: no
 //! object known), 1 if it was freed, and the runtime-global site ids of the
 //! IR calls that allocated and freed it, each `-` when unknown.
-//! | `S SIGNAL` | the program is dying of a signal outside any IR call (in the support itself) |
+//! | `S SIGNAL` | the program is dying of a signal outside any IR call (in the runtime library itself) |
 //! | `C SIGNAL ADDR PC HOST OVERFLOW SITE ALT` | a fatal signal (SIGSEGV, SIGBUS, SIGFPE, a SIGILL that is not a guard's) in IR code (HOST 0) or in a host function IR code called (HOST 1), at data address ADDR; OVERFLOW 1 when it hit the end of the stack; SITE the faulting instruction or the IR call into the host function, ALT the call in the link register (used when SITE has no IR site: a fault in a prologue), LEAF 1 when the first of the N PCs that follow is ALT (a function without a frame record of its own), then `N` and N PCs (`FN OFF`): the IR calls outside the site, innermost first (the frame-record walk); the reports recorded before it precede it |
 //!
 //! A PC in IR code (`SITE`, `ALT`, a report's frames) is two fields `FN OFF`:
@@ -44,14 +44,11 @@ use guardlift_runtime::{
     SiteInfo,
 };
 
-/// Event letters (the header gives them to the C side as `GL_EV_*`).
-pub const EVENTS: [(&str, u8); 10] = guardlift_abi::protocol::EVENTS;
-
-/// The model heap's functions, as host faults name them (`GL_FN_*` in C),
-/// and what went wrong (`GL_FAULT_*`): the runtime's own definitions.
+/// The model heap's functions, as host faults name them (`F FN ...`), and
+/// what went wrong: the runtime's own definitions.
 pub use guardlift_runtime::heap::{HostFaultKind as Fault, HOST_FAULT_FUNCS as FAULT_FUNCS};
 use guardlift_runtime::heap::{BY_DICT_CODE, BY_OBJ_NEW};
-/// Who last wrote a dict slot, as the target records it (`GL_LW_*` in C).
+/// Who last wrote a dict slot, as the target records it (`LW` of `R`).
 pub use guardlift_runtime::report::LastWriteCode;
 
 /// The last-write record the host runtime would have kept
@@ -466,7 +463,7 @@ fn host_fault_line<'a>(
         .ok_or_else(|| format!("bad fault function in `{line}`"))?;
     let fault = Fault::from_code(fault).ok_or_else(|| format!("bad fault code in `{line}`"))?;
     let obj = hex(it.next(), line)?;
-    // The object as the support knew it (the `OBJ` fields of `R`).
+    // The object as the runtime knew it (the `OBJ` fields of `R`).
     let note = object_note(it, line, sites)?;
     let host = fault.host_fault(func, a, b);
     let at = code_pc(it, line, code)?;

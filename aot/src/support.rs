@@ -1,198 +1,19 @@
-//! The target-side support: `support/gl_support.c` and `gl_signals.c`
-//! with their shared `gl_support.h` (embedded, so an
-//! installed CLI works from any directory) and the header `gl_layout.h`
-//! generated for each module from the contract crate's (guardlift-abi) and
-//! the runtime's own constants, so that no
-//! layout constant, report code, protocol code or ABI signature is written
-//! twice.
+//! The C glue generated for each program (`gl_traps.c`): the tables the
+//! target runtime library (`aot/rt`, `libguardlift_target_rt.a`) needs
+//! about the program — where each guard's trap instruction is, each IR
+//! function's code, the module's dict slot offset — and the `main` that
+//! hands them to the library's `gl_target_main`. Everything else (layout
+//! constants, report codes, the protocol, the entry points) is the Rust
+//! runtime's own.
 
-use crate::protocol::{Fault, LastWriteCode, EVENTS, FAULT_FUNCS};
-use guardlift_abi::{
-    trap_token, Entry, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_SCRATCH_OFFSET,
-    TRAP_VALUES_OFFSET,
-};
-use guardlift_runtime::heap::{
-    BLOCK_ALIGN, DICT_MAGIC, DICT_OBJECT_BYTES, MAX_OBJ_ATTRS, OBJ_BODY_BYTES, REDZONE_BYTES,
-};
-use guardlift_runtime::layout::{self, DictLayout};
-use guardlift_runtime::{Mode, ReportKind};
+use guardlift_runtime::layout::DictLayout;
 use std::fmt::Write as _;
 
-/// The C source of the target-side support: the model heap, reports, `main`.
-pub const SUPPORT_C: &str = include_str!("../support/gl_support.c");
-/// Its protocol output, code table, backtraces and signal handlers.
-pub const SIGNALS_C: &str = include_str!("../support/gl_signals.c");
-/// What the two share.
-pub const SUPPORT_H: &str = include_str!("../support/gl_support.h");
-/// The support's files: (name, text); the `.c` files are compiled.
-pub const SOURCES: [(&str, &str); 3] = [
-    ("gl_support.c", SUPPORT_C),
-    ("gl_signals.c", SIGNALS_C),
-    ("gl_support.h", SUPPORT_H),
-];
-/// The name the support includes its generated header by.
-pub const HEADER_NAME: &str = "gl_layout.h";
-
-/// Stack of the thread the target runs the entry on: the CLI's run thread
-/// has the same (adstack frames can be large).
-pub const RUN_STACK_BYTES: u64 = guardlift_abi::RUN_STACK_BYTES as u64;
-/// Bytes of the `guardlift_runtime` data symbol the object imports (its
-/// address is the hidden runtime pointer; trap mode may keep a scratch area there).
-pub const RUNTIME_SYMBOL_BYTES: u64 = 4096;
-/// How far up the stack the fault handler looks for the IR call that
-/// entered a host function, and a report for its stub's frame record (as
-/// the host's fault handler does).
-pub const SCAN_BYTES: u64 = 1 << 20;
-/// A SIGSEGV this close to the low end of the run thread's stack (above or
-/// below) is a stack overflow (as the host's fault handler decides).
-pub const OVERFLOW_SLACK: u64 = 64 << 10;
-
-fn c_ident(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The C declaration of entry point or built-in `e`, derived from its row
-/// of [`guardlift_abi::foreach_entry!`] (`void *rt` first when it takes
-/// the runtime).
-pub fn c_declaration(e: Entry) -> String {
-    let mut params: Vec<String> = Vec::new();
-    if e.needs_rt() {
-        params.push("void *rt".into());
-    }
-    params.extend(
-        e.params()
-            .iter()
-            .enumerate()
-            .map(|(i, t)| format!("{} a{i}", t.c_type())),
-    );
-    if params.is_empty() {
-        params.push("void".into());
-    }
-    let ret = e.ret().map_or("void", |t| t.c_type());
-    format!("{ret} {}({});", e.symbol(), params.join(", "))
-}
-
-/// The runtime ABI the object imports, as C prototypes of every entry of
-/// the table. A definition in the C file that disagrees fails to compile.
-fn prototypes() -> String {
-    let mut s = String::new();
-    for &e in Entry::ALL {
-        let _ = writeln!(s, "{}", c_declaration(e));
-    }
-    s
-}
-
-/// `gl_layout.h` for a module with `layout`.
-pub fn header(layout: DictLayout) -> String {
-    let mut s = String::new();
-    let mut def = |name: &str, value: String| {
-        let _ = writeln!(s, "#define GL_{name} {value}");
-    };
-    // Object layout (runtime::layout, runtime::heap).
-    def(
-        "DICT_SLOT_OFFSET",
-        format!("({}LL)", layout.dict_slot_offset()),
-    );
-    def("DICT_WORD_BYTES", format!("{}u", layout::DICT_WORD_BYTES));
-    def("TAG_MASK", format!("{:#x}ULL", layout::TAG_MASK));
-    def("VALUES_TAG", format!("{:#x}ULL", layout::VALUES_TAG));
-    def("DICT_TAG", format!("{:#x}ULL", layout::DICT_TAG));
-    def("VALUES_BIT", format!("{:#x}ULL", layout::VALUES_BIT));
-    def(
-        "VALUES_WORD(values)",
-        format!("((uint64_t)(values) + {:#x}ULL)", layout::values_word(0)),
-    );
-    def("ATTR_BYTES", format!("{}u", layout::ATTR_BYTES));
-    def(
-        "VALUES_CAPACITY_OFFSET",
-        format!("({}LL)", layout::VALUES_CAPACITY_OFFSET),
-    );
-    def(
-        "VALUES_HEADER_BYTES",
-        format!("{}u", layout::VALUES_HEADER_BYTES),
-    );
-    def("OBJ_BODY_BYTES", format!("{OBJ_BODY_BYTES}LL"));
-    def("BLOCK_ALIGN", format!("{BLOCK_ALIGN}u"));
-    def("REDZONE_BYTES", format!("{REDZONE_BYTES}u"));
-    def("DICT_OBJECT_BYTES", format!("{DICT_OBJECT_BYTES}u"));
-    def("MAX_OBJ_ATTRS", format!("{MAX_OBJ_ATTRS}LL"));
-    def("DICT_MAGIC", format!("{DICT_MAGIC:#x}ULL"));
-    // Report kinds (runtime::report).
-    let mut c = 0u8;
-    while let Some(k) = ReportKind::from_code(c) {
-        def(
-            &format!("KIND_{}", c_ident(k.name())),
-            format!("{}u", k.code()),
-        );
-        c += 1;
-    }
-    // Modes as the command line passes them.
-    for m in [Mode::Recover, Mode::Abort, Mode::Trap] {
-        def(
-            &format!("MODE_{}", c_ident(m.name())),
-            format!("\"{}\"", m.name()),
-        );
-    }
-    // The protocol (protocol.rs).
-    for (name, ch) in EVENTS {
-        def(&format!("EV_{name}"), format!("'{}'", char::from(ch)));
-    }
-    for (i, f) in FAULT_FUNCS.iter().enumerate() {
-        def(&format!("FN_{}", c_ident(f)), format!("{i}u"));
-    }
-    for f in Fault::ALL {
-        def(&format!("FAULT_{}", f.c_name()), format!("{}u", f as u32));
-    }
-    for w in LastWriteCode::ALL {
-        def(&format!("LW_{}", w.c_name()), format!("{}u", w as u32));
-    }
-    // Trap mode's scratch area at the runtime pointer (runtime::trap).
-    def("TRAP_SCRATCH_OFFSET", format!("{TRAP_SCRATCH_OFFSET}"));
-    def("TRAP_OWNER_OFFSET", format!("{TRAP_OWNER_OFFSET}"));
-    def("TRAP_VALUES_OFFSET", format!("{TRAP_VALUES_OFFSET}"));
-    def("TRAP_READY_OFFSET", format!("{TRAP_READY_OFFSET}"));
-    def(
-        "TRAP_TOKEN(site)",
-        format!("((uint64_t)(site) + {}ULL)", trap_token(0)),
-    );
-    def("RUN_STACK_BYTES", format!("{RUN_STACK_BYTES}ULL"));
-    def("RUNTIME_SYMBOL_BYTES", format!("{RUNTIME_SYMBOL_BYTES}u"));
-    def("SCAN_BYTES", format!("{SCAN_BYTES}ULL"));
-    def("OVERFLOW_SLACK", format!("{OVERFLOW_SLACK}ULL"));
-    def(
-        "MAX_FRAMES",
-        format!("{}u", guardlift_runtime::backtrace::MAX_FRAMES),
-    );
-    def(
-        "MAX_OBJECTS",
-        format!("{}u", guardlift_runtime::report::MAX_OBJECTS),
-    );
-    format!(
-        "/* {HEADER_NAME}: generated by guardlift-aot from guardlift_runtime's constants \
-         (layout {layout}); do not edit. */\n\
-         #ifndef GL_LAYOUT_H\n#define GL_LAYOUT_H\n#include <stdint.h>\n\n{s}\n\
-         /* The runtime ABI the object imports (guardlift-abi's entry table). */\n{}\n\
-         /* The runtime pointer's symbol and the entry wrapper (guardlift-aot). */\n\
-         extern unsigned char {}[];\nvoid {}(uint64_t *args, uint64_t *ret);\n\n\
-         /* Trap mode: the guards' trap instructions (gl_traps.c, generated per program). */\n\
-         typedef struct {{ const char *pc; uint32_t site; uint32_t kind; }} gl_trap_t;\n\
-         extern const gl_trap_t gl_traps[];\nextern const unsigned long gl_ntraps;\n\n\
-         /* The IR functions' code (gl_traps.c): faults and backtraces name (index, offset). */\n\
-         typedef struct {{ const char *start; uint64_t size; }} gl_code_t;\n\
-         extern const gl_code_t gl_code[];\nextern const unsigned long gl_ncode;\n\n#endif\n",
-        prototypes(),
-        guardlift_jit::RUNTIME_SYMBOL,
-        crate::wrap::START_SYMBOL,
-    )
-}
+/// The types the tables are made of (the library reads them as `aot/rt`'s
+/// `code::GlTrap` and `code::GlCode`).
+const TABLE_TYPES: &str = "#include <stdint.h>\n\
+     typedef struct { const char *pc; uint32_t site; uint32_t kind; } gl_trap_t;\n\
+     typedef struct { const char *start; uint64_t size; } gl_code_t;\n";
 
 /// `gl_traps.c`: where each guard's trap instruction is (the function's
 /// symbol plus the offset `emit_object_with_code` found) and which site
@@ -203,9 +24,8 @@ pub fn program_tables(
     traps: &[guardlift_jit::ObjectTrap],
     code: &[guardlift_runtime::codemap::CodeFunction],
 ) -> String {
-    let mut s = format!(
-        "/* gl_traps.c: generated by guardlift-aot; do not edit. */\n#include \"{HEADER_NAME}\"\n"
-    );
+    let mut s =
+        format!("/* gl_traps.c: generated by guardlift-aot; do not edit. */\n{TABLE_TYPES}");
     let mut funcs: Vec<&str> = traps
         .iter()
         .map(|t| t.function.as_str())
@@ -245,7 +65,7 @@ pub fn program_tables(
 
 /// `gl_traps.c` of a program linked with the Rust runtime library
 /// (`aot/rt`): the tables of [`program_tables`] (self-contained: no
-/// header), the program's `gl_module` (the entry wrapper, the tables, the
+/// header of guardlift's), the program's `gl_module` (the entry wrapper, the tables, the
 /// module's dict slot offset: the one constant of the layout the program
 /// chose) and `main`, which hands them to the library's `gl_target_main`.
 pub fn program_main(
@@ -253,12 +73,7 @@ pub fn program_main(
     code: &[guardlift_runtime::codemap::CodeFunction],
     layout: DictLayout,
 ) -> String {
-    let tables = program_tables(traps, code).replace(
-        &format!("#include \"{HEADER_NAME}\"\n"),
-        "#include <stdint.h>\n\
-         typedef struct { const char *pc; uint32_t site; uint32_t kind; } gl_trap_t;\n\
-         typedef struct { const char *start; uint64_t size; } gl_code_t;\n",
-    );
+    let tables = program_tables(traps, code);
     format!(
         "{tables}\
          typedef struct {{ void (*start)(uint64_t *, uint64_t *); const gl_trap_t *traps; \
@@ -278,51 +93,53 @@ pub fn program_main(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use guardlift_runtime::TrapScratch;
+    use guardlift_runtime::codemap::CodeFunction;
+    use guardlift_runtime::ReportKind;
+
+    fn code(name: &str, len: usize) -> CodeFunction {
+        CodeFunction {
+            start: 0,
+            len,
+            function: name.into(),
+            locs: Vec::new(),
+            instrumented: false,
+        }
+    }
 
     #[test]
-    fn header_carries_the_runtime_constants() {
-        let h = header(DictLayout::Phoenix);
-        assert!(h.contains("#define GL_DICT_SLOT_OFFSET (24LL)"), "{h}");
-        assert!(header(DictLayout::Cpython312).contains("#define GL_DICT_SLOT_OFFSET (-24LL)"));
-        assert!(h.contains("#define GL_KIND_DICT_SLOT_TAG 0u"));
-        assert!(h.contains("#define GL_KIND_SLOT_CLOBBER 3u"));
-        assert!(h.contains("#define GL_MODE_RECOVER \"recover\""));
+    fn the_program_main_is_self_contained_and_carries_the_tables() {
+        let traps = [guardlift_jit::ObjectTrap {
+            function: "__glir_main".into(),
+            offset: 0x16c,
+            site: 3,
+            kind: ReportKind::DictSlotTag,
+        }];
+        let code = [code("__glir_main", 0x200), code("__glir_a.b", 0x40)];
+        let c = program_main(&traps, &code, DictLayout::Cpython312);
+        // No header of guardlift's: the library has every other constant.
+        assert_eq!(c.matches("#include").count(), 1, "{c}");
+        assert!(c.contains("#include <stdint.h>"), "{c}");
+        // Symbols through asm labels (IR names with `.` work).
+        assert!(c.contains("__asm__(\"__glir_a.b\")"), "{c}");
+        let main_fn = c.lines().position(|l| l.contains("__glir_main")).unwrap();
         assert!(
-            h.contains("uint64_t gl_obj_new(void *rt, uint64_t a0);"),
-            "{h}"
+            c.lines().nth(main_fn).unwrap().contains("gl_trap_fn1"),
+            "{c}"
         );
-        assert!(h.contains("double gl_sin(double a0);"), "{h}");
+        assert!(c.contains("{gl_trap_fn1 + 0x16c, 3u, 0u},"), "{c}");
+        assert!(c.contains("const unsigned long gl_ntraps = 1;"), "{c}");
+        assert!(c.contains("{gl_trap_fn1, 0x200u},"), "{c}");
+        assert!(c.contains("{gl_trap_fn0, 0x40u},"), "{c}");
+        assert!(c.contains("const unsigned long gl_ncode = 2;"), "{c}");
+        // The module's dict slot offset, and main calls the library.
+        assert!(c.contains("gl_code, 2, -24}"), "{c}");
         assert!(
-            h.contains("uint32_t gl_report_dict(void *rt, uint32_t a0, uint64_t a1, uint64_t a2);"),
-            "{h}"
+            c.contains("return gl_target_main(argc, argv, &gl_module);"),
+            "{c}"
         );
-        assert!(h.contains("extern unsigned char guardlift_runtime[];"));
-        assert!(
-            h.contains("#define GL_TRAP_TOKEN(site) ((uint64_t)(site) + 1ULL)"),
-            "{h}"
-        );
-        // The scratch area fits in the runtime symbol the support defines.
-        assert!(
-            TRAP_SCRATCH_OFFSET as u64 + std::mem::size_of::<TrapScratch>() as u64
-                <= RUNTIME_SYMBOL_BYTES
-        );
-        // Every entry point is declared, and defined by the C support.
-        for &e in Entry::ALL {
-            assert!(h.contains(&c_declaration(e)), "{e:?} not declared");
-            assert!(
-                SOURCES
-                    .iter()
-                    .any(|(_, text)| text.contains(&format!(" {}(", e.symbol()))),
-                "the C support does not define {}",
-                e.symbol()
-            );
-        }
-        // The C files use no number the header should have given them.
-        for (name, text) in SOURCES {
-            for forbidden in ["-24", "0x18", "0b111", "1048576", "65536"] {
-                assert!(!text.contains(forbidden), "{name} spells {forbidden}");
-            }
-        }
+        // Empty tables are still valid C (one zero row).
+        let empty = program_main(&[], &[], DictLayout::Phoenix);
+        assert!(empty.contains("{0, 0u, 0u},"), "{empty}");
+        assert!(empty.contains("gl_code, 0, 24}"), "{empty}");
     }
 }

@@ -1,8 +1,7 @@
 //! Finding and checking the target runtime library,
 //! `libguardlift_target_rt.a` (crate `aot/rt`, `guardlift-target-rt`),
-//! that object targets will link instead of the C support (docs/TARGETS.md,
-//! "One runtime", step 1: found and checked here, not yet linked by
-//! `guardlift run --target`).
+//! that object targets link (docs/TARGETS.md, "One runtime"):
+//! `guardlift run --target x86_64|aarch64` finds and checks it here.
 //!
 //! [`find`] looks, for a target's triple, in this order and takes the
 //! first place that names a file, with no fallback past it:
@@ -53,8 +52,7 @@ pub enum TargetRtError {
         /// Where it was looked for, in order.
         searched: Vec<PathBuf>,
     },
-    /// A target the library is not built for (`riscv64`, or a host that
-    /// is none of the architectures).
+    /// A host that is none of the architectures the library is built for.
     #[error("--target {0} has no guardlift runtime library (x86_64 and aarch64 only)")]
     Unsupported(&'static str),
     /// The file cannot be read.
@@ -331,10 +329,6 @@ mod tests {
         let p = candidates(other, Some("/x.a".into()), Some(exe), Some(cache)).unwrap();
         assert_eq!(p, [PathBuf::from("/x.a")]);
         assert_eq!(env_var(Target::Aarch64), "GUARDLIFT_TARGET_RT_AARCH64");
-        assert!(matches!(
-            candidates(Target::Riscv64, None, Some(exe), None),
-            Err(TargetRtError::Unsupported("riscv64"))
-        ));
     }
 
     #[test]

@@ -1,12 +1,10 @@
-//! Finding the target's C compiler and runner, compiling the support
-//! (cached), linking, and running the program.
+//! Finding the target's C compiler, runner and runtime library, linking,
+//! and running the program.
 
-use crate::support::{self, HEADER_NAME, SOURCES};
+use crate::support;
 use crate::target_rt::TargetRtError;
 use crate::AotError;
 use guardlift_jit::Target;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,32 +13,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const INSTALL_HINT: &str =
     "install qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross: run scripts/install-deps";
 
-/// What the tests and the CLI tell a user who lacks the riscv64 tools.
-pub const INSTALL_HINT_RISCV64: &str =
-    "install qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross: run scripts/install-deps";
-
 /// The install hint for a target that `scripts/install-deps` provides the
-/// tools of (aarch64, riscv64), when the host cannot run its code.
+/// tools of (aarch64), when the host cannot run its code.
 pub fn install_hint(target: Target) -> Option<&'static str> {
     match target {
         Target::Aarch64 => Some(INSTALL_HINT),
-        Target::Riscv64 => Some(INSTALL_HINT_RISCV64),
         _ => None,
     }
 }
-
-/// Flags the support is compiled with.
-const CFLAGS: &[&str] = &[
-    "-O2",
-    "-std=c11",
-    "-Wall",
-    "-Wextra",
-    "-fno-strict-aliasing",
-    // Frame records in every function: a host fault names the IR call
-    // that entered the support by walking them (gl_host_call_site).
-    "-fno-omit-frame-pointer",
-    "-pthread",
-];
 
 /// The C compiler that links for a target and, when the host cannot run
 /// its code, the user-mode emulator that can.
@@ -54,13 +34,8 @@ pub struct Toolchain {
     pub runner: Option<PathBuf>,
     /// The guardlift runtime library the program links
     /// (`libguardlift_target_rt.a`, found and checked by
-    /// [`crate::target_rt`]); `None`: the C support (riscv64).
-    pub runtime: Option<PathBuf>,
-}
-
-/// Does `target` link the Rust runtime library (else the C support)?
-pub fn links_rust_runtime(target: Target) -> bool {
-    matches!(target, Target::X86_64 | Target::Aarch64)
+    /// [`crate::target_rt`]; its stripped copy, [`link_copy`]).
+    pub runtime: PathBuf,
 }
 
 /// Looks `name` up in `PATH` (or takes it as a path when it has a `/`).
@@ -82,15 +57,14 @@ fn env_name(what: &str, target: Target) -> String {
 impl Toolchain {
     /// The tools for `target` (an explicit architecture; `Host` means this
     /// machine's). Overrides: `GUARDLIFT_CC_AARCH64`, `GUARDLIFT_RUNNER_AARCH64`
-    /// (empty: run natively), likewise `..._X86_64` and `..._RISCV64`.
+    /// (empty: run natively), likewise `..._X86_64`.
     ///
     /// The link is static, so the emulator needs no sysroot (`-L`), unless
     /// shared libraries are linked ([`sysroot`]).
     pub fn find(target: Target) -> Result<Toolchain, AotError> {
         let target = match target {
-            Target::Host => Target::host_arch().ok_or_else(|| {
-                AotError::Tools("this host is neither x86_64, aarch64 nor riscv64".into())
-            })?,
+            Target::Host => Target::host_arch()
+                .ok_or_else(|| AotError::Tools("this host is neither x86_64 nor aarch64".into()))?,
             t => t,
         };
         let native = target.is_native();
@@ -100,11 +74,6 @@ impl Toolchain {
                 "aarch64-linux-gnu-gcc",
                 Some("qemu-aarch64"),
                 "qemu-user, gcc-aarch64-linux-gnu, libc6-dev-arm64-cross",
-            ),
-            (Target::Riscv64, false) => (
-                "riscv64-linux-gnu-gcc",
-                Some("qemu-riscv64"),
-                "qemu-user, gcc-riscv64-linux-gnu, libc6-dev-riscv64-cross",
             ),
             (_, false) => (
                 "x86_64-linux-gnu-gcc",
@@ -138,13 +107,11 @@ impl Toolchain {
                 missing.join(" and ")
             )));
         }
-        let runtime = match (links_rust_runtime(target), &cc) {
-            (true, Some(cc)) => Some(link_copy(cc, &crate::target_rt::locate(target)?, target)?),
-            _ => None,
-        };
+        let cc = cc.unwrap_or_default();
+        let runtime = link_copy(&cc, &crate::target_rt::locate(target)?, target)?;
         Ok(Toolchain {
             target,
-            cc: cc.unwrap_or_default(),
+            cc,
             runner: runner.and_then(|(_, p)| p),
             runtime,
         })
@@ -307,8 +274,9 @@ fn tail(bytes: &[u8], n: usize) -> String {
     }
 }
 
-/// Where compiled support objects are kept: `GUARDLIFT_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/guardlift`, else `$HOME/.cache/guardlift`.
+/// Where the runtime library's stripped copies are kept
+/// (`rt-link/`): `GUARDLIFT_CACHE_DIR`, else `$XDG_CACHE_HOME/guardlift`,
+/// else `$HOME/.cache/guardlift`.
 fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("GUARDLIFT_CACHE_DIR") {
         return Some(PathBuf::from(d));
@@ -319,81 +287,8 @@ fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("guardlift"))
 }
 
-/// Compiles the support's C files for a module's header into `work`, or
-/// takes them from the cache (keyed by the sources, header, compiler and
-/// flags); the objects to link.
-fn support_objects(tc: &Toolchain, header: &str, work: &Path) -> Result<Vec<PathBuf>, AotError> {
-    let mut h = DefaultHasher::new();
-    SOURCES.hash(&mut h);
-    header.hash(&mut h);
-    CFLAGS.hash(&mut h);
-    tc.cc.hash(&mut h);
-    if let Ok(md) = std::fs::metadata(&tc.cc) {
-        md.len().hash(&mut h);
-        md.modified().ok().hash(&mut h);
-    }
-    let key = format!("{}-{:016x}", tc.target.name(), h.finish());
-    let mut written = false;
-    let mut objects = Vec::new();
-    for (c_file, _) in SOURCES.iter().filter(|(n, _)| n.ends_with(".c")) {
-        let stem = c_file.trim_end_matches(".c");
-        let cached = cache_dir().map(|d| d.join(format!("{stem}-{key}.o")));
-        if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
-            objects.push(c.clone());
-            continue;
-        }
-        if !written {
-            write(&work.join(HEADER_NAME), header.as_bytes())?;
-            for (name, text) in SOURCES {
-                write(&work.join(name), text.as_bytes())?;
-            }
-            written = true;
-        }
-        let obj = compile_support_file(tc, work, c_file)?;
-        if let Some(c) = cached {
-            publish(&obj, &c);
-        }
-        objects.push(obj);
-    }
-    Ok(objects)
-}
-
-/// `CC -c FILE` in `work`: the object's path.
-fn compile_support_file(tc: &Toolchain, work: &Path, c_file: &str) -> Result<PathBuf, AotError> {
-    let o_file = c_file.replace(".c", ".o");
-    let out = run_tool(
-        Command::new(&tc.cc)
-            .current_dir(work)
-            .args(CFLAGS)
-            .args(["-c", c_file, "-o", &o_file]),
-        &tc.cc.display().to_string(),
-    )?;
-    if !out.status.success() {
-        return Err(AotError::Build(format!(
-            "compiling the target support ({c_file}) with {} failed: {}",
-            tc.cc.display(),
-            tail(&out.stderr, 2000)
-        )));
-    }
-    Ok(work.join(o_file))
-}
-
-/// Best effort: copies `obj` into the cache as `to`, atomically (a private
-/// name, then a rename).
-fn publish(obj: &Path, to: &Path) {
-    let Some(dir) = to.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let name = to.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-    if std::fs::copy(obj, &tmp).is_ok() && std::fs::rename(&tmp, to).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-}
-
-/// Writes the program object and links it with the support into a static
-/// executable in `work`; with shared libraries `libs` (absolute paths), a
+/// Writes the program object and its `gl_traps.c` and links them with the
+/// runtime library into a static executable in `work`; with shared libraries `libs` (absolute paths), a
 /// dynamic one that finds them at run time through its rpath (their
 /// directories), also under qemu-user.
 #[allow(clippy::too_many_arguments)]
@@ -408,22 +303,10 @@ pub fn link(
     work: &Path,
 ) -> Result<PathBuf, AotError> {
     let traps_c = work.join("gl_traps.c");
-    let support = match &tc.runtime {
-        Some(lib) => {
-            write(
-                &traps_c,
-                support::program_main(traps, code, layout).as_bytes(),
-            )?;
-            vec![lib.clone()]
-        }
-        None => {
-            let header = support::header(layout);
-            let support = support_objects(tc, &header, work)?;
-            write(&work.join(HEADER_NAME), header.as_bytes())?;
-            write(&traps_c, support::program_tables(traps, code).as_bytes())?;
-            support
-        }
-    };
+    write(
+        &traps_c,
+        support::program_main(traps, code, layout).as_bytes(),
+    )?;
     let prog_o = work.join("program.o");
     write(&prog_o, object)?;
     let exe = work.join("program");
@@ -437,7 +320,7 @@ pub fn link(
             .arg(&exe)
             .arg(&prog_o)
             .arg(&traps_c)
-            .args(&support)
+            .arg(&tc.runtime)
             .args(host_c)
             .args(libs);
         for dir in libs.iter().filter_map(|l| l.parent()) {
@@ -446,13 +329,10 @@ pub fn link(
             // finds it); qemu-user looks under its sysroot first.
             c.arg(format!("-Wl,-rpath,{}", dir.display()));
         }
-        c.args(["-lm", "-pthread"]);
-        if tc.runtime.is_some() {
-            // Rust's std (in the runtime library) uses the dynamic loader's
-            // API; the program needs no debug information of the runtime
-            // (and a link without it is faster when the library has it).
-            c.args(["-ldl", "-Wl,--strip-debug"]);
-        }
+        // Rust's std (in the runtime library) uses the dynamic loader's
+        // API; the program needs no debug information of the runtime (and
+        // a link without it is faster when the library has it).
+        c.args(["-lm", "-pthread", "-ldl", "-Wl,--strip-debug"]);
         run_tool(&mut c, &tc.cc.display().to_string())
     };
     // A shared library cannot be linked statically.

@@ -1,6 +1,6 @@
 //! The module as it is compiled for a target: every IR function renamed
 //! under [`FUNC_PREFIX`] (so `@main`, `@printf` or `@sin` cannot clash with
-//! the C support or libc in a static link), plus the entry wrapper
+//! the runtime library, the generated `main` or libc in a static link), plus the entry wrapper
 //! [`START_SYMBOL`], written in guardlift IR and appended after the existing
 //! functions so that site ids and function ids do not move.
 //!
@@ -23,7 +23,7 @@ use guardlift_ir::{ConvOp, Module, Type};
 
 /// Prefix of every IR function's symbol in the target object.
 pub const FUNC_PREFIX: &str = "__glir_";
-/// The entry wrapper the C support's `main` calls: `void __gl_start(uint64_t *args, uint64_t *ret)`.
+/// The entry wrapper the runtime library's `gl_target_main` calls: `void __gl_start(uint64_t *args, uint64_t *ret)`.
 pub const START_SYMBOL: &str = "__gl_start";
 
 /// Renames the functions of `m` and appends the entry wrapper for `entry`.

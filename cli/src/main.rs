@@ -36,9 +36,6 @@ pub(crate) enum Target {
     #[value(name = "x86_64")]
     X86_64,
     Aarch64,
-    /// RV64GC Linux (under qemu-riscv64 on other hosts).
-    #[value(name = "riscv64", aliases = ["riscv64gc", "riscv64gc-unknown-linux-gnu"])]
-    Riscv64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

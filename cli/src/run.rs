@@ -72,7 +72,6 @@ fn jit_target(t: Target) -> guardlift_jit::Target {
         Target::Host => guardlift_jit::Target::Host,
         Target::X86_64 => guardlift_jit::Target::X86_64,
         Target::Aarch64 => guardlift_jit::Target::Aarch64,
-        Target::Riscv64 => guardlift_jit::Target::Riscv64,
     }
 }
 

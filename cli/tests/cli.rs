@@ -185,6 +185,39 @@ fn bad_arguments_and_flags_are_usage_errors() {
     }
 }
 
+/// riscv64 was retired with the C runtime twin (docs/TARGETS.md): `--target
+/// riscv64` (and its old aliases) is a usage error of every command that
+/// takes a target, naming the valid ones, never a panic.
+#[test]
+fn retired_riscv64_target_is_a_usage_error_listing_the_valid_targets() {
+    let ex = shared().join("examples/tagflip.glir");
+    let e = ex.to_str().unwrap();
+    let out = std::env::temp_dir().join(format!("guardlift-rv-{}.o", std::process::id()));
+    let o_path = out.to_str().unwrap();
+    for name in ["riscv64", "riscv64gc", "riscv64gc-unknown-linux-gnu"] {
+        for args in [
+            &["run", e, "1", "--target", name][..],
+            &["emit", e, "--what", "asm", "--target", name],
+            &["compile", e, "--target", name, "-o", o_path],
+        ] {
+            let o = gl(args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("invalid value '{name}' for '--target <TARGET>'")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains("[possible values: host, x86_64, aarch64]"),
+                "{args:?}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{args:?}");
+        }
+    }
+    assert!(!out.exists(), "no object written");
+}
+
 #[test]
 fn demo_program_shows_a_report_when_instrumented() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ctxmgr_tagflip.glir");

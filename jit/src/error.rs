@@ -85,7 +85,7 @@ pub enum JitError {
         reason: String,
     },
     /// The requested target is not one this backend emits code for.
-    #[error("unsupported target `{0}` (expected host, x86_64, aarch64 or riscv64)")]
+    #[error("unsupported target `{0}` (expected host, x86_64 or aarch64)")]
     Target(String),
     /// Writing the object file failed.
     #[error("object emission failed")]

@@ -10,7 +10,7 @@
 //!   raw argument bits ([`CompiledModule::call_dynamic`]);
 //! - [`unwind`]: the JIT code's unwind info registered with the process's
 //!   unwinder, so backtraces walk through JIT frames;
-//! - [`object`]: relocatable objects for `x86_64` / `aarch64` / `riscv64`, and the text
+//! - [`object`]: relocatable objects for `x86_64` / `aarch64`, and the text
 //!   of `guardlift emit --what clif|asm`.
 //!
 //! ```no_run

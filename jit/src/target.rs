@@ -20,20 +20,16 @@ pub enum Target {
     X86_64,
     /// AArch64 (Linux, AAPCS64).
     Aarch64,
-    /// RV64GC (`riscv64gc-unknown-linux-gnu`, LP64D).
-    Riscv64,
 }
 
 impl Target {
-    /// Accepts `host`, `x86_64`, `aarch64`, `riscv64` (also `riscv64gc`) and
-    /// the triples `x86_64-unknown-linux-gnu` / `aarch64-unknown-linux-gnu` /
-    /// `riscv64gc-unknown-linux-gnu`.
+    /// Accepts `host`, `x86_64`, `aarch64` and the triples
+    /// `x86_64-unknown-linux-gnu` / `aarch64-unknown-linux-gnu`.
     pub fn parse(s: &str) -> Result<Target, JitError> {
         match s {
             "host" | "native" => Ok(Target::Host),
             "x86_64" | "x86-64" | "x86_64-unknown-linux-gnu" => Ok(Target::X86_64),
             "aarch64" | "arm64" | "aarch64-unknown-linux-gnu" => Ok(Target::Aarch64),
-            "riscv64" | "riscv64gc" | "riscv64gc-unknown-linux-gnu" => Ok(Target::Riscv64),
             _ => Err(JitError::Target(s.to_string())),
         }
     }
@@ -44,7 +40,6 @@ impl Target {
             Target::Host => "host",
             Target::X86_64 => "x86_64",
             Target::Aarch64 => "aarch64",
-            Target::Riscv64 => "riscv64",
         }
     }
 
@@ -54,8 +49,6 @@ impl Target {
             Some(Target::X86_64)
         } else if cfg!(target_arch = "aarch64") {
             Some(Target::Aarch64)
-        } else if cfg!(target_arch = "riscv64") {
-            Some(Target::Riscv64)
         } else {
             None
         }
@@ -75,7 +68,6 @@ impl Target {
             },
             Target::X86_64 => "x86_64-unknown-linux-gnu".to_string(),
             Target::Aarch64 => "aarch64-unknown-linux-gnu".to_string(),
-            Target::Riscv64 => "riscv64gc-unknown-linux-gnu".to_string(),
         }
     }
 }
@@ -112,47 +104,6 @@ impl OptLevel {
 fn set(b: &mut settings::Builder, name: &str, value: &str) -> Result<(), JitError> {
     b.set(name, value)
         .map_err(|e| JitError::module(format!("setting {name}={value}"), ModuleError::Flag(e)))
-}
-
-/// The RISC-V extensions code for [`Target::Riscv64`] may use: RV64GC
-/// (I, M, A, F, D, Zicsr, Zifencei, and C as Zca + Zcd), the baseline of
-/// Debian's `riscv64` port (its cross libc is built for it) and of every
-/// RISC-V Linux distribution, which qemu-riscv64's default CPU implements.
-/// Cranelift requires G; C is not on by default and is set here. Nothing
-/// beyond the baseline (Zba/Zbb/Zbs bit manipulation, Zicond, V vectors,
-/// Zfa) is enabled: the objects must run on any RV64GC Linux machine.
-pub const RISCV64_EXTENSIONS: &[&str] = &[
-    "has_m",
-    "has_a",
-    "has_f",
-    "has_d",
-    "has_zicsr",
-    "has_zifencei",
-    "has_c",
-];
-
-fn riscv64_baseline(b: &mut isa::Builder) -> Result<(), JitError> {
-    for ext in RISCV64_EXTENSIONS {
-        b.enable(ext).map_err(|e| {
-            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
-        })?;
-    }
-    for ext in [
-        "has_v",
-        "has_zba",
-        "has_zbb",
-        "has_zbc",
-        "has_zbs",
-        "has_zbkb",
-        "has_zicond",
-        "has_zfa",
-        "has_zcb",
-    ] {
-        b.set(ext, "false").map_err(|e| {
-            JitError::module(format!("riscv64 setting {ext}"), ModuleError::Flag(e))
-        })?;
-    }
-    Ok(())
 }
 
 /// How Cranelift compiles one function.
@@ -392,16 +343,13 @@ pub(crate) fn build_isa(spec: &IsaSpec) -> Result<OwnedTargetIsa, JitError> {
     // division path passes to the runtime, requires it).
     set(&mut fb, "preserve_frame_pointers", "true")?;
     let flags = settings::Flags::new(fb);
-    let mut builder = match target {
+    let builder = match target {
         Target::Host => {
             cranelift_native::builder().map_err(|e| JitError::Target(format!("host ({e})")))?
         }
-        Target::X86_64 | Target::Aarch64 | Target::Riscv64 => isa::lookup_by_name(&target.triple())
+        Target::X86_64 | Target::Aarch64 => isa::lookup_by_name(&target.triple())
             .map_err(|e| JitError::Target(format!("{} ({e})", target.name())))?,
     };
-    if target == Target::Riscv64 {
-        riscv64_baseline(&mut builder)?;
-    }
     builder
         .finish(flags)
         .map_err(|e| JitError::cranelift(format!("building the {target} ISA"), e))
@@ -467,7 +415,7 @@ mod tests {
     /// whatever level was asked for; the optimized tier keeps the request.
     #[test]
     fn tier_settings() {
-        for target in [Target::X86_64, Target::Aarch64, Target::Riscv64] {
+        for target in [Target::X86_64, Target::Aarch64] {
             let spec = |tier| IsaSpec {
                 target,
                 opt: OptLevel::Speed,

@@ -327,7 +327,6 @@ fn trap_mode_asm_has_the_same_fast_path_and_a_trap() {
     for target in [
         guardlift_jit::Target::X86_64,
         guardlift_jit::Target::Aarch64,
-        guardlift_jit::Target::Riscv64,
     ] {
         let trap = guardlift_jit::emit_asm(&m, target, &opts(Mode::Trap)).unwrap();
         let abort = guardlift_jit::emit_asm(&m, target, &opts(Mode::Abort)).unwrap();

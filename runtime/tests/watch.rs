@@ -692,7 +692,7 @@ fn the_status_says_how_breakpoints_are_rearmed() {
     }
 }
 
-/// Where watchpoints are not built (aarch64, riscv64), asking for them is
+/// Where watchpoints are not built (aarch64), asking for them is
 /// an `Unavailable` status that says why, nothing worse: the session is
 /// off, the runtime works on and records no foreign write.
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 pub struct RunMeta {
     /// `"jit"` or `"interp"`.
     pub engine: &'static str,
-    /// The architecture the code ran for (`x86_64`, `aarch64`, `riscv64`).
+    /// The architecture the code ran for (`x86_64`, `aarch64`).
     pub target: &'static str,
     /// Whether the module carried checks.
     pub instrumented: bool,

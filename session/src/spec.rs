@@ -14,8 +14,8 @@ pub enum Engine {
     /// The reference interpreter (the oracle), on this process.
     Interp,
     /// Native code: the JIT on this process for [`guardlift_jit::Target::Host`],
-    /// else an object file for the target, linked with the target-side
-    /// support and run in its own process (under qemu-user when this
+    /// else an object file for the target, linked with the target runtime
+    /// library and run in its own process (under qemu-user when this
     /// machine cannot run it).
     Jit,
 }

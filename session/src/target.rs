@@ -1,6 +1,6 @@
-//! Runs on an object target (`--target x86_64|aarch64|riscv64`): the module
-//! is compiled ahead of time for the target, linked with the target-side
-//! support, run in its own process (under qemu-user when this machine
+//! Runs on an object target (`--target x86_64|aarch64`): the module
+//! is compiled ahead of time for the target, linked with the target
+//! runtime library, run in its own process (under qemu-user when this machine
 //! cannot run it), and what the target reported becomes the [`RunEnd`] a
 //! host run would have ended with (see the `guardlift-aot` crate).
 
@@ -83,7 +83,7 @@ pub(crate) fn run(spec: &RunSpec, p: Prepared) -> Result<RunEnd, RunError> {
         guardlift_aot::End::Crashed { .. } if run.fault.is_some() => {
             Ending::Fault(FaultEnd(FaultSource::Target(run.fault.map(Box::new))))
         }
-        // Elsewhere (the support itself): a fatal error, as the interpreter reports it.
+        // Elsewhere (the runtime library itself): a fatal error, as the interpreter reports it.
         guardlift_aot::End::Crashed { signal } => Ending::Fatal(format!(
             "the {target} program died of signal {signal} ({})",
             guardlift_aot::signal_name(signal)

@@ -1,4 +1,4 @@
-//! The target's signal handlers (in place of the C support's
+//! The target's signal handlers (a port of the retired C support's
 //! `gl_signals.c`): a guard's trap instruction (trap mode) becomes a `T`
 //! line, a fatal signal in IR code or in a host function IR code called a
 //! `C` line, anything else an `S` line; the reports recorded before are
@@ -66,8 +66,8 @@ fn scratch_load(offset: i32) -> u64 {
     unsafe { (*p).load(Ordering::SeqCst) }
 }
 
-/// The IR call chain outside a fault's site, innermost first (as
-/// `gl_signals.c`'s `fault_frames`); `leaf`: the first is the link
+/// The IR call chain outside a fault's site, innermost first (the
+/// frame-record walk); `leaf`: the first is the link
 /// register's call (a function without a frame record of its own).
 fn fault_frames(
     r: &Regs,
@@ -113,7 +113,7 @@ fn fault_frames(
 /// where the prologue left it (every function starts `push rbp; mov rbp,
 /// rsp`, 4 bytes, then probes the stack), else in the function's record.
 /// Returns ALT, and fixes the walk (`LEAF` 1, one frame more) when it
-/// starts with ALT, as `gl_signals.c` does.
+/// starts with ALT.
 #[cfg(target_arch = "x86_64")]
 fn x86_alt(r: &Regs, frames: &mut [u64; MAX_FRAMES], n: &mut usize, leaf: &mut bool) -> u64 {
     let Some((_, off)) = code::code_index(r.pc) else {

@@ -7,7 +7,7 @@ int64_t illegal(int64_t p) {
 #elif defined(__aarch64__)
     __asm__ volatile(".inst 0x00000000");
 #else
-    __asm__ volatile(".4byte 0x00000000");
+#error "the object targets are x86_64 and aarch64"
 #endif
     return p;
 }

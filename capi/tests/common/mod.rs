@@ -107,8 +107,6 @@ pub fn func(code: *mut gl_code, name: &str, params: &[u32], ret: u32) -> *mut gl
 /// Cargo's runner variable for the target these tests were built for.
 const TARGET_RUNNER_VAR: &str = if cfg!(target_arch = "aarch64") {
     "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER"
-} else if cfg!(target_arch = "riscv64") {
-    "CARGO_TARGET_RISCV64GC_UNKNOWN_LINUX_GNU_RUNNER"
 } else {
     "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER"
 };

@@ -309,8 +309,6 @@ fn image(
         ::object::Architecture::X86_64
     } else if cfg!(target_arch = "aarch64") {
         ::object::Architecture::Aarch64
-    } else if cfg!(target_arch = "riscv64") {
-        ::object::Architecture::Riscv64
     } else {
         return Err(JitError::Internal(
             "gdb: no debug image for this architecture".into(),

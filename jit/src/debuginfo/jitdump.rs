@@ -29,8 +29,6 @@ const ELF_MACH: u32 = if cfg!(target_arch = "x86_64") {
     62 // EM_X86_64
 } else if cfg!(target_arch = "aarch64") {
     183 // EM_AARCH64
-} else if cfg!(target_arch = "riscv64") {
-    243 // EM_RISCV
 } else {
     0
 };

@@ -85,9 +85,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// JIT only: one frame slot per `guard.watch` and per object access
     /// under the lifetime check, `(object, unwatch epoch)`, zeroed at
-    /// function entry (a null object matches nothing). Object files call
-    /// the runtime every time (their runtime is the C support's, which
-    /// keeps no epoch).
+    /// function entry (a null object matches nothing). Object files
+    /// (`RtRef::Symbol`) call the runtime every time.
     pub(super) fn init_watch_caches(&mut self, rpo: &[u32]) {
         if !matches!(self.lw.rt, RtRef::Const(_)) || self.lw.shadow.is_some() {
             return;

@@ -169,7 +169,7 @@ pub(crate) enum Calls {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Names {
     /// IR functions exported under their names (object files: the symbols
-    /// the linker and the C support see); stubs anonymous.
+    /// the linker and the target runtime see); stubs anonymous.
     Export,
     /// Everything anonymous (the JIT).
     Anonymous,

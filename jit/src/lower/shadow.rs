@@ -6,7 +6,7 @@
 //! runtime, whose slow path then decides exactly as without the shadow
 //! (a set bit is a "maybe", a clear one is exact), so reports and their
 //! counts are the interpreter's. Object files keep the call form: their
-//! runtime (the C support) keeps no shadow.
+//! runtime (the target runtime library, `aot/rt`) keeps no shadow.
 
 use super::FnLower;
 use cranelift_codegen::ir::{self as cl, types, InstBuilder, MemFlagsData};

@@ -46,29 +46,22 @@ pub enum Stub {
     TrapScratch,
 }
 
-/// The report stubs' convention: `preserve_all`, except on riscv64, where
-/// Cranelift 0.135 saves the vector registers that a `preserve_all`
-/// function's own calls clobber with V-extension stores even when the ISA
-/// has no V (SIGILL on RV64GC): there they take the platform's convention.
-pub fn report_stub_conv(isa: &dyn cranelift_codegen::isa::TargetIsa) -> CallConv {
-    match isa.name() {
-        "riscv64" => isa.default_call_conv(),
-        _ => CallConv::PreserveAll,
-    }
-}
+/// The report and check stubs' convention on every target.
+pub const REPORT_STUB_CONV: CallConv = CallConv::PreserveAll;
 
 impl Stub {
     /// The runtime function's parameters without the runtime pointer;
-    /// `report_cc` is [`report_stub_conv`].
-    pub fn signature(self, cc: CallConv, report_cc: CallConv) -> Signature {
+    /// `cc` is the platform's convention (slow paths); reports and checks
+    /// take [`REPORT_STUB_CONV`].
+    pub fn signature(self, cc: CallConv) -> Signature {
         let mut s = match self {
             Stub::Report(e) => {
-                let mut s = entry_signature(report_cc, e);
+                let mut s = entry_signature(REPORT_STUB_CONV, e);
                 s.returns.clear();
                 s
             }
             Stub::Check(e) => {
-                let mut s = entry_signature(report_cc, e);
+                let mut s = entry_signature(REPORT_STUB_CONV, e);
                 s.returns.clear();
                 s.params.push(AbiParam::new(types::I64));
                 s
@@ -124,8 +117,8 @@ impl Lowerer<'_> {
         if let Some(&(_, id)) = self.stubs.iter().find(|(x, _)| *x == st) {
             return Ok(id);
         }
-        let report_cc = report_stub_conv(m.isa());
-        let sig = st.signature(self.call_conv, report_cc);
+        let report_cc = REPORT_STUB_CONV;
+        let sig = st.signature(self.call_conv);
         let id = if self.named_stubs {
             let name = format!("guardlift:[stub {st:?}]");
             m.declare_function(&name, cranelift_module::Linkage::Local, &sig)
@@ -165,7 +158,7 @@ impl Lowerer<'_> {
         let mut out = Vec::new();
         let mut ctx = m.make_context();
         for (st, id) in std::mem::take(&mut self.stubs) {
-            let sig = st.signature(self.call_conv, report_stub_conv(m.isa()));
+            let sig = st.signature(self.call_conv);
             let target = match st {
                 Stub::Report(e) | Stub::Check(e) | Stub::Slow(e) => {
                     Some(self.import(m, e.symbol(), &entry_signature(self.call_conv, e))?)

@@ -53,18 +53,6 @@ impl HostFaultKind {
         HostFaultKind::OutOfMemory,
     ];
 
-    /// The C macro name suffix (the C support's `GL_FAULT_*`).
-    pub fn c_name(self) -> &'static str {
-        match self {
-            HostFaultKind::NotLive => "NOT_LIVE",
-            HostFaultKind::DoubleFree => "DOUBLE_FREE",
-            HostFaultKind::Corrupted => "CORRUPTED",
-            HostFaultKind::AttrRange => "ATTR_RANGE",
-            HostFaultKind::CountRange => "COUNT_RANGE",
-            HostFaultKind::OutOfMemory => "OUT_OF_MEMORY",
-        }
-    }
-
     /// The kind of a code, if any.
     pub fn from_code(c: u64) -> Option<HostFaultKind> {
         HostFaultKind::ALL.into_iter().find(|f| *f as u64 == c)

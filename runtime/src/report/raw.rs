@@ -27,16 +27,6 @@ impl LastWriteCode {
         LastWriteCode::Site,
     ];
 
-    /// The C macro name suffix (the C support's `GL_LW_*`).
-    pub fn c_name(self) -> &'static str {
-        match self {
-            LastWriteCode::None => "NONE",
-            LastWriteCode::ObjNew => "OBJ_NEW",
-            LastWriteCode::DictCode => "DICT_CODE",
-            LastWriteCode::Site => "SITE",
-        }
-    }
-
     /// The code of a recorded last write: an instrumented writer has a
     /// site; the heap's own writers are `obj_new` and its dict code.
     pub fn of(w: Option<&LastWrite>) -> LastWriteCode {
