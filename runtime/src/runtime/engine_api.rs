@@ -100,6 +100,13 @@ pub trait RuntimeInternals {
     /// same object (the JIT's per-frame watch cache does).
     fn unwatch_epoch(&self) -> u64;
 
+    /// How many times `ObjectBuiltins::attr_fixed` was asked: by
+    /// generated code at each entry of a clean loop with fixed attributes
+    /// whose inline cache missed (docs/CODEGEN.md, "Loops: the clean
+    /// copy"), and by the interpreter verifying the claim. For tests and
+    /// benchmarks.
+    fn attr_fixed_calls(&self) -> u64;
+
     /// This runtime's id in the watch field of the shadow bytes
     /// ([`crate::shadow`]): generated code skips `guard.watch` of a slot
     /// whose shadow byte carries it (the slot is on this runtime's watch

@@ -134,7 +134,7 @@ pub struct Runtime {
     slow_paths: std::sync::OnceLock<SlowPaths>,
     /// Record host objects' native stacks ([`Runtime::set_host_stacks`]).
     host_stacks: AtomicBool,
-    /// Calls of [`Runtime::attr_fixed`] ([`Runtime::attr_fixed_calls`]).
+    /// Calls of `attr_fixed` (`RuntimeInternals::attr_fixed_calls`).
     attr_fixed_calls: AtomicU64,
 }
 
@@ -251,14 +251,6 @@ impl Runtime {
             host_stacks: AtomicBool::new(false),
             attr_fixed_calls: AtomicU64::new(0),
         }
-    }
-
-    /// How many times generated code asked [`Runtime::attr_fixed`]: each
-    /// entry of a clean loop with fixed attributes whose inline cache
-    /// missed (docs/CODEGEN.md, "Loops: the clean copy"). For tests and
-    /// benchmarks.
-    pub fn attr_fixed_calls(&self) -> u64 {
-        self.attr_fixed_calls.load(Ordering::Relaxed)
     }
 
     /// Counts one [`Runtime::attr_fixed`] call.
@@ -768,6 +760,10 @@ impl RuntimeInternals for Runtime {
 
     fn unwatch_epoch(&self) -> u64 {
         self.unwatch_epoch.load(Ordering::SeqCst)
+    }
+
+    fn attr_fixed_calls(&self) -> u64 {
+        self.attr_fixed_calls.load(Ordering::Relaxed)
     }
 
     fn shadow_watch_id(&self) -> u8 {
