@@ -34,12 +34,12 @@ use guardlift_ir::Value;
 /// Ways of a loop's entry cache (a power of two: the index of the next way
 /// to fill is masked, so that no value in the data object makes a fill
 /// write outside it).
-pub(super) const WAYS: usize = 4;
+const WAYS: usize = 4;
 
 /// Bytes between two ways for `n` objects: the stamp, then (object,
 /// word) each, rounded up to a power of two (a way's offset is a shift of
 /// its index).
-pub(super) fn way_bytes(n: usize) -> i32 {
+fn way_bytes(n: usize) -> i32 {
     (8 + 16 * n as u32).next_power_of_two() as i32
 }
 
