@@ -245,6 +245,8 @@ pub(super) struct Versioned {
     objs: Vec<Value>,
     /// ... their values in the checked copy: params of its header ...
     alias: Vec<cl::Value>,
+    /// ... in the clean copy: params of its header ...
+    clean_alias: Vec<cl::Value>,
     /// ... and outside the loop (set when its header is lowered).
     orig: Vec<cl::Value>,
     /// The clean copy's block of each loop block.
@@ -301,7 +303,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 .collect();
             // The clean copy: the hot blocks (a branch to a cold block
             // goes to the checked copy's: a side exit).
-            let clean = lp.hot.iter().map(|&b| (b, self.block_like(b))).collect();
+            let clean: Vec<(u32, cl::Block)> =
+                lp.hot.iter().map(|&b| (b, self.block_like(b))).collect();
+            // The clean copy's header takes the objects as params too
+            // (its back edges pass them as the checked copy's do): each
+            // is then a value of the loop alone, which regalloc2 keeps in
+            // a register there, where the one value of the whole function
+            // lived in a frame slot (the method loop's `self`, reloaded
+            // before each attribute op: docs/PERFORMANCE.md).
+            let clean_alias = match clean.iter().find(|&&(b, _)| b == header) {
+                Some(&(_, ch)) => (objs.iter())
+                    .map(|&o| self.b.append_block_param(ch, cl_type(self.f.ty(o))))
+                    .collect(),
+                None => Vec::new(),
+            };
             self.version_of_header.insert(header, self.versions.len());
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
@@ -321,6 +336,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 dispatch,
                 objs,
                 alias,
+                clean_alias,
                 orig: Vec::new(),
                 clean,
             });
@@ -502,12 +518,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// The extra arguments of a branch to IR block `b` (`t`: its lowered
-    /// target): on a back edge of a checked copy, its objects.
+    /// target): on a back edge of either copy, its objects.
     fn alias_args(&mut self, b: u32, t: cl::Block) -> Result<Vec<BlockArg>, JitError> {
         let Some(&k) = self.version_of_header.get(&b) else {
             return Ok(Vec::new());
         };
-        if self.in_clean.is_some() || t == self.versions[k].dispatch {
+        if self.in_clean.is_some_and(|c| c != k) || t == self.versions[k].dispatch {
             return Ok(Vec::new());
         }
         // Not the param itself: Cranelift drops a param that is only ever
@@ -561,6 +577,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 self.blocks[b as usize] = Some(cb);
             }
             self.in_clean = Some(k);
+            // Inside the clean copy the objects are its header's params.
+            let objs = self.versions[k].objs.clone();
+            let before: Vec<Option<cl::Value>> =
+                objs.iter().map(|&o| self.vals[o.0 as usize]).collect();
+            for (&o, &x) in objs.iter().zip(&self.versions[k].clean_alias) {
+                self.vals[o.0 as usize] = Some(x);
+            }
             let f = self.f;
             let body: Vec<u32> = (rpo.iter().copied())
                 .filter(|&b| self.versions[k].lp.is_hot(b))
@@ -576,6 +599,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 self.lower_block(bi)?;
             }
             self.in_clean = None;
+            for (&o, x) in objs.iter().zip(before) {
+                self.vals[o.0 as usize] = x;
+            }
             for (b, blk) in saved {
                 self.blocks[b as usize] = blk;
             }
@@ -644,11 +670,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let mut args: Vec<BlockArg> = (self.b.block_params(pre).iter())
                 .map(|&v| BlockArg::Value(v))
                 .collect();
-            if to == checked {
-                let objs = self.versions[k].objs.clone();
-                for o in objs {
-                    args.push(BlockArg::Value(self.val(o)?));
-                }
+            // Both headers take the objects as params.
+            let objs = self.versions[k].objs.clone();
+            for o in objs {
+                args.push(BlockArg::Value(self.val(o)?));
             }
             self.b.ins().jump(to, &args);
         }
