@@ -76,6 +76,7 @@ pub const FAMILIES: &[&str] = &[
     "entrycache.receivers",
     "entrycache.receiver_too_small",
     "entrycache.receiver_dictified",
+    "entrycache.two_objects",
     "obj.new",
     "obj.free",
     "obj.dictify",

@@ -18,6 +18,12 @@
 //! run the clean copy, without the bounds tests, on the failing one. The
 //! inner loop's results leave it only through its exit block's param (a
 //! clean loop defines no value used outside it).
+//!
+//! Half the time the method also reads a second object, the next receiver
+//! (`objs[(i + 1) & 3]`): a clean loop of two objects from outside, which
+//! both copies take as their header's params (`jit/src/lower/version.rs`)
+//! — passed in the wrong order, the loop's stores would land in the other
+//! object.
 
 use super::{FnGen, Obj};
 use guardlift_ir::{BinOp, IntCC, Type, Value};
@@ -86,15 +92,34 @@ impl FnGen<'_, '_, '_> {
             let is = self.fb.icmp(IntCC::Eq, k, at);
             r = self.fb.select(is, o, r);
         }
+        // The second object, the next receiver (its index below `max`, as
+        // the small one holds).
+        let other = self.src.chance(1, 2).then(|| {
+            let k1 = self.fb.binary(BinOp::Iadd, i, one);
+            let k1 = self.fb.binary(BinOp::Band, k1, three);
+            let mut s = objs[0];
+            for (slot, &o) in objs.iter().enumerate().skip(1) {
+                let at = self.iconst(Type::I64, slot as i64);
+                let is = self.fb.icmp(IntCC::Eq, k1, at);
+                s = self.fb.select(is, o, s);
+            }
+            self.ev.insert("entrycache.two_objects");
+            s
+        });
         self.fb.jump(inner, &[zero, acc]);
-        // The method's loop: attribute ops on the receiver only.
+        // The method's loop: attribute ops on the receiver (and the other).
         self.fb.switch_to_block(inner);
         let go = self.fb.icmp(IntCC::Slt, j, inner_n);
         self.fb.brif(go, body, &[], next, &[a]);
         self.fb.switch_to_block(body);
         let low = self.src.range(0, max.saturating_sub(1));
         let x = self.fb.load_attr(r, low);
-        let a1 = self.fb.binary(BinOp::Iadd, a, x);
+        let mut a1 = self.fb.binary(BinOp::Iadd, a, x);
+        if let Some(s) = other {
+            let y = self.fb.load_attr(s, low);
+            let y = self.fb.binary(BinOp::Iadd, y, one);
+            a1 = self.fb.binary(BinOp::Imul, a1, y);
+        }
         // The op at the highest index: past the capacity of a small one.
         if self.src.chance(1, 2) {
             let y = self.fb.load_attr(r, max);
