@@ -241,7 +241,8 @@ pub(super) struct Versioned {
     attrs: Vec<(Value, u32)>,
     /// Where entries from outside go.
     dispatch: cl::Block,
-    /// The objects the dispatch tests (`life` and `watch`, once each) ...
+    /// The objects the dispatch tests (`life` and `watch`) or fixes
+    /// (`attrs`), once each ...
     objs: Vec<Value>,
     /// ... their values in the checked copy: params of its header ...
     alias: Vec<cl::Value>,
@@ -296,8 +297,21 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 continue;
             };
             let dispatch = self.block_like(header);
+            // The bounds tests are made once per entry where the clean copy
+            // or a callee's variant drops some (the entry test is an inline
+            // cache hit but for the first entry after a free or dictify).
+            let attrs = match hoist_bounds {
+                true => lp.attrs.clone(),
+                false => Vec::new(),
+            };
+            // The objects the copies take as their headers' params: those
+            // the dispatch tests and those whose attributes it fixes.
             let mut objs = life.clone();
-            objs.extend(watch.iter().filter(|o| !life.contains(o)));
+            for o in watch.iter().chain(attrs.iter().map(|(o, _)| o)) {
+                if !objs.contains(o) {
+                    objs.push(*o);
+                }
+            }
             let alias = (objs.iter())
                 .map(|&o| self.b.append_block_param(checked, cl_type(self.f.ty(o))))
                 .collect();
@@ -321,13 +335,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
             }
-            // The bounds tests are made once per entry where the clean copy
-            // or a callee's variant drops some (the entry test is an inline
-            // cache hit but for the first entry after a free or dictify).
-            let attrs = match hoist_bounds {
-                true => lp.attrs.clone(),
-                false => Vec::new(),
-            };
             self.versions.push(Versioned {
                 lp: lp.clone(),
                 life,
