@@ -251,8 +251,33 @@ fn program() -> &'static Path {
     })
 }
 
+/// Cargo's runner variable for the target this test binary was built for.
+const TARGET_RUNNER_VAR: &str = if cfg!(target_arch = "aarch64") {
+    "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER"
+} else {
+    "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER"
+};
+
+/// A command that runs `exe`, built for this test binary's target, the way
+/// cargo ran the test binary: through cargo's runner for the target when
+/// one is set (`scripts/qemu-aarch64-runner` under `scripts/test-aarch64
+/// --all`: qemu-user cannot execve an aarch64 binary by itself; as
+/// `cli/tests/common`'s `target_command`), directly otherwise.
+fn target_command(exe: &Path) -> Command {
+    let runner = std::env::var(TARGET_RUNNER_VAR).unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(first) => {
+            let mut c = Command::new(first);
+            c.args(words).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    }
+}
+
 fn run_program(mode: &str) -> (Output, String, String) {
-    let out = Command::new(program())
+    let out = target_command(program())
         .arg(mode)
         .output()
         .expect("run the C program");
