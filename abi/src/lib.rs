@@ -9,6 +9,7 @@
 //! - [`mode`]: [`Mode`], what a failed check does;
 //! - [`offsets`]: the runtime's head and trap scratch area as generated code sees them;
 //! - [`entry`]: the one table of every entry point and built-in ([`foreach_entry!`]);
+//! - [`program`]: the tables a program's `gl_traps.c` hands the target library;
 //! - [`stamp`]: [`ABI_STAMP`], a compile-time hash of all of the above that a
 //!   target runtime library carries (`gl_rt_abi`) so a stale one is refused;
 //! - `format`: the text form of floats.
@@ -19,6 +20,7 @@ pub mod format;
 pub mod layout;
 pub mod mode;
 pub mod offsets;
+pub mod program;
 pub mod protocol;
 pub mod report;
 pub mod stamp;

@@ -14,7 +14,9 @@
 //!    scratch area's fields) and the trap token of a sample site;
 //! 4. the dict and values layout constants of [`crate::layout`] and the
 //!    adstack header of [`crate::adstack`];
-//! 5. every [`ReportKind`]'s name and code, and [`crate::TRAP_CODE_BASE`].
+//! 5. every [`ReportKind`]'s name and code, and [`crate::TRAP_CODE_BASE`];
+//! 6. the program tables of [`crate::program`]: each table's C name and
+//!    each field's name, declaration and size.
 //!
 //! The target library (`aot/rt`, `guardlift-target-rt`) exports the value
 //! it was compiled with as the data symbol `gl_rt_abi` (a little- or
@@ -144,6 +146,23 @@ pub const fn stamp() -> u64 {
         let kind = ReportKind::ALL[k];
         h = h.str(kind.name()).byte(kind.code());
         k += 1;
+    }
+    // The program tables.
+    let tables = &crate::program::TABLES;
+    h = h.u64(tables.len() as u64);
+    let mut t = 0;
+    while t < tables.len() {
+        let fields = tables[t].fields;
+        h = h.str(tables[t].c_name).u64(fields.len() as u64);
+        let mut j = 0;
+        while j < fields.len() {
+            h = h
+                .str(fields[j].name)
+                .str(fields[j].decl)
+                .u64(fields[j].bytes as u64);
+            j += 1;
+        }
+        t += 1;
     }
     h.0
 }

@@ -55,6 +55,56 @@ pub struct GlModule {
     pub dict_slot_offset: i64,
 }
 
+// The three structs are the contract's tables (`guardlift_abi::program`,
+// which the generated C declares them from and the ABI stamp hashes):
+// the same fields, in the same order, at the same offsets.
+const _: () = {
+    use guardlift_abi::program::{Table, CODE, MODULE, TRAP};
+    use std::mem::{offset_of, size_of};
+    const fn same(t: &Table, fields: &[(&str, usize)], size: usize) -> bool {
+        if t.fields.len() != fields.len() || t.size() != size {
+            return false;
+        }
+        let mut i = 0;
+        while i < fields.len() {
+            if !t.field_is(i, fields[i].0) || t.offset(i) != fields[i].1 {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    assert!(same(
+        &TRAP,
+        &[
+            ("pc", offset_of!(GlTrap, pc)),
+            ("site", offset_of!(GlTrap, site)),
+            ("kind", offset_of!(GlTrap, kind)),
+        ],
+        size_of::<GlTrap>(),
+    ));
+    assert!(same(
+        &CODE,
+        &[
+            ("start", offset_of!(GlCode, start)),
+            ("size", offset_of!(GlCode, size)),
+        ],
+        size_of::<GlCode>(),
+    ));
+    assert!(same(
+        &MODULE,
+        &[
+            ("start", offset_of!(GlModule, start)),
+            ("traps", offset_of!(GlModule, traps)),
+            ("ntraps", offset_of!(GlModule, ntraps)),
+            ("code", offset_of!(GlModule, code)),
+            ("ncode", offset_of!(GlModule, ncode)),
+            ("dict_slot_offset", offset_of!(GlModule, dict_slot_offset)),
+        ],
+        size_of::<GlModule>(),
+    ));
+};
+
 static MODULE: AtomicPtr<GlModule> = AtomicPtr::new(std::ptr::null_mut());
 /// Where the run thread called the entry (IR frames lie below), 0 outside the run.
 pub static ENTRY_SP: AtomicU64 = AtomicU64::new(0);
