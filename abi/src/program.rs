@@ -74,12 +74,6 @@ impl Table {
         format!("typedef struct {{ {fields}}} {};", self.c_name)
     }
 
-    /// Each field's offset and the struct's size (see [`Self::offset`]).
-    pub fn layout(&self) -> (Vec<usize>, usize) {
-        let offsets = (0..self.fields.len()).map(|i| self.offset(i)).collect();
-        (offsets, self.size())
-    }
-
     /// The offset of field `i` (natural alignment, as the C and Rust
     /// `repr(C)` layouts place it); the struct's size for `i` = the field
     /// count. A `const fn`, so that the library's structs are checked
@@ -136,15 +130,20 @@ impl Table {
 mod tests {
     use super::*;
 
+    /// Each field's offset and the struct's size.
+    fn layout(t: &Table) -> (Vec<usize>, usize) {
+        ((0..t.fields.len()).map(|i| t.offset(i)).collect(), t.size())
+    }
+
     #[test]
     fn typedefs_and_layouts() {
         assert_eq!(
             TRAP.c_typedef(),
             "typedef struct { const char *pc; uint32_t site; uint32_t kind; } gl_trap_t;"
         );
-        assert_eq!(TRAP.layout(), (vec![0, 8, 12], 16));
-        assert_eq!(CODE.layout(), (vec![0, 8], 16));
-        assert_eq!(MODULE.layout(), (vec![0, 8, 16, 24, 32, 40], 48));
+        assert_eq!(layout(&TRAP), (vec![0, 8, 12], 16));
+        assert_eq!(layout(&CODE), (vec![0, 8], 16));
+        assert_eq!(layout(&MODULE), (vec![0, 8, 16, 24, 32, 40], 48));
         assert!(MODULE
             .c_typedef()
             .contains("void (*start)(uint64_t *, uint64_t *); "));

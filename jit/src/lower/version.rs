@@ -312,9 +312,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     objs.push(*o);
                 }
             }
-            let alias = (objs.iter())
-                .map(|&o| self.b.append_block_param(checked, cl_type(self.f.ty(o))))
-                .collect();
+            let alias = self.object_params(checked, &objs);
             // The clean copy: the hot blocks (a branch to a cold block
             // goes to the checked copy's: a side exit).
             let clean: Vec<(u32, cl::Block)> =
@@ -326,9 +324,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             // lived in a frame slot (the method loop's `self`, reloaded
             // before each attribute op: docs/PERFORMANCE.md).
             let clean_alias = match clean.iter().find(|&&(b, _)| b == header) {
-                Some(&(_, ch)) => (objs.iter())
-                    .map(|&o| self.b.append_block_param(ch, cl_type(self.f.ty(o))))
-                    .collect(),
+                Some(&(_, ch)) => self.object_params(ch, &objs),
                 None => Vec::new(),
             };
             self.version_of_header.insert(header, self.versions.len());
@@ -348,6 +344,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 clean,
             });
         }
+    }
+
+    /// A param of header `h` (either copy's) for each object of `objs`.
+    fn object_params(&mut self, h: cl::Block, objs: &[Value]) -> Vec<cl::Value> {
+        (objs.iter())
+            .map(|&o| self.b.append_block_param(h, cl_type(self.f.ty(o))))
+            .collect()
     }
 
     /// For a call in a clean loop of a function with a clean variant: adds
