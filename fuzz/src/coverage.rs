@@ -77,6 +77,8 @@ pub const FAMILIES: &[&str] = &[
     "entrycache.receiver_too_small",
     "entrycache.receiver_dictified",
     "entrycache.two_objects",
+    "entrycache.exit_read",
+    "entrycache.exit_read_past",
     "obj.new",
     "obj.free",
     "obj.dictify",

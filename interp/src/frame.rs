@@ -31,10 +31,16 @@ pub(crate) struct Frame {
     pub(crate) claimed: bool,
     /// The objects (values of this frame) whose bounds tests are claimed
     /// not to fail (`crate::hoist`): the fixed attributes of the clean
-    /// loop `fixed_loop` since an entry that passed its test.
-    pub(crate) fixed: Vec<Value>,
+    /// loop `fixed_loop` since an entry that passed its test, each with
+    /// the highest index the loop uses on it.
+    pub(crate) fixed: Vec<(Value, u32)>,
     /// The header of the loop whose activation `fixed` belongs to.
     pub(crate) fixed_loop: Option<u32>,
+    /// After that activation left the hot part by an exit edge into an
+    /// exit prefix (`CleanLoop::exits`): the prefix's length. Its
+    /// instructions stay under the claim, at indices up to each object's
+    /// highest; the next branch ends the activation.
+    pub(crate) fixed_exit: Option<u32>,
     /// The params a claimed loop activation of the caller passed fixed
     /// objects to: claimed for the whole frame.
     pub(crate) fixed_params: Vec<Value>,
@@ -137,6 +143,7 @@ impl<'m> Interpreter<'m> {
             claimed: false,
             fixed: Vec::new(),
             fixed_loop: None,
+            fixed_exit: None,
             fixed_params: Vec::new(),
             raw_clean: Vec::new(),
             attr_clean: None,

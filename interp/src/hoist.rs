@@ -32,8 +32,10 @@ use guardlift_ir::hoist::{CleanLoop, HostModel};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
 use guardlift_runtime::internals::*;
 
-/// Per function, per block: is it in a clean loop?
-pub(crate) type LoopClaims = Vec<Vec<bool>>;
+/// Per function, per block: how many of its leading instructions are
+/// claimed to free nothing (all of a clean loop's hot block, an exit
+/// prefix's length, 0 elsewhere).
+pub(crate) type LoopClaims = Vec<Vec<u32>>;
 
 /// Per function, its clean loops with fixed attributes.
 pub(crate) type AttrClaims = Vec<Vec<CleanLoop>>;
@@ -46,11 +48,16 @@ pub(crate) fn claims(m: &Module, host: HostModel) -> (LoopClaims, AttrClaims) {
         .iter()
         .map(|f| {
             let loops = FuncAnalysis::new(f).clean_loops(m, host);
-            let mut in_loop = vec![false; f.blocks.len()];
-            // The claim is about the hot blocks (the clean copy's).
-            for b in loops.iter().flat_map(|l| l.hot.iter()) {
-                if let Some(x) = in_loop.get_mut(*b as usize) {
-                    *x = true;
+            let mut in_loop = vec![0u32; f.blocks.len()];
+            // The claim is about the hot blocks (the clean copy's) and
+            // the exit prefixes after them.
+            let hot = loops
+                .iter()
+                .flat_map(|l| l.hot.iter().map(|&b| (b, u32::MAX)));
+            let exits = loops.iter().flat_map(|l| l.exits.iter().copied());
+            for (b, n) in hot.chain(exits) {
+                if let Some(x) = in_loop.get_mut(b as usize) {
+                    *x = (*x).max(n);
                 }
             }
             let attrs = loops
@@ -83,13 +90,24 @@ impl Interpreter<'_> {
         };
         let to = fr.block as u32;
         if let Some(h) = fr.fixed_loop {
-            // Leaving the hot part (the loop, or a side exit to a cold
-            // block: the JIT goes on in the checked copy) ends the
-            // activation.
-            if (loops.iter()).any(|l| l.header == h && l.is_hot(to)) {
-                return Ok(());
+            let lp = loops.iter().find(|l| l.header == h);
+            if fr.fixed_exit.is_none() {
+                if lp.is_some_and(|l| l.is_hot(to)) {
+                    return Ok(());
+                }
+                // An exit edge into an exit prefix: the claim goes on
+                // there (the JIT's clean twin of the block).
+                let n = lp.map_or(0, |l| l.exit_prefix(to));
+                if n > 0 {
+                    fr.fixed_exit = Some(n);
+                    return Ok(());
+                }
             }
+            // Leaving the hot part otherwise (a side exit to a cold
+            // block: the JIT goes on in the checked copy) or the exit
+            // block ends the activation.
             fr.fixed_loop = None;
+            fr.fixed_exit = None;
             fr.fixed.clear();
         }
         let Some(lp) = (loops.iter()).find(|l| l.header == to && !l.contains(from as u32)) else {
@@ -112,7 +130,7 @@ impl Interpreter<'_> {
         }
         if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
             fr.fixed_loop = Some(to);
-            fr.fixed = lp.attrs.iter().map(|&(o, _)| o).collect();
+            fr.fixed = lp.attrs.clone();
         }
         Ok(())
     }
@@ -128,9 +146,25 @@ impl Interpreter<'_> {
         }
         let f: &Function = self.m.func(callee.func);
         (f.params.iter().zip(args))
-            .filter(|(_, a)| fr.fixed.contains(a))
+            .filter(|&(_, a)| fr.fixed.iter().any(|&(o, _)| o == *a))
             .map(|(p, _)| *p)
             .collect()
+    }
+
+    /// Is the bounds test of instruction `ip` of `fr`'s block, an
+    /// attribute op on `obj` at `index`, claimed not to fail: `obj` a
+    /// fixed object of the frame's loop activation (in an exit prefix:
+    /// within it, at an index the loop covers) or a param a claimed
+    /// caller passed one?
+    pub(crate) fn is_fixed(&self, fr: &Frame, ip: usize, obj: Value, index: u32) -> bool {
+        if fr.fixed_params.contains(&obj) {
+            return true;
+        }
+        let mut fixed = fr.fixed.iter();
+        match fr.fixed_exit {
+            None => fixed.any(|&(o, _)| o == obj),
+            Some(n) => (ip as u64) < u64::from(n) && fixed.any(|&(o, m)| o == obj && index <= m),
+        }
     }
 
     /// An attribute op on a fixed object at attribute `index` of the
@@ -156,12 +190,12 @@ impl Interpreter<'_> {
     /// Before an instruction of `block` of frame `fr` runs: the unwatch
     /// epoch if the block is claimed to be in a clean loop or the frame
     /// was called from one.
-    pub(crate) fn hoist_epoch(&self, fr: &Frame, block: usize) -> Option<u64> {
+    pub(crate) fn hoist_epoch(&self, fr: &Frame, (block, ip): (usize, usize)) -> Option<u64> {
         let loops = self.loops.as_ref()?;
         let claimed = fr.claimed
             || (loops.get(fr.func.0 as usize))
                 .and_then(|b| b.get(block).copied())
-                .unwrap_or(false);
+                .is_some_and(|n| (ip as u64) < u64::from(n));
         claimed.then(|| self.rt.unwatch_epoch())
     }
 

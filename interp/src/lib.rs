@@ -288,7 +288,12 @@ impl<'m> Interpreter<'m> {
     /// verification catches a false claim.
     #[doc(hidden)]
     pub fn set_loop_claims(&mut self, claims: Vec<Vec<bool>>) {
-        self.loops = Some(claims);
+        let whole = |c: Vec<bool>| {
+            c.into_iter()
+                .map(|b| if b { u32::MAX } else { 0 })
+                .collect()
+        };
+        self.loops = Some(claims.into_iter().map(whole).collect());
     }
 
     /// Replaces the claims checked while running (per function, the

@@ -188,7 +188,7 @@ impl<'m> Interpreter<'m> {
             InstKind::LoadAttr { obj, index } => {
                 let o = fr.val(*obj);
                 self.verify_attr_group(fr, cx, g.0, o, *index)?;
-                let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
+                let fixed = self.is_fixed(fr, cx.at.1, *obj, *index);
                 Ok(Step::Set(
                     match self.attr_place(cx, g, (o, fixed), *index)? {
                         None => 0,
@@ -200,7 +200,7 @@ impl<'m> Interpreter<'m> {
             InstKind::StoreAttr { obj, index, value } => {
                 let (o, x) = (fr.val(*obj), fr.val(*value));
                 self.verify_attr_group(fr, cx, g.0, o, *index)?;
-                let fixed = fr.fixed.contains(obj) || fr.fixed_params.contains(obj);
+                let fixed = self.is_fixed(fr, cx.at.1, *obj, *index);
                 match self.attr_place(cx, g, (o, fixed), *index)? {
                     None => {}
                     Some(AttrPlace::Values(a)) => self.write_mem(loc, a, 8, x)?,

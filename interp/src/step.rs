@@ -47,7 +47,7 @@ impl<'m> Interpreter<'m> {
                 at: (fr.block, fr.ip),
             };
             fr.ip += 1;
-            let epoch = self.hoist_epoch(fr, cx.at.0);
+            let epoch = self.hoist_epoch(fr, cx.at);
             let step = self.exec(fr, &cx)?;
             if self.rt.host_fault_ends_run() {
                 // A host function called here crashed (what the JIT

@@ -2594,6 +2594,7 @@ fn run_fixed_claim(m: &Module, claimed: bool, swap: u64) -> Result<Option<u64>, 
             side: Vec::new(),
             objects: vec![a],
             attrs: vec![(a, 3)],
+            exits: Vec::new(),
         }];
     }
     let mut it = Interpreter::new(m, runtime(m, Mode::Recover), &HashMap::new()).expect("link");
@@ -2678,6 +2679,7 @@ fn a_fixed_attribute_claim_on_a_loop_defined_value_is_an_internal_error() {
         side: Vec::new(),
         objects: vec![val("a")],
         attrs: vec![(val("o"), 1), (val("a"), 0)],
+        exits: Vec::new(),
     }];
     match run(Some(claims)) {
         Err(InterpError::Internal { msg, .. }) => {

@@ -19,6 +19,11 @@
 //! inner loop's results leave it only through its exit block's param (a
 //! clean loop defines no value used outside it).
 //!
+//! Half the time the method reads an attribute of its receiver after the
+//! loop, in the block the loop exits to (a clean exit twin's prefix,
+//! `jit/src/lower/version.rs`: the JIT drops the tests its entry made
+//! there, but not the bounds test of an index the loop did not fix).
+//!
 //! Half the time the method also reads a second object, the next receiver
 //! (`objs[(i + 1) & 3]`): a clean loop of two objects from outside, which
 //! both copies take as their header's params (`jit/src/lower/version.rs`)
@@ -139,6 +144,29 @@ impl FnGen<'_, '_, '_> {
         let a5 = self.fb.binary(BinOp::Iadd, a1, a4);
         self.fb.jump(inner, &[j2, a5]);
         self.fb.switch_to_block(next);
+        // Half the time the method returns an attribute of its receiver
+        // after its loop (`return self.total`): an exit prefix, which the
+        // JIT lowers a second time, entered from the clean copy alone,
+        // without the tests the entry made — at an index the loop used,
+        // or, with faults, one past the highest (its bounds test stays:
+        // past the capacity of a receiver of `max + 1` attributes).
+        let mut a2 = a2;
+        if self.src.chance(1, 2) {
+            let past = self.ms.faults && self.src.chance(2, 3);
+            let idx = match past {
+                true => max + 1,
+                false => [low, max][self.src.range(0, 1) as usize],
+            };
+            let y = self.fb.load_attr(r, idx);
+            if past || (small && idx == max) {
+                self.object_fault_guard(|n| n.bounds = true);
+            }
+            a2 = self.fb.binary(BinOp::Iadd, a2, y);
+            self.ev.insert(match past {
+                true => "entrycache.exit_read_past",
+                false => "entrycache.exit_read",
+            });
+        }
         let i2 = self.fb.binary(BinOp::Iadd, i, one);
         self.fb.jump(outer, &[i2, a2]);
         self.fb.switch_to_block(done);

@@ -77,6 +77,21 @@
 //! clean variant can drop them; the interpreter verifies the claim while
 //! it runs (per activation, which a side exit ends like an exit). Another thread writing the loop's objects while it runs is
 //! outside both claims, as it is for the checks of uninstrumented code.
+//!
+//! **Clean exits** ([`CleanLoop::exits`]). Both claims outlive the hot
+//! part by what runs next: when control leaves the hot part by an exit
+//! edge (not a side exit) into a block whose leading instructions free
+//! nothing, call nothing and write no memory ([`keeps_exit_claims`]:
+//! loads, arithmetic, `load_attr`, `dict_slot.load`, `guard.watch`), the
+//! lifetime checks and `guard.watch`es of the loop's invariant objects in
+//! that prefix pass / change nothing, and so do the bounds tests of its
+//! fixed attributes at indices up to `max(o)` — the state at the last
+//! instruction of the hot part, which nothing since has changed. The JIT
+//! lowers such a block a second time, entered from the clean copy's
+//! exits only, without those tests in the prefix (the method loop's
+//! `return self.total` after its loop); the interpreter verifies the
+//! prefix like the hot part (its instructions must not move the unwatch
+//! epoch; a fixed attribute's bounds test there must pass).
 
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
@@ -128,6 +143,16 @@ pub struct CleanLoop {
     /// each at its entry (the module doc). Empty when the loop or a callee
     /// holds a `dict_slot.store` or a `store_attr` on another object.
     pub attrs: Vec<(Value, u32)>,
+    /// Its **exit prefixes**, by block ascending: each block outside the
+    /// loop that a hot block branches to, with the number of its leading
+    /// instructions that keep both claims ([`keeps_exit_claims`]; at least
+    /// one of them an object op or `guard.watch` on one of `objects`).
+    /// Control that leaves the hot part for such a block has run nothing
+    /// since the loop's entry that frees or changes an object's word or
+    /// capacity, and the prefix runs nothing that does either: the claims
+    /// hold there too — up to its `n`th instruction, for the bounds claim
+    /// at the indices `attrs` covers (the module doc, "Clean exits").
+    pub exits: Vec<(u32, u32)>,
 }
 
 impl CleanLoop {
@@ -145,6 +170,60 @@ impl CleanLoop {
     pub fn is_side(&self, b: u32) -> bool {
         self.side.binary_search(&b).is_ok()
     }
+
+    /// The length of block `b`'s exit prefix ([`CleanLoop::exits`]), 0
+    /// when it has none.
+    pub fn exit_prefix(&self, b: u32) -> u32 {
+        (self.exits.binary_search_by_key(&b, |&(e, _)| e)).map_or(0, |i| self.exits[i].1)
+    }
+}
+
+/// Can `k`, in the block a clean loop's hot part exits to, run under the
+/// loop's claims ([`CleanLoop::exits`])? Not a call of any kind, nothing
+/// that writes memory or the runtime's records (a raw `store`, a
+/// `store_attr`, a `dict_slot.store`, a `stack_alloc`, an adstack op), no
+/// terminator (the prefix is one block's) and, against a host with its own
+/// attribute slow paths, no attribute op (its slow path runs host code).
+pub fn keeps_exit_claims(k: &InstKind, host: HostModel) -> bool {
+    use InstKind::*;
+    match k {
+        Call { .. } | StackAlloc { .. } | StoreAttr { .. } | DictSlotStore { .. } => false,
+        LoadAttr { .. } => !host.host_slow_paths,
+        k2 => !bars_loop(k2) && !k2.is_terminator(),
+    }
+}
+
+/// The exit prefixes of a loop ([`CleanLoop::exits`]): `blocks` its
+/// blocks and `hot` its hot ones (both ascending), `objects` its
+/// invariant objects.
+fn exit_prefixes(
+    f: &Function,
+    cfg: &ControlFlowGraph,
+    (blocks, hot): (&[u32], &[u32]),
+    objects: &[Value],
+    host: HostModel,
+) -> Vec<(u32, u32)> {
+    let mut exits: Vec<(u32, u32)> = Vec::new();
+    for &b in hot {
+        for &s in cfg.succs(Block(b)) {
+            let e = s.0;
+            if e == 0 || blocks.binary_search(&e).is_ok() || exits.iter().any(|x| x.0 == e) {
+                continue;
+            }
+            let insts = &f.blocks[e as usize].insts;
+            let n = insts
+                .iter()
+                .take_while(|i| keeps_exit_claims(&i.kind, host))
+                .count();
+            let touches = (insts[..n].iter())
+                .any(|i| i.kind.dict_obj().is_some_and(|o| objects.contains(&o)));
+            if touches {
+                exits.push((e, n as u32));
+            }
+        }
+    }
+    exits.sort_unstable();
+    exits
 }
 
 /// What the analysis may assume of the host the code will run against.
@@ -371,6 +450,7 @@ pub(crate) fn clean_loops_in(
         .filter_map(|(_, (((mut blocks, header), t), r))| {
             let r = r?;
             blocks.sort_unstable();
+            let exits = exit_prefixes(f, cfg, (&blocks, &r.hot), &t.objects, host);
             Some(CleanLoop {
                 header,
                 blocks,
@@ -379,6 +459,7 @@ pub(crate) fn clean_loops_in(
                 side: r.side,
                 objects: t.objects,
                 attrs: if t.attrs_ok { t.attrs } else { Vec::new() },
+                exits,
             })
         })
         .collect()
@@ -685,5 +766,69 @@ mod tests {
         ));
         let m = crate::parse_and_verify(&text).expect("valid");
         assert!(clean_loops(&m, &m.functions[0]).is_empty());
+    }
+
+    /// A method's loop over `%o` and the blocks it exits to.
+    const EXITS: &str = "extern fn @x()
+fn @f(%o: ptr, %p: ptr, %n: i64) -> i64 {
+entry:
+    %z = iconst.i64 0
+    jump h(%z)
+h(%i: i64):
+    %d = icmp.sge %i, %n
+    brif %d, out, body
+body:
+    guard.watch %o
+    %a = load_attr %o, 2
+    %one = iconst.i64 1
+    %j = iadd %i, %one
+    %e = icmp.eq %a, %z
+    brif %e, other, h(%j)
+out:
+    guard.watch %o
+    %r = load_attr %o, 1
+    %s = load_attr %p, 0
+    call @x()
+    %t = load_attr %o, 0
+    return %t
+other:
+    %q = load_attr %p, 0
+    return %q
+}
+";
+
+    fn exits_of(host: HostModel) -> Vec<(String, u32)> {
+        let m = crate::parse_and_verify(EXITS).expect("valid");
+        let f = &m.functions[0];
+        let loops = clean_loops_for(&m, f, host);
+        assert_eq!(loops.len(), 1, "{loops:?}");
+        let name = |b: u32| f.blocks[b as usize].name.clone();
+        loops[0].exits.iter().map(|&(b, n)| (name(b), n)).collect()
+    }
+
+    #[test]
+    fn an_exit_prefix_ends_at_the_first_call() {
+        // `out`: the watch and two loads (one of another object) keep the
+        // claims, the call ends them; `other` touches no loop object.
+        assert_eq!(exits_of(HostModel::default()), vec![("out".to_string(), 3)]);
+    }
+
+    #[test]
+    fn with_host_slow_paths_an_attribute_op_ends_the_prefix() {
+        let host = HostModel {
+            host_slow_paths: true,
+        };
+        // The loop itself is clean only without attribute ops then.
+        let m = crate::parse_and_verify(
+            &EXITS.replace("    %a = load_attr %o, 2\n", "    %a = dict_slot.load %o\n"),
+        )
+        .expect("valid");
+        let f = &m.functions[0];
+        let loops = clean_loops_for(&m, f, host);
+        assert_eq!(loops.len(), 1, "{loops:?}");
+        let out = f.blocks.iter().position(|b| b.name == "out").expect("out") as u32;
+        assert_eq!(loops[0].exits, vec![(out, 1)]);
+        assert_eq!(loops[0].exit_prefix(out), 1);
+        assert_eq!(loops[0].exit_prefix(0), 0);
     }
 }

@@ -43,11 +43,19 @@ fn way_bytes(n: usize) -> i32 {
     (8 + 16 * n as u32).next_power_of_two() as i32
 }
 
+/// A loop's entry cache as the dispatch probed it: its address, the stamp
+/// of this entry and the objects, for the fill after a miss.
+pub(super) struct Probed {
+    cache: cl::Value,
+    stamp: cl::Value,
+    objs: Vec<cl::Value>,
+}
+
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
-    /// After the shadow tests passed (the builder is in a block of its
-    /// own): the entry test of the loop's fixed attributes `attrs`, then a
-    /// branch with `args` to `clean` when it holds, to `checked` otherwise
-    /// (see the module doc).
+    /// The entry test of the loop's fixed attributes `attrs` (the builder
+    /// in a block of its own, after the shadow tests passed): the cache,
+    /// then the runtime on a miss; a branch with `args` to `clean` when it
+    /// holds, to `checked` otherwise (see the module doc).
     pub(super) fn fixed_attrs_test(
         &mut self,
         attrs: &[(Value, u32)],
@@ -55,6 +63,21 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         clean: cl::Block,
         checked: cl::Block,
     ) -> Result<(), JitError> {
+        let probed = self.fixed_attrs_probe(attrs, args, clean)?;
+        self.fixed_attrs_ask(probed, attrs, args, (clean, checked))
+    }
+
+    /// The cache probe of `attrs`: a branch with `args` to `clean` on a
+    /// hit; the builder is left in the miss block. A way matches when its
+    /// objects are these (tested first: one load and compare per object
+    /// for a way of other objects), then its stamp is this entry's and the
+    /// words are unchanged.
+    pub(super) fn fixed_attrs_probe(
+        &mut self,
+        attrs: &[(Value, u32)],
+        args: &[BlockArg],
+        clean: cl::Block,
+    ) -> Result<Probed, JitError> {
         use cl::types::I64;
         let way = way_bytes(attrs.len());
         let obj_at = |w: i32, i: usize| w + 8 + 16 * i as i32;
@@ -79,9 +102,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let miss = self.b.create_block();
         for k in 0..WAYS {
             let w = way * k as i32;
-            // The stamp and the objects of way k.
-            let cached = self.b.ins().load(I64, flags, cache, w);
-            let mut hit = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
+            // The objects of way k.
+            let mut hit = Vec::with_capacity(objs.len());
             for (i, &o) in objs.iter().enumerate() {
                 let c = self.b.ins().load(I64, flags, cache, obj_at(w, i));
                 hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
@@ -93,22 +115,41 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 false => miss,
             };
             self.b.ins().brif(hit, words, &[], next, &[]);
-            // The words: unchanged, each object still has the values array
-            // whose recorded capacity the runtime tested (a record changes
-            // only when the array is released, which moves the epoch).
+            // Its stamp and the words: no object went and no values array
+            // was released since it was filled, and each object still has
+            // the values array whose recorded capacity the runtime tested
+            // (a record changes only when the array is released, which
+            // moves the epoch).
             self.b.switch_to_block(words);
-            let mut same = Vec::with_capacity(objs.len());
+            let cached = self.b.ins().load(I64, flags, cache, w);
+            let mut same = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
             for (i, &o) in objs.iter().enumerate() {
                 let word = self.load_word(o);
                 let c = self.b.ins().load(I64, flags, cache, obj_at(w, i) + 8);
                 same.push(self.b.ins().icmp(IntCC::Equal, word, c));
             }
-            let same_words = self.band_all(same)?;
-            self.b.ins().brif(same_words, clean, args, next, &[]);
+            let same = self.band_all(same)?;
+            self.b.ins().brif(same, clean, args, next, &[]);
             self.b.switch_to_block(next);
         }
-        // A miss (the builder is there): ask the runtime; on success fill
-        // the next way.
+        Ok(Probed { cache, stamp, objs })
+    }
+
+    /// After a miss of the probe (the builder in a block whose paths all
+    /// passed the shadow tests): ask the runtime; on success fill the next
+    /// way and branch with `args` to `clean`, else to `checked`.
+    pub(super) fn fixed_attrs_ask(
+        &mut self,
+        Probed { cache, stamp, objs }: Probed,
+        attrs: &[(Value, u32)],
+        args: &[BlockArg],
+        (clean, checked): (cl::Block, cl::Block),
+    ) -> Result<(), JitError> {
+        use cl::types::I64;
+        let way = way_bytes(attrs.len());
+        let obj_at = |w: i32, i: usize| w + 8 + 16 * i as i32;
+        let cursor_at = way * WAYS as i32;
+        let flags = MemFlagsData::trusted();
         let mut fixed = Vec::with_capacity(objs.len());
         for (&o, &(_, max)) in objs.iter().zip(attrs) {
             let mx = self.iconst(cl::types::I32, i64::from(max));

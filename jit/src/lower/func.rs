@@ -395,6 +395,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<Option<cl::Value>, JitError> {
         let id = self.lw.stub(self.m, st)?;
         let r = self.fref(id);
+        let args = &self.opaque_args(args);
         let Stub::Check(e) = st else {
             let call = self.b.ins().call(r, args);
             return Ok(self.b.inst_results(call).first().copied());
@@ -410,6 +411,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
         };
         let out = self.b.ins().stack_addr(types::I64, slot, 0);
+        let out = self.opaque_args(&[out])[0];
         let mut full = args.to_vec();
         full.push(out);
         self.b.ins().call(r, &full);
@@ -460,6 +462,41 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let b = abi::builtin(name)
             .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
         self.call_stub(Stub::Slow(b.entry), args)
+    }
+
+    /// `args` for a runtime call of a clean copy or exit twin: each
+    /// constant (`iconst`, `stack_addr`) plus the copy's opaque zero.
+    /// Cranelift hoists a constant out of the loop it is used in; a
+    /// constant both copies use is elaborated twice, and the second copy
+    /// is not rematerialized at its use, so the cold calls' site ids,
+    /// indices and verdict slot address stayed in registers across the
+    /// clean loop (the method loop's clean copy spilled its own values
+    /// for them: docs/PERFORMANCE.md). On the zero, a loop value, they
+    /// are computed in the cold block that calls.
+    fn opaque_args(&mut self, args: &[cl::Value]) -> Vec<cl::Value> {
+        let Some(z) = self.opaque_zero else {
+            return args.to_vec();
+        };
+        args.iter()
+            .map(|&a| {
+                let dfg = &self.b.func.dfg;
+                let constant = dfg.value_def(a).inst().is_some_and(|i| {
+                    matches!(
+                        dfg.insts[i].opcode(),
+                        cl::Opcode::Iconst | cl::Opcode::StackAddr
+                    )
+                });
+                let ty = dfg.value_type(a);
+                if !constant || !ty.is_int() {
+                    return a;
+                }
+                let z = match ty {
+                    types::I64 => z,
+                    t => self.b.ins().ireduce(t, z),
+                };
+                self.b.ins().iadd(a, z)
+            })
+            .collect()
     }
 
     /// Zero-extended raw bits of `v` (of IR type `t`) as an i64.

@@ -51,6 +51,8 @@
 mod abi;
 mod adstack;
 mod attrgroup;
+mod cleanexit;
+mod dispatch;
 mod entrycache;
 mod func;
 mod guards;
@@ -408,6 +410,8 @@ impl<'m> Lowerer<'m> {
             version_of_header: HashMap::new(),
             version_of_block: HashMap::new(),
             in_clean: None,
+            in_exit: None,
+            opaque_zero: None,
             aliased: None,
             fused_watch: None,
             variant,
@@ -465,6 +469,11 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     version_of_block: HashMap<u32, usize>,
     /// The loop whose clean copy is being lowered.
     in_clean: Option<usize>,
+    /// The loop whose clean exit twin is being lowered, with the length
+    /// of the block's exit prefix (`version`, "Clean exits").
+    in_exit: Option<(usize, u32)>,
+    /// In a clean copy or exit twin: its opaque zero (`FnLower::opaque_args`).
+    opaque_zero: Option<cl::Value>,
     /// The loop whose checked copy is being lowered (its objects are
     /// the header's params: `version`).
     aliased: Option<usize>,

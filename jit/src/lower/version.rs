@@ -6,12 +6,14 @@
 //!   the loop's invariant objects, and the bounds checks of its fixed
 //!   attributes where it tests them (below); every other check stays.
 //! - Every edge that enters the loop from outside goes to a **dispatch
-//!   block**: one shadow test per object (its `FREED_OBJ` bit clear — the
+//!   block** (`super::dispatch`): one shadow test per object (its `FREED_OBJ` bit clear — the
 //!   lifetime check would pass without a call; its slot's watch field is
 //!   this runtime's — `guard.watch` would change nothing) and a branch to
 //!   the clean copy's header when all pass, to the checked copy's
 //!   otherwise. Back edges stay in their copy; exits leave both for the
-//!   same blocks, each exit edge through a block of its own.
+//!   same blocks, each exit edge through a block of its own — but the
+//!   clean copy's exits enter the **clean exit twin** of a block with an
+//!   exit prefix, where one was made (`super::cleanexit`).
 //! - The checked copy takes the objects as params of its header, so that
 //!   what it derives from them stays inside it instead of being hoisted
 //!   in front of it and taking the registers of the clean copy's values.
@@ -47,7 +49,7 @@ use super::func::internal;
 use super::FnLower;
 use super::Lowerer;
 use crate::error::JitError;
-use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
+use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder};
 use cranelift_module::Module as ClModule;
 use guardlift_ir::hoist::{leaf_object_params_for, CleanLoop};
 use guardlift_ir::{BlockCall, Callee, CheckKind, Checks, FuncId, Inst, InstKind, Value};
@@ -230,28 +232,36 @@ pub(super) struct Edge {
 
 /// One versioned loop of the function being lowered.
 pub(super) struct Versioned {
-    lp: CleanLoop,
+    pub(super) lp: CleanLoop,
     /// Objects whose lifetime checks the clean copy drops.
-    life: Vec<Value>,
+    pub(super) life: Vec<Value>,
     /// Objects whose `guard.watch` the clean copy drops.
-    watch: Vec<Value>,
+    pub(super) watch: Vec<Value>,
     /// Objects whose bounds checks the clean copy and the variants it
     /// calls drop, with the highest attribute index used on each: the
     /// dispatch tests each with `gl_attr_fixed` (empty: no such test).
-    attrs: Vec<(Value, u32)>,
+    pub(super) attrs: Vec<(Value, u32)>,
     /// Where entries from outside go.
-    dispatch: cl::Block,
+    pub(super) dispatch: cl::Block,
     /// The objects the dispatch tests (`life` and `watch`) or fixes
     /// (`attrs`), once each ...
-    objs: Vec<Value>,
+    pub(super) objs: Vec<Value>,
     /// ... their values in the checked copy: params of its header ...
     alias: Vec<cl::Value>,
     /// ... in the clean copy: params of its header ...
-    clean_alias: Vec<cl::Value>,
+    pub(super) clean_alias: Vec<cl::Value>,
+    /// ... and an opaque zero, the clean header's last param (0 from the
+    /// dispatch, itself on back edges): the constant arguments of the
+    /// clean copy's runtime calls are built on it (`FnLower::opaque_args`).
+    pub(super) clean_zero: Option<cl::Value>,
     /// ... and outside the loop (set when its header is lowered).
     orig: Vec<cl::Value>,
     /// The clean copy's block of each loop block.
-    clean: Vec<(u32, cl::Block)>,
+    pub(super) clean: Vec<(u32, cl::Block)>,
+    /// The clean exit twins: each exit prefix block the clean copy's
+    /// exits go to instead of the block itself, its twin and the prefix's
+    /// length ([`CleanLoop::exits`]).
+    pub(super) exits: Vec<(u32, cl::Block, u32)>,
 }
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
@@ -323,9 +333,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             // a register there, where the one value of the whole function
             // lived in a frame slot (the method loop's `self`, reloaded
             // before each attribute op: docs/PERFORMANCE.md).
-            let clean_alias = match clean.iter().find(|&&(b, _)| b == header) {
-                Some(&(_, ch)) => self.object_params(ch, &objs),
-                None => Vec::new(),
+            let (clean_alias, clean_zero) = match clean.iter().find(|&&(b, _)| b == header) {
+                Some(&(_, ch)) => (
+                    self.object_params(ch, &objs),
+                    Some(self.b.append_block_param(ch, cl::types::I64)),
+                ),
+                None => (Vec::new(), None),
             };
             self.version_of_header.insert(header, self.versions.len());
             for &b in &lp.blocks {
@@ -340,10 +353,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 objs,
                 alias,
                 clean_alias,
+                clean_zero,
                 orig: Vec::new(),
                 clean,
+                exits: Vec::new(),
             });
         }
+        self.plan_exit_twins();
     }
 
     /// A param of header `h` (either copy's) for each object of `objs`.
@@ -398,7 +414,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// A new Cranelift block with the params of IR block `b`.
-    fn block_like(&mut self, b: u32) -> cl::Block {
+    pub(super) fn block_like(&mut self, b: u32) -> cl::Block {
         let blk = self.b.create_block();
         for &p in &self.f.blocks[b as usize].params {
             let t = cl_type(self.f.ty(p));
@@ -422,6 +438,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let Some(o) = inst.kind.dict_obj() else {
             return c;
         };
+        if let Some(c) = self.exit_prefix_checks(inst, o, c) {
+            return c;
+        }
         let copy = self.in_clean.map(|k| &self.versions[k]);
         let life = copy.is_some_and(|v| v.life.contains(&o))
             || self.variant.as_ref().is_some_and(|d| d.life.contains(&o));
@@ -438,6 +457,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.in_clean
             .is_some_and(|k| self.versions[k].watch.contains(&o))
             || self.variant.as_ref().is_some_and(|d| d.watch.contains(&o))
+            || self
+                .exit_prefix_loop()
+                .is_some_and(|v| v.watch.contains(&o))
     }
 
     /// Before lowering IR block `bi` of the checked lowering (`None`: after
@@ -542,10 +564,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // block being lowered has them: the header's params, or the
         // values from before the loop in a block a side exit reaches.
         let objs = self.versions[k].objs.clone();
-        let vals: Vec<cl::Value> = objs
+        let mut vals: Vec<cl::Value> = objs
             .iter()
             .map(|&o| self.val(o))
             .collect::<Result<_, _>>()?;
+        // The clean copy's back edges pass its opaque zero on.
+        if let Some(z) = self.in_clean.and(self.versions[k].clean_zero) {
+            vals.push(z);
+        }
         Ok(vals
             .into_iter()
             .map(|a| BlockArg::Value(self.b.ins().band_imm_s(a, -1)))
@@ -582,11 +608,20 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 .iter()
                 .map(|&(b, _)| (b, self.blocks[b as usize]))
                 .collect();
+            // The clean copy's exits go to the exit twins.
+            let exits: Vec<(u32, Option<cl::Block>)> = (self.versions[k].exits.iter())
+                .map(|&(e, _, _)| (e, self.blocks[e as usize]))
+                .collect();
             for i in 0..self.versions[k].clean.len() {
                 let (b, cb) = self.versions[k].clean[i];
                 self.blocks[b as usize] = Some(cb);
             }
+            for i in 0..self.versions[k].exits.len() {
+                let (e, twin, _) = self.versions[k].exits[i];
+                self.blocks[e as usize] = Some(twin);
+            }
             self.in_clean = Some(k);
+            self.opaque_zero = self.versions[k].clean_zero;
             // Inside the clean copy the objects are its header's params.
             let objs = self.versions[k].objs.clone();
             let before: Vec<Option<cl::Value>> =
@@ -609,83 +644,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 self.lower_block(bi)?;
             }
             self.in_clean = None;
+            self.opaque_zero = None;
             for (&o, x) in objs.iter().zip(before) {
                 self.vals[o.0 as usize] = x;
             }
-            for (b, blk) in saved {
+            for (b, blk) in saved.into_iter().chain(exits) {
                 self.blocks[b as usize] = blk;
             }
-        }
-        Ok(())
-    }
-
-    /// The dispatch block of loop `k`: the objects' shadow tests, then the
-    /// clean header when all pass, the checked one otherwise.
-    fn fill_dispatch(&mut self, k: usize) -> Result<(), JitError> {
-        let (header, dispatch) = (self.versions[k].lp.header, self.versions[k].dispatch);
-        let checked = self.blocks[header as usize]
-            .ok_or_else(|| internal(self.fname, "loop header not lowered"))?;
-        let clean = self.versions[k]
-            .clean
-            .iter()
-            .find(|&&(b, _)| b == header)
-            .map(|&(_, c)| c)
-            .ok_or_else(|| internal(self.fname, "versioned loop without header"))?;
-        let line = self.f.blocks[header as usize].loc.line;
-        self.b.set_srcloc(SourceLoc::new(line));
-        self.b.switch_to_block(dispatch);
-        let life: Vec<cl::Value> = (self.versions[k].life.clone().into_iter())
-            .map(|o| self.val(o))
-            .collect::<Result<_, _>>()?;
-        let watch: Vec<cl::Value> = (self.versions[k].watch.clone().into_iter())
-            .map(|o| self.val(o))
-            .collect::<Result<_, _>>()?;
-        // No lifetime test or watch to drop (only bounds tests): no
-        // shadow test, the fixed attributes' test alone.
-        let miss = match life.is_empty() && watch.is_empty() {
-            true => None,
-            false => Some(
-                self.shadow_entry_miss(&life, &watch)
-                    .ok_or_else(|| internal(self.fname, "versioned loop without a shadow"))?,
-            ),
-        };
-        let args: Vec<BlockArg> = self
-            .b
-            .block_params(dispatch)
-            .iter()
-            .map(|&v| BlockArg::Value(v))
-            .collect();
-        // Each copy is entered through a block of its own, so that what
-        // Cranelift hoists out of one copy lands there and does not stay
-        // live across the other one.
-        let (pre_checked, pre_clean) = (self.block_like(header), self.block_like(header));
-        let attrs = self.versions[k].attrs.clone();
-        match (miss, attrs.is_empty()) {
-            (Some(miss), true) => {
-                self.b
-                    .ins()
-                    .brif(miss, pre_checked, &args, pre_clean, &args);
-            }
-            (Some(miss), false) => {
-                let fixed = self.b.create_block();
-                self.b.ins().brif(miss, pre_checked, &args, fixed, &[]);
-                self.b.switch_to_block(fixed);
-                self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?;
-            }
-            (None, false) => self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?,
-            (None, true) => return Err(internal(self.fname, "versioned loop drops nothing")),
-        }
-        for (pre, to) in [(pre_checked, checked), (pre_clean, clean)] {
-            self.b.switch_to_block(pre);
-            let mut args: Vec<BlockArg> = (self.b.block_params(pre).iter())
-                .map(|&v| BlockArg::Value(v))
-                .collect();
-            // Both headers take the objects as params.
-            let objs = self.versions[k].objs.clone();
-            for o in objs {
-                args.push(BlockArg::Value(self.val(o)?));
-            }
-            self.b.ins().jump(to, &args);
+            self.lower_exit_twins(k)?;
         }
         Ok(())
     }
