@@ -79,6 +79,7 @@ pub const FAMILIES: &[&str] = &[
     "entrycache.two_objects",
     "entrycache.exit_read",
     "entrycache.exit_read_past",
+    "entrycache.exit_step",
     "obj.new",
     "obj.free",
     "obj.dictify",

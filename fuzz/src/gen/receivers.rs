@@ -168,7 +168,19 @@ impl FnGen<'_, '_, '_> {
             });
         }
         let i2 = self.fb.binary(BinOp::Iadd, i, one);
-        self.fb.jump(outer, &[i2, a2]);
+        // Half the time through a block of its own, passed a value the
+        // exit block defines (a block entered from the JIT's exit twin
+        // too: it must keep its params).
+        if self.src.chance(1, 2) {
+            let step = self.fb.create_block("receiver_step");
+            let [si, sa] = [Type::I64; 2].map(|t| self.fb.append_block_param(step, t));
+            self.fb.jump(step, &[i2, a2]);
+            self.fb.switch_to_block(step);
+            self.ev.insert("entrycache.exit_step");
+            self.fb.jump(outer, &[si, sa]);
+        } else {
+            self.fb.jump(outer, &[i2, a2]);
+        }
         self.fb.switch_to_block(done);
         self.vals.push(out);
         // The receivers that pass join the pool (a small one would make

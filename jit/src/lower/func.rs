@@ -158,7 +158,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// and removes their Cranelift params: a block other than the entry
     /// with one incoming edge, outside every versioned loop and not
     /// entered from one (the copies of a versioned loop and their exit
-    /// blocks pass block arguments; `version`). Its one predecessor comes
+    /// blocks pass block arguments; `version`) or from a block with a
+    /// clean exit twin (`cleanexit`). Its one predecessor comes
     /// first in `rpo` and dominates it, so the branch's arguments are
     /// defined wherever the block's params are used. Cranelift would
     /// remove such params itself (`remove_constant_phis`), but only after
@@ -168,12 +169,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     fn plan_forwarding(&mut self, rpo: &[u32], edges: &IncomingEdges) {
         let f = self.f;
         self.forward = vec![false; f.blocks.len()];
+        // A block entered from a block with a clean exit twin is entered
+        // from the twin too (`cleanexit`), with the twin's values.
+        let twinned: Vec<u32> = (self.versions.iter())
+            .flat_map(|v| v.exits.iter().map(|&(e, _, _)| e))
+            .collect();
         for &bi in rpo {
             let b = bi as usize;
             if bi == 0
                 || edges.count[b] != 1
                 || self.version_of_block.contains_key(&bi)
                 || self.version_of_block.contains_key(&edges.pred[b])
+                || twinned.contains(&edges.pred[b])
             {
                 continue;
             }
