@@ -144,6 +144,30 @@ impl FnGen<'_, '_, '_> {
         let a5 = self.fb.binary(BinOp::Iadd, a1, a4);
         self.fb.jump(inner, &[j2, a5]);
         self.fb.switch_to_block(next);
+        let i2 = self.fb.binary(BinOp::Iadd, i, one);
+        self.receiver_exit(r, (low, max, small), (i2, a2), outer);
+        self.fb.switch_to_block(done);
+        self.vals.push(out);
+        // The receivers that pass join the pool (a small one would make
+        // later ops past its capacity).
+        for (k, &v) in objs.iter().enumerate() {
+            if k as u32 != bad && self.src.chance(1, 2) {
+                self.objs.push(Obj { v, nattrs: max + 1 });
+            }
+        }
+    }
+
+    /// The block after the method's loop (the builder there), `r` the
+    /// receiver, the loop's lowest and highest index and whether a
+    /// receiver is too small: the next round's counter and sum `(i2, a2)`
+    /// go to `outer` (see the module's header).
+    fn receiver_exit(
+        &mut self,
+        r: Value,
+        (low, max, small): (u32, u32, bool),
+        (i2, a2): (Value, Value),
+        outer: guardlift_ir::Block,
+    ) {
         // Half the time the method returns an attribute of its receiver
         // after its loop (`return self.total`): an exit prefix, which the
         // JIT lowers a second time, entered from the clean copy alone,
@@ -167,7 +191,6 @@ impl FnGen<'_, '_, '_> {
                 false => "entrycache.exit_read",
             });
         }
-        let i2 = self.fb.binary(BinOp::Iadd, i, one);
         // Half the time through a block of its own, passed a value the
         // exit block defines (a block entered from the JIT's exit twin
         // too: it must keep its params).
@@ -180,15 +203,6 @@ impl FnGen<'_, '_, '_> {
             self.fb.jump(outer, &[si, sa]);
         } else {
             self.fb.jump(outer, &[i2, a2]);
-        }
-        self.fb.switch_to_block(done);
-        self.vals.push(out);
-        // The receivers that pass join the pool (a small one would make
-        // later ops past its capacity).
-        for (k, &v) in objs.iter().enumerate() {
-            if k as u32 != bad && self.src.chance(1, 2) {
-                self.objs.push(Obj { v, nattrs: max + 1 });
-            }
         }
     }
 }
