@@ -29,7 +29,7 @@ use crate::frame::Frame;
 use crate::{InterpError, Interpreter};
 use guardlift_ir::analysis::context::FuncAnalysis;
 use guardlift_ir::hoist::{CleanLoop, HostModel};
-use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value, ValueDef};
+use guardlift_ir::{FuncId, Function, Inst, InstKind, Module, SrcLoc, Value};
 use guardlift_runtime::internals::*;
 
 /// Per function, per block: how many of its leading instructions are
@@ -114,10 +114,7 @@ impl Interpreter<'_> {
             return Ok(());
         };
         let f = self.m.func(fr.func);
-        let def_block = |o: Value| match f.values.get(o.0 as usize).map(|d| &d.def) {
-            Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
-            _ => None,
-        };
+        let def_block = |o: Value| f.def_block(o);
         if let Some(&(o, _)) =
             (lp.attrs.iter()).find(|&&(o, _)| def_block(o).is_some_and(|b| lp.contains(b)))
         {

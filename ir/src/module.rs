@@ -72,6 +72,15 @@ impl Function {
     pub fn ty(&self, v: Value) -> Type {
         self.values[v.index()].ty
     }
+    /// The index of the block that defines value `v` (an instruction's
+    /// result or a block param); `None` for a function param or a value
+    /// that does not exist.
+    pub fn def_block(&self, v: Value) -> Option<u32> {
+        match self.values.get(v.index()).map(|d| d.def) {
+            Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
+            _ => None,
+        }
+    }
     /// The data of block `b`.
     pub fn block(&self, b: Block) -> &BlockData {
         &self.blocks[b.index()]

@@ -96,8 +96,7 @@
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
 use crate::inst::{Block, Callee, FuncId, InstKind, Value};
-use crate::module::{Function, Module, ValueDef};
-use cranelift_entity::EntityRef;
+use crate::module::{Function, Module};
 use std::collections::HashMap;
 
 /// Largest loop (in blocks) that is versioned: the copy doubles its code.
@@ -375,10 +374,7 @@ pub(crate) fn clean_loops_in(
         loop_of,
         mut ok,
     } = Innermost::of(f, cfg, dt);
-    let def_block = |v: Value| match f.values.get(v.index()).map(|d| d.def) {
-        Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
-        _ => None,
-    };
+    let def_block = |v: Value| f.def_block(v);
     let inside = |b: Option<u32>, k: usize| b.and_then(|b| loop_of[b as usize]) == Some(k);
     // A value of a loop used outside it: no copy without merges.
     for (bi, blk) in f.blocks.iter().enumerate() {

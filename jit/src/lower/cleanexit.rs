@@ -15,9 +15,8 @@
 use super::version::Versioned;
 use super::FnLower;
 use crate::error::JitError;
-use cranelift_codegen::ir as cl;
 use cranelift_module::Module as ClModule;
-use guardlift_ir::{Block, CheckKind, Checks, Inst, InstKind, Value, ValueDef};
+use guardlift_ir::{Block, Inst, InstKind, Value};
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The clean exit twins of the versioned loops: an exit prefix block
@@ -37,16 +36,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let f = self.f;
         let an = &self.lw.analyses[self.id];
         let (cfg, dt) = (an.cfg(), an.domtree());
-        let def_block = |v: Value| match f.values.get(v.0 as usize).map(|d| d.def) {
-            Some(ValueDef::Inst(b) | ValueDef::BlockParam(b, _)) => Some(b.0),
-            _ => None,
-        };
         // The blocks whose values another block uses.
         let mut escapes = vec![false; f.blocks.len()];
         for (bi, blk) in f.blocks.iter().enumerate() {
             for inst in &blk.insts {
                 inst.kind.for_each_operand(|v| {
-                    if let Some(d) = def_block(v).filter(|&d| d as usize != bi) {
+                    if let Some(d) = f.def_block(v).filter(|&d| d as usize != bi) {
                         escapes[d as usize] = true;
                     }
                 });
@@ -63,24 +58,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
-    /// `c` (the checks of `inst`, an op on object `o`) less what the
-    /// prefix of the clean exit twin being lowered drops; `None` outside
-    /// such a prefix.
-    pub(super) fn exit_prefix_checks(&self, inst: &Inst, o: Value, c: Checks) -> Option<Checks> {
+    /// In the prefix of the clean exit twin being lowered, for `inst`, an
+    /// op on object `o`: whether it drops its lifetime check and its
+    /// bounds check (only at an index the loop's entry fixed); `None`
+    /// outside such a prefix.
+    pub(super) fn exit_prefix_drops(&self, inst: &Inst, o: Value) -> Option<(bool, bool)> {
         let v = self.exit_prefix_loop()?;
         let index = match inst.kind {
             InstKind::LoadAttr { index, .. } => Some(index),
             _ => None,
         };
         let bounds = (v.attrs.iter()).any(|&(x, m)| x == o && index.is_some_and(|i| i <= m));
-        let life = v.life.contains(&o);
-        Some(
-            c.iter()
-                .filter(|&k| {
-                    !(life && k == CheckKind::Lifetime || bounds && k == CheckKind::Bounds)
-                })
-                .collect(),
-        )
+        Some((v.life.contains(&o), bounds))
     }
 
     /// In the prefix of a clean exit twin being lowered: its loop.
@@ -91,39 +80,19 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// The clean exit twins of loop `k`: each its block lowered again,
     /// its prefix without what the clean copy proved (`plan_exit_twins`).
-    /// The objects are the values from before the loop, as in the block.
+    /// Called with the objects and the opaque zero as the clean copy has
+    /// them: the objects are the clean header's params, which dominate
+    /// every exit of the clean copy (the values from before the loop would
+    /// stay live across it: regalloc2 kept the method loop's `self` in a
+    /// frame slot, reloaded and stored at every iteration).
     pub(super) fn lower_exit_twins(&mut self, k: usize) -> Result<(), JitError> {
-        let f = self.f;
-        // The objects are the clean header's params, which dominate every
-        // exit of the clean copy: the values from before the loop would
-        // then stay live across it (regalloc2 kept the method loop's
-        // `self` in a frame slot, reloaded and stored at every iteration).
-        let objs = self.versions[k].objs.clone();
-        let before: Vec<Option<cl::Value>> =
-            objs.iter().map(|&o| self.vals[o.0 as usize]).collect();
-        for (&o, &x) in objs.iter().zip(&self.versions[k].clean_alias) {
-            self.vals[o.0 as usize] = Some(x);
-        }
-        let mut lowered = Ok(());
         for i in 0..self.versions[k].exits.len() {
             let (e, twin, n) = self.versions[k].exits[i];
-            self.b.switch_to_block(twin);
-            let params = self.b.block_params(twin).to_vec();
-            for (&p, v) in f.blocks[e as usize].params.iter().zip(params) {
-                self.vals[p.0 as usize] = Some(v);
-            }
             self.in_exit = Some((k, n));
-            self.opaque_zero = self.versions[k].clean_zero;
-            lowered = self.lower_block(e);
+            let lowered = self.lower_block_at(twin, e);
             self.in_exit = None;
-            self.opaque_zero = None;
-            if lowered.is_err() {
-                break;
-            }
+            lowered?;
         }
-        for (&o, x) in objs.iter().zip(before) {
-            self.vals[o.0 as usize] = x;
-        }
-        lowered
+        Ok(())
     }
 }

@@ -362,6 +362,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.plan_exit_twins();
     }
 
+    /// Lowers IR block `bi` into Cranelift block `cb` (a copy's or a
+    /// twin's), its params those of `cb`.
+    pub(super) fn lower_block_at(&mut self, cb: cl::Block, bi: u32) -> Result<(), JitError> {
+        self.b.switch_to_block(cb);
+        let params = self.b.block_params(cb).to_vec();
+        for (&p, v) in self.f.blocks[bi as usize].params.iter().zip(params) {
+            self.vals[p.0 as usize] = Some(v);
+        }
+        self.lower_block(bi)
+    }
+
     /// A param of header `h` (either copy's) for each object of `objs`.
     fn object_params(&mut self, h: cl::Block, objs: &[Value]) -> Vec<cl::Value> {
         (objs.iter())
@@ -430,22 +441,22 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         (self.version_of_block.get(&self.at.0) != Some(&k)).then(|| self.versions[k].dispatch)
     }
 
-    /// `c` (the checks of `inst`) less what the clean copy or clean
-    /// variant being lowered drops: the lifetime check of an invariant
-    /// object (of an object param), and its bounds check where the loop's
-    /// entry tested its attributes.
+    /// `c` (the checks of `inst`) less what the clean copy, clean variant
+    /// or clean exit twin's prefix being lowered drops: the lifetime check
+    /// of an invariant object (of an object param), and its bounds check
+    /// where the loop's entry tested its attributes.
     pub(super) fn clean_copy_checks(&self, inst: &Inst, c: Checks) -> Checks {
         let Some(o) = inst.kind.dict_obj() else {
             return c;
         };
-        if let Some(c) = self.exit_prefix_checks(inst, o, c) {
-            return c;
-        }
-        let copy = self.in_clean.map(|k| &self.versions[k]);
-        let life = copy.is_some_and(|v| v.life.contains(&o))
-            || self.variant.as_ref().is_some_and(|d| d.life.contains(&o));
-        let bounds = copy.is_some_and(|v| v.attrs.iter().any(|&(x, _)| x == o))
-            || self.variant.as_ref().is_some_and(|d| d.bounds.contains(&o));
+        let (life, bounds) = self.exit_prefix_drops(inst, o).unwrap_or_else(|| {
+            let copy = self.in_clean.map(|k| &self.versions[k]);
+            let life = copy.is_some_and(|v| v.life.contains(&o))
+                || self.variant.as_ref().is_some_and(|d| d.life.contains(&o));
+            let bounds = copy.is_some_and(|v| v.attrs.iter().any(|&(x, _)| x == o))
+                || self.variant.as_ref().is_some_and(|d| d.bounds.contains(&o));
+            (life, bounds)
+        });
         c.iter()
             .filter(|&k| !(life && k == CheckKind::Lifetime || bounds && k == CheckKind::Bounds))
             .collect()
@@ -629,29 +640,25 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for (&o, &x) in objs.iter().zip(&self.versions[k].clean_alias) {
                 self.vals[o.0 as usize] = Some(x);
             }
-            let f = self.f;
             let body: Vec<u32> = (rpo.iter().copied())
                 .filter(|&b| self.versions[k].lp.is_hot(b))
                 .collect();
             for bi in body {
                 let cb = self.blocks[bi as usize]
                     .ok_or_else(|| internal(self.fname, "loop block not lowered"))?;
-                self.b.switch_to_block(cb);
-                let params = self.b.block_params(cb).to_vec();
-                for (&p, v) in f.blocks[bi as usize].params.iter().zip(params) {
-                    self.vals[p.0 as usize] = Some(v);
-                }
-                self.lower_block(bi)?;
+                self.lower_block_at(cb, bi)?;
             }
             self.in_clean = None;
+            for (b, blk) in saved.into_iter().chain(exits) {
+                self.blocks[b as usize] = blk;
+            }
+            // The exit twins see the objects and the opaque zero as the
+            // clean copy does.
+            self.lower_exit_twins(k)?;
             self.opaque_zero = None;
             for (&o, x) in objs.iter().zip(before) {
                 self.vals[o.0 as usize] = x;
             }
-            for (b, blk) in saved.into_iter().chain(exits) {
-                self.blocks[b as usize] = blk;
-            }
-            self.lower_exit_twins(k)?;
         }
         Ok(())
     }
