@@ -63,7 +63,10 @@ impl<'m> Interpreter<'m> {
         if !checks.contains(CheckKind::Lifetime) {
             return Ok(true);
         }
-        self.go_on(self.with_bt(callers, || self.rt.check_live(obj, site)))
+        let live = self.go_on(self.with_bt(callers, || self.rt.check_live(obj, site)));
+        // Only a pass vouches (`crate::entry`): a recovered failure goes on.
+        self.live_passed.set(matches!(live, Ok(true)));
+        live
     }
 
     /// The lifetime check of a raw access of `bytes` at `addr`.

@@ -53,6 +53,12 @@ pub(crate) struct Frame {
     /// The loop ranges of this frame recorded clean at the latest entry
     /// into their loop, with their address range (`crate::rawgroup`).
     pub(crate) loop_clean: Vec<(u32, u64, u64)>,
+    /// What this frame's tests vouch for since its latest call
+    /// (`crate::entry`).
+    pub(crate) vouched: Vec<crate::entry::Vouched>,
+    /// Entered as an entry variant: the params its caller vouched for
+    /// (`crate::entry`).
+    pub(crate) entry_claims: Vec<crate::entry::EntryClaim>,
 }
 
 impl Frame {
@@ -148,6 +154,8 @@ impl<'m> Interpreter<'m> {
             raw_clean: Vec::new(),
             attr_clean: None,
             loop_clean: Vec::new(),
+            vouched: Vec::new(),
+            entry_claims: Vec::new(),
         }
     }
 

@@ -26,6 +26,7 @@ mod adstack;
 mod attrgroup;
 mod calls;
 mod checks;
+mod entry;
 mod frame;
 mod hoist;
 mod memory;
@@ -175,6 +176,12 @@ pub struct Interpreter<'m> {
     /// on the first one's verdict (`crate::attrgroup`; checked like
     /// `elision`).
     attr_groups: Option<attrgroup::AttrGroupClaims>,
+    /// Per function, its entry variant plan (`crate::entry`; checked like
+    /// `elision`).
+    entries: Option<Vec<Option<guardlift_ir::analysis::entry::EntryPlan>>>,
+    /// Did the lifetime check of the object op running pass (set by
+    /// `live`, read by `crate::entry`)?
+    live_passed: std::cell::Cell<bool>,
 }
 
 impl<'m> Interpreter<'m> {
@@ -225,6 +232,8 @@ impl<'m> Interpreter<'m> {
             attr_loops: None,
             raw_groups: None,
             attr_groups: None,
+            entries: None,
+            live_passed: std::cell::Cell::new(false),
         }
         .with_debug_claims())
     }
@@ -249,6 +258,14 @@ impl<'m> Interpreter<'m> {
         }
         if on && self.attr_groups.is_none() {
             self.attr_groups = Some(attrgroup::attr_group_claims(self.m));
+            self.entries = Some(guardlift_ir::analysis::entry::entry_plans(
+                self.m, self.host,
+            ));
+        }
+        if on && self.entries.is_none() {
+            self.entries = Some(guardlift_ir::analysis::entry::entry_plans(
+                self.m, self.host,
+            ));
         }
     }
 

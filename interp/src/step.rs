@@ -48,6 +48,10 @@ impl<'m> Interpreter<'m> {
             };
             fr.ip += 1;
             let epoch = self.hoist_epoch(fr, cx.at);
+            if self.entries.is_some() {
+                self.check_entry_claim(fr, &cx)?;
+                self.live_passed.set(false);
+            }
             let step = self.exec(fr, &cx)?;
             if self.rt.host_fault_ends_run() {
                 // A host function called here crashed (what the JIT
@@ -58,6 +62,7 @@ impl<'m> Interpreter<'m> {
                 });
             }
             self.check_hoist(fr.func, cx.at.0, epoch, inst.loc)?;
+            let live = self.live_passed.get();
             if inst.kind.is_branch() {
                 self.track_fixed(fr, cx.at.0, inst.loc)?;
             }
@@ -66,12 +71,17 @@ impl<'m> Interpreter<'m> {
                     if let Some(d) = inst.result {
                         fr.vals[d.0 as usize] = r;
                     }
+                    self.track_vouch(fr, inst, live);
                 }
-                Step::Next => {}
+                Step::Next => self.track_vouch(fr, inst, live),
                 Step::Call(mut nf) => {
                     // What a call of a claimed loop runs is claimed too.
                     nf.claimed = epoch.is_some();
                     nf.fixed_params = self.fixed_params(fr, inst, &nf);
+                    if self.entries.is_some() {
+                        self.entry_claims(fr, inst, &mut nf);
+                        self.track_vouch(fr, inst, false);
+                    }
                     break Exit::Call(nf);
                 }
                 Step::Return(r) => break Exit::Return(r, fr.ret_dst),

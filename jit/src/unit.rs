@@ -127,11 +127,19 @@ impl<'m> Unit<'m> {
             .collect();
         let mut lw = Lowerer::new(module, cfg, call_conv, ids, externs);
         lw.plan_clean_variants();
+        lw.plan_entry_variants();
         for (i, f) in module.functions.iter().enumerate() {
             if lw.variant_drops(FuncId(i as u32)).is_some() {
                 let id = declare(m, cfg.names, call_conv, f, Variant::Clean)?;
                 lw.clean_funcs[i] = Some(id);
                 units.push((i, Variant::Clean, id));
+            }
+        }
+        for (i, f) in module.functions.iter().enumerate() {
+            if lw.entry_plan(FuncId(i as u32)).is_some() {
+                let id = declare(m, cfg.names, call_conv, f, Variant::Entry)?;
+                lw.entry_funcs[i] = Some(id);
+                units.push((i, Variant::Entry, id));
             }
         }
         Ok(Unit { lw, units })
@@ -207,6 +215,12 @@ fn declare<M: Module>(
 ) -> Result<ClFuncId, JitError> {
     let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
     match names {
+        // A variant is no export: a name of its own, local to the object.
+        Names::Export if variant != Variant::Checked => {
+            let name = format!("{}.{}", f.name, variant.suffix());
+            m.declare_function(&name, Linkage::Local, &sig)
+                .map_err(|e| JitError::module(format!("@{}: declaring", f.name), e))
+        }
         Names::Export => m
             .declare_function(&f.name, Linkage::Export, &sig)
             .map_err(|e| JitError::Link {

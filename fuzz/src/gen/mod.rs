@@ -73,6 +73,7 @@ mod side;
 mod spec31;
 mod src;
 mod trust;
+mod vouch;
 
 pub(crate) use src::Src;
 

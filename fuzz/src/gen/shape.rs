@@ -8,6 +8,8 @@ use guardlift_runtime::adstack::AdElem;
 
 impl FnGen<'_, '_, '_> {
     pub(super) fn prologue(&mut self) {
+        // First, in the helper's entry region (`vouch`).
+        self.param_slot_read();
         if self.leaf {
             // A leaf helper allocates nothing (a call, an adstack op).
             for _ in 0..self.src.range(0, 2) {

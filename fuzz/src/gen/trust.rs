@@ -194,7 +194,7 @@ impl FnGen<'_, '_, '_> {
             let i = o.nattrs + self.src.range(0, 2);
             self.faulty_attr(o, i, |n| n.bounds = true);
         }
-        if self.src.chance(1, 2) {
+        if self.src.chance(2, 3) {
             // Attribute ops, clean loops and dictify meet a forged word too.
             self.objs.push(o);
             self.ev.insert("trust.forged_in_pool");

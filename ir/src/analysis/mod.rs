@@ -24,6 +24,7 @@ pub mod attrgroup;
 pub mod context;
 pub mod dominator_tree;
 pub mod elide;
+pub mod entry;
 pub mod flowgraph;
 pub mod hoist;
 pub mod looprange;

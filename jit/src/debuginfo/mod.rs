@@ -54,6 +54,7 @@ impl CodeUnit<'_> {
         match variant {
             crate::lower::Variant::Checked => format!("@{function}"),
             crate::lower::Variant::Clean => format!("@{function} [clean]"),
+            crate::lower::Variant::Entry => format!("@{function} [entry]"),
         }
     }
 

@@ -133,6 +133,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         self.b.switch_to_block(cl_entry);
         self.attr_groups_init();
+        self.plan_vouching();
         self.init_watch_caches(&rpo);
         self.plan_versions();
         self.plan_loop_ranges();
@@ -196,6 +197,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// Lowers the instructions of IR block `bi` at the builder's position.
     pub(super) fn lower_block(&mut self, bi: u32) -> Result<(), JitError> {
         let bd = &self.f.blocks[bi as usize];
+        // Entering the block defines its params again.
+        for &p in &bd.params {
+            self.vouch_reset(p);
+        }
         for (ii, inst) in bd.insts.iter().enumerate() {
             self.b.set_srcloc(SourceLoc::new(inst.loc.line));
             self.elide_check = self.elided.contains(&(bi, ii as u32));
@@ -252,6 +257,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn def(&mut self, r: Option<Value>, v: cl::Value) {
         if let Some(r) = r {
             self.vals[r.0 as usize] = Some(v);
+            self.vouch_reset(r);
         }
     }
 

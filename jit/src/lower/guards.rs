@@ -252,6 +252,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.ins().jump(ok, &[]);
             self.b.switch_to_block(ok);
         }
+        // Here the object is live (and, fused, its watch ran): what a call
+        // of an entry variant needs of it (`entryvariant`).
+        self.vouch_live(fused.is_some());
         Ok(())
     }
 
@@ -464,6 +467,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// the watch list — and every clobber report — is what the interpreter,
     /// which watches every time, has.
     pub(super) fn watch(&mut self, o: cl::Value) -> Result<(), JitError> {
+        self.watch_inner(o)?;
+        if self.fused_watch.is_none() {
+            // The watch ran (a fused one vouches with its lifetime check).
+            self.vouch_watched();
+        }
+        Ok(())
+    }
+
+    /// [`Self::watch`] but for what it vouches for.
+    fn watch_inner(&mut self, o: cl::Value) -> Result<(), JitError> {
         if let Some(done) = self.shadow_watch_gate(o) {
             self.call_stub(Stub::Check(Entry::Watch), &[o])?;
             if self.next_checks_life_of_watched() {

@@ -92,7 +92,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 }
                 self.store(g, *value, *addr, *offset)?
             }
-            Call { callee, args } => self.call(g, r, *callee, args)?,
+            Call { callee, args } => {
+                self.call(g, r, *callee, args)?;
+                // A call may free: nothing vouches for an object after it.
+                self.vouch_reset_all();
+            }
             Jump { .. } | Brif { .. } | BrTable { .. } | Return { .. } => {
                 self.terminator(&inst.kind)?
             }
@@ -139,6 +143,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 if let Some(v) = self.b.inst_results(call).first().copied() {
                     self.def(r, v);
                 }
+                self.vouch_reset_all();
             }
             Watch { obj } if self.clean_copy_drops_watch(*obj) => {}
             Watch { obj } => {
@@ -459,7 +464,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             .map(|&a| self.val(a))
             .collect::<Result<_, _>>()?;
         let res = match callee {
-            Callee::Func(fid) => self.call_func(fid, &argv)?,
+            Callee::Func(fid) => match self.call_vouched(fid, args, &argv)? {
+                Some(res) => res,
+                None => self.call_func(fid, &argv)?,
+            },
             Callee::Extern(eid) => self.call_extern(g, eid, &argv)?,
         };
         if let Some(rv) = r {

@@ -54,6 +54,7 @@ mod attrgroup;
 mod cleanexit;
 mod dispatch;
 mod entrycache;
+mod entryvariant;
 mod func;
 mod guards;
 mod inst;
@@ -145,16 +146,31 @@ pub(crate) fn access_trap_code() -> Option<cl::TrapCode> {
     func::mem().trap_code()
 }
 
-/// Which code of an IR function is lowered: the function as written, or
-/// its clean variant (`version`: the same function without the lifetime
+/// Which code of an IR function is lowered: the function as written, its
+/// clean variant (`version`: the same function without the lifetime
 /// checks, watches and bounds tests of the object params a clean loop's
-/// entry test vouches for).
+/// entry test vouches for) or its entry variant (`entryvariant`: without
+/// the lifetime checks and watches, in its entry region, of the params its
+/// caller's tests vouch for).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Variant {
     /// The function with all its checks.
     Checked,
     /// The clean variant.
     Clean,
+    /// The entry variant.
+    Entry,
+}
+
+impl Variant {
+    /// The suffix of a variant's local symbol in an object file.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            Variant::Checked => "checked",
+            Variant::Clean => "clean",
+            Variant::Entry => "entry",
+        }
+    }
 }
 
 /// May calls between a unit's IR functions use near (limited-range)
@@ -243,6 +259,11 @@ pub(crate) struct Lowerer<'m> {
     /// The param indices whose lifetime checks and `guard.watch`es each IR
     /// function's clean variant drops (`version`).
     variants: Vec<Option<version::VariantDrops>>,
+    /// Each IR function's entry variant plan (`entryvariant`).
+    entries: Vec<Option<guardlift_ir::analysis::entry::EntryPlan>>,
+    /// The entry variant of every IR function that has one, declared by
+    /// the compile driver after [`Lowerer::plan_entry_variants`].
+    pub(crate) entry_funcs: Vec<Option<ClFuncId>>,
     imports: HashMap<String, ClFuncId>,
     /// Stubs declared so far (see [`Lowerer::define_stubs`]).
     stubs: Vec<(Stub, ClFuncId)>,
@@ -308,6 +329,8 @@ impl<'m> Lowerer<'m> {
             named_stubs: cfg.names == Names::Profiler,
             clean_funcs: Vec::new(),
             variants: Vec::new(),
+            entries: Vec::new(),
+            entry_funcs: Vec::new(),
             imports: HashMap::new(),
             stubs: Vec::new(),
             stub_names: HashMap::new(),
@@ -374,8 +397,16 @@ impl<'m> Lowerer<'m> {
         variant: Variant,
     ) -> Result<(), JitError> {
         let f = self.ir.func(id);
+        let entry = match variant {
+            Variant::Entry => Some(
+                self.entry_plan(id)
+                    .cloned()
+                    .ok_or_else(|| JitError::Internal(format!("@{}: no entry variant", f.name)))?,
+            ),
+            _ => None,
+        };
         let variant = match variant {
-            Variant::Checked => None,
+            Variant::Checked | Variant::Entry => None,
             Variant::Clean => Some(
                 self.variant_values(id)
                     .ok_or_else(|| JitError::Internal(format!("@{}: no clean variant", f.name)))?,
@@ -415,6 +446,8 @@ impl<'m> Lowerer<'m> {
             aliased: None,
             fused_watch: None,
             variant,
+            entry,
+            vouch: Default::default(),
             forward: Vec::new(),
             raw: Default::default(),
             ranges: Default::default(),
@@ -483,6 +516,11 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// Lowering a clean variant (`version`): the params whose lifetime
     /// checks, `guard.watch`es and bounds checks it drops.
     variant: Option<version::Drops<Value>>,
+    /// Lowering an entry variant (`entryvariant`): its plan.
+    entry: Option<guardlift_ir::analysis::entry::EntryPlan>,
+    /// The variables saying which values' objects the function's tests
+    /// vouch for (`entryvariant`).
+    vouch: entryvariant::Vouch,
     /// By IR block: does its one incoming edge define its params as the
     /// branch's arguments, with no Cranelift block params (`func`)?
     forward: Vec<bool>,

@@ -415,6 +415,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         lp.attrs.iter().any(|&(o, _)| o == obj) && self.checks_of(inst).contains(CheckKind::Bounds)
     }
 
+    /// Does a call of IR function `g` here run its clean variant?
+    pub(super) fn callee_is_clean_variant(&self, g: FuncId) -> bool {
+        self.in_clean.is_some()
+            && self
+                .lw
+                .clean_funcs
+                .get(g.0 as usize)
+                .is_some_and(|c| c.is_some())
+    }
+
     /// The Cranelift function a call of IR function `g` calls: its clean
     /// variant in a clean copy, when it has one.
     pub(super) fn callee_of(&self, g: FuncId) -> Option<cranelift_module::FuncId> {
@@ -452,7 +462,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let (life, bounds) = self.exit_prefix_drops(inst, o).unwrap_or_else(|| {
             let copy = self.in_clean.map(|k| &self.versions[k]);
             let life = copy.is_some_and(|v| v.life.contains(&o))
-                || self.variant.as_ref().is_some_and(|d| d.life.contains(&o));
+                || self.variant.as_ref().is_some_and(|d| d.life.contains(&o))
+                || self.entry_drops(inst);
             let bounds = copy.is_some_and(|v| v.attrs.iter().any(|&(x, _)| x == o))
                 || self.variant.as_ref().is_some_and(|d| d.bounds.contains(&o));
             (life, bounds)
@@ -465,8 +476,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// Does the clean copy or clean variant being lowered drop
     /// `guard.watch %o`?
     pub(super) fn clean_copy_drops_watch(&self, o: Value) -> bool {
-        self.in_clean
-            .is_some_and(|k| self.versions[k].watch.contains(&o))
+        let (b, i) = self.at;
+        let here = self
+            .f
+            .blocks
+            .get(b as usize)
+            .and_then(|bd| bd.insts.get(i as usize));
+        here.is_some_and(|inst| inst.kind.dict_obj() == Some(o) && self.entry_drops(inst))
+            || self
+                .in_clean
+                .is_some_and(|k| self.versions[k].watch.contains(&o))
             || self.variant.as_ref().is_some_and(|d| d.watch.contains(&o))
             || self
                 .exit_prefix_loop()

@@ -1,0 +1,174 @@
+//! Verification of entry variants ([`guardlift_ir::analysis::entry`])
+//! while running: the JIT calls a function's entry variant, which drops
+//! the lifetime checks and `guard.watch`es of some params inside its entry
+//! region, when the caller's own tests vouch for those arguments.
+//!
+//! Each frame keeps what its tests vouched for since its latest call
+//! ([`Frame::vouched`]): the value, the bits it held then, and the unwatch
+//! epoch when an object op on it passed its lifetime check or a
+//! `guard.watch` of it ran. This is at least what the JIT's variables say
+//! (the interpreter also vouches where the JIT dropped a test, and keys by
+//! bits where the JIT forgets at each definition), so every call the JIT
+//! sends to an entry variant is verified here. At a call of a function
+//! with an entry plan whose vouched-for arguments cover the plan, the
+//! callee's frame records each claimed param with those epochs
+//! ([`Frame::entry_claims`]) and starts vouched for them (the JIT's variant
+//! sets its variables so). Inside the callee's entry region, an
+//! instruction whose test the variant drops must see the epoch of its
+//! claim: a free since the test that vouched (the epoch moved) refutes
+//! the claim — an internal error.
+
+use crate::frame::{Cx, Frame};
+use crate::{InterpError, Interpreter};
+use guardlift_ir::analysis::entry::EntryPlan;
+use guardlift_ir::{CheckKind, Inst, InstKind, Value};
+use guardlift_runtime::internals::*;
+
+/// What a frame's tests vouch for one value (since its latest call).
+#[derive(Clone, Debug)]
+pub(crate) struct Vouched {
+    /// The value.
+    pub(crate) v: Value,
+    /// Its bits when the latest test vouched.
+    pub(crate) bits: u64,
+    /// The unwatch epoch when a lifetime check on it passed.
+    pub(crate) life: Option<u64>,
+    /// The unwatch epoch when a `guard.watch` of it ran.
+    pub(crate) watch: Option<u64>,
+}
+
+/// A param of an entry variant's frame that its caller vouched for.
+#[derive(Clone, Debug)]
+pub(crate) struct EntryClaim {
+    /// The param.
+    pub(crate) param: Value,
+    /// The epoch of the test that vouched for its lifetime check, if the
+    /// variant drops it.
+    pub(crate) life: Option<u64>,
+    /// The same for its `guard.watch`.
+    pub(crate) watch: Option<u64>,
+}
+
+impl Interpreter<'_> {
+    /// The entry plan of the frame's function, when verifying.
+    fn entry_plan(&self, fr: &Frame) -> Option<&EntryPlan> {
+        self.entries.as_ref()?.get(fr.func.0 as usize)?.as_ref()
+    }
+
+    /// After instruction `inst` of `fr` ran (`live`: an object op whose
+    /// lifetime check passed): what it vouches for.
+    pub(crate) fn track_vouch(&self, fr: &mut Frame, inst: &Inst, live: bool) {
+        if self.entries.is_none() {
+            return;
+        }
+        if matches!(
+            inst.kind,
+            InstKind::Call { .. } | InstKind::CallIndirect { .. }
+        ) {
+            fr.vouched.clear();
+            return;
+        }
+        let Some(o) = inst.kind.dict_obj() else {
+            return;
+        };
+        let watch = matches!(inst.kind, InstKind::Watch { .. });
+        let passed = live && self.m.inst_checks(inst).contains(CheckKind::Lifetime);
+        if !(watch || passed) {
+            return;
+        }
+        let (bits, epoch) = (fr.val(o), self.rt.unwatch_epoch());
+        let i = match fr.vouched.iter().position(|x| x.v == o) {
+            Some(i) => i,
+            None => {
+                fr.vouched.push(Vouched {
+                    v: o,
+                    bits,
+                    life: None,
+                    watch: None,
+                });
+                fr.vouched.len() - 1
+            }
+        };
+        let x = &mut fr.vouched[i];
+        if x.bits != bits {
+            (x.bits, x.life, x.watch) = (bits, None, None);
+        }
+        match watch {
+            true => x.watch = Some(epoch),
+            false => x.life = Some(epoch),
+        }
+    }
+
+    /// At a call of an IR function by `inst` of `fr`, whose frame is `nf`:
+    /// when what `fr` vouches for covers the callee's entry plan, the
+    /// claims of `nf` (which starts vouched for them).
+    pub(crate) fn entry_claims(&self, fr: &Frame, inst: &Inst, nf: &mut Frame) {
+        let (Some(plan), InstKind::Call { args, .. }) = (self.entry_plan(nf), &inst.kind) else {
+            return;
+        };
+        let g = self.m.func(nf.func);
+        let vouched = |k: usize| {
+            let a = *args.get(k)?;
+            fr.vouched.iter().find(|x| x.v == a && x.bits == fr.val(a))
+        };
+        let mut claims: Vec<EntryClaim> = Vec::new();
+        for k in plan.params() {
+            let need_life = plan.life.contains(&k);
+            let need_watch = plan.watch.contains(&k);
+            let Some(x) = vouched(k) else {
+                return;
+            };
+            if (need_life && x.life.is_none()) || (need_watch && x.watch.is_none()) {
+                return;
+            }
+            claims.push(EntryClaim {
+                param: g.params[k],
+                life: x.life.filter(|_| need_life),
+                watch: x.watch.filter(|_| need_watch),
+            });
+        }
+        nf.vouched = (claims.iter())
+            .map(|c| Vouched {
+                v: c.param,
+                bits: nf.val(c.param),
+                life: c.life,
+                watch: c.watch,
+            })
+            .collect();
+        nf.entry_claims = claims;
+    }
+
+    /// Before instruction `cx.inst` of `fr` runs: a test the entry variant
+    /// drops must see the epoch of the claim that let it drop it.
+    pub(crate) fn check_entry_claim(&self, fr: &Frame, cx: &Cx) -> Result<(), InterpError> {
+        if fr.entry_claims.is_empty() {
+            return Ok(());
+        }
+        let Some(plan) = self.entry_plan(fr) else {
+            return Ok(());
+        };
+        let at = (cx.at.0 as u32, cx.at.1 as u32);
+        if !plan.drops(cx.func, at, cx.inst) {
+            return Ok(());
+        }
+        let Some(o) = cx.inst.kind.dict_obj() else {
+            return Ok(());
+        };
+        let Some(c) = fr.entry_claims.iter().find(|c| c.param == o) else {
+            return Ok(());
+        };
+        let epoch = match cx.inst.kind {
+            InstKind::Watch { .. } => c.watch,
+            _ => c.life,
+        };
+        if epoch.is_none_or(|e| e == self.rt.unwatch_epoch()) {
+            return Ok(());
+        }
+        let (v, b) = cx.names(o);
+        let msg = format!(
+            "@{}: block {b}: the entry variant drops a test of %{v}, which its caller vouched for, and something freed since",
+            cx.func.name
+        );
+        self.claim_refuted(cx.inst.loc, msg)
+    }
+}

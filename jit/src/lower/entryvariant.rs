@@ -1,0 +1,208 @@
+//! Entry variants ([`guardlift_ir::analysis::entry`]): an IR function
+//! whose callers vouch for some of its object params is compiled a second
+//! time without those params' lifetime checks and `guard.watch`es inside
+//! its entry region, and a call runs that code when the caller's tests
+//! vouch for every such argument.
+//!
+//! What vouches lives in two Cranelift variables (I8) per IR value that a
+//! call passes to such a param (**tracked values**): `life`, set to 1
+//! where an object op on the value passed its lifetime check, and
+//! `watch`, set to 1 where a `guard.watch` of it ran. Both are 0 at the
+//! function's entry — 1 in an entry variant for the params it was entered
+//! vouched for — and go back to 0 after every call and wherever the value
+//! is defined again (its instruction runs again, its block is entered
+//! again: a block param, a value of a loop body), so a 1 always speaks of
+//! the object the value holds now. A call of a function with an entry
+//! variant tests the variables of its arguments (one `and` per param, a
+//! branch) and calls the variant or the function; both rejoin with the
+//! result. Where a clean copy calls a leaf callee's clean variant
+//! (`version`), that call stays as it is.
+
+use super::FnLower;
+use super::Lowerer;
+use crate::error::JitError;
+use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
+use cranelift_frontend::Variable;
+use cranelift_module::Module as ClModule;
+use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
+use guardlift_ir::{Callee, FuncId, Inst, InstKind, Value};
+use std::collections::HashMap;
+
+/// The vouching variables of one function being lowered.
+#[derive(Default)]
+pub(super) struct Vouch {
+    /// By tracked value: its `life` and `watch` variables.
+    vars: HashMap<Value, (Variable, Variable)>,
+}
+
+impl Lowerer<'_> {
+    /// Decides which IR functions get an entry variant (all engines: the
+    /// variant needs no shadow).
+    pub fn plan_entry_variants(&mut self) {
+        self.entries = entry_plans(self.ir, self.host);
+        self.entry_funcs = vec![None; self.entries.len()];
+    }
+
+    /// The entry variant of IR function `g`, if it has one.
+    pub(crate) fn entry_plan(&self, g: FuncId) -> Option<&EntryPlan> {
+        self.entries.get(g.0 as usize)?.as_ref()
+    }
+}
+
+impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
+    /// At the function's entry (the builder there): a pair of variables per
+    /// tracked value, 0 — or 1 for the params this entry variant was
+    /// entered vouched for.
+    pub(super) fn plan_vouching(&mut self) {
+        let mut tracked: Vec<Value> = Vec::new();
+        for inst in self.f.blocks.iter().flat_map(|b| &b.insts) {
+            let InstKind::Call {
+                callee: Callee::Func(g),
+                args,
+            } = &inst.kind
+            else {
+                continue;
+            };
+            let Some(p) = self.lw.entry_plan(*g) else {
+                continue;
+            };
+            for a in p.params().into_iter().filter_map(|k| args.get(k)) {
+                if !tracked.contains(a) {
+                    tracked.push(*a);
+                }
+            }
+        }
+        for v in tracked {
+            let pair = (self.b.declare_var(types::I8), self.b.declare_var(types::I8));
+            self.vouch.vars.insert(v, pair);
+            let k = self.f.params.iter().position(|&p| p == v);
+            let own = |list: &[usize]| k.is_some_and(|k| list.contains(&k));
+            let (life, watch) = match &self.entry {
+                Some(e) => (own(&e.life), own(&e.watch)),
+                None => (false, false),
+            };
+            let l = self.iconst(types::I8, life as i64);
+            self.b.def_var(pair.0, l);
+            let w = self.iconst(types::I8, watch as i64);
+            self.b.def_var(pair.1, w);
+        }
+    }
+
+    /// Both variables of every tracked value back to 0 (after a call).
+    pub(super) fn vouch_reset_all(&mut self) {
+        let vars: Vec<(Variable, Variable)> = self.vouch.vars.values().copied().collect();
+        for (l, w) in vars {
+            let z = self.iconst(types::I8, 0);
+            self.b.def_var(l, z);
+            self.b.def_var(w, z);
+        }
+    }
+
+    /// `v` is defined (again): what vouched for its old object is gone.
+    pub(super) fn vouch_reset(&mut self, v: Value) {
+        if let Some(&(l, w)) = self.vouch.vars.get(&v) {
+            let z = self.iconst(types::I8, 0);
+            self.b.def_var(l, z);
+            self.b.def_var(w, z);
+        }
+    }
+
+    /// The object op being lowered passed its lifetime check here (and,
+    /// `watched`, the `guard.watch` fused with it ran).
+    pub(super) fn vouch_live(&mut self, watched: bool) {
+        let Some(o) = self.inst_at().and_then(|i| i.kind.dict_obj()) else {
+            return;
+        };
+        if let Some(&(l, w)) = self.vouch.vars.get(&o) {
+            let one = self.iconst(types::I8, 1);
+            self.b.def_var(l, one);
+            if watched {
+                self.b.def_var(w, one);
+            }
+        }
+    }
+
+    /// The `guard.watch` of `o` being lowered ran (it is not fused with
+    /// the next instruction's lifetime check, which vouches for both).
+    pub(super) fn vouch_watched(&mut self) {
+        let Some(o) = self.inst_at().and_then(|i| i.kind.dict_obj()) else {
+            return;
+        };
+        if let Some(&(_, w)) = self.vouch.vars.get(&o) {
+            let one = self.iconst(types::I8, 1);
+            self.b.def_var(w, one);
+        }
+    }
+
+    /// The IR instruction being lowered.
+    fn inst_at(&self) -> Option<&Inst> {
+        let (b, i) = self.at;
+        self.f.blocks.get(b as usize)?.insts.get(i as usize)
+    }
+
+    /// Does this entry variant drop the lifetime check (or, for a
+    /// `guard.watch`, the watch) of `inst`, the instruction being lowered?
+    pub(super) fn entry_drops(&self, inst: &Inst) -> bool {
+        self.entry
+            .as_ref()
+            .is_some_and(|e| e.drops(self.f, self.at, inst))
+    }
+
+    /// A call of IR function `g` with `args` (`argv` lowered) that may run
+    /// its entry variant: `None` when it has none (or this call runs a
+    /// clean variant, or an argument is not tracked), else the call's
+    /// result as [`Self::call_func`] returns it.
+    pub(super) fn call_vouched(
+        &mut self,
+        g: FuncId,
+        args: &[Value],
+        argv: &[cl::Value],
+    ) -> Result<Option<Option<cl::Value>>, JitError> {
+        let (Some(plan), Some(Some(entry))) = (
+            self.lw.entry_plan(g),
+            self.lw.entry_funcs.get(g.0 as usize).copied(),
+        ) else {
+            return Ok(None);
+        };
+        if self.callee_is_clean_variant(g) {
+            return Ok(None);
+        }
+        let mut need: Vec<Variable> = Vec::new();
+        for (list, watch) in [(&plan.life, false), (&plan.watch, true)] {
+            for &k in list {
+                let Some(&(l, w)) = args.get(k).and_then(|a| self.vouch.vars.get(a)) else {
+                    return Ok(None);
+                };
+                need.push(if watch { w } else { l });
+            }
+        }
+        let checked = self
+            .callee_of(g)
+            .ok_or_else(|| super::func::internal(self.fname, "call to unknown function"))?;
+        let mut all = self.b.use_var(need[0]);
+        for &v in &need[1..] {
+            let x = self.b.use_var(v);
+            all = self.b.ins().band(all, x);
+        }
+        let ret = self.lw.ir.func(g).ret.map(super::abi::cl_type);
+        let (to_entry, to_checked, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let res = ret.map(|t| self.b.append_block_param(join, t));
+        self.b.ins().brif(all, to_entry, &[], to_checked, &[]);
+        for (blk, id) in [(to_entry, entry), (to_checked, checked)] {
+            self.b.switch_to_block(blk);
+            let fr = self.fref(id);
+            let call = self.b.ins().call(fr, argv);
+            let out: Vec<BlockArg> = (self.b.inst_results(call).first().copied())
+                .map(BlockArg::Value)
+                .into_iter()
+                .collect();
+            self.b.ins().jump(join, &out);
+        }
+        self.b.switch_to_block(join);
+        Ok(Some(res))
+    }
+}
