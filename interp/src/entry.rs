@@ -18,36 +18,11 @@
 //! claim: a free since the test that vouched (the epoch moved) refutes
 //! the claim — an internal error.
 
-use crate::frame::{Cx, Frame};
+use crate::frame::{Cx, EntryClaim, Frame, Vouched};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::analysis::entry::EntryPlan;
-use guardlift_ir::{CheckKind, Inst, InstKind, Value};
+use guardlift_ir::{CheckKind, Inst, InstKind};
 use guardlift_runtime::internals::*;
-
-/// What a frame's tests vouch for one value (since its latest call).
-#[derive(Clone, Debug)]
-pub(crate) struct Vouched {
-    /// The value.
-    pub(crate) v: Value,
-    /// Its bits when the latest test vouched.
-    pub(crate) bits: u64,
-    /// The unwatch epoch when a lifetime check on it passed.
-    pub(crate) life: Option<u64>,
-    /// The unwatch epoch when a `guard.watch` of it ran.
-    pub(crate) watch: Option<u64>,
-}
-
-/// A param of an entry variant's frame that its caller vouched for.
-#[derive(Clone, Debug)]
-pub(crate) struct EntryClaim {
-    /// The param.
-    pub(crate) param: Value,
-    /// The epoch of the test that vouched for its lifetime check, if the
-    /// variant drops it.
-    pub(crate) life: Option<u64>,
-    /// The same for its `guard.watch`.
-    pub(crate) watch: Option<u64>,
-}
 
 impl Interpreter<'_> {
     /// The entry plan of the frame's function, when verifying.

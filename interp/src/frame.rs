@@ -55,10 +55,10 @@ pub(crate) struct Frame {
     pub(crate) loop_clean: Vec<(u32, u64, u64)>,
     /// What this frame's tests vouch for since its latest call
     /// (`crate::entry`).
-    pub(crate) vouched: Vec<crate::entry::Vouched>,
+    pub(crate) vouched: Vec<Vouched>,
     /// Entered as an entry variant: the params its caller vouched for
     /// (`crate::entry`).
-    pub(crate) entry_claims: Vec<crate::entry::EntryClaim>,
+    pub(crate) entry_claims: Vec<EntryClaim>,
 }
 
 impl Frame {
@@ -66,6 +66,32 @@ impl Frame {
     pub(crate) fn val(&self, x: Value) -> u64 {
         self.vals[x.0 as usize]
     }
+}
+
+/// What a frame's tests vouch for one value (since its latest call).
+/// (Verified in `crate::entry`.)
+#[derive(Clone, Debug)]
+pub(crate) struct Vouched {
+    /// The value.
+    pub(crate) v: Value,
+    /// Its bits when the latest test vouched.
+    pub(crate) bits: u64,
+    /// The unwatch epoch when a lifetime check on it passed.
+    pub(crate) life: Option<u64>,
+    /// The unwatch epoch when a `guard.watch` of it ran.
+    pub(crate) watch: Option<u64>,
+}
+
+/// A param of an entry variant's frame that its caller vouched for.
+#[derive(Clone, Debug)]
+pub(crate) struct EntryClaim {
+    /// The param.
+    pub(crate) param: Value,
+    /// The epoch of the test that vouched for its lifetime check, if the
+    /// variant drops it.
+    pub(crate) life: Option<u64>,
+    /// The same for its `guard.watch`.
+    pub(crate) watch: Option<u64>,
 }
 
 /// What the frame loop does after an instruction.
