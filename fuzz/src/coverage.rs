@@ -71,6 +71,8 @@ pub const FAMILIES: &[&str] = &[
     "attrgroup.dictify_between",
     "attrgroup.word_between",
     "attrgroup.past_capacity",
+    "attrgroup.forged_other_between",
+    "attrgroup.interleaved",
     "looprange.clean",
     "looprange.dirty",
     "entrycache.receivers",

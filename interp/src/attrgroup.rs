@@ -13,6 +13,7 @@
 use crate::frame::{Cx, Frame};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::attrgroup::AttrGroups;
+use guardlift_ir::hoist::HostModel;
 use guardlift_ir::{CheckKind, Checks, Module};
 use guardlift_runtime::internals::*;
 use guardlift_runtime::layout;
@@ -20,9 +21,11 @@ use guardlift_runtime::layout;
 /// Per function, its groups.
 pub(crate) type AttrGroupClaims = Vec<AttrGroups>;
 
-/// The groups of every function of `m`.
-pub(crate) fn attr_group_claims(m: &Module) -> AttrGroupClaims {
-    m.functions.iter().map(|f| AttrGroups::of(f, m)).collect()
+/// The groups of every function of `m` against `host`.
+pub(crate) fn attr_group_claims(m: &Module, host: HostModel) -> AttrGroupClaims {
+    (m.functions.iter())
+        .map(|f| AttrGroups::of_for(f, m, host))
+        .collect()
 }
 
 impl Interpreter<'_> {
@@ -80,15 +83,16 @@ impl Interpreter<'_> {
         };
         let gi = gi as u32;
         if g.members.first() == Some(&ii) {
-            fr.attr_clean = self
-                .attr_clean(g.checks, obj, g.max_index)
-                .map(|word| (gi, word));
+            fr.attr_clean.retain(|&(open, _)| open != gi);
+            if let Some(word) = self.attr_clean(g.checks, obj, g.max_index) {
+                fr.attr_clean.push((gi, word));
+            }
             return Ok(());
         }
-        let Some((open, word)) = fr.attr_clean else {
+        let Some(&(_, word)) = fr.attr_clean.iter().find(|&&(open, _)| open == gi) else {
             return Ok(());
         };
-        if open != gi || self.attr_clean(checks, obj, index) == Some(word) {
+        if self.attr_clean(checks, obj, index) == Some(word) {
             return Ok(());
         }
         let (value, block) = cx.names(g.obj);

@@ -47,9 +47,10 @@ pub(crate) struct Frame {
     /// The raw-access groups of this frame whose range passed at their
     /// latest first access (`crate::rawgroup`).
     pub(crate) raw_clean: Vec<u32>,
-    /// The attribute group of this frame recorded clean at its latest
-    /// first member, with the object's word then (`crate::attrgroup`).
-    pub(crate) attr_clean: Option<(u32, u64)>,
+    /// The attribute groups of this frame recorded clean at their latest
+    /// first member, with the object's word then (`crate::attrgroup`;
+    /// groups on different objects interleave).
+    pub(crate) attr_clean: Vec<(u32, u64)>,
     /// The loop ranges of this frame recorded clean at the latest entry
     /// into their loop, with their address range (`crate::rawgroup`).
     pub(crate) loop_clean: Vec<(u32, u64, u64)>,
@@ -178,7 +179,7 @@ impl<'m> Interpreter<'m> {
             fixed_exit: None,
             fixed_params: Vec::new(),
             raw_clean: Vec::new(),
-            attr_clean: None,
+            attr_clean: Vec::new(),
             loop_clean: Vec::new(),
             vouched: Vec::new(),
             entry_claims: Vec::new(),

@@ -257,7 +257,7 @@ impl<'m> Interpreter<'m> {
             self.raw_groups = Some(rawgroup::group_claims(self.m));
         }
         if on && self.attr_groups.is_none() {
-            self.attr_groups = Some(attrgroup::attr_group_claims(self.m));
+            self.attr_groups = Some(attrgroup::attr_group_claims(self.m, self.host));
             self.entries = Some(guardlift_ir::analysis::entry::entry_plans(
                 self.m, self.host,
             ));
@@ -287,7 +287,7 @@ impl<'m> Interpreter<'m> {
             self.loops = Some(loops);
             self.attr_loops = Some(attrs);
             self.raw_groups = Some(rawgroup::group_claims(self.m));
-            self.attr_groups = Some(attrgroup::attr_group_claims(self.m));
+            self.attr_groups = Some(attrgroup::attr_group_claims(self.m, self.host));
         }
         self
     }

@@ -65,7 +65,10 @@ impl FnGen<'_, '_, '_> {
             self.raw_group();
         }
         if self.src.chance(2, 3) {
-            self.attr_group();
+            // One or two: its five cases each keep a share above 1 %.
+            for _ in 0..self.src.range(1, 2) {
+                self.attr_group();
+            }
         }
         if self.src.chance(2, 3) {
             self.loop_range();
@@ -366,12 +369,21 @@ impl FnGen<'_, '_, '_> {
     fn attr_group(&mut self) {
         let (o, w) = self.fresh_obj();
         let n = o.nattrs;
+        // Half the time a second fresh object's ops between them: two
+        // groups interleaved (without host slow paths), each with its own
+        // verdict and values pointer in the JIT.
+        let other = self.src.chance(1, 2).then(|| self.fresh_obj().0);
         for _ in 0..self.src.range(2, 3) {
             let i = self.src.range(0, n - 1);
             self.attr_op(o, i);
+            if let Some(q) = other {
+                let j = self.src.range(0, q.nattrs - 1);
+                self.attr_op(q, j);
+                self.ev.insert("attrgroup.interleaved");
+            }
         }
         let life: fn(&mut super::Needs) = |n| n.lifetime = true;
-        match self.src.range(0, 3) {
+        match self.src.range(0, 4) {
             0 => {
                 self.fb.call(self.ms.ext.obj_free, &[o.v]);
                 for _ in 0..self.src.range(1, 2) {
@@ -410,15 +422,43 @@ impl FnGen<'_, '_, '_> {
                 }
                 self.fb.dict_slot_store(o.v, w);
             }
-            _ => {
+            3 => {
                 let i = n + self.src.range(0, 1);
                 self.faulty_attr(o, i, |n| n.bounds = true);
                 self.ev.insert("attrgroup.past_capacity");
             }
+            _ => self.forged_other_between(o, w),
         }
         if self.src.chance(1, 2) {
             self.objs.push(o);
         }
+    }
+
+    /// Shape 5's fifth case: between the group's ops on `o` (word `w`), a
+    /// `store_attr` on another object whose word a `dict_slot.store`
+    /// forged so that its attribute 0 is `o`'s dict slot: it writes a
+    /// third object's word there. Groups on different objects interleave
+    /// (without host slow paths), but only across a `store_attr` whose
+    /// bounds check refuses an array the runtime did not record: with it
+    /// the store is `attr_out_of_bounds`; without it (`lifetime` alone)
+    /// `o`'s later ops must see the new word.
+    fn forged_other_between(&mut self, o: Obj, w: Value) {
+        let n = o.nattrs;
+        let (p, _) = self.fresh_obj_of(1);
+        let (_, w2) = self.fresh_obj_of(n);
+        let off = self.ms.layout.dict_slot_offset();
+        let slot_minus_one = self.iconst(Type::I64, i64::from(off) - 1);
+        let forged = self.fb.binary(BinOp::Iadd, o.v, slot_minus_one);
+        self.fb.dict_slot_store(p.v, forged);
+        let i = self.src.range(0, n - 1);
+        self.attr_op(o, i);
+        self.fb.store_attr(p.v, 0, w2);
+        for _ in 0..self.src.range(1, 2) {
+            let i = self.src.range(0, n - 1);
+            self.attr_op(o, i);
+        }
+        self.fb.dict_slot_store(o.v, w);
+        self.ev.insert("attrgroup.forged_other_between");
     }
 
     /// A raw load or store of `ty` at `base + off` that touches a redzone

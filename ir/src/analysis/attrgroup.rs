@@ -12,7 +12,17 @@
 //!   runtime's records of memory);
 //! - no write that could reach the word: no raw `store`, no
 //!   `dict_slot.store`;
-//! - no attribute op on another object (its slow path calls the host). A
+//! - no attribute op on another object that could run host code or write
+//!   outside that object's values: against a host with its own attribute
+//!   slow paths ([`HostModel`]) any such op (its slow path may free or
+//!   write anything); against the runtime's own slow paths (which free
+//!   nothing and write only the other object's dict) a `store_attr`
+//!   without the bounds check (on a forged or stale word it could write
+//!   anywhere), or an unguarded one. So without a host binding, groups on
+//!   different objects interleave: a `load_attr` of another object, or a
+//!   `store_attr` whose bounds check refuses every index outside the
+//!   values array the runtime recorded, leaves them open (richards'
+//!   methods read and write two or three objects in turn). A
 //!   member `store_attr` of the same object writes, in a clean group, one
 //!   of the values the recorded capacity covers, never the word.
 //!
@@ -28,6 +38,7 @@
 //! member that sees another word or fails its own checks is an internal
 //! error.
 
+use super::hoist::HostModel;
 use super::{BlockGroup, BlockGroups};
 use crate::inst::{CheckKind, Checks, Inst, InstKind, Value};
 use crate::module::{Function, Module};
@@ -98,34 +109,55 @@ fn attr_op(m: &Module, inst: &Inst) -> Option<(Value, u32, Checks)> {
 
 impl BlockGroups<AttrGroup> {
     /// The groups of `f` (a function of `m`, whose sites say what guards
-    /// each op). Only guarded ops group (an unguarded op has nothing to
-    /// skip).
+    /// each op) against a host with its own slow paths: an op on another
+    /// object ends a group. Only guarded ops group (an unguarded op has
+    /// nothing to skip).
     pub fn of(f: &Function, m: &Module) -> Self {
+        Self::of_for(
+            f,
+            m,
+            HostModel {
+                host_slow_paths: true,
+            },
+        )
+    }
+
+    /// The groups of `f` against `host` (see the module doc: without host
+    /// slow paths, groups on different objects interleave).
+    pub fn of_for(f: &Function, m: &Module, host: HostModel) -> Self {
         let mut all: Vec<AttrGroup> = Vec::new();
         for (bi, b) in f.blocks.iter().enumerate() {
-            // The open group (an index into `all`): at most one, since an
-            // op on another object ends it.
-            let mut open: Option<usize> = None;
+            // The open groups (indices into `all`), at most one per
+            // object; with host slow paths at most one in all.
+            let mut open: Vec<usize> = Vec::new();
             for (ii, inst) in b.insts.iter().enumerate() {
                 if ends_groups(&inst.kind) {
-                    open = None;
+                    open.clear();
                     continue;
                 }
                 let Some((obj, index, checks)) = attr_op(m, inst) else {
                     continue;
                 };
+                let store = matches!(inst.kind, InstKind::StoreAttr { .. });
+                // What this op may do to the other objects' groups.
+                if host.host_slow_paths || (store && !checks.contains(CheckKind::Bounds)) {
+                    open.retain(|&i| all[i].obj == obj);
+                }
                 if checks.is_empty() {
-                    open = None;
+                    open.retain(|&i| all[i].obj != obj);
                     continue;
                 }
-                if let Some(g) = open.map(|i| &mut all[i]) {
-                    if g.obj == obj && g.checks == checks {
+                let same = open.iter().position(|&i| all[i].obj == obj);
+                if let Some(k) = same {
+                    let g = &mut all[open[k]];
+                    if g.checks == checks {
                         g.max_index = g.max_index.max(index);
                         g.members.push(ii as u32);
                         continue;
                     }
+                    open.remove(k);
                 }
-                open = Some(all.len());
+                open.push(all.len());
                 all.push(AttrGroup {
                     block: bi as u32,
                     obj,
@@ -181,6 +213,43 @@ mod tests {
         ] {
             let g = groups(&format!(
                 "    %w = dict_slot.load %p\n    %a = guard.load_attr %o, 0\n    {cut}\n    %b = guard.load_attr %o, 1\n    return %b"
+            ));
+            assert_eq!(g, vec![], "{cut}");
+        }
+    }
+
+    /// The groups of `@f` without host slow paths.
+    fn groups_model(body: &str) -> Vec<(String, u32, usize)> {
+        let text = format!(
+            "extern fn @obj_free(ptr)\nfn @f(%o: ptr, %p: ptr, %q: ptr) -> i64 {{\nentry:\n{body}\n}}\n"
+        );
+        let m = parse_module(&text).expect("parses");
+        let f = m.func(m.func_by_name("f").expect("@f"));
+        AttrGroups::of_for(f, &m, HostModel::default())
+            .groups()
+            .iter()
+            .map(|g| {
+                let name = f.values[g.obj.0 as usize].name.clone();
+                (name, g.max_index, g.members.len())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_host_slow_paths_groups_interleave() {
+        let g = groups_model(
+            "    %a = guard.load_attr %o, 0\n    %b = guard.load_attr %p, 2\n    guard.store_attr %o, 1, %b\n    guard.store_attr %p, 0, %a\n    return %a",
+        );
+        assert_eq!(g, vec![("o".into(), 1, 2), ("p".into(), 2, 2)]);
+        // What still ends them: calls, raw stores, an unguarded op.
+        for cut in [
+            "call @obj_free(%q)",
+            "store %p, %q",
+            "%y = load_attr %o, 0",
+            "store_attr %p, 0, %q",
+        ] {
+            let g = groups_model(&format!(
+                "    %a = guard.load_attr %o, 0\n    {cut}\n    %b = guard.load_attr %o, 1\n    return %b"
             ));
             assert_eq!(g, vec![], "{cut}");
         }

@@ -5,11 +5,12 @@
 //! or store through the first member's values pointer when that verdict is
 //! clean, and with their own checks, in a cold copy, when it is not.
 //!
-//! The verdict and the values pointer live in two Cranelift variables: 0
-//! at the function's entry and again after each group's last member, and
-//! the fast path's values where the first member passes its checks, so
-//! every other way out of the first member (the slow path, a recovered
-//! failure) leaves the verdict 0.
+//! The verdict and the values pointer live in two Cranelift variables per
+//! group (groups on different objects may interleave): 0 at the
+//! function's entry and again after the group's last member, and the fast
+//! path's values where the first member passes its checks, so every other
+//! way out of the first member (the slow path, a recovered failure)
+//! leaves the verdict 0.
 
 use super::func::mem;
 use super::FnLower;
@@ -80,35 +81,42 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
-    /// The group's verdict and values-pointer variables.
-    fn attr_vars(&mut self) -> (Variable, Variable) {
-        if let Some(v) = self.attr_vars {
+    /// Group `gi`'s verdict and values-pointer variables.
+    fn attr_vars(&mut self, gi: usize) -> (Variable, Variable) {
+        if let Some(&v) = self.attr_vars.get(&gi) {
             return v;
         }
         let v = (
             self.b.declare_var(types::I8),
             self.b.declare_var(types::I64),
         );
-        self.attr_vars = Some(v);
+        self.attr_vars.insert(gi, v);
         v
     }
 
-    /// At the function's entry (the builder there): both variables 0, so
-    /// that every path into a first member's checks that does not pass
-    /// them (its slow path, a recovered failure, the fast path of a
-    /// `guard.watch` fused with its lifetime check) carries verdict 0.
-    pub(super) fn attr_groups_init(&mut self) {
-        if self.attr.is_empty() {
-            return;
-        }
-        self.attr_group_reset();
+    /// The group of the attribute op being lowered (one of its members).
+    fn current_group(&self) -> Result<usize, JitError> {
+        let (bi, ii) = self.at;
+        (self.attr.group_of(bi, ii).map(|(gi, _)| gi))
+            .ok_or_else(|| super::func::internal(self.fname, "attribute op of no group"))
     }
 
-    /// Verdict and values pointer back to 0 (at the entry, and after the
-    /// last member of each group: a later group's first member then starts
-    /// from 0 on every path, a loop's back edge included).
-    fn attr_group_reset(&mut self) {
-        let (clean, base) = self.attr_vars();
+    /// At the function's entry (the builder there): every group's two
+    /// variables 0, so that every path into a first member's checks that
+    /// does not pass them (its slow path, a recovered failure, the fast
+    /// path of a `guard.watch` fused with its lifetime check) carries
+    /// verdict 0.
+    pub(super) fn attr_groups_init(&mut self) {
+        for gi in 0..self.attr.groups().len() {
+            self.attr_group_reset(gi);
+        }
+    }
+
+    /// Group `gi`'s verdict and values pointer back to 0 (at the entry,
+    /// and after its last member: its first member then starts from 0 on
+    /// every path, a loop's back edge included).
+    fn attr_group_reset(&mut self, gi: usize) {
+        let (clean, base) = self.attr_vars(gi);
         let zero8 = self.iconst(types::I8, 0);
         let zero = self.iconst(types::I64, 0);
         self.b.def_var(clean, zero8);
@@ -123,7 +131,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return;
         };
         if g.members.last() == Some(&ii) && self.attr_ok.get(&gi) == Some(&true) {
-            self.attr_group_reset();
+            self.attr_group_reset(gi);
         }
     }
 
@@ -136,7 +144,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         (max_index, bounds): (u32, bool),
         checked: bool,
     ) -> Result<(), JitError> {
-        let (clean, var_base) = self.attr_vars();
+        let gi = self.current_group()?;
+        let (clean, var_base) = self.attr_vars(gi);
         let verdict = match (bounds, self.lw.shadow) {
             (true, Some(sh)) => {
                 let delta = layout::values_ptr(0) as i64
@@ -175,7 +184,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         plain: impl FnOnce(&mut Self, cl::Value, i32) -> Option<cl::Value>,
         checked: impl FnOnce(&mut Self) -> Result<Option<cl::Value>, JitError>,
     ) -> Result<Option<cl::Value>, JitError> {
-        let (clean, var_base) = self.attr_vars();
+        let gi = self.current_group()?;
+        let (clean, var_base) = self.attr_vars(gi);
         let verdict = self.b.use_var(clean);
         let base = self.b.use_var(var_base);
         let dict_checked = self.group_checks_of(self.at.1).contains(CheckKind::Dict);

@@ -106,7 +106,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.raw =
                 guardlift_ir::rawgroup::RawGroups::of_excluding(f, self.lw.ir, &self.ranges.all);
         }
-        self.attr = guardlift_ir::attrgroup::AttrGroups::of(f, self.lw.ir);
+        self.attr = guardlift_ir::attrgroup::AttrGroups::of_for(f, self.lw.ir, self.lw.host);
         let edges = IncomingEdges::of(self.lw.analyses[self.id].cfg(), &rpo, f.blocks.len());
         // Does any branch target the IR entry block? Then the Cranelift entry
         // (which holds the function parameters) must be a separate block.

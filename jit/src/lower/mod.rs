@@ -454,7 +454,7 @@ impl<'m> Lowerer<'m> {
             raw_clean: HashMap::new(),
             attr: Default::default(),
             attr_ok: HashMap::new(),
-            attr_vars: None,
+            attr_vars: HashMap::new(),
             verdict_slot: None,
             anchor_slot: None,
         };
@@ -538,9 +538,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// By attribute group: are its later members lowered on the first
     /// member's verdict (decided at the first member)?
     attr_ok: HashMap<usize, bool>,
-    /// The variables holding the open attribute group's verdict (I8) and
+    /// By attribute group: the variables holding its verdict (I8) and
     /// values base (I64).
-    attr_vars: Option<(cranelift_frontend::Variable, cranelift_frontend::Variable)>,
+    attr_vars: HashMap<usize, (cranelift_frontend::Variable, cranelift_frontend::Variable)>,
     /// The frame slot check stubs store their verdict in (`func`), made
     /// on first use.
     verdict_slot: Option<cl::StackSlot>,
