@@ -25,8 +25,22 @@ use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
-use guardlift_ir::{Callee, FuncId, Inst, InstKind, Value};
-use std::collections::HashMap;
+use guardlift_ir::{Callee, FuncId, Function, Inst, InstKind, Value};
+use std::collections::{HashMap, HashSet};
+
+/// The instructions of `f` whose lifetime check or watch its entry variant
+/// `plan` drops, by identity.
+pub(super) fn entry_dropped(f: &Function, plan: &EntryPlan) -> HashSet<*const Inst> {
+    let mut out = HashSet::new();
+    for (b, bd) in f.blocks.iter().enumerate() {
+        for (i, inst) in bd.insts.iter().enumerate() {
+            if plan.drops(f, (b as u32, i as u32), inst) {
+                out.insert(inst as *const Inst);
+            }
+        }
+    }
+    out
+}
 
 /// The vouching variables of one function being lowered.
 #[derive(Default)]
@@ -141,11 +155,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// Does this entry variant drop the lifetime check (or, for a
-    /// `guard.watch`, the watch) of `inst`, the instruction being lowered?
+    /// `guard.watch`, the watch) of `inst`, an instruction of the function
+    /// (by identity: the lowering asks about instructions other than the
+    /// one at `self.at` too — a group's later members, the op after a
+    /// `guard.watch`, a loop's when planning its copies)?
     pub(super) fn entry_drops(&self, inst: &Inst) -> bool {
-        self.entry
-            .as_ref()
-            .is_some_and(|e| e.drops(self.f, self.at, inst))
+        self.entry_dropped.contains(&(inst as *const Inst))
     }
 
     /// A call of IR function `g` with `args` (`argv` lowered) that may run

@@ -446,6 +446,10 @@ impl<'m> Lowerer<'m> {
             aliased: None,
             fused_watch: None,
             variant,
+            entry_dropped: entry
+                .as_ref()
+                .map(|e| entryvariant::entry_dropped(f, e))
+                .unwrap_or_default(),
             entry,
             vouch: Default::default(),
             forward: Vec::new(),
@@ -518,6 +522,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     variant: Option<version::Drops<Value>>,
     /// Lowering an entry variant (`entryvariant`): its plan.
     entry: Option<guardlift_ir::analysis::entry::EntryPlan>,
+    /// The instructions whose tests that plan drops (`entryvariant`).
+    entry_dropped: HashSet<*const guardlift_ir::Inst>,
     /// The variables saying which values' objects the function's tests
     /// vouch for (`entryvariant`).
     vouch: entryvariant::Vouch,
