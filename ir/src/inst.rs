@@ -767,6 +767,17 @@ impl InstKind {
         self.applicable_checks().iter().next()
     }
 
+    /// The callee and arguments of a `call` of an IR function.
+    pub fn direct_call(&self) -> Option<(FuncId, &[Value])> {
+        match self {
+            InstKind::Call {
+                callee: Callee::Func(g),
+                args,
+            } => Some((*g, args)),
+            _ => None,
+        }
+    }
+
     /// Does this instruction touch an object's managed-dict slot (and so watch it)?
     pub fn dict_obj(&self) -> Option<Value> {
         use InstKind::*;

@@ -176,14 +176,29 @@ mod tests {
     use super::*;
     use crate::parse_module;
 
-    /// The groups of `@f`, as (object name, max index, member count).
+    /// The groups of `@f` against a host with its own slow paths, as
+    /// (object name, max index, member count).
     fn groups(body: &str) -> Vec<(String, u32, usize)> {
+        groups_for(
+            body,
+            HostModel {
+                host_slow_paths: true,
+            },
+        )
+    }
+
+    /// The groups of `@f` without host slow paths.
+    fn groups_model(body: &str) -> Vec<(String, u32, usize)> {
+        groups_for(body, HostModel::default())
+    }
+
+    fn groups_for(body: &str, host: HostModel) -> Vec<(String, u32, usize)> {
         let text = format!(
             "extern fn @obj_free(ptr)\nfn @f(%o: ptr, %p: ptr, %q: ptr) -> i64 {{\nentry:\n{body}\n}}\n"
         );
         let m = parse_module(&text).expect("parses");
         let f = m.func(m.func_by_name("f").expect("@f"));
-        AttrGroups::of(f, &m)
+        AttrGroups::of_for(f, &m, host)
             .groups()
             .iter()
             .map(|g| {
@@ -216,23 +231,6 @@ mod tests {
             ));
             assert_eq!(g, vec![], "{cut}");
         }
-    }
-
-    /// The groups of `@f` without host slow paths.
-    fn groups_model(body: &str) -> Vec<(String, u32, usize)> {
-        let text = format!(
-            "extern fn @obj_free(ptr)\nfn @f(%o: ptr, %p: ptr, %q: ptr) -> i64 {{\nentry:\n{body}\n}}\n"
-        );
-        let m = parse_module(&text).expect("parses");
-        let f = m.func(m.func_by_name("f").expect("@f"));
-        AttrGroups::of_for(f, &m, HostModel::default())
-            .groups()
-            .iter()
-            .map(|g| {
-                let name = f.values[g.obj.0 as usize].name.clone();
-                (name, g.max_index, g.members.len())
-            })
-            .collect()
     }
 
     #[test]

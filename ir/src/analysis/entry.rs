@@ -48,7 +48,7 @@
 
 use super::flowgraph::ControlFlowGraph;
 use super::hoist::HostModel;
-use crate::inst::{Block, Callee, CheckKind, Inst, InstKind, Value};
+use crate::inst::{Block, CheckKind, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 
 /// Does `k` end a function's entry region (may it free)?
@@ -230,14 +230,12 @@ pub fn entry_plans(m: &Module, host: HostModel) -> Vec<Option<EntryPlan>> {
     loop {
         let mut changed = false;
         for (fi, f) in m.functions.iter().enumerate() {
-            for inst in f.blocks.iter().flat_map(|b| &b.insts) {
-                let InstKind::Call {
-                    callee: Callee::Func(g),
-                    args,
-                } = &inst.kind
-                else {
-                    continue;
-                };
+            for (g, args) in f
+                .blocks
+                .iter()
+                .flat_map(|b| &b.insts)
+                .filter_map(|i| i.kind.direct_call())
+            {
                 let gi = g.0 as usize;
                 called[gi] = true;
                 // A param stays only if this call can vouch for its

@@ -25,7 +25,7 @@ use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
-use guardlift_ir::{Callee, FuncId, Function, Inst, InstKind, Value};
+use guardlift_ir::{FuncId, Function, Inst, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The instructions of `f` whose lifetime check or watch its entry variant
@@ -69,15 +69,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// entered vouched for.
     pub(super) fn plan_vouching(&mut self) {
         let mut tracked: Vec<Value> = Vec::new();
-        for inst in self.f.blocks.iter().flat_map(|b| &b.insts) {
-            let InstKind::Call {
-                callee: Callee::Func(g),
-                args,
-            } = &inst.kind
-            else {
-                continue;
-            };
-            let Some(p) = self.lw.entry_plan(*g) else {
+        let calls =
+            (self.f.blocks.iter().flat_map(|b| &b.insts)).filter_map(|i| i.kind.direct_call());
+        for (g, args) in calls {
+            let Some(p) = self.lw.entry_plan(g) else {
                 continue;
             };
             for a in p.params().into_iter().filter_map(|k| args.get(k)) {
