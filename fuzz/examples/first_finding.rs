@@ -5,7 +5,8 @@
 //! inputs and seconds that took. Used by `fuzz/mutants/run`.
 //!
 //! `cargo run --release -p guardlift-fuzz --example first_finding -- TARGET [MAX_CASES]`
-//! (exit 0: a finding; 1: none within MAX_CASES, default 10,000).
+//! (exit 0: a finding; 1: none within MAX_CASES, default 10,000;
+//! `FIRST_FINDING_SHOW=1` prints the panics, the finding's included).
 
 use guardlift_fuzz::{random_inputs, targets};
 use std::time::Instant;
@@ -24,8 +25,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    // Quiet panics: the first one is the answer.
-    std::panic::set_hook(Box::new(|_| {}));
+    // Quiet panics: the first one is the answer (its message too with
+    // FIRST_FINDING_SHOW=1).
+    if std::env::var_os("FIRST_FINDING_SHOW").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
     let t = Instant::now();
     for (i, data) in random_inputs(seed, max, len).iter().enumerate() {
         if std::panic::catch_unwind(|| f(data)).is_err() {

@@ -75,6 +75,8 @@ pub const FAMILIES: &[&str] = &[
     "attrgroup.interleaved",
     "looprange.clean",
     "looprange.dirty",
+    "rawloop.clean",
+    "rawloop.forged",
     "entrycache.receivers",
     "entrycache.receiver_too_small",
     "entrycache.receiver_dictified",

@@ -67,6 +67,7 @@ mod control;
 mod faults;
 mod helpers;
 mod ops;
+mod rawloop;
 mod receivers;
 mod shape;
 mod side;

@@ -274,6 +274,7 @@ impl FnGen<'_, '_, '_> {
             2,                                             // 28 func_addr + call_indirect
             if can_loop { 2 } else { 0 },                  // 29 loop with a side exit
             if can_loop { 1 } else { 0 },                  // 30 loops over four receivers
+            if can_loop { 2 } else { 0 },                  // 31 fill loop with a raw store
         ];
         match self.src.weighted(&w) {
             0 => self.int_binary(),
@@ -363,6 +364,7 @@ impl FnGen<'_, '_, '_> {
             28 => self.indirect_call(),
             29 => self.side_exit_loop(),
             30 => self.receivers_loop(),
+            31 => self.raw_store_loop(),
             _ => {
                 let o = self.pick_obj();
                 self.fb.watch(o.v);

@@ -153,7 +153,7 @@ impl FnGen<'_, '_, '_> {
     }
 
     /// A fresh object of `nattrs` attributes (not in the pool) and its word.
-    fn fresh_obj_of(&mut self, nattrs: u32) -> (Obj, Value) {
+    pub(super) fn fresh_obj_of(&mut self, nattrs: u32) -> (Obj, Value) {
         let n = self.iconst(Type::I64, nattrs as i64);
         let v = self
             .fb

@@ -6,7 +6,8 @@
 //! **hot part** — the blocks the header reaches without entering a cold
 //! block — runs nothing that could free, and whose cold blocks can be left
 //! to the checked copy:
-//! - a block that holds a raw `store`, an adstack op, a `call_indirect` or
+//! - a block that holds a raw `store` without the `clobber` check
+//!   ([`store_keeps_claims`]), an adstack op, a `call_indirect` or
 //!   a `call` (`@obj_free`, an IR function and every extern are calls)
 //!   other than of a **leaf object function** with loop-invariant objects
 //!   is **barred**. Leaf object functions are IR functions with no `call`,
@@ -44,9 +45,9 @@
 //! that calls one) and the embedding API — each a call. The other
 //! instructions a clean loop may hold call the runtime only for its slow
 //! paths (`load_attr_slow`, `store_attr_slow`, the dict write record) and
-//! for reports, none of which frees. A raw `store` could not free either;
-//! it is kept out because it writes arbitrary memory, which is one more
-//! thing a proof would have to rule out. So when every object of the loop
+//! for reports, none of which frees. A raw `store` cannot free either,
+//! whatever its checks (only its effect on the second claim, below, keeps
+//! one without `clobber` out). So when every object of the loop
 //! passes its lifetime check and is watched when control enters the loop
 //! at its header, every lifetime check and every `guard.watch` of those
 //! objects in its hot part passes / changes nothing until control leaves
@@ -61,7 +62,8 @@
 //! A second claim covers the **bounds tests** ([`CleanLoop::attrs`]). When
 //! the hot part and its leaf callees write object memory only through
 //! `store_attr` on the loop's invariant objects (no `dict_slot.store`, no
-//! `store_attr` on an object made or loaded inside the loop), and at an
+//! `store_attr` on an object made or loaded inside the loop) and raw
+//! `store`s that carry the `clobber` check, and at an
 //! entry each invariant object `o` that an attribute op uses is a live
 //! object of the runtime whose word is its own values array, holding (in
 //! memory and in the runtime's record) more than `max(o)` attributes
@@ -69,8 +71,13 @@
 //! hot part or its callees fails until control leaves the hot part**. Their words and
 //! capacity words stay as they were: every store of the loop writes an
 //! attribute `i ≤ max(b) <` capacity of some such `b`, inside `b`'s own
-//! values array, which holds no object's word or capacity word; the
-//! host's slow paths run only for words that are not values-tagged (only
+//! values array, which holds no object's word or capacity word; a raw
+//! `store` (the list store of a method JIT's fill loop) writes no
+//! watched slot and no watched capacity word (it is skipped in every
+//! mode, spec §6) — and each such `o` is watched, slot and capacity word:
+//! `attr_fixed` holds only for an object the model heap made, which
+//! watches both from `obj_new` until the free (the heap's
+//! `record_values`); the host's slow paths run only for words that are not values-tagged (only
 //! objects made or loaded inside the loop, whose `load_attr_slow` writes
 //! nothing); nothing frees (the first claim). The JIT makes those tests
 //! once per entry instead (one runtime call per object) where a callee's
@@ -95,7 +102,7 @@
 
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
-use crate::inst::{Block, Callee, FuncId, InstKind, Value};
+use crate::inst::{Block, Callee, CheckKind, FuncId, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 use std::collections::HashMap;
 
@@ -121,8 +128,8 @@ pub struct CleanLoop {
     pub hot: Vec<u32>,
     /// Its **cold** blocks, ascending: the blocks a hot block branches to
     /// that hold what a clean copy cannot run (a call of a function that
-    /// is no leaf object function or of an extern, a raw `store`, an
-    /// adstack op, a `call_indirect`). The clean copy leaves there for the
+    /// is no leaf object function or of an extern, a raw `store` without
+    /// the `clobber` check, an adstack op, a `call_indirect`). The clean copy leaves there for the
     /// checked copy's block — a **side exit** — and control stays in the
     /// checked copy until it leaves the loop.
     pub cold: Vec<u32>,
@@ -256,6 +263,17 @@ fn bars_loop(k: &InstKind) -> bool {
             | InstKind::AdAccAdj { .. }
             | InstKind::AdLen { .. }
     )
+}
+
+/// Can the raw `store` `inst` run in a clean loop's hot part? Only when it
+/// carries the `clobber` check: then it writes no watched slot and no
+/// watched capacity word (it is skipped, in every mode: spec §6), so it
+/// changes no invariant object's word or capacity while the loop runs (the
+/// module doc). It frees nothing whatever its checks say; without the
+/// check it could forge the word of an object whose bounds tests the clean
+/// copy dropped.
+pub fn store_keeps_claims(m: &Module, inst: &Inst) -> bool {
+    matches!(inst.kind, InstKind::Store { .. }) && m.inst_checks(inst).contains(CheckKind::Clobber)
 }
 
 /// `None` unless `f` is a **leaf object function** (no `call`, no raw
@@ -398,8 +416,8 @@ pub(crate) fn clean_loops_in(
     let mut barred = vec![false; f.blocks.len()];
     for (bi, blk) in f.blocks.iter().enumerate() {
         let Some(k) = loop_of[bi] else { continue };
-        barred[bi] = (blk.insts.iter())
-            .any(|inst| callees.bars_hot(&inst.kind, |a| !inside(def_block(a), k)));
+        barred[bi] =
+            (blk.insts.iter()).any(|inst| callees.bars_hot(inst, |a| !inside(def_block(a), k)));
     }
     let mut regions: Vec<Option<Regions>> = Vec::with_capacity(loops.len());
     for (k, &h) in hdrs.iter().enumerate() {
@@ -626,11 +644,13 @@ impl Callees<'_> {
             .clone()
     }
 
-    /// Does `k` keep its block out of a clean copy: a call that is not of
-    /// a leaf object function with loop-invariant objects (`invariant`
-    /// tells), or an instruction that [`bars_loop`]?
-    fn bars_hot(&mut self, k: &InstKind, invariant: impl Fn(Value) -> bool) -> bool {
-        match k {
+    /// Does `inst` keep its block out of a clean copy: a call that is not
+    /// of a leaf object function with loop-invariant objects (`invariant`
+    /// tells), or an instruction that [`bars_loop`] — except a raw `store`
+    /// that carries the `clobber` check ([`store_keeps_claims`])?
+    fn bars_hot(&mut self, inst: &Inst, invariant: impl Fn(Value) -> bool) -> bool {
+        match &inst.kind {
+            InstKind::Store { .. } => !store_keeps_claims(self.m, inst),
             InstKind::Call {
                 callee: Callee::Func(g),
                 args,
