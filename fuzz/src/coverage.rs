@@ -77,6 +77,8 @@ pub const FAMILIES: &[&str] = &[
     "looprange.dirty",
     "rawloop.clean",
     "rawloop.forged",
+    "rawloop.past_the_end",
+    "rawloop.list_freed",
     "entrycache.receivers",
     "entrycache.receiver_too_small",
     "entrycache.receiver_dictified",

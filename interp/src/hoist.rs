@@ -105,10 +105,11 @@ impl Interpreter<'_> {
             }
             // Leaving the hot part otherwise (a side exit to a cold
             // block: the JIT goes on in the checked copy) or the exit
-            // block ends the activation.
+            // block ends the activation, and its clean copy's ranges.
             fr.fixed_loop = None;
             fr.fixed_exit = None;
             fr.fixed.clear();
+            self.enter_clean_copy_ranges(fr, h, false);
         }
         let Some(lp) = (loops.iter()).find(|l| l.header == to && !l.contains(from as u32)) else {
             return Ok(());
@@ -128,6 +129,7 @@ impl Interpreter<'_> {
         if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
             fr.fixed_loop = Some(to);
             fr.fixed = lp.attrs.clone();
+            self.enter_clean_copy_ranges(fr, to, true);
         }
         Ok(())
     }

@@ -254,7 +254,7 @@ impl<'m> Interpreter<'m> {
             self.attr_loops.get_or_insert(attrs);
         }
         if on && self.raw_groups.is_none() {
-            self.raw_groups = Some(rawgroup::group_claims(self.m));
+            self.raw_groups = Some(rawgroup::group_claims(self.m, self.host));
         }
         if on && self.attr_groups.is_none() {
             self.attr_groups = Some(attrgroup::attr_group_claims(self.m, self.host));
@@ -286,7 +286,7 @@ impl<'m> Interpreter<'m> {
             let (loops, attrs) = claims(self.m, self.host);
             self.loops = Some(loops);
             self.attr_loops = Some(attrs);
-            self.raw_groups = Some(rawgroup::group_claims(self.m));
+            self.raw_groups = Some(rawgroup::group_claims(self.m, self.host));
             self.attr_groups = Some(attrgroup::attr_group_claims(self.m, self.host));
         }
         self

@@ -11,7 +11,9 @@
 
 use crate::frame::{Cx, Frame};
 use crate::{InterpError, Interpreter};
-use guardlift_ir::looprange::{entry_range, LoopRanges};
+use guardlift_ir::analysis::context::FuncAnalysis;
+use guardlift_ir::hoist::HostModel;
+use guardlift_ir::looprange::{entry_range, LoopRange, LoopRanges};
 use guardlift_ir::rawgroup::{RawGroups, GROUP_CHECKS};
 use guardlift_ir::{BlockCall, CheckKind, Checks, Function, Module};
 use guardlift_runtime::internals::*;
@@ -25,11 +27,19 @@ pub(crate) struct FuncClaims {
 /// Per function, its claims.
 pub(crate) type GroupClaims = Vec<FuncClaims>;
 
-/// The groups and ranges of every function of `m`.
-pub(crate) fn group_claims(m: &Module) -> GroupClaims {
+/// The groups and ranges of every function of `m` (with the ranges of
+/// its clean loops' clean copies against `host`, as the JIT finds them).
+pub(crate) fn group_claims(m: &Module, host: HostModel) -> GroupClaims {
     (m.functions.iter())
         .map(|f| {
-            let ranges = LoopRanges::of(f, m);
+            let ranges = match f.blocks.len() {
+                0 | 1 => LoopRanges::default(),
+                _ => {
+                    let an = FuncAnalysis::new(f);
+                    let clean = an.clean_loops(m, host);
+                    LoopRanges::of_in_with(f, m, (an.cfg(), an.domtree()), &clean)
+                }
+            };
             FuncClaims {
                 groups: RawGroups::of_excluding(f, m, &ranges),
                 ranges,
@@ -148,25 +158,51 @@ impl Interpreter<'_> {
         };
         let h = dest.block.0;
         for (ri, r) in claims.ranges.of_header(h) {
-            if r.contains(from) {
+            // A clean copy's ranges: at the fixed attributes' entry test
+            // (`Interpreter::enter_clean_copy_ranges`).
+            if r.contains(from) || r.clean_copy {
                 continue;
             }
-            let ri = ri as u32;
-            fr.loop_clean.retain(|c| c.0 != ri);
-            let Some(&counter) = func.blocks[h as usize].params.get(r.counter) else {
-                continue;
-            };
-            let (base, init, n) = (
-                fr.val(r.base),
-                fr.val(counter) as i64,
-                fr.val(r.bound) as i64,
-            );
-            match entry_range(r, base, init, n) {
-                Some(None) => fr.loop_clean.push((ri, 0, 0)),
-                Some(Some((lo, hi))) if self.passes(r.checks, lo, hi - lo) => {
-                    fr.loop_clean.push((ri, lo, hi))
-                }
-                _ => {}
+            self.record_loop_range(fr, func, (ri as u32, r));
+        }
+    }
+
+    /// Records at a loop entry of frame `fr` (the header's params bound)
+    /// whether range `ri` is clean, with its address range.
+    fn record_loop_range(&self, fr: &mut Frame, func: &Function, (ri, r): (u32, &LoopRange)) {
+        fr.loop_clean.retain(|c| c.0 != ri);
+        let Some(&counter) = func.blocks[r.header as usize].params.get(r.counter) else {
+            return;
+        };
+        let (base, init, n) = (
+            fr.val(r.base),
+            fr.val(counter) as i64,
+            fr.val(r.bound) as i64,
+        );
+        match entry_range(r, base, init, n) {
+            Some(None) => fr.loop_clean.push((ri, 0, 0)),
+            Some(Some((lo, hi))) if self.passes(r.checks, lo, hi - lo) => {
+                fr.loop_clean.push((ri, lo, hi))
+            }
+            _ => {}
+        }
+    }
+
+    /// When frame `fr` enters the clean loop headed by `h` with its fixed
+    /// attributes holding (`entered`: the activation the JIT's clean copy
+    /// runs in) records its clean copy's ranges, as the dispatch tests
+    /// them; otherwise (the activation ended: an exit, a side exit) forgets
+    /// them.
+    pub(crate) fn enter_clean_copy_ranges(&self, fr: &mut Frame, h: u32, entered: bool) {
+        let Some(claims) = (self.raw_groups.as_ref()).and_then(|g| g.get(fr.func.0 as usize))
+        else {
+            return;
+        };
+        let func = self.m.func(fr.func);
+        for (ri, r) in claims.ranges.of_header(h).filter(|(_, r)| r.clean_copy) {
+            match entered {
+                true => self.record_loop_range(fr, func, (ri as u32, r)),
+                false => fr.loop_clean.retain(|c| c.0 != ri as u32),
             }
         }
     }

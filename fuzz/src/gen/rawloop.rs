@@ -6,7 +6,15 @@
 //! in a clean copy: it can write no watched slot and no watched capacity
 //! word, so the loop's object keeps its word and its fixed attribute.
 //!
-//! With injected faults, one loop in three **forges** the object's word
+//! The store's address is `items + 8·i` in a counted loop: a loop range
+//! of the clean copy (`guardlift_ir::looprange::LoopRange::clean_copy`),
+//! tested when the dispatch enters it. With injected faults, one list in
+//! six is one item short (the last store is a `heap_overflow`) and one in
+//! six is freed before the loop (every store is a `use_after_free`): the
+//! range test fails and each store runs its own checks (the mutant
+//! `clean-copy-range-untested`).
+//!
+//! With injected faults, one loop in three of the others **forges** the object's word
 //! at one iteration: the raw store's address and value are selected so
 //! that, at that iteration, it writes the word of a one-attribute object
 //! into the loop object's dict slot. Under `clobber` that is a
@@ -29,12 +37,33 @@ impl FnGen<'_, '_, '_> {
         }
         let nattrs = self.src.range(2, 4);
         let (o, w) = self.fresh_obj_of(nattrs);
-        // The list: at least `trip` items.
-        let len = trip + self.src.range(0, 1);
-        let (_, lw) = self.fresh_obj_of(len);
+        // The list: at least `trip` items, or (a fault) one too few, or
+        // freed before the loop: its clean copy's range test fails at the
+        // entry and every store runs its own checks.
+        let list = match self.ms.faults && trip >= 2 {
+            true => self.src.weighted(&[4, 1, 1]),
+            false => 0,
+        };
+        let len = match list {
+            1 => trip - 1,
+            _ => trip + self.src.range(0, 1),
+        };
+        let (l, lw) = self.fresh_obj_of(len);
         let one = self.iconst(Type::I64, 1);
         let items = self.fb.binary(BinOp::Iadd, lw, one);
-        let forged = self.ms.faults && self.src.chance(1, 3);
+        match list {
+            1 => {
+                self.ms.needs.bounds = true;
+                self.ev.insert("rawloop.past_the_end");
+            }
+            2 => {
+                self.fb.call(self.ms.ext.obj_free, &[l.v]);
+                self.ms.needs.lifetime = true;
+                self.ev.insert("rawloop.list_freed");
+            }
+            _ => {}
+        }
+        let forged = list == 0 && self.ms.faults && self.src.chance(1, 3);
         let other = forged.then(|| {
             let (_, qw) = self.fresh_obj_of(1);
             let hit = self.src.range(0, trip - 1);
@@ -86,9 +115,11 @@ impl FnGen<'_, '_, '_> {
         self.fb.switch_to_block(exit);
         self.vals.push(out);
         // The first item read back (a counter value, or 0 where the
-        // forging store took its place).
-        let first = self.fb.load(Type::I64, items, 0);
-        self.vals.push(first);
+        // forging store took its place; not from a freed list).
+        if list != 2 {
+            let first = self.fb.load(Type::I64, items, 0);
+            self.vals.push(first);
+        }
         if forged {
             self.fb.dict_slot_store(o.v, w);
         } else if self.src.chance(1, 2) {

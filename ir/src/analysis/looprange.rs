@@ -39,10 +39,31 @@
 //! `set_verify_elision`: an access of a range recorded clean at the entry
 //! that falls outside the range or fails its own checks is an internal
 //! error.
+//!
+//! **In a clean copy** ([`LoopRange::clean_copy`], issue 33). A loop whose
+//! attribute ops keep it out (richards' fill loop: a read-modify-write of
+//! an attribute beside a raw store into a list) may still be a clean loop
+//! of [`crate::hoist`] with fixed attributes. When every instruction of
+//! its hot part that could change the records is a `load_attr`,
+//! `store_attr` or `guard.watch` on one of its fixed-attribute objects
+//! (the instrumentation's watches, which the clean copy drops), the claim
+//! holds in
+//! its clean copy: the JIT runs that copy only when each such object
+//! passed `attr_fixed` at the entry (a live object of the runtime, its
+//! word its own values array, watched since `obj_new`, with more
+//! attributes than the loop uses), and then those ops take the values
+//! fast path and run nothing — no slow path, no watch — until control
+//! leaves the hot part (`hoist`'s second claim). So the ranges of the hot
+//! blocks' accesses are tested when the dispatch enters the clean copy,
+//! and its accesses run unchecked on a clean verdict; the checked copy
+//! (entered otherwise, or by a side exit) checks each access. The
+//! interpreter records such a range at the entries where its fixed
+//! attributes hold (what the JIT's dispatch tests, and more) and forgets
+//! it when control leaves the hot part.
 
 use super::dominator_tree::DominatorTree;
 use super::flowgraph::ControlFlowGraph;
-use super::hoist::Innermost;
+use super::hoist::{CleanLoop, Innermost};
 use super::rawgroup::{ends_groups, raw_access};
 use crate::inst::{BinOp, Checks, InstKind, IntCC, Value};
 use crate::module::{Function, Module, ValueDef};
@@ -88,6 +109,12 @@ pub struct LoopRange {
     pub checks: Checks,
     /// The members as (block, instruction index).
     pub members: Vec<(u32, u32)>,
+    /// A range of the loop's **clean copy** only (the module doc, "In a
+    /// clean copy"): its loop holds attribute ops, so the claim holds only
+    /// where the JIT runs the clean copy — its members all in hot blocks,
+    /// tested when the dispatch enters the clean copy, checked one by one
+    /// in the checked copy.
+    pub clean_copy: bool,
 }
 
 impl LoopRange {
@@ -142,6 +169,21 @@ impl LoopRanges {
 
     /// [`Self::of`] with the function's CFG and dominator tree.
     pub fn of_in(f: &Function, m: &Module, cfg: &ControlFlowGraph, dt: &DominatorTree) -> Self {
+        Self::of_in_with(f, m, (cfg, dt), &[])
+    }
+
+    /// [`Self::of_in`], and the clean-copy ranges of `clean`, the
+    /// function's clean loops ([`crate::hoist::clean_loops_for`] against
+    /// the host the code runs with): a counted loop whose hot part's only
+    /// instructions that could change the runtime's records are attribute
+    /// ops on its fixed-attribute objects gets ranges of its hot blocks'
+    /// accesses, marked [`LoopRange::clean_copy`].
+    pub fn of_in_with(
+        f: &Function,
+        m: &Module,
+        (cfg, dt): (&ControlFlowGraph, &DominatorTree),
+        clean: &[CleanLoop],
+    ) -> Self {
         let inner = Innermost::of(f, cfg, dt);
         let defs = Defs::of(f);
         let mut ranges = Vec::new();
@@ -157,7 +199,8 @@ impl LoopRanges {
                 header: inner.hdrs[k],
                 blocks: &blocks,
             };
-            ranges.extend(cl.ranges(m).unwrap_or_default());
+            let lp = clean.iter().find(|l| l.header == inner.hdrs[k]);
+            ranges.extend(cl.ranges(m, lp).unwrap_or_default());
         }
         let mut member = HashMap::new();
         for (i, r) in ranges.iter().enumerate() {
@@ -323,18 +366,33 @@ impl Counted<'_, '_> {
     }
 
     /// The loop's ranges (`None`: it is not counted, or holds what
-    /// changes the runtime's records).
-    fn ranges(&self, m: &Module) -> Option<Vec<LoopRange>> {
+    /// changes the runtime's records — but for attribute ops on the fixed
+    /// objects of `clean`, its clean loop, if any: then the ranges of its
+    /// clean copy).
+    fn ranges(&self, m: &Module, clean: Option<&CleanLoop>) -> Option<Vec<LoopRange>> {
         let mut out: Vec<LoopRange> = Vec::new();
-        let insts = self.blocks.iter().flat_map(|&b| {
-            let insts = &self.f.blocks[b as usize].insts;
-            insts.iter().map(|i| &i.kind)
-        });
-        if insts.clone().any(ends_groups) {
-            return None;
-        }
+        let insts = |blocks: &[u32]| -> Vec<&InstKind> {
+            (blocks.iter())
+                .flat_map(|&b| self.f.blocks[b as usize].insts.iter().map(|i| &i.kind))
+                .collect()
+        };
+        let clean_copy = match insts(self.blocks).into_iter().any(ends_groups) {
+            false => None,
+            true => {
+                let lp = clean.filter(|l| !l.attrs.is_empty())?;
+                let fixed = |o: &Value| lp.attrs.iter().any(|(x, _)| x == o);
+                let only_fixed = insts(&lp.hot).into_iter().all(|k| match k {
+                    InstKind::LoadAttr { obj, .. }
+                    | InstKind::StoreAttr { obj, .. }
+                    | InstKind::Watch { obj } => fixed(obj),
+                    k2 => !ends_groups(k2),
+                });
+                Some(only_fixed.then_some(lp)?)
+            }
+        };
         let (counter, i, bound) = self.counter()?;
-        for &bi in self.blocks.iter().filter(|&&b| b != self.header) {
+        let member_block = |b: u32| b != self.header && clean_copy.is_none_or(|l| l.is_hot(b));
+        for &bi in self.blocks.iter().filter(|&&b| member_block(b)) {
             for (ii, inst) in self.f.blocks[bi as usize].insts.iter().enumerate() {
                 let Some((addr, offset, width, checks)) = raw_access(self.f, m, inst) else {
                     continue;
@@ -363,6 +421,7 @@ impl Counted<'_, '_> {
                         hi,
                         checks,
                         members: vec![key],
+                        clean_copy: clean_copy.is_some(),
                     }),
                     None => {}
                 }

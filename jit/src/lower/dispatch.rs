@@ -109,8 +109,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             for o in objs {
                 args.push(BlockArg::Value(self.val(o)?));
             }
-            if pre == pres[1].0 && self.versions[k].clean_zero.is_some() {
-                args.push(BlockArg::Value(self.iconst(cl::types::I64, 0)));
+            if pre == pres[1].0 {
+                if self.versions[k].clean_zero.is_some() {
+                    args.push(BlockArg::Value(self.iconst(cl::types::I64, 0)));
+                }
+                // The clean copy's loop ranges, from the header's params.
+                let header = self.versions[k].lp.header;
+                self.test_loop_ranges(pre, header)?;
             }
             self.b.ins().jump(to, &args);
         }

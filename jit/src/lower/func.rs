@@ -96,11 +96,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if self.lw.shadow.is_some() {
             let an = &self.lw.analyses[self.id];
             if f.blocks.len() >= 2 {
-                self.ranges.all = guardlift_ir::looprange::LoopRanges::of_in(
+                // With the clean loops: their clean copies' ranges too.
+                let clean = an.clean_loops(self.lw.ir, self.lw.host);
+                self.ranges.all = guardlift_ir::looprange::LoopRanges::of_in_with(
                     f,
                     self.lw.ir,
-                    an.cfg(),
-                    an.domtree(),
+                    (an.cfg(), an.domtree()),
+                    &clean,
                 );
             }
             self.raw =

@@ -14,7 +14,10 @@
 //! the function's entry: any path that did not test runs the checks);
 //! each access branches on it to a plain access or, cold, to its checks.
 //! Only with a shadow, and not in a versioned loop (whose entry edges go
-//! to its dispatch block).
+//! to its dispatch block) — but for the ranges of a clean copy
+//! ([`guardlift_ir::looprange::LoopRange::clean_copy`]): the dispatch tests
+//! them on its way into the clean copy (`super::dispatch`), whose
+//! accesses branch on the verdict; the checked copy's run their checks.
 
 use super::FnLower;
 use crate::error::JitError;
@@ -45,7 +48,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let n = self.ranges.all.ranges().len();
         let mut vars = Vec::with_capacity(n);
         for r in self.ranges.all.ranges() {
-            if self.version_of_header.contains_key(&r.header) {
+            // A versioned loop's entries go to its dispatch: only the
+            // clean copy's ranges are tested there (`enter_copies`).
+            if self.version_of_header.contains_key(&r.header) != r.clean_copy {
                 vars.push(None);
                 continue;
             }
@@ -61,8 +66,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// loop with ranges from outside?
     pub(super) fn enters_ranged_loop(&self, b: u32) -> bool {
         let from = self.at.0;
-        (self.ranges.all.of_header(b))
-            .any(|(i, r)| self.ranges.vars.get(i).is_some_and(|v| v.is_some()) && !r.contains(from))
+        (self.ranges.all.of_header(b)).any(|(i, r)| {
+            !r.clean_copy
+                && self.ranges.vars.get(i).is_some_and(|v| v.is_some())
+                && !r.contains(from)
+        })
     }
 
     /// In entry block `x` of the loop headed by `h` (the builder there):
@@ -191,7 +199,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// verdict (non-zero: the access runs unchecked).
     pub(super) fn loop_range_clean(&mut self) -> Option<cl::Value> {
         let (bi, ii) = self.at;
-        let (i, _) = self.ranges.all.range_of(bi, ii)?;
+        let (i, r) = self.ranges.all.range_of(bi, ii)?;
+        // A clean copy's range speaks for that copy only.
+        if r.clean_copy && self.in_clean.is_none() {
+            return None;
+        }
         let var = (*self.ranges.vars.get(i)?)?;
         Some(self.b.use_var(var))
     }

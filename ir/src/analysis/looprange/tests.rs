@@ -87,3 +87,59 @@ fn the_entry_range_covers_every_access_and_refuses_what_could_wrap() {
         "wider than MAX_SPAN"
     );
 }
+
+/// The ranges of `@f` (as `ranges` builds it) with its clean loops, as
+/// (base name, clean copy only, member count).
+fn clean_copy_ranges(body: &str) -> Vec<(String, bool, usize)> {
+    let text = format!(
+        "extern fn @obj_free(ptr)\nfn @f(%p: ptr, %n: i64, %o: ptr) -> i64 {{\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    %three = iconst.i64 3\n    %eight = iconst.i64 8\n    jump head(%z)\nhead(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, out, body\n{body}\nout:\n    return %z\n}}\n"
+    );
+    let m = parse_module(&text).expect("parses");
+    let f = m.func(m.func_by_name("f").expect("@f"));
+    let an = crate::analysis::context::FuncAnalysis::new(f);
+    let clean = an.clean_loops(&m, crate::hoist::HostModel::default());
+    LoopRanges::of_in_with(f, &m, (an.cfg(), an.domtree()), &clean)
+        .ranges()
+        .iter()
+        .map(|r| {
+            let name = f.values[r.base.0 as usize].name.clone();
+            (name, r.clean_copy, r.members.len())
+        })
+        .collect()
+}
+
+/// Richards' fill loop: attribute ops on an object from before the loop
+/// (its fixed attribute) beside a raw store into a list under `clobber`.
+/// The loop is clean, and its clean copy ranges the store; what could
+/// change the runtime's records in the hot part keeps the checks.
+#[test]
+fn a_clean_copy_ranges_its_accesses_beside_fixed_attribute_ops() {
+    let fill = "body:\n    %c = guard.load_attr %o, 1 !site(0, 1:1, lifetime bounds)\n    guard.watch %o\n    guard.store_attr %o, 1, %i !site(1, 1:1, lifetime bounds)\n    %t = imul %i, %eight\n    %a = iadd %p, %t\n    guard.store %c, %a !site(2, 1:1, lifetime bounds clobber)\n    %i2 = iadd %i, %one\n    jump head(%i2)";
+    assert_eq!(ranges(fill), vec![], "no range outside a clean copy");
+    assert_eq!(clean_copy_ranges(fill), vec![("p".into(), true, 1)]);
+    // Without attribute ops: an ordinary range.
+    assert_eq!(clean_copy_ranges(WALK), vec![("p".into(), false, 2)]);
+    for (what, body) in [
+        (
+            "an attribute op on an object made in the loop",
+            fill.replace(
+                "%i2 = iadd",
+                "%q = load.i64 %p\n    %y = guard.load_attr %q, 0 !site(3, 1:1, bounds)\n    %i2 = iadd",
+            ),
+        ),
+        (
+            "a watch of another object",
+            fill.replace("%i2 = iadd", "guard.watch %p\n    %i2 = iadd"),
+        ),
+        (
+            "a store without clobber (no clean loop)",
+            fill.replace("lifetime bounds clobber", "lifetime bounds"),
+        ),
+    ] {
+        assert!(
+            clean_copy_ranges(&body).iter().all(|r| !r.1),
+            "{what}: {:?}",
+            clean_copy_ranges(&body)
+        );
+    }
+}
