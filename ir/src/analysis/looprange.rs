@@ -48,10 +48,11 @@
 //! `store_attr` or `guard.watch` on one of its fixed-attribute objects
 //! (the instrumentation's watches, which the clean copy drops), the claim
 //! holds in
-//! its clean copy: the JIT runs that copy only when each such object
-//! passed `attr_fixed` at the entry (a live object of the runtime, its
-//! word its own values array, watched since `obj_new`, with more
-//! attributes than the loop uses), and then those ops take the values
+//! its clean copy entered after each such object passed `attr_fixed` (a
+//! live object of the runtime, its word its own values array, watched
+//! since `obj_new`, with more attributes than the loop uses; the JIT
+//! uses these ranges only where its dispatch makes that test, i.e. where
+//! the clean copy drops bounds tests), and then those ops take the values
 //! fast path and run nothing — no slow path, no watch — until control
 //! leaves the hot part (`hoist`'s second claim). So the ranges of the hot
 //! blocks' accesses are tested when the dispatch enters the clean copy,

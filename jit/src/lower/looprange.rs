@@ -49,8 +49,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let mut vars = Vec::with_capacity(n);
         for r in self.ranges.all.ranges() {
             // A versioned loop's entries go to its dispatch: only the
-            // clean copy's ranges are tested there (`enter_copies`).
-            if self.version_of_header.contains_key(&r.header) != r.clean_copy {
+            // clean copy's ranges are tested there (`enter_copies`), and
+            // only where the dispatch also tests `attr_fixed` for the
+            // loop's fixed objects — what keeps their attribute ops off
+            // the slow paths, which could change the records.
+            let version = self.version_of_header.get(&r.header);
+            let tested = match r.clean_copy {
+                true => version.is_some_and(|&k| !self.versions[k].attrs.is_empty()),
+                false => version.is_none(),
+            };
+            if !tested {
                 vars.push(None);
                 continue;
             }
