@@ -234,16 +234,27 @@ mod tests {
     /// spectral_norm (its inner loop walks `u`'s items), lowered with
     /// `checks` and `shadow`.
     fn entry_reads(checks: CheckSet, shadow: Option<ShadowRef>) -> usize {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/programs/jitshapes/spectral_norm.glir"
+        shadow_word_reads(("spectral_norm", "times"), checks, shadow)
+    }
+
+    /// The eight-byte shadow reads (range tests) in `@func` of
+    /// `tests/programs/jitshapes/PROGRAM.glir`, lowered with `checks` and
+    /// `shadow`.
+    fn shadow_word_reads(
+        (program, func): (&str, &str),
+        checks: CheckSet,
+        shadow: Option<ShadowRef>,
+    ) -> usize {
+        let path = format!(
+            "{}/../tests/programs/jitshapes/{program}.glir",
+            env!("CARGO_MANIFEST_DIR")
         );
-        let text = std::fs::read_to_string(path).expect("spectral_norm");
+        let text = std::fs::read_to_string(&path).expect("program");
         let m = instrument(
             &guardlift_ir::parse_and_verify(&text).expect("valid"),
             checks,
         );
-        let times = m.func_by_name("times").expect("@times");
+        let times = m.func_by_name(func).expect("the function");
         let mut om = crate::target::test_object_module();
         let declare = |f: &guardlift_ir::Function| {
             let sig = super::super::abi::ir_signature(CallConv::SystemV, &f.param_types(), f.ret);
@@ -308,5 +319,27 @@ mod tests {
             let c = CheckSet::parse(checks).expect("checks");
             assert_eq!(entry_reads(c, shadow), 0, "[{checks}]: no check of a load");
         }
+    }
+
+    /// richards' fill loop (`@work_fn`: attribute ops on `w` beside a raw
+    /// store into a list) ranges its store in its clean copy — where the
+    /// dispatch tests `attr_fixed`, which it does when the clean copy
+    /// drops bounds tests: with every check, not without `bounds`.
+    #[test]
+    fn richards_fill_loop_tests_its_range_where_its_words_are_tested() {
+        let shadow = Some(ShadowRef {
+            base: SHADOW,
+            watch_id: Some(1),
+        });
+        let reads = |checks: &str| {
+            let c = match checks {
+                "all" => CheckSet::ALL,
+                l => CheckSet::parse(l).expect("checks"),
+            };
+            shadow_word_reads(("richards", "work_fn"), c, shadow)
+        };
+        assert!(reads("all") > 0, "every check: the clean copy's range");
+        assert!(reads("lifetime,bounds,clobber") > 0, "with bounds");
+        assert_eq!(reads("lifetime,clobber"), 0, "no attr_fixed test");
     }
 }
