@@ -20,8 +20,10 @@ use super::{FnGen, Param};
 use guardlift_ir::{BinOp, Type};
 
 impl FnGen<'_, '_, '_> {
-    /// In a helper's prologue: half the time, the tag bits of an object
-    /// param's dict slot (see the module's header).
+    /// In a helper's prologue: two times in three, the tag bits of an
+    /// object param's dict slot (see the module's header) — mostly the
+    /// first one's, the param [`FnGen::vouch_fault`] passes its freed
+    /// object for.
     pub(super) fn param_slot_read(&mut self) {
         let Some(i) = self.helper else {
             return;
@@ -31,10 +33,13 @@ impl FnGen<'_, '_, '_> {
             .filter(|(_, p)| matches!(p, Param::Obj(..)))
             .map(|(k, _)| k)
             .collect();
-        if objs.is_empty() || !self.src.chance(1, 2) {
+        if objs.is_empty() || !self.src.chance(2, 3) {
             return;
         }
-        let k = objs[self.src.index(objs.len())];
+        let k = match self.src.chance(2, 3) {
+            true => objs[0],
+            false => objs[self.src.index(objs.len())],
+        };
         let p = self.fb.param(k);
         let w = self.fb.dict_slot_load(p);
         let m = self.iconst(Type::I64, 7);
