@@ -1,14 +1,20 @@
 //! Which loops are counted and which accesses they range.
 
 use super::*;
+use crate::module::Module;
 use crate::parse_module;
 
-/// The ranges of `@f` as (base name, scale, lo, hi, member count).
-fn ranges(body: &str) -> Vec<(String, i64, i64, i64, usize)> {
+/// The module of `@f`: a counted loop `head` whose body is `body`.
+fn counted(body: &str) -> Module {
     let text = format!(
         "extern fn @obj_free(ptr)\nfn @f(%p: ptr, %n: i64, %o: ptr) -> i64 {{\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    %three = iconst.i64 3\n    %eight = iconst.i64 8\n    jump head(%z)\nhead(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, out, body\n{body}\nout:\n    return %z\n}}\n"
     );
-    let m = parse_module(&text).expect("parses");
+    parse_module(&text).expect("parses")
+}
+
+/// The ranges of `@f` as (base name, scale, lo, hi, member count).
+fn ranges(body: &str) -> Vec<(String, i64, i64, i64, usize)> {
+    let m = counted(body);
     let f = m.func(m.func_by_name("f").expect("@f"));
     LoopRanges::of(f, &m)
         .ranges()
@@ -91,10 +97,7 @@ fn the_entry_range_covers_every_access_and_refuses_what_could_wrap() {
 /// The ranges of `@f` (as `ranges` builds it) with its clean loops, as
 /// (base name, clean copy only, member count).
 fn clean_copy_ranges(body: &str) -> Vec<(String, bool, usize)> {
-    let text = format!(
-        "extern fn @obj_free(ptr)\nfn @f(%p: ptr, %n: i64, %o: ptr) -> i64 {{\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    %three = iconst.i64 3\n    %eight = iconst.i64 8\n    jump head(%z)\nhead(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, out, body\n{body}\nout:\n    return %z\n}}\n"
-    );
-    let m = parse_module(&text).expect("parses");
+    let m = counted(body);
     let f = m.func(m.func_by_name("f").expect("@f"));
     let an = crate::analysis::context::FuncAnalysis::new(f);
     let clean = an.clean_loops(&m, crate::hoist::HostModel::default());
