@@ -29,6 +29,14 @@ pub mod stamp;
 /// thread, an object target's): adstack frames can be large.
 pub const RUN_STACK_BYTES: usize = 512 << 20;
 
+/// The source line of the call by which a big function compiled in pieces
+/// enters its next piece (the JIT's `pieces`): no line of a real file. A
+/// frame whose return address maps to it is the function's own first
+/// piece, which backtraces and the fault handler's frame walk leave out
+/// (the function shows once). Below bit 31, which the lowering's trap
+/// source locations set.
+pub const PIECE_CALL_LINE: u32 = (1 << 31) - 1;
+
 pub use entry::{builtin, builtins, AbiTy, Builtin, Entry};
 pub use format::{format_f32, format_f64};
 pub use mode::Mode;

@@ -52,6 +52,11 @@ pub struct CompileOptions {
     /// `Some(false)` does not (for measurements, or an embedder that wants
     /// the unwinder to stop at JIT code).
     pub unwind: Option<bool>,
+    /// Compile each function of more than twice this many instructions in
+    /// pieces of about this many ([`crate::pieces`]; `Some(0)`: never).
+    /// `None` (the default): as `GUARDLIFT_JIT_PIECES` says, by default
+    /// [`crate::pieces::PIECE_INSTS`].
+    pub pieces: Option<usize>,
 }
 
 impl CompileOptions {
@@ -236,10 +241,15 @@ impl Jit {
         let debug = rt.jit_debug().union(opts.debug);
         let source = opts.source_file.as_deref();
         let unwind = opts.unwind.unwrap_or(true);
+        let pieces = match opts.pieces {
+            Some(n) => n,
+            None => crate::pieces::piece_insts_from_env()?,
+        };
         let how = BuildDebug {
             debug,
             source,
             unwind,
+            pieces,
         };
         match build(&mut jm, module, &rt, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
@@ -346,6 +356,8 @@ struct BuildDebug<'a> {
     source: Option<&'a std::path::Path>,
     /// Register unwind info ([`crate::unwind`]).
     unwind: bool,
+    /// The piece size ([`CompileOptions::pieces`]).
+    pieces: usize,
 }
 
 /// Registers the module's sites with `rt` (`*site_reg`: their base, as
@@ -397,6 +409,7 @@ fn build(
             true => StubInfo::Keep,
             false => StubInfo::Skip,
         },
+        pieces: how.pieces,
     };
     let mut unit = compile_unit(jm, module, &cfg, externs)?;
     let t = Instant::now();

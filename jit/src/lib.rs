@@ -33,6 +33,7 @@ pub mod engine;
 pub mod error;
 mod lower;
 pub mod object;
+pub mod pieces;
 pub mod placement;
 pub mod safety;
 pub mod target;

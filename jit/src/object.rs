@@ -192,6 +192,10 @@ fn emit_with(
         lower: object_lowering(opts),
         unwind: false,
         stubs: StubInfo::Skip,
+        // Object files keep every function whole: the target runtime's
+        // trap table and frame walk know one code range per function
+        // (compiling in pieces is the host JIT's, `crate::pieces`).
+        pieces: 0,
     };
     let unit = compile_unit(&mut om, module, &cfg, externs)?;
     let traps = (unit.funcs.iter())

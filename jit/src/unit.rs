@@ -51,6 +51,9 @@ pub(crate) struct UnitConfig {
     pub(crate) unwind: bool,
     /// What to keep of the compiled stubs.
     pub(crate) stubs: StubInfo,
+    /// Cut functions of more than twice this many instructions into
+    /// pieces of about this many ([`crate::pieces`]; 0: never).
+    pub(crate) pieces: usize,
 }
 
 /// A module's functions declared in a Cranelift module, with the lowerer
@@ -60,15 +63,21 @@ pub(crate) struct Unit<'m> {
     pub(crate) lw: Lowerer<'m>,
     /// The code units to compile: (IR function, which code of it, its
     /// Cranelift function), the module's functions in order, then the
-    /// clean variants.
+    /// clean variants, the entry variants and the later pieces (in the
+    /// split module: `lw.ir`).
     units: Vec<(usize, Variant, ClFuncId)>,
+    /// By function of `lw.ir`: the function of the module as given and
+    /// which piece of it ([`crate::pieces::Split::origin`]).
+    origin: Vec<(usize, u32)>,
 }
 
 /// What [`compile_unit`] read of one compiled code unit.
 pub(crate) struct FuncCode {
-    /// The IR function (its index in the module).
+    /// The IR function (its index in the module as given: a piece's is
+    /// its function's).
     pub(crate) func: usize,
-    /// The function as written, or its clean variant.
+    /// The function as written, its clean or entry variant, or a later
+    /// piece of it.
     pub(crate) variant: Variant,
     /// Its function in the Cranelift module.
     pub(crate) id: ClFuncId,
@@ -98,14 +107,18 @@ pub(crate) struct CompiledUnit {
 /// Declares, lowers, compiles and defines every function of `module` in
 /// `m` (and the clean variants of the leaf functions clean loops call,
 /// `lower::version`), then the stubs they use, as `cfg` says; `externs`
-/// binds the module's externs ([`lower::resolve_externs`]).
+/// binds the module's externs ([`lower::resolve_externs`]). A big
+/// function is compiled in pieces ([`crate::pieces`]).
 pub(crate) fn compile_unit<M: Module>(
     m: &mut M,
     module: &guardlift_ir::Module,
     cfg: &UnitConfig,
     externs: Vec<ExternBinding>,
 ) -> Result<CompiledUnit, JitError> {
-    Unit::declare(m, module, &cfg.lower, externs)?.compile(m, cfg)
+    let split = crate::pieces::split(module, cfg.pieces);
+    let origin = split.origin.clone();
+    let tiers = split.tiers.clone();
+    Unit::declare_split(m, &split.module, origin, &cfg.lower, externs)?.compile(m, cfg, &tiers)
 }
 
 impl<'m> Unit<'m> {
@@ -118,16 +131,37 @@ impl<'m> Unit<'m> {
         cfg: &LowerConfig,
         externs: Vec<ExternBinding>,
     ) -> Result<Unit<'m>, JitError> {
+        let whole: Vec<(usize, u32)> = (0..module.functions.len()).map(|i| (i, 0)).collect();
+        Unit::declare_split(m, module, whole, cfg, externs)
+    }
+
+    /// [`Unit::declare`] of a split module ([`crate::pieces::Split`],
+    /// `origin` its origins): its later pieces are declared with
+    /// Cranelift's `tail` calling convention, under names of their own,
+    /// and get no variant.
+    fn declare_split<M: Module>(
+        m: &mut M,
+        module: &'m guardlift_ir::Module,
+        origin: Vec<(usize, u32)>,
+        cfg: &LowerConfig,
+        externs: Vec<ExternBinding>,
+    ) -> Result<Unit<'m>, JitError> {
         let call_conv = m.isa().default_call_conv();
-        let ids = (module.functions.iter())
-            .map(|f| declare(m, cfg.names, call_conv, f, Variant::Checked))
+        let variant_of = |i: usize| match origin[i] {
+            (_, 0) => Variant::Checked,
+            (_, k) => Variant::Piece(k),
+        };
+        let ids = (module.functions.iter().enumerate())
+            .map(|(i, f)| declare(m, cfg.names, call_conv, f, variant_of(i)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut units: Vec<(usize, Variant, ClFuncId)> = (ids.iter().enumerate())
-            .map(|(i, &id)| (i, Variant::Checked, id))
+            .map(|(i, &id)| (i, variant_of(i), id))
             .collect();
+        let later: Vec<bool> = origin.iter().map(|&(_, k)| k > 0).collect();
         let mut lw = Lowerer::new(module, cfg, call_conv, ids, externs);
         lw.plan_clean_variants();
         lw.plan_entry_variants();
+        lw.set_later_pieces(later);
         for (i, f) in module.functions.iter().enumerate() {
             if lw.variant_drops(FuncId(i as u32)).is_some() {
                 let id = declare(m, cfg.names, call_conv, f, Variant::Clean)?;
@@ -142,15 +176,25 @@ impl<'m> Unit<'m> {
                 units.push((i, Variant::Entry, id));
             }
         }
-        Ok(Unit { lw, units })
+        // The later pieces after the variants: the module's functions and
+        // their variants keep their places in `units`.
+        let later = units.iter().position(|u| matches!(u.1, Variant::Piece(_)));
+        if let Some(at) = later.filter(|&at| at < module.functions.len()) {
+            let pieces: Vec<_> = units.drain(at..module.functions.len()).collect();
+            units.extend(pieces);
+        }
+        Ok(Unit { lw, units, origin })
     }
 
     /// Lowers and compiles every code unit, then the stubs, reading what
     /// the container does not keep before each context is cleared.
+    /// `tiers`: by function, the tier it compiles at (a piece: its
+    /// function's).
     pub(crate) fn compile<M: Module>(
         mut self,
         m: &mut M,
         cfg: &UnitConfig,
+        tiers_of: &[Tier],
     ) -> Result<CompiledUnit, JitError> {
         let module = self.lw.ir;
         let mut ctx = m.make_context();
@@ -164,12 +208,15 @@ impl<'m> Unit<'m> {
         };
         for &(i, variant, id) in &self.units {
             let f = &module.functions[i];
+            let (func, _) = self.origin[i];
             let t = Instant::now();
             let name = UserFuncName::user(0, id.as_u32());
             (self.lw).lower_as(m, FuncId(i as u32), name, &mut ctx.func, &mut fctx, variant)?;
             let t2 = Instant::now();
             out.times.lower += t2 - t;
-            tiers.define(m, id, &mut ctx, Tier::of(f), &f.name)?;
+            // A piece compiles at its whole function's tier.
+            let tier = tiers_of.get(i).copied().unwrap_or_else(|| Tier::of(f));
+            tiers.define(m, id, &mut ctx, tier, &f.name)?;
             out.times.codegen += t2.elapsed();
             // cranelift-jit and cranelift-object drop this metadata: read
             // it before the context is cleared.
@@ -179,7 +226,7 @@ impl<'m> Unit<'m> {
             let traps = self.lw.trap_sites();
             let site_base = self.lw.site_base;
             out.funcs.push(FuncCode {
-                func: i,
+                func,
                 variant,
                 id,
                 size: code.code_info().total_size as usize,
@@ -213,6 +260,10 @@ fn declare<M: Module>(
     f: &guardlift_ir::Function,
     variant: Variant,
 ) -> Result<ClFuncId, JitError> {
+    let call_conv = match variant {
+        Variant::Piece(_) => cranelift_codegen::isa::CallConv::Tail,
+        _ => call_conv,
+    };
     let sig = lower::ir_signature(call_conv, &f.param_types(), f.ret);
     match names {
         // A variant is no export: a name of its own, local to the object.
@@ -310,6 +361,7 @@ pub(crate) mod tests {
             },
             unwind: true,
             stubs,
+            pieces: 0,
         }
     }
 

@@ -166,7 +166,12 @@ fn jit_outer_frames(site: IrFrame<'_>) -> Vec<String> {
     let mut frames = Vec::new();
     // SAFETY: [caller, top) is part of [here, top).
     unsafe {
-        walk_records(caller, top, MAX_FRAMES, |ra| match pc_site(ra) {
+        // Twice as deep as kept (`capture` truncates): the calls of a
+        // function's next piece are walked, not kept.
+        walk_records(caller, top, 2 * MAX_FRAMES, |ra| match pc_site(ra) {
+            // A function's call of its next piece: the function already
+            // shows (module doc of the JIT's `pieces`).
+            Some(_) if crate::codemap::is_piece_call(ra - 1) => true,
             Some(f) => {
                 frames.push(f);
                 true

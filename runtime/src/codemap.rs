@@ -205,6 +205,14 @@ pub fn is_code(pc: usize) -> bool {
     with_entry(pc, |_| ()).is_some()
 }
 
+/// Is `pc` a function's call of its next piece (a function compiled in
+/// pieces: its line is [`guardlift_abi::PIECE_CALL_LINE`])? Such a frame
+/// is the function's own, shown once by the frame of the piece it called:
+/// backtraces and the fault handler leave it out. Async-signal-safe.
+pub fn is_piece_call(pc: usize) -> bool {
+    site_of_pc(pc, |s| s.frame.line == guardlift_abi::PIECE_CALL_LINE).unwrap_or(false)
+}
+
 /// Is `pc` inside registered code of an instrumented module?
 /// Async-signal-safe.
 pub fn is_instrumented_code(pc: usize) -> bool {

@@ -733,10 +733,16 @@ mod imp {
         let mut n = 0;
         if record != 0 {
             // SAFETY: `place` checked [record, entry) is this thread's stack.
+            // Twice as deep as kept: the calls of a function's next piece
+            // are walked, not kept.
             unsafe {
-                crate::backtrace::walk_records(record, entry_sp(), MAX_FRAMES - 1, |ra| {
+                crate::backtrace::walk_records(record, entry_sp(), 2 * MAX_FRAMES, |ra| {
+                    if n == MAX_FRAMES {
+                        return false;
+                    }
                     let ours = ra > 1 && is_code(ra - 1);
-                    if ours {
+                    // A call of a function's next piece is no frame of its own.
+                    if ours && !crate::codemap::is_piece_call(ra - 1) {
                         out[n] = ra;
                         n += 1;
                     }
@@ -851,9 +857,22 @@ mod imp {
         if !crate::output::claim_final_report() {
             crate::output::wait_for_exit()
         }
+        let mut frames = [0usize; MAX_FRAMES];
+        let mut n = outer_frames(placed.record, &mut frames);
+        // A fault at a function's call of its next piece (the next piece's
+        // prologue overflowed the stack) is a fault entering the function:
+        // placed at its caller's call, as when it is compiled whole.
+        let mut site_pc = placed.site_pc;
+        if n > 0 && crate::codemap::is_piece_call(site_pc) {
+            site_pc = frames[0] - 1;
+            frames.copy_within(1..n, 0);
+            n -= 1;
+        }
+        // One more was walked than is kept: the site may have come from it.
+        n = n.min(MAX_FRAMES - 1);
         // The function and the runtime, as references never dropped: this
         // ends in abort.
-        let Some((f, owner)) = crate::codemap::owner_of(placed.site_pc) else {
+        let Some((f, owner)) = crate::codemap::owner_of(site_pc) else {
             // SAFETY: abort is async-signal-safe.
             unsafe { libc::abort() }
         };
@@ -864,9 +883,7 @@ mod imp {
         };
         let rt = std::mem::ManuallyDrop::new(rt);
         write_pending_reports(&rt);
-        let mut frames = [0usize; MAX_FRAMES];
-        let n = outer_frames(placed.record, &mut frames);
-        let site = f.site_or_function(placed.site_pc).frame;
+        let site = f.site_or_function(site_pc).frame;
         let report = FaultReport {
             stack_overflow: overflow,
             function: site.function,

@@ -207,6 +207,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.set_srcloc(SourceLoc::new(inst.loc.line));
             self.elide_check = self.elided.contains(&(bi, ii as u32));
             self.at = (bi, ii as u32);
+            if self.tail_call(inst)? {
+                return Ok(());
+            }
             self.inst(inst)?;
         }
         if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
@@ -216,6 +219,33 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             ));
         }
         Ok(())
+    }
+
+    /// In a later piece of a function compiled in pieces
+    /// ([`crate::pieces`]), its exit call of the next piece: lowered as a
+    /// `return_call` (both `tail`), which ends the block (the `return`
+    /// after it is not lowered). False for any other instruction.
+    fn tail_call(&mut self, inst: &guardlift_ir::Inst) -> Result<bool, JitError> {
+        let Some((g, args)) = inst.kind.direct_call() else {
+            return Ok(false);
+        };
+        if !(self.lw.is_later_piece(g)
+            && self.lw.is_later_piece(guardlift_ir::FuncId(self.id as u32)))
+        {
+            return Ok(false);
+        }
+        let argv = (args.iter())
+            .map(|&a| self.val(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let id = self
+            .lw
+            .funcs
+            .get(g.0 as usize)
+            .copied()
+            .ok_or_else(|| internal(self.fname, "tail call of an unknown piece"))?;
+        let fr = self.fref(id);
+        self.b.ins().return_call(fr, &argv);
+        Ok(true)
     }
 
     /// `addr + offset` (the bytes a raw access touches start there).

@@ -160,15 +160,19 @@ pub(crate) enum Variant {
     Clean,
     /// The entry variant.
     Entry,
+    /// Piece `k ≥ 1` of a function compiled in pieces ([`crate::pieces`]),
+    /// a function of its own in the split module, lowered as written.
+    Piece(u32),
 }
 
 impl Variant {
     /// The suffix of a variant's local symbol in an object file.
-    pub(crate) fn suffix(self) -> &'static str {
+    pub(crate) fn suffix(self) -> String {
         match self {
-            Variant::Checked => "checked",
-            Variant::Clean => "clean",
-            Variant::Entry => "entry",
+            Variant::Checked => "checked".into(),
+            Variant::Clean => "clean".into(),
+            Variant::Entry => "entry".into(),
+            Variant::Piece(k) => format!("piece{k}"),
         }
     }
 }
@@ -277,6 +281,10 @@ pub(crate) struct Lowerer<'m> {
     /// lowered twice when it has a clean variant, and the clean-variant
     /// plan asks for its callers' loops too.
     analyses: Vec<FuncAnalysis<'m>>,
+    /// By IR function: is it a piece after the first of a function
+    /// compiled in pieces ([`crate::pieces`]): Cranelift's `tail` calling
+    /// convention, its exit call a `return_call`, no variant?
+    later_pieces: Vec<bool>,
 }
 
 /// A global value for data object `d` in `func`: its address, never
@@ -336,7 +344,31 @@ impl<'m> Lowerer<'m> {
             stub_names: HashMap::new(),
             rt_data: None,
             traps: Vec::new(),
+            later_pieces: Vec::new(),
         }
+    }
+
+    /// Marks the later pieces of split functions (by IR function) and
+    /// drops any variant planned for them: only their previous piece calls
+    /// them, once, outside any loop.
+    pub(crate) fn set_later_pieces(&mut self, later: Vec<bool>) {
+        for (i, _) in later.iter().enumerate().filter(|(_, &l)| l) {
+            if let Some(e) = self.entries.get_mut(i) {
+                *e = None;
+            }
+            if let Some(v) = self.variants.get_mut(i) {
+                *v = None;
+            }
+        }
+        self.later_pieces = later;
+    }
+
+    /// Is IR function `g` a later piece ([`Lowerer::set_later_pieces`])?
+    pub(crate) fn is_later_piece(&self, g: FuncId) -> bool {
+        self.later_pieces
+            .get(g.0 as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// (runtime-global site, kind) of every trap instruction emitted for the
@@ -351,7 +383,11 @@ impl<'m> Lowerer<'m> {
     /// The native signature of IR function `id`.
     pub(crate) fn func_signature(&self, id: FuncId) -> Signature {
         let f = self.ir.func(id);
-        ir_signature(self.call_conv, &f.param_types(), f.ret)
+        let cc = match self.is_later_piece(id) {
+            true => CallConv::Tail,
+            false => self.call_conv,
+        };
+        ir_signature(cc, &f.param_types(), f.ret)
     }
 
     pub(crate) fn import<M: ClModule + ?Sized>(
@@ -406,7 +442,7 @@ impl<'m> Lowerer<'m> {
             _ => None,
         };
         let variant = match variant {
-            Variant::Checked | Variant::Entry => None,
+            Variant::Checked | Variant::Entry | Variant::Piece(_) => None,
             Variant::Clean => Some(
                 self.variant_values(id)
                     .ok_or_else(|| JitError::Internal(format!("@{}: no clean variant", f.name)))?,
