@@ -89,6 +89,7 @@ pub const FAMILIES: &[&str] = &[
     "entry.param_slot",
     "entry.vouch_then_free",
     "entry.vouch_param_redefined",
+    "jit.cut_in_pieces",
     "obj.new",
     "obj.free",
     "obj.dictify",
@@ -139,6 +140,12 @@ pub const FAMILIES: &[&str] = &[
 /// The families of one function of `m` (IR only).
 pub fn ir_families(m: &Module, f: &Function) -> BTreeSet<&'static str> {
     let mut s = BTreeSet::new();
+    // Cut into pieces at the smallest size `differential` picks
+    // (`targets::pick_pieces`): the JIT then compiles it as several
+    // functions joined by tail calls.
+    if guardlift_jit::pieces::piece_count(f, crate::targets::PIECES_MIN) > 1 {
+        s.insert("jit.cut_in_pieces");
+    }
     // Loops the JIT versions (`guardlift_ir::hoist`), those of them that
     // call leaf functions (run as clean variants), and those whose bounds
     // tests the JIT makes once per entry (fixed attributes and a call).

@@ -172,10 +172,11 @@ pub fn differential(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let mut g = gen::generate(&mut u, &FUZZ_GEN);
     let (mut sets, opt) = pick_differential(&g, &mut u);
-    let jit = CompileOptions::default()
+    let mut jit = CompileOptions::default()
         .with_opt_level(opt)
         .with_placement(pick_placement(&mut u));
     g.host_slow_paths = pick_slow_paths(&mut u);
+    jit.pieces = pick_pieces(&mut u);
     if g.host_slow_paths {
         // The freeing slow paths run where lifetime checks do: every check.
         if let Some(last) = sets.last_mut() {
@@ -183,6 +184,20 @@ pub fn differential(data: &[u8]) {
         }
     }
     check_generated_with(&g, &sets, &jit);
+}
+
+/// The smallest piece size [`pick_pieces`] picks.
+pub const PIECES_MIN: usize = 2;
+
+/// The JIT's piece size (`guardlift_jit::pieces`) of a `differential`
+/// input, from the next input byte: in half the inputs a size from
+/// [`PIECES_MIN`] to 17 instructions, so that the generated functions'
+/// straight-line parts are compiled as pieces joined by tail calls; else
+/// (and when the input has run out, as before this choice existed) the
+/// default, under which no generated function is cut.
+pub fn pick_pieces(u: &mut Unstructured<'_>) -> Option<usize> {
+    let b = u.arbitrary::<u8>().unwrap_or(0) as usize;
+    (b % 2 == 1).then(|| PIECES_MIN + (b / 2) % 16)
 }
 
 /// Whether the runtimes of a `differential` input take the host's
@@ -262,9 +277,10 @@ pub fn check_generated_with(g: &Generated, sets: &[CheckSet], jit: &CompileOptio
         let m = with_checks(&g.module, checks);
         let ctx = || {
             format!(
-                "checks [{checks}], opt {:?}, placement {:?}, host slow paths {}, args {:x?}, needs {:?}\n{}",
+                "checks [{checks}], opt {:?}, placement {:?}, pieces {:?}, host slow paths {}, args {:x?}, needs {:?}\n{}",
                 jit.opt_level,
                 jit.placement,
+                jit.pieces,
                 g.host_slow_paths,
                 g.args,
                 g.needs,

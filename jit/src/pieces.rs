@@ -4,10 +4,10 @@
 //! Cranelift compiles a function whole: its data-flow graph, its vcode and
 //! the register allocator's tables grow with the function, and past a few
 //! tens of thousands of instructions every pass misses the caches (measured:
-//! 1.1 µs of Cranelift time per instruction at 10^4, 1.6 at 10^6). [`split`]
+//! 1.1 µs of Cranelift time per instruction at 10^4, 1.6 at 10^6). `split`
 //! cuts such a function, after instrumentation and before lowering, into
 //! IR functions of about [`PIECE_INSTS`] instructions each, which the
-//! driver ([`crate::unit`]) lowers and compiles one at a time like any
+//! driver (`crate::unit`) lowers and compiles one at a time like any
 //! other function: the working set is one piece's.
 //!
 //! **Where a function is cut.** Between two blocks of its layout, at block
@@ -67,6 +67,16 @@ pub fn piece_insts_from_env() -> Result<usize, crate::JitError> {
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a number"),
         }),
         _ => Ok(PIECE_INSTS),
+    }
+}
+
+/// How many pieces `f` is compiled in at piece size `piece` (1: whole):
+/// what the fuzzers' coverage reads.
+pub fn piece_count(f: &Function, piece: usize) -> usize {
+    match piece {
+        0 => 1,
+        _ if f.inst_count() <= 2 * piece => 1,
+        _ => Plan::of(f, piece).map_or(1, |p| p.starts.len()),
     }
 }
 
@@ -250,6 +260,8 @@ impl Plan {
                 loc: cut.loc,
             });
         }
+        // Every definition first: a block may use a value of a block after
+        // it in the layout (one that dominates it).
         for (bi, b) in f.blocks[s..e].iter().enumerate() {
             let nb = Block((bi + off) as u32);
             let bparams = (b.params.iter().enumerate())
@@ -259,6 +271,10 @@ impl Plan {
                     v
                 })
                 .collect();
+            for r in b.insts.iter().filter_map(|i| i.result) {
+                let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
+                remap.set(r, v);
+            }
             // No label: labels only name blocks in the verifier's messages,
             // and a piece is never verified again.
             blocks.push(BlockData {
@@ -267,13 +283,11 @@ impl Plan {
                 insts: Vec::with_capacity(b.insts.len()),
                 loc: b.loc,
             });
+        }
+        for (bi, b) in f.blocks[s..e].iter().enumerate() {
             for inst in &b.insts {
                 let mut i = inst.clone();
-                if let Some(r) = inst.result {
-                    let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
-                    remap.set(r, v);
-                    i.result = Some(v);
-                }
+                i.result = inst.result.map(|r| remap.get(r));
                 i.kind.for_each_operand_mut(|v| *v = remap.get(*v));
                 i.kind.for_each_dest_mut(|d| {
                     *d = match d.0 as usize {

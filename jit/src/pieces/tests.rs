@@ -160,3 +160,23 @@ fn a_value_crosses_every_piece_up_to_its_use() {
         assert_eq!(a.params.len(), b.params.len() + 1, "and %w3");
     }
 }
+
+/// A block may use a value of a block after it in the layout (one that
+/// dominates it): every definition of a piece is numbered before its
+/// instructions are copied (found by the differential fuzzer).
+#[test]
+fn a_use_before_its_definition_in_the_layout_is_mapped() {
+    let m = parse(
+        "fn @main(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %a = iadd %x, %one\n    %b = iadd %a, %one\n    %c = iadd %b, %one\n    jump head(%c)\n\
+         head(%i: i64):\n    jump step(%i)\n\
+         out:\n    %r = iadd %s, %one\n    return %r\n\
+         step(%j: i64):\n    %s = iadd %j, %one\n    jump out\n}\n",
+    );
+    let sp = split(&m, 2);
+    assert_eq!(
+        shape(&sp),
+        [2, 4],
+        "entry and its exit; entry, head, out, step"
+    );
+    verify(&sp);
+}
