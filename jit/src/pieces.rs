@@ -98,11 +98,12 @@ pub(crate) struct Split<'m> {
 /// none is); borrowed when none is.
 pub(crate) fn split(module: &Module, piece: usize) -> Split<'_> {
     let n = module.functions.len();
-    let whole_tiers: Vec<Tier> = module.functions.iter().map(Tier::of).collect();
-    let mut plans: Vec<Option<Plan>> = (module.functions.iter())
-        .map(|f| match piece {
+    let counts: Vec<usize> = module.functions.iter().map(Function::inst_count).collect();
+    let whole_tiers: Vec<Tier> = counts.iter().map(|&c| Tier::of_insts(c)).collect();
+    let mut plans: Vec<Option<Plan>> = (module.functions.iter().zip(&counts))
+        .map(|(f, &c)| match piece {
             0 => None,
-            _ if f.inst_count() <= 2 * piece => None,
+            _ if c <= 2 * piece => None,
             _ => Plan::of(f, piece),
         })
         .collect();
@@ -162,30 +163,50 @@ impl Plan {
     /// The cuts of `f` (module doc), or `None` where it has none or must
     /// not be cut.
     fn of(f: &Function, piece: usize) -> Option<Plan> {
-        let frame_state = (f.blocks.iter().flat_map(|b| &b.insts)).any(|i| {
-            matches!(
-                i.kind,
-                InstKind::AdAlloc { .. } | InstKind::StackAlloc { .. }
-            )
-        });
-        // Unreachable blocks are left out: then every use is dominated by
-        // its definition, and each live-in is defined where it is passed.
-        if frame_state || f.blocks.is_empty() || !all_reachable(f) {
+        let nb = f.blocks.len();
+        if nb == 0 {
             return None;
         }
-        let nb = f.blocks.len();
-        // The smallest and largest target of each block's branches.
-        let span = |b: &BlockData| {
-            (b.insts.last().map(|t| t.kind.branch_targets()))
+        // One pass over the instructions (a big function's outgrow the
+        // caches): frame state, each block's smallest and largest branch
+        // target, and reachability in layout order.
+        let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(nb);
+        let mut reached = vec![false; nb];
+        reached[0] = true;
+        for (bi, b) in f.blocks.iter().enumerate() {
+            let frame_state = (b.insts.iter()).any(|i| {
+                matches!(
+                    i.kind,
+                    InstKind::AdAlloc { .. } | InstKind::StackAlloc { .. }
+                )
+            });
+            if frame_state {
+                return None;
+            }
+            let mut span: Option<(usize, usize)> = None;
+            for c in b
+                .insts
+                .last()
                 .into_iter()
-                .flatten()
-                .map(|c| c.block.0 as usize)
-                .fold(None, |acc: Option<(usize, usize)>, t| match acc {
-                    None => Some((t, t)),
-                    Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
-                })
-        };
-        let spans: Vec<Option<(usize, usize)>> = f.blocks.iter().map(span).collect();
+                .flat_map(|t| t.kind.branch_targets())
+            {
+                let t = c.block.0 as usize;
+                span = Some(span.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
+                if reached[bi] {
+                    if let Some(r) = reached.get_mut(t) {
+                        *r = true;
+                    }
+                }
+            }
+            spans.push(span);
+        }
+        // Unreachable blocks are left out: then every use is dominated by
+        // its definition, and each live-in is defined where it is passed.
+        // (A block reached only by an edge back from later in the layout
+        // is found by the search.)
+        if reached.iter().any(|&r| !r) && !all_reachable(f) {
+            return None;
+        }
         // suffix_min[j]: the smallest target of a branch in blocks ≥ j.
         let mut suffix_min = vec![usize::MAX; nb + 1];
         for j in (0..nb).rev() {
@@ -262,6 +283,10 @@ impl Plan {
         }
         // Every definition first: a block may use a value of a block after
         // it in the layout (one that dominates it).
+        // Every definition is numbered as its block is copied, and the
+        // operands remapped afterwards, in the (small, cached) copy: a
+        // block may use a value of a block after it in the layout (one
+        // that dominates it).
         for (bi, b) in f.blocks[s..e].iter().enumerate() {
             let nb = Block((bi + off) as u32);
             let bparams = (b.params.iter().enumerate())
@@ -271,23 +296,28 @@ impl Plan {
                     v
                 })
                 .collect();
-            for r in b.insts.iter().filter_map(|i| i.result) {
-                let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
-                remap.set(r, v);
-            }
+            let insts = (b.insts.iter())
+                .map(|inst| {
+                    let mut i = inst.clone();
+                    if let Some(r) = inst.result {
+                        let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
+                        remap.set(r, v);
+                        i.result = Some(v);
+                    }
+                    i
+                })
+                .collect();
             // No label: labels only name blocks in the verifier's messages,
             // and a piece is never verified again.
             blocks.push(BlockData {
                 name: String::new(),
                 params: bparams,
-                insts: Vec::with_capacity(b.insts.len()),
+                insts,
                 loc: b.loc,
             });
         }
-        for (bi, b) in f.blocks[s..e].iter().enumerate() {
-            for inst in &b.insts {
-                let mut i = inst.clone();
-                i.result = inst.result.map(|r| remap.get(r));
+        for b in &mut blocks[off..] {
+            for i in &mut b.insts {
                 i.kind.for_each_operand_mut(|v| *v = remap.get(*v));
                 i.kind.for_each_dest_mut(|d| {
                     *d = match d.0 as usize {
@@ -295,7 +325,6 @@ impl Plan {
                         t => Block((t - s + off) as u32),
                     }
                 });
-                blocks[bi + off].insts.push(i);
             }
         }
         if !last {

@@ -127,7 +127,12 @@ impl Tier {
     /// The tier of `f`: decided per function, from its instruction count
     /// alone, the same on every engine and target.
     pub fn of(f: &guardlift_ir::Function) -> Tier {
-        if f.inst_count() > BIG_FUNCTION_INSTS {
+        Tier::of_insts(f.inst_count())
+    }
+
+    /// The tier of a function of `insts` instructions ([`Tier::of`]).
+    pub fn of_insts(insts: usize) -> Tier {
+        if insts > BIG_FUNCTION_INSTS {
             Tier::Big
         } else {
             Tier::Optimized
