@@ -1,6 +1,7 @@
 //! Functions compiled in pieces (the JIT's `pieces`, docs/CODEGEN.md
 //! "Big functions in pieces") run exactly as compiled whole: every program
-//! of the corpus and every fault program, cut into pieces of three
+//! of the corpus (uninstrumented, in recover mode and in trap mode) and
+//! every fault program, cut into pieces of three
 //! instructions (`GUARDLIFT_JIT_PIECES=3`, so that nearly every function
 //! with straight-line code is cut, reports, calls, faults and loops
 //! included), prints what it prints whole — result, reports with their
@@ -121,6 +122,7 @@ fn every_program_runs_the_same_in_pieces() {
         for flags in [
             &["--json"][..],
             &["--json", "--instrument", "--mode", "recover"],
+            &["--json", "--instrument", "--mode", "trap"],
         ] {
             let mut a = args.clone();
             a.extend(flags.iter().map(|s| s.to_string()));
