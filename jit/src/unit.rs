@@ -62,9 +62,9 @@ pub(crate) struct Unit<'m> {
     /// The lowerer, bound to the declared functions.
     pub(crate) lw: Lowerer<'m>,
     /// The code units to compile: (IR function, which code of it, its
-    /// Cranelift function), the module's functions in order, then the
-    /// clean variants, the entry variants and the later pieces (in the
-    /// split module: `lw.ir`).
+    /// Cranelift function), the functions of the split module (`lw.ir`)
+    /// in order — the module's own, then the later pieces of those cut
+    /// into pieces — then the clean variants and the entry variants.
     units: Vec<(usize, Variant, ClFuncId)>,
     /// By function of `lw.ir`: the function of the module as given and
     /// which piece of it ([`crate::pieces::Split::origin`]).
@@ -95,7 +95,8 @@ pub(crate) struct FuncCode {
 
 /// A compiled (defined, not yet finalized or emitted) module.
 pub(crate) struct CompiledUnit {
-    /// The code units: the module's functions in order, then the clean
+    /// The code units: the module's functions in order, then the later
+    /// pieces of the functions cut into pieces, then the clean and entry
     /// variants.
     pub(crate) funcs: Vec<FuncCode>,
     /// The stubs ([`UnitConfig::stubs`]).
@@ -175,13 +176,6 @@ impl<'m> Unit<'m> {
                 lw.entry_funcs[i] = Some(id);
                 units.push((i, Variant::Entry, id));
             }
-        }
-        // The later pieces after the variants: the module's functions and
-        // their variants keep their places in `units`.
-        let later = units.iter().position(|u| matches!(u.1, Variant::Piece(_)));
-        if let Some(at) = later.filter(|&at| at < module.functions.len()) {
-            let pieces: Vec<_> = units.drain(at..module.functions.len()).collect();
-            units.extend(pieces);
         }
         Ok(Unit { lw, units, origin })
     }
@@ -413,6 +407,40 @@ pub(crate) mod tests {
         }
         assert!(!unit.stubs.is_empty());
         assert!(unit.stubs.iter().all(|s| s.size > 0), "every stub has code");
+
+        // Cut into pieces of two instructions: `@main`'s entry, its loop
+        // (whole, and still calling the leaves' clean variants from its
+        // clean copy), its exit; the later pieces come after the module's
+        // functions and before the variants, as code units of `@main`
+        // with their own code and maps.
+        let mut om = crate::target::test_object_module();
+        let mut cfg = config(
+            Mode::Recover,
+            Names::Profiler,
+            Some(WATCHING),
+            StubInfo::Keep,
+        );
+        cfg.pieces = 2;
+        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        let got: Vec<(usize, Variant)> = unit.funcs.iter().map(|c| (c.func, c.variant)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, Variant::Checked),
+                (1, Variant::Checked),
+                (2, Variant::Checked),
+                (2, Variant::Piece(1)),
+                (2, Variant::Piece(2)),
+                (0, Variant::Clean),
+                (1, Variant::Clean),
+            ]
+        );
+        let piece = &unit.funcs[3];
+        assert!(piece.size > 0 && !piece.locs.is_empty());
+        let name = om.declarations().get_function_decl(piece.id).name.clone();
+        assert_eq!(name.as_deref(), Some("guardlift:@main [piece 1]"));
+        let sig = &om.declarations().get_function_decl(piece.id).signature;
+        assert_eq!(sig.call_conv, cranelift_codegen::isa::CallConv::Tail);
 
         // An object file's lowering: no shadow, so no variant; exported
         // names; trap mode's traps at the unit's sites; no stub records.
