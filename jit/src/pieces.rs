@@ -73,11 +73,7 @@ pub fn piece_insts_from_env() -> Result<usize, crate::JitError> {
 /// How many pieces `f` is compiled in at piece size `piece` (1: whole):
 /// what the fuzzers' coverage reads.
 pub fn piece_count(f: &Function, piece: usize) -> usize {
-    match piece {
-        0 => 1,
-        _ if f.inst_count() <= 2 * piece => 1,
-        _ => Plan::of(f, piece).map_or(1, |p| p.starts.len()),
-    }
+    Plan::cut(f, f.inst_count(), piece).map_or(1, |p| p.starts.len())
 }
 
 /// A module with its big functions cut into pieces.
@@ -101,11 +97,7 @@ pub(crate) fn split(module: &Module, piece: usize) -> Split<'_> {
     let counts: Vec<usize> = module.functions.iter().map(Function::inst_count).collect();
     let whole_tiers: Vec<Tier> = counts.iter().map(|&c| Tier::of_insts(c)).collect();
     let mut plans: Vec<Option<Plan>> = (module.functions.iter().zip(&counts))
-        .map(|(f, &c)| match piece {
-            0 => None,
-            _ if c <= 2 * piece => None,
-            _ => Plan::of(f, piece),
-        })
+        .map(|(f, &c)| Plan::cut(f, c, piece))
         .collect();
     if plans.iter().all(Option::is_none) {
         return Split {
@@ -160,6 +152,17 @@ struct Plan {
 }
 
 impl Plan {
+    /// The cuts of `f` (of `insts` instructions) at piece size `piece`:
+    /// `None` for size 0, a function of at most twice the size, or one
+    /// [`Plan::of`] finds no cut in.
+    fn cut(f: &Function, insts: usize, piece: usize) -> Option<Plan> {
+        match piece {
+            0 => None,
+            _ if insts <= 2 * piece => None,
+            _ => Plan::of(f, piece),
+        }
+    }
+
     /// The cuts of `f` (module doc), or `None` where it has none or must
     /// not be cut.
     fn of(f: &Function, piece: usize) -> Option<Plan> {

@@ -116,10 +116,12 @@ pub(crate) fn compile_unit<M: Module>(
     cfg: &UnitConfig,
     externs: Vec<ExternBinding>,
 ) -> Result<CompiledUnit, JitError> {
-    let split = crate::pieces::split(module, cfg.pieces);
-    let origin = split.origin.clone();
-    let tiers = split.tiers.clone();
-    Unit::declare_split(m, &split.module, origin, &cfg.lower, externs)?.compile(m, cfg, &tiers)
+    let crate::pieces::Split {
+        module,
+        origin,
+        tiers,
+    } = crate::pieces::split(module, cfg.pieces);
+    Unit::declare_split(m, &module, origin, &cfg.lower, externs)?.compile(m, cfg, &tiers)
 }
 
 impl<'m> Unit<'m> {
@@ -359,6 +361,11 @@ pub(crate) mod tests {
         }
     }
 
+    /// (IR function, variant) of each code unit of `unit`, in order.
+    fn units(unit: &CompiledUnit) -> Vec<(usize, Variant)> {
+        unit.funcs.iter().map(|c| (c.func, c.variant)).collect()
+    }
+
     const WATCHING: ShadowRef = ShadowRef {
         base: 1 << 40,
         watch_id: Some(1),
@@ -382,9 +389,8 @@ pub(crate) mod tests {
             StubInfo::Keep,
         );
         let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
-        let got: Vec<(usize, Variant)> = unit.funcs.iter().map(|c| (c.func, c.variant)).collect();
         assert_eq!(
-            got,
+            units(&unit),
             [
                 (0, Variant::Checked),
                 (1, Variant::Checked),
@@ -422,9 +428,8 @@ pub(crate) mod tests {
         );
         cfg.pieces = 2;
         let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
-        let got: Vec<(usize, Variant)> = unit.funcs.iter().map(|c| (c.func, c.variant)).collect();
         assert_eq!(
-            got,
+            units(&unit),
             [
                 (0, Variant::Checked),
                 (1, Variant::Checked),
