@@ -158,7 +158,7 @@ impl Plan {
     fn cut(f: &Function, insts: usize, piece: usize) -> Option<Plan> {
         match piece {
             0 => None,
-            _ if insts <= 2 * piece => None,
+            _ if insts <= piece.saturating_mul(2) => None,
             _ => Plan::of(f, piece),
         }
     }

@@ -101,6 +101,9 @@ fn small_functions_and_size_zero_are_left_whole() {
     assert!(matches!(split(&m, 40).module, Cow::Borrowed(_)));
     let m = parse(&chain(200));
     assert!(matches!(split(&m, 0).module, Cow::Borrowed(_)));
+    // The largest size a user can ask for (GUARDLIFT_JIT_PIECES) cuts
+    // nothing (twice it does not overflow).
+    assert!(matches!(split(&m, usize::MAX).module, Cow::Borrowed(_)));
 }
 
 /// No cut splits a loop, skips into the middle of a piece, or comes in a
