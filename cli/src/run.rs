@@ -4,7 +4,7 @@
 
 use crate::source::{self, CliError};
 use crate::{Engine, InstrumentArgs, Target, What};
-use guardlift_ir::Module;
+use guardlift_ir::Verified;
 
 #[derive(clap::Args, Clone)]
 pub struct RunOpts {
@@ -34,13 +34,13 @@ pub struct RunOpts {
     pub link: Vec<String>,
 }
 
-fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Module, CliError> {
+fn load_instrumented(file: &str, inst: &InstrumentArgs) -> Result<Verified, CliError> {
     let m = source::load(file)?;
     let checks = inst.check_set()?;
     Ok(if checks.is_empty() {
         m
     } else {
-        guardlift_instrument::instrument_owned(m, checks)
+        guardlift_instrument::instrument_verified(m, checks)
     })
 }
 

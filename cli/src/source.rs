@@ -3,7 +3,7 @@
 //! (not text: `/dev/zero`, a binary) fails at once, and so does input larger
 //! than [`MAX_SOURCE_BYTES`] (`/dev/urandom`, a runaway pipe).
 
-use guardlift_ir::{parse_module, verify_module, Module};
+use guardlift_ir::{parse_module, Verified};
 use std::io::Read;
 
 /// The largest IR text any command reads.
@@ -85,7 +85,7 @@ fn read_text(path: &str) -> Result<Vec<u8>, CliError> {
 }
 
 /// Reads, parses and verifies `path`.
-pub fn load(path: &str) -> Result<Module, CliError> {
+pub fn load(path: &str) -> Result<Verified, CliError> {
     let bytes = read_text(path)?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
@@ -98,6 +98,5 @@ pub fn load(path: &str) -> Result<Module, CliError> {
         }
     };
     let m = parse_module(text).map_err(|d| CliError::new(d.with_file(path)))?;
-    verify_module(&m).map_err(|e| CliError::new(e.with_file(path)))?;
-    Ok(m)
+    Verified::new(m).map_err(|e| CliError::new(e.with_file(path)))
 }

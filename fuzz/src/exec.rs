@@ -294,12 +294,20 @@ fn run_on(
                 it.call(entry, args)
             })
             .map_err(|e| format!("interp: {e}")),
-        Engine::Jit => guardlift_jit::Jit::compile(m, rt.clone(), jit)
-            // SAFETY: the generators (`gen`, `guards`) emit raw and object
-            // accesses only to objects and adstack buffers the program itself
-            // allocates, within their sizes, and no host symbol.
-            .and_then(|c| unsafe { c.call_dynamic(entry, args) })
-            .map_err(|e| format!("jit: {e}")),
+        // Inputs compiled in pieces go the way `guardlift run` does: a
+        // verified module given up, cut in place; the others are borrowed
+        // (verified by the JIT, cut in a copy).
+        Engine::Jit => match jit.pieces {
+            Some(_) => guardlift_ir::Verified::new(m.clone())
+                .map_err(guardlift_jit::JitError::from)
+                .and_then(|v| guardlift_jit::Jit::compile_verified(v, rt.clone(), jit)),
+            None => guardlift_jit::Jit::compile(m, rt.clone(), jit),
+        }
+        // SAFETY: the generators (`gen`, `guards`) emit raw and object
+        // accesses only to objects and adstack buffers the program itself
+        // allocates, within their sizes, and no host symbol.
+        .and_then(|c| unsafe { c.call_dynamic(entry, args) })
+        .map_err(|e| format!("jit: {e}")),
     }
 }
 

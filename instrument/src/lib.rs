@@ -18,7 +18,7 @@
 //! (check, report, recover effect) belongs to the engines. Instrumented IR
 //! prints, parses and verifies like any IR.
 
-use guardlift_ir::{CheckKind, Checks, Inst, InstKind, Module, Site, SiteId, Value};
+use guardlift_ir::{CheckKind, Checks, Inst, InstKind, Module, Site, SiteId, Value, Verified};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -123,6 +123,22 @@ impl fmt::Display for CheckSet {
 /// Returns `m` with guards for `checks` inserted.
 pub fn instrument(m: &Module, checks: CheckSet) -> Module {
     instrument_owned(m.clone(), checks)
+}
+
+/// [`instrument_owned`] of a verified module, the result verified too:
+/// instrumentation keeps a valid module valid, so nothing verifies it
+/// again (the JIT compiles a [`Verified`] module as it is).
+pub fn instrument_verified(m: Verified, checks: CheckSet) -> Verified {
+    let out = instrument_owned(m.into_module(), checks);
+    // SAFETY: a guard is an instruction of a valid form on a value the
+    // checked instruction uses, at that instruction (and a `guard.watch`
+    // on a block's object, before its first use there): a module that
+    // verified still does. Pinned by the golden tests (tests/golden.rs:
+    // every output verifies), the `parse` fuzz target (each input's
+    // instrumented module, every check set, verifies) and the
+    // `differential` one (its modules go through `Jit::compile`, which
+    // verifies); debug builds verify here.
+    unsafe { Verified::new_unchecked(out) }
 }
 
 /// [`instrument`] of a module the caller no longer needs: the guards are

@@ -108,7 +108,7 @@ impl ModuleBuilder {
             .iter()
             .enumerate()
             .map(|(i, &ty)| ValueData {
-                name: format!("v{i}"),
+                name: compact_str::format_compact!("v{i}"),
                 ty,
                 def: ValueDef::Param(i as u32),
             })
@@ -134,7 +134,7 @@ impl ModuleBuilder {
             .functions
             .get(id.index())
             .expect("unknown FuncId");
-        let labels = f.blocks.iter().map(|b| b.name.clone()).collect();
+        let labels = f.blocks.iter().map(|b| b.name.to_string()).collect();
         FunctionBuilder {
             module: &mut self.module,
             func: id.index(),
@@ -245,7 +245,7 @@ impl FunctionBuilder<'_> {
         let b = Block(self.f().blocks.len() as u32);
         let loc = self.loc;
         self.fm().blocks.push(BlockData {
-            name: label,
+            name: label.into(),
             params: Vec::new(),
             insts: Vec::new(),
             loc,
@@ -260,7 +260,7 @@ impl FunctionBuilder<'_> {
         let v = Value(f.values.len() as u32);
         let i = f.blocks[block.index()].params.len() as u32;
         f.values.push(ValueData {
-            name: format!("v{}", v.0),
+            name: compact_str::format_compact!("v{}", v.0),
             ty,
             def: ValueDef::BlockParam(block, i),
         });
@@ -338,7 +338,7 @@ impl FunctionBuilder<'_> {
         let result = result_ty.map(|ty| {
             let v = Value(f.values.len() as u32);
             f.values.push(ValueData {
-                name: format!("v{}", v.0),
+                name: compact_str::format_compact!("v{}", v.0),
                 ty,
                 def: ValueDef::Inst(b),
             });

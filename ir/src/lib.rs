@@ -6,7 +6,8 @@
 //! - [`opcode`]: the opcode table and the one list of each form's operands.
 //! - [`parse`] / [`print`](mod@print): the text format of `spec/IR.md` (round-trips).
 //! - [`verify`]: types, SSA dominance, block params, calls, terminators,
-//!   adstack handle rules, layout; errors carry `LINE:COL`.
+//!   adstack handle rules, layout; errors carry `LINE:COL`. [`verified`]:
+//!   a module with the verifier's word ([`Verified`]).
 //! - [`analysis`]: the CFG (`flowgraph`, `dominator_tree`) and the
 //!   analyses the engines share (adstack capacities, linking, [`elide`]:
 //!   underflow checks that cannot fail; [`hoist`]: loops whose object
@@ -25,6 +26,7 @@ pub mod opcode;
 pub mod parse;
 pub mod print;
 pub mod types;
+pub mod verified;
 pub mod verify;
 
 pub use analysis::attrgroup;
@@ -39,6 +41,7 @@ pub use module::*;
 pub use parse::parse_module;
 pub use print::print_module;
 pub use types::Type;
+pub use verified::Verified;
 pub use verify::verify_module;
 
 /// Parses and verifies, the way every front door (CLI, API) does.
@@ -46,4 +49,10 @@ pub fn parse_and_verify(text: &str) -> Result<Module, SourceError> {
     let m = parse_module(text)?;
     verify_module(&m)?;
     Ok(m)
+}
+
+/// [`parse_and_verify`], the module carrying the verifier's word
+/// ([`Verified`]: the JIT compiles it without verifying it again).
+pub fn parse_verified(text: &str) -> Result<Verified, SourceError> {
+    Ok(Verified::new(parse_module(text)?)?)
 }

@@ -69,19 +69,19 @@ fn versioning_cases() {
                 let mut b: Vec<String> = l
                     .blocks
                     .iter()
-                    .map(|&b| f.blocks[b as usize].name.clone())
+                    .map(|&b| f.blocks[b as usize].name.to_string())
                     .collect();
                 b.sort();
                 let o = l
                     .objects
                     .iter()
-                    .map(|v| f.values[v.0 as usize].name.clone())
+                    .map(|v| f.values[v.0 as usize].name.to_string())
                     .collect();
                 let a = (l.attrs.iter())
                     .map(|&(v, m)| format!("{}:{m}", f.values[v.0 as usize].name))
                     .collect();
                 let mut c: Vec<String> = (l.cold.iter())
-                    .map(|&b| f.blocks[b as usize].name.clone())
+                    .map(|&b| f.blocks[b as usize].name.to_string())
                     .collect();
                 c.sort();
                 (b, o, a, c)

@@ -63,7 +63,7 @@ impl Fb {
 
     fn value(&mut self, name: &str, ty: Type, def: ValueDef) -> Value {
         self.f.values.push(ValueData {
-            name: name.to_string(),
+            name: name.into(),
             ty,
             def,
         });
@@ -74,7 +74,7 @@ impl Fb {
         let b = Block(self.f.blocks.len() as u32);
         let loc = self.next_loc(1);
         self.f.blocks.push(BlockData {
-            name: name.to_string(),
+            name: name.into(),
             params: Vec::new(),
             insts: Vec::new(),
             loc,

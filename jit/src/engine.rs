@@ -12,9 +12,11 @@ use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use guardlift_ir::Type;
+use guardlift_ir::Verified;
 use guardlift_runtime::codemap::{CodeFunction, CodeRegistration};
 use guardlift_runtime::internals::*;
 use guardlift_runtime::{JitDebug, Mode, Runtime, SiteInfo, TrapRegistration, TrapSite};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -217,12 +219,49 @@ impl Jit {
         opts: &CompileOptions,
     ) -> Result<CompiledModule, JitError> {
         guardlift_ir::verify_module(module)?;
-        check_layout(module, &rt)?;
-        check_host_symbols(module, opts)?;
+        Jit::compile_cow(Cow::Borrowed(module), rt, opts)
+    }
+
+    /// [`Jit::compile`] of a module that carries the verifier's word
+    /// ([`Verified`]: `guardlift_ir::parse_verified`,
+    /// `guardlift_instrument::instrument_verified`), given up by the
+    /// caller: it is not verified again, and a big function is cut into
+    /// its pieces in place rather than copied ([`crate::pieces`]). What
+    /// `guardlift run` does; the result is the same as [`Jit::compile`]'s.
+    ///
+    /// ```
+    /// use guardlift_instrument::{instrument_verified, CheckSet};
+    /// use guardlift_jit::{CompileOptions, Jit};
+    /// use guardlift_runtime::{Runtime, RuntimeConfig};
+    ///
+    /// let text = "fn @add(%a: i64, %b: i64) -> i64 {\nentry:\n    %s = iadd %a, %b\n    return %s\n}\n";
+    /// let module = instrument_verified(guardlift_ir::parse_verified(text)?, CheckSet::ALL);
+    /// let rt = Runtime::new(RuntimeConfig::default());
+    /// let code = Jit::compile_verified(module, rt, &CompileOptions::default())?;
+    /// let add = code.safe_func::<(i64, i64), i64>("add")?;
+    /// assert_eq!(add.call((2, 3)), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn compile_verified(
+        module: Verified,
+        rt: Arc<Runtime>,
+        opts: &CompileOptions,
+    ) -> Result<CompiledModule, JitError> {
+        Jit::compile_cow(Cow::Owned(module.into_module()), rt, opts)
+    }
+
+    /// Compiles a module that verifies (borrowed or given up).
+    fn compile_cow(
+        module: Cow<'_, guardlift_ir::Module>,
+        rt: Arc<Runtime>,
+        opts: &CompileOptions,
+    ) -> Result<CompiledModule, JitError> {
+        check_layout(&module, &rt)?;
+        check_host_symbols(&module, opts)?;
         let host: HashMap<&str, *const u8> =
             opts.symbols.iter().map(|(n, p)| (n.as_str(), *p)).collect();
         let externs =
-            lower::resolve_externs(module, |name| host.get(name).map(|_| host_symbol(name)))?;
+            lower::resolve_externs(&module, |name| host.get(name).map(|_| host_symbol(name)))?;
         let isa = build_isa(&IsaSpec {
             target: Target::Host,
             opt: opts.opt_level,
@@ -369,7 +408,7 @@ struct BuildDebug<'a> {
 /// instructions.
 fn build(
     jm: &mut JITModule,
-    module: &guardlift_ir::Module,
+    module: Cow<'_, guardlift_ir::Module>,
     rt: &Arc<Runtime>,
     externs: Vec<ExternBinding>,
     site_reg: &mut Option<u32>,
@@ -411,23 +450,24 @@ fn build(
         },
         pieces: how.pieces,
     };
-    let mut unit = compile_unit(jm, module, &cfg, externs)?;
+    // Read of the whole functions, before a big one is cut into pieces.
+    let unsafety = crate::safety::unsafety(&module);
+    let tiers: Vec<Tier> = module.functions.iter().map(Tier::of).collect();
+    // From here on `module` is the module as compiled: its first functions
+    // keep the names, positions and signatures, its sites are the same.
+    let (mut unit, module) = compile_unit(jm, module, &cfg, externs)?;
     let t = Instant::now();
     jm.finalize_definitions()
         .map_err(|e| JitError::module("finalizing", e))?;
     unit.times.codegen += t.elapsed();
-    let unsafety = crate::safety::unsafety(module);
-    let funcs: Vec<FuncInfo> = module
-        .functions
-        .iter()
-        .zip(&unit.funcs)
-        .zip(unsafety)
-        .map(|((f, code), unsafety)| FuncInfo {
+    let funcs: Vec<FuncInfo> = (module.functions.iter().zip(&unit.funcs))
+        .zip(unsafety.into_iter().zip(tiers))
+        .map(|((f, code), (unsafety, tier))| FuncInfo {
             name: f.name.clone(),
             params: f.param_types(),
             ret: f.ret,
             id: code.id,
-            tier: Tier::of(f),
+            tier,
             addr: jm.get_finalized_function(code.id) as usize,
             unsafety,
         })
@@ -436,19 +476,19 @@ fn build(
     let addrs: Vec<usize> = (unit.funcs.iter())
         .map(|c| jm.get_finalized_function(c.id) as usize)
         .collect();
-    let traps = register_traps(rt, module, &unit.funcs, &addrs, site_base)?;
+    let traps = register_traps(rt, &module, &unit.funcs, &addrs, site_base)?;
     let unwind = if how.unwind {
         register_unwind(jm, &unit, &addrs)
     } else {
         Default::default()
     };
     let published = if how.debug.any() {
-        publish(jm, module, &unit, &addrs, how)?
+        publish(jm, &module, &unit, &addrs, how)?
     } else {
         Default::default()
     };
     let times = unit.times;
-    let code = register_code(rt, module, unit.funcs, &addrs)?;
+    let code = register_code(rt, &module, unit.funcs, &addrs)?;
     Ok(Built {
         funcs,
         site_base,

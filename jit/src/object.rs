@@ -197,7 +197,7 @@ fn emit_with(
         // (compiling in pieces is the host JIT's, `crate::pieces`).
         pieces: 0,
     };
-    let unit = compile_unit(&mut om, module, &cfg, externs)?;
+    let (unit, _) = compile_unit(&mut om, std::borrow::Cow::Borrowed(module), &cfg, externs)?;
     let traps = (unit.funcs.iter())
         .flat_map(|c| {
             let function = &module.functions[c.func].name;

@@ -43,8 +43,8 @@
 
 use crate::target::Tier;
 use guardlift_ir::{
-    Block, BlockCall, BlockData, Callee, FuncId, Function, Inst, InstKind, Module, SrcLoc, Value,
-    ValueData, ValueDef,
+    Block, BlockCall, BlockData, Callee, FuncId, Function, Inst, InstKind, Module, Name, SrcLoc,
+    Value, ValueData, ValueDef,
 };
 use std::borrow::Cow;
 
@@ -91,8 +91,11 @@ pub(crate) struct Split<'m> {
 
 /// `module` with every function of more than twice `piece` instructions
 /// that can be cut cut into pieces of about `piece` instructions (`0`:
-/// none is); borrowed when none is.
-pub(crate) fn split(module: &Module, piece: usize) -> Split<'_> {
+/// none is); as it came when none is. A module given by value is cut in
+/// place: each piece takes its blocks' params and instructions from the
+/// function, and the functions not cut are moved (`Jit::compile_verified`,
+/// what `guardlift run` does); a borrowed module is copied.
+pub(crate) fn split(module: Cow<'_, Module>, piece: usize) -> Split<'_> {
     let n = module.functions.len();
     let counts: Vec<usize> = module.functions.iter().map(Function::inst_count).collect();
     let whole_tiers: Vec<Tier> = counts.iter().map(|&c| Tier::of_insts(c)).collect();
@@ -101,24 +104,17 @@ pub(crate) fn split(module: &Module, piece: usize) -> Split<'_> {
         .collect();
     if plans.iter().all(Option::is_none) {
         return Split {
-            module: Cow::Borrowed(module),
+            module,
             origin: (0..n).map(|i| (i, 0)).collect(),
             tiers: whole_tiers,
         };
     }
-    let mut out = Module {
-        layout: module.layout,
-        externs: module.externs.clone(),
-        functions: Vec::with_capacity(n),
-        sites: module.sites.clone(),
-    };
     let mut origin: Vec<(usize, u32)> = (0..n).map(|i| (i, 0)).collect();
     let mut later: Vec<Function> = Vec::new();
     let mut remap = Remap::new();
-    for (i, f) in module.functions.iter().enumerate() {
+    let mut cut = |i: usize, f: &mut Blocks<'_>, functions: &mut Vec<Function>| {
         let Some(plan) = plans[i].take() else {
-            out.functions.push(f.clone());
-            continue;
+            return false;
         };
         // Piece k ≥ 1 gets index n + (pieces before it) + k − 1.
         let first = n + later.len();
@@ -126,19 +122,83 @@ pub(crate) fn split(module: &Module, piece: usize) -> Split<'_> {
             let next = FuncId((first + k) as u32);
             let p = plan.piece(f, k, next, &mut remap);
             if k == 0 {
-                out.functions.push(p);
+                functions.push(p);
             } else {
                 later.push(p);
                 origin.push((i, k as u32));
             }
         }
-    }
+        true
+    };
+    let mut functions = Vec::with_capacity(n);
+    let mut out = match module {
+        Cow::Borrowed(m) => {
+            for (i, f) in m.functions.iter().enumerate() {
+                if !cut(i, &mut Blocks::Borrowed(f), &mut functions) {
+                    functions.push(f.clone());
+                }
+            }
+            Module {
+                layout: m.layout,
+                externs: m.externs.clone(),
+                functions,
+                sites: m.sites.clone(),
+            }
+        }
+        Cow::Owned(mut m) => {
+            for (i, mut f) in std::mem::take(&mut m.functions).into_iter().enumerate() {
+                if !cut(i, &mut Blocks::Owned(&mut f), &mut functions) {
+                    functions.push(f);
+                }
+            }
+            m.functions = functions;
+            m
+        }
+    };
     out.functions.extend(later);
     let tiers = origin.iter().map(|&(i, _)| whole_tiers[i]).collect();
     Split {
         module: Cow::Owned(out),
         origin,
         tiers,
+    }
+}
+
+/// The function a piece is cut from: borrowed (its blocks are copied) or
+/// owned (each piece takes its blocks).
+enum Blocks<'f> {
+    Borrowed(&'f Function),
+    Owned(&'f mut Function),
+}
+
+impl Blocks<'_> {
+    fn function(&self) -> &Function {
+        match self {
+            Blocks::Borrowed(f) => f,
+            Blocks::Owned(f) => f,
+        }
+    }
+
+    /// Blocks `s..e`, each with its params and instructions (no label).
+    fn take(&mut self, s: usize, e: usize) -> Vec<BlockData> {
+        match self {
+            Blocks::Borrowed(f) => (f.blocks[s..e].iter())
+                .map(|b| BlockData {
+                    name: Name::default(),
+                    params: b.params.clone(),
+                    insts: b.insts.clone(),
+                    loc: b.loc,
+                })
+                .collect(),
+            Blocks::Owned(f) => (f.blocks[s..e].iter_mut())
+                .map(|b| BlockData {
+                    name: Name::default(),
+                    params: std::mem::take(&mut b.params),
+                    insts: std::mem::take(&mut b.insts),
+                    loc: b.loc,
+                })
+                .collect(),
+        }
     }
 }
 
@@ -234,7 +294,8 @@ impl Plan {
 
     /// Piece `k` of `f` as an IR function (module doc); `next` is the
     /// function index of piece `k + 1`.
-    fn piece(&self, f: &Function, k: usize, next: FuncId, remap: &mut Remap) -> Function {
+    fn piece(&self, src: &mut Blocks<'_>, k: usize, next: FuncId, remap: &mut Remap) -> Function {
+        let f = src.function();
         let s = self.starts[k];
         let e = self.starts.get(k + 1).copied().unwrap_or(f.blocks.len());
         let last = e == f.blocks.len();
@@ -284,40 +345,29 @@ impl Plan {
                 loc: cut.loc,
             });
         }
-        // Every definition first: a block may use a value of a block after
-        // it in the layout (one that dominates it).
-        // Every definition is numbered as its block is copied, and the
-        // operands remapped afterwards, in the (small, cached) copy: a
-        // block may use a value of a block after it in the layout (one
-        // that dominates it).
-        for (bi, b) in f.blocks[s..e].iter().enumerate() {
+        // Every definition is numbered as its block is taken, and the
+        // operands remapped afterwards, in the piece's (small, cached)
+        // blocks: a block may use a value of a block after it in the
+        // layout (one that dominates it). No label: labels only name
+        // blocks in the verifier's messages, and a piece is never verified
+        // again.
+        let taken = src.take(s, e);
+        let f = src.function();
+        for (bi, mut b) in taken.into_iter().enumerate() {
             let nb = Block((bi + off) as u32);
-            let bparams = (b.params.iter().enumerate())
-                .map(|(ix, &p)| {
-                    let v = fresh(&mut values, f.ty(p), ValueDef::BlockParam(nb, ix as u32));
-                    remap.set(p, v);
-                    v
-                })
-                .collect();
-            let insts = (b.insts.iter())
-                .map(|inst| {
-                    let mut i = inst.clone();
-                    if let Some(r) = inst.result {
-                        let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
-                        remap.set(r, v);
-                        i.result = Some(v);
-                    }
-                    i
-                })
-                .collect();
-            // No label: labels only name blocks in the verifier's messages,
-            // and a piece is never verified again.
-            blocks.push(BlockData {
-                name: String::new(),
-                params: bparams,
-                insts,
-                loc: b.loc,
-            });
+            for (ix, p) in b.params.iter_mut().enumerate() {
+                let v = fresh(&mut values, f.ty(*p), ValueDef::BlockParam(nb, ix as u32));
+                remap.set(*p, v);
+                *p = v;
+            }
+            for i in &mut b.insts {
+                if let Some(r) = i.result {
+                    let v = fresh(&mut values, f.ty(r), ValueDef::Inst(nb));
+                    remap.set(r, v);
+                    i.result = Some(v);
+                }
+            }
+            blocks.push(b);
         }
         for b in &mut blocks[off..] {
             for i in &mut b.insts {
@@ -381,7 +431,7 @@ impl Plan {
 fn fresh(values: &mut Vec<ValueData>, ty: guardlift_ir::Type, def: ValueDef) -> Value {
     let v = Value(values.len() as u32);
     values.push(ValueData {
-        name: String::new(),
+        name: Name::default(),
         ty,
         def,
     });

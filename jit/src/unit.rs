@@ -27,6 +27,7 @@ use cranelift_module::{FuncId as ClFuncId, Linkage, Module};
 use guardlift_abi::ReportKind;
 use guardlift_ir::FuncId;
 use guardlift_runtime::codemap::PcLoc;
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// Where [`Jit::compile`](crate::Jit::compile) spent its time.
@@ -109,19 +110,24 @@ pub(crate) struct CompiledUnit {
 /// `m` (and the clean variants of the leaf functions clean loops call,
 /// `lower::version`), then the stubs they use, as `cfg` says; `externs`
 /// binds the module's externs ([`lower::resolve_externs`]). A big
-/// function is compiled in pieces ([`crate::pieces`]).
-pub(crate) fn compile_unit<M: Module>(
+/// function is compiled in pieces ([`crate::pieces`]: in place when the
+/// module is given by value). Also gives back the module as compiled: its
+/// first functions are the module's (a cut function's first piece keeps
+/// its name, position and signature), its sites the same.
+pub(crate) fn compile_unit<'m, M: Module>(
     m: &mut M,
-    module: &guardlift_ir::Module,
+    module: Cow<'m, guardlift_ir::Module>,
     cfg: &UnitConfig,
     externs: Vec<ExternBinding>,
-) -> Result<CompiledUnit, JitError> {
+) -> Result<(CompiledUnit, Cow<'m, guardlift_ir::Module>), JitError> {
     let crate::pieces::Split {
         module,
         origin,
         tiers,
     } = crate::pieces::split(module, cfg.pieces);
-    Unit::declare_split(m, &module, origin, &cfg.lower, externs)?.compile(m, cfg, &tiers)
+    let unit =
+        Unit::declare_split(m, &module, origin, &cfg.lower, externs)?.compile(m, cfg, &tiers)?;
+    Ok((unit, module))
 }
 
 impl<'m> Unit<'m> {
@@ -388,7 +394,8 @@ pub(crate) mod tests {
             Some(WATCHING),
             StubInfo::Keep,
         );
-        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        let (unit, _) =
+            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
         assert_eq!(
             units(&unit),
             [
@@ -427,7 +434,8 @@ pub(crate) mod tests {
             StubInfo::Keep,
         );
         cfg.pieces = 2;
-        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        let (unit, _) =
+            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
         assert_eq!(
             units(&unit),
             [
@@ -451,7 +459,8 @@ pub(crate) mod tests {
         // names; trap mode's traps at the unit's sites; no stub records.
         let mut om = crate::target::test_object_module();
         let cfg = config(Mode::Trap, Names::Export, None, StubInfo::Skip);
-        let unit = compile_unit(&mut om, &m, &cfg, Vec::new()).expect("compiles");
+        let (unit, _) =
+            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
         assert_eq!(unit.funcs.len(), m.functions.len());
         assert!(unit.stubs.is_empty());
         let site_base = 7;

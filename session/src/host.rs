@@ -6,7 +6,7 @@ use crate::end::{Ending, RunEnd, RunMeta};
 use crate::error::ExecError;
 use crate::spec::{Engine, Prepared, RunSpec};
 use crate::RunError;
-use guardlift_ir::Module;
+use guardlift_ir::Verified;
 use guardlift_runtime::internals::*;
 use guardlift_runtime::watch::WatchStatus;
 use guardlift_runtime::{Runtime, RuntimeConfig};
@@ -32,7 +32,7 @@ fn start_watch(rt: &Runtime, spec: guardlift_runtime::watch::WatchSpec) {
     }
 }
 
-pub(crate) fn run(spec: &RunSpec, p: Prepared) -> Result<RunEnd, RunError> {
+pub(crate) fn run(spec: RunSpec, p: Prepared) -> Result<RunEnd, RunError> {
     let m = &spec.module;
     // The libraries stay loaded until the run returns, after the engines
     // that call into them.
@@ -69,10 +69,17 @@ pub(crate) fn run(spec: &RunSpec, p: Prepared) -> Result<RunEnd, RunError> {
     let ending = {
         let (rt2, args) = (rt.clone(), &p.args);
         let linked = &linked;
+        // The run takes the module: the JIT compiles it in place.
+        let module = spec.module;
+        let run = Run {
+            engine: spec.engine,
+            entry: &spec.entry,
+            file: &spec.file,
+        };
         std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(RUN_STACK_BYTES)
-                .spawn_scoped(s, move || execute(spec, rt2, args, linked))
+                .spawn_scoped(s, move || execute(module, run, rt2, args, linked))
                 .map_err(|e| RunError::tool(format!("cannot start the run thread: {e}")))?
                 .join()
                 .map_err(|_| RunError::tool("the run thread panicked (a bug in guardlift)"))
@@ -97,26 +104,34 @@ pub(crate) fn run(spec: &RunSpec, p: Prepared) -> Result<RunEnd, RunError> {
     })
 }
 
-/// Runs the entry on the spec's engine; `linked`: the addresses of the
-/// externs the `--link` libraries provide.
+/// What [`execute`] reads of the run's spec besides its module.
+#[derive(Copy, Clone)]
+struct Run<'s> {
+    engine: Engine,
+    entry: &'s str,
+    file: &'s str,
+}
+
+/// Runs the entry of `m` on the spec's engine; `linked`: the addresses of
+/// the externs the `--link` libraries provide.
 fn execute(
-    spec: &RunSpec,
+    m: Verified,
+    run: Run<'_>,
     rt: Arc<Runtime>,
     args: &[u64],
     linked: &HashMap<String, usize>,
 ) -> Result<Ending, ExecError> {
-    let m = &spec.module;
-    match spec.engine {
+    match run.engine {
         Engine::Interp => {
-            let hosts = crate::link::Libraries::host_fns(m, linked).map_err(ExecError::Diag)?;
-            crate::interp::execute(m, rt, &spec.entry, args, &hosts)
+            let hosts = crate::link::Libraries::host_fns(&m, linked).map_err(ExecError::Diag)?;
+            crate::interp::execute(&m, rt, run.entry, args, &hosts)
         }
-        Engine::Jit => jit_execute(m, rt, &spec.entry, args, &spec.file, linked),
+        Engine::Jit => jit_execute(m, rt, run.entry, args, run.file, linked),
     }
 }
 
 fn jit_execute(
-    m: &Module,
+    m: Verified,
     rt: Arc<Runtime>,
     entry: &str,
     args: &[u64],
@@ -132,7 +147,7 @@ fn jit_execute(
         // C type, as an embedder's is for the symbols it adds.
         opts = unsafe { opts.symbol(name.clone(), addr as *const u8) };
     }
-    let code = guardlift_jit::Jit::compile(m, rt, &opts).map_err(ExecError::Jit)?;
+    let code = guardlift_jit::Jit::compile_verified(m, rt, &opts).map_err(ExecError::Jit)?;
     // SAFETY: not provable, and not needed: `guardlift run` exists to run
     // the user's program as native code (spec §8), trusted with this
     // process as a compiled C program would be. A wild access is the

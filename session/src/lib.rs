@@ -54,7 +54,7 @@ pub use spec::{Engine, Render, RunSpec};
 pub fn run(spec: RunSpec) -> Result<RunEnd, RunError> {
     let prepared = spec::Prepared::new(&spec)?;
     if spec.target == guardlift_jit::Target::Host {
-        host::run(&spec, prepared)
+        host::run(spec, prepared)
     } else {
         target::run(&spec, prepared)
     }

@@ -4,7 +4,7 @@
 
 use crate::RunError;
 use guardlift_ir::literal::parse_arg;
-use guardlift_ir::{Module, Type};
+use guardlift_ir::{Type, Verified};
 use guardlift_runtime::watch::WatchSpec;
 use guardlift_runtime::{Mode, Options};
 
@@ -33,8 +33,8 @@ pub struct Render {
 /// and its arguments, the engine and target, and the rendering.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    /// The module to run.
-    pub module: Module,
+    /// The module to run, verified (the JIT compiles it as it is).
+    pub module: Verified,
     /// The file it was read from (errors and reports name it).
     pub file: String,
     /// The entry function's name.

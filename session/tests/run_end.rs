@@ -11,9 +11,9 @@ const PROGRAMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/programs")
 fn spec(file: &str, engine: Engine, instrument: bool) -> RunSpec {
     let path = format!("{PROGRAMS}/{file}");
     let text = std::fs::read_to_string(&path).expect("program");
-    let m = guardlift_ir::parse_and_verify(&text).expect("valid program");
+    let m = guardlift_ir::parse_verified(&text).expect("valid program");
     let module = if instrument {
-        guardlift_instrument::instrument_owned(m, guardlift_instrument::CheckSet::ALL)
+        guardlift_instrument::instrument_verified(m, guardlift_instrument::CheckSet::ALL)
     } else {
         m
     };
@@ -74,7 +74,7 @@ fn both_host_engines_end_the_same_way() {
 #[test]
 fn the_result_is_the_entrys() {
     let mut s = spec("call_factorial.glir", Engine::Jit, false);
-    s.module = guardlift_ir::parse_and_verify(
+    s.module = guardlift_ir::parse_verified(
         "fn @main(%a: i64, %b: i64) -> i64 {\nentry:\n    %s = iadd %a, %b\n    return %s\n}\n",
     )
     .expect("valid");

@@ -202,7 +202,7 @@ mod tests {
             .groups()
             .iter()
             .map(|g| {
-                let name = f.values[g.obj.0 as usize].name.clone();
+                let name = f.values[g.obj.0 as usize].name.to_string();
                 (name, g.max_index, g.members.len())
             })
             .collect()

@@ -818,7 +818,7 @@ other:
         let f = &m.functions[0];
         let loops = clean_loops_for(&m, f, host);
         assert_eq!(loops.len(), 1, "{loops:?}");
-        let name = |b: u32| f.blocks[b as usize].name.clone();
+        let name = |b: u32| f.blocks[b as usize].name.to_string();
         loops[0].exits.iter().map(|&(b, n)| (name(b), n)).collect()
     }
 

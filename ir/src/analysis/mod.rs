@@ -105,6 +105,12 @@ pub fn adstack_capacities(f: &Function) -> Result<HashMap<Value, u32>, Diagnosti
             }
         }
     }
+    // No allocation, no handle with a capacity (the propagation below only
+    // spreads the allocations' own): a function without adstacks, most
+    // functions, skips the pass over its branches.
+    if cap.is_empty() {
+        return Ok(cap);
+    }
     // Propagate along "passed as branch argument to" edges (worklist:
     // linear). Only handles have a capacity: other arguments make no edge.
     let mut edges: HashMap<Value, Vec<Value>> = HashMap::new();

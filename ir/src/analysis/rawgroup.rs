@@ -167,8 +167,8 @@ mod tests {
             .iter()
             .map(|g| {
                 (
-                    f.blocks[g.block as usize].name.clone(),
-                    f.values[g.base.0 as usize].name.clone(),
+                    f.blocks[g.block as usize].name.to_string(),
+                    f.values[g.base.0 as usize].name.to_string(),
                     g.lo,
                     g.hi,
                     g.members.len(),

@@ -3,6 +3,7 @@
 //! branches provisional blocks until [`FnState::resolve`] at `}`.
 
 use super::*;
+use crate::Name;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -280,7 +281,7 @@ impl<'a> FnState<'a> {
         entry.value = Some(v);
         entry.def_line = loc.line;
         self.func.values.push(ValueData {
-            name: name.to_string(),
+            name: Name::from(name),
             ty: ty.unwrap_or(Type::I64),
             def,
         });
@@ -344,7 +345,7 @@ impl<'a> FnState<'a> {
         entry.block = Some(b);
         entry.def_line = loc.line;
         self.func.blocks.push(BlockData {
-            name: name.to_string(),
+            name: Name::from(name),
             params: Vec::new(),
             insts: Vec::new(),
             loc,

@@ -44,7 +44,7 @@ fn verify(split: &Split<'_>) {
         // Pieces' copied blocks have no labels.
         for (i, b) in f.blocks.iter_mut().enumerate() {
             if b.name.is_empty() {
-                b.name = format!("piece_block{i}");
+                b.name = format!("piece_block{i}").into();
             }
         }
     }
@@ -64,7 +64,7 @@ fn shape(split: &Split<'_>) -> Vec<usize> {
 #[test]
 fn a_chain_is_cut_into_valid_pieces_that_pass_their_live_ins() {
     let m = parse(&chain(200));
-    let split = split(&m, 40);
+    let split = split(Cow::Borrowed(&m), 40);
     let sm = &split.module;
     assert!(sm.functions.len() > 3, "{} functions", sm.functions.len());
     verify(&split);
@@ -98,12 +98,21 @@ fn a_chain_is_cut_into_valid_pieces_that_pass_their_live_ins() {
 #[test]
 fn small_functions_and_size_zero_are_left_whole() {
     let m = parse(&chain(10));
-    assert!(matches!(split(&m, 40).module, Cow::Borrowed(_)));
+    assert!(matches!(
+        split(Cow::Borrowed(&m), 40).module,
+        Cow::Borrowed(_)
+    ));
     let m = parse(&chain(200));
-    assert!(matches!(split(&m, 0).module, Cow::Borrowed(_)));
+    assert!(matches!(
+        split(Cow::Borrowed(&m), 0).module,
+        Cow::Borrowed(_)
+    ));
     // The largest size a user can ask for (GUARDLIFT_JIT_PIECES) cuts
     // nothing (twice it does not overflow).
-    assert!(matches!(split(&m, usize::MAX).module, Cow::Borrowed(_)));
+    assert!(matches!(
+        split(Cow::Borrowed(&m), usize::MAX).module,
+        Cow::Borrowed(_)
+    ));
 }
 
 /// No cut splits a loop, skips into the middle of a piece, or comes in a
@@ -114,7 +123,7 @@ fn cuts_respect_loops_skips_and_frame_state() {
     // the first, so there is no cut.
     let mut s = chain(60).replace("done(%r: i64):\n    return %r", "done(%r: i64):\n    %more = icmp.slt %r, %lim\n    brif %more, b0(%r), out(%r)\nout(%q: i64):\n    return %q");
     let m = parse(&s);
-    let sp = split(&m, 20);
+    let sp = split(Cow::Borrowed(&m), 20);
     // Only after it: the loop's 62 blocks and an exit block, then `out`.
     assert_eq!(shape(&sp), [63, 2], "a loop is never cut");
     verify(&sp);
@@ -124,7 +133,7 @@ fn cuts_respect_loops_skips_and_frame_state() {
         "%c = icmp.slt %x, %lim\n    brif %c, b0(%x), done(%x)",
     );
     let m = parse(&s);
-    let sp = split(&m, 20);
+    let sp = split(Cow::Borrowed(&m), 20);
     // Only at the skip's target: the entry, the 60 blocks and an exit
     // block, then `done`.
     assert_eq!(shape(&sp), [62, 2], "no cut is skipped");
@@ -136,7 +145,7 @@ fn cuts_respect_loops_skips_and_frame_state() {
     );
     let m = parse(&s);
     assert!(
-        matches!(split(&m, 20).module, Cow::Borrowed(_)),
+        matches!(split(Cow::Borrowed(&m), 20).module, Cow::Borrowed(_)),
         "frame state"
     );
 }
@@ -150,10 +159,10 @@ fn a_value_crosses_every_piece_up_to_its_use() {
         "done(%r: i64):\n    %s = iadd %r, %w3\n    return %s",
     );
     let m = parse(&s);
-    let with = split(&m, 30);
+    let with = split(Cow::Borrowed(&m), 30);
     verify(&with);
     let plain = parse(&chain(120));
-    let without = split(&plain, 30);
+    let without = split(Cow::Borrowed(&plain), 30);
     assert_eq!(shape(&with), shape(&without));
     assert!(with.module.functions.len() >= 3);
     for (a, b) in with.module.functions[1..]
@@ -175,11 +184,34 @@ fn a_use_before_its_definition_in_the_layout_is_mapped() {
          out:\n    %r = iadd %s, %one\n    return %r\n\
          step(%j: i64):\n    %s = iadd %j, %one\n    jump out\n}\n",
     );
-    let sp = split(&m, 2);
+    let sp = split(Cow::Borrowed(&m), 2);
     assert_eq!(
         shape(&sp),
         [2, 4],
         "entry and its exit; entry, head, out, step"
     );
     verify(&sp);
+}
+
+#[test]
+fn a_module_given_by_value_is_cut_in_place_into_the_same_pieces() {
+    // Two functions, the second cut: the first is moved as it is, the
+    // second's blocks are taken by its pieces.
+    let text = chain(200).replace("@main", "@big");
+    let m = parse(&format!("{}{text}", chain(3)));
+    let borrowed = split(Cow::Borrowed(&m), 40);
+    let owned = split(Cow::Owned(m.clone()), 40);
+    assert!(borrowed.module.functions.len() > 3);
+    assert_eq!(owned.origin, borrowed.origin);
+    assert_eq!(owned.tiers, borrowed.tiers);
+    assert_eq!(
+        *owned.module, *borrowed.module,
+        "the same pieces, whether taken or copied"
+    );
+    verify(&owned);
+    // Nothing to cut: the module comes back as it was given.
+    let small = parse(&chain(3));
+    assert!(
+        matches!(split(Cow::Owned(small.clone()), 40).module, Cow::Owned(ref s) if *s == small)
+    );
 }

@@ -20,7 +20,7 @@ fn ranges(body: &str) -> Vec<(String, i64, i64, i64, usize)> {
         .ranges()
         .iter()
         .map(|r| {
-            let name = f.values[r.base.0 as usize].name.clone();
+            let name = f.values[r.base.0 as usize].name.to_string();
             (name, r.scale, r.lo, r.hi, r.members.len())
         })
         .collect()
@@ -105,7 +105,7 @@ fn clean_copy_ranges(body: &str) -> Vec<(String, bool, usize)> {
         .ranges()
         .iter()
         .map(|r| {
-            let name = f.values[r.base.0 as usize].name.clone();
+            let name = f.values[r.base.0 as usize].name.to_string();
             (name, r.clean_copy, r.members.len())
         })
         .collect()
