@@ -168,9 +168,9 @@ impl<'m> Unit<'m> {
             .collect();
         let later: Vec<bool> = origin.iter().map(|&(_, k)| k > 0).collect();
         let mut lw = Lowerer::new(module, cfg, call_conv, ids, externs);
+        lw.set_later_pieces(later);
         lw.plan_clean_variants();
         lw.plan_entry_variants();
-        lw.set_later_pieces(later);
         for (i, f) in module.functions.iter().enumerate() {
             if lw.variant_drops(FuncId(i as u32)).is_some() {
                 let id = declare(m, cfg.names, call_conv, f, Variant::Clean)?;

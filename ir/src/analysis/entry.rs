@@ -48,7 +48,7 @@
 
 use super::flowgraph::ControlFlowGraph;
 use super::hoist::HostModel;
-use crate::inst::{Block, CheckKind, Inst, InstKind, Value};
+use crate::inst::{Block, CheckKind, FuncId, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 
 /// Does `k` end a function's entry region (may it free)?
@@ -224,46 +224,52 @@ pub fn entry_plans(m: &Module, host: HostModel) -> Vec<Option<EntryPlan>> {
         })
         .collect();
     let tested: Vec<Vec<Value>> = m.functions.iter().map(|f| tested_values(m, f)).collect();
+    // The direct calls (caller, callee, args), found in one pass: the
+    // rounds below go over them, not over every instruction again.
+    let calls: Vec<(usize, FuncId, &[Value])> = (m.functions.iter().enumerate())
+        .flat_map(|(fi, f)| {
+            (f.blocks.iter().flat_map(|b| &b.insts))
+                .filter_map(move |i| i.kind.direct_call().map(|(g, args)| (fi, g, args)))
+        })
+        .collect();
     let mut called = vec![false; n];
+    for &(_, g, _) in &calls {
+        if let Some(c) = called.get_mut(g.0 as usize) {
+            *c = true;
+        }
+    }
     // Params only go: repeat until no plan loses one (each round removes
     // at least one param, so at most as many rounds as params).
     loop {
         let mut changed = false;
-        for (fi, f) in m.functions.iter().enumerate() {
-            for (g, args) in f
-                .blocks
-                .iter()
-                .flat_map(|b| &b.insts)
-                .filter_map(|i| i.kind.direct_call())
-            {
-                let gi = g.0 as usize;
-                called[gi] = true;
-                // A param stays only if this call can vouch for its
-                // argument: tested in the caller, or a param of the
-                // caller its own plan keeps (of the same kind).
-                let own = |list: fn(&EntryPlan) -> &Vec<usize>, a: &Value| {
-                    let k = f.params.iter().position(|p| p == a);
-                    let caller = plans.get(fi).and_then(|p| p.as_ref());
-                    k.zip(caller).is_some_and(|(k, c)| list(c).contains(&k))
-                };
-                let keep = |list: fn(&EntryPlan) -> &Vec<usize>, k: usize| {
-                    args.get(k)
-                        .is_some_and(|a| tested[fi].contains(a) || own(list, a))
-                };
-                let Some(Some(p)) = plans.get(gi) else {
-                    continue;
-                };
-                let life: Vec<usize> = (p.life.iter().copied())
-                    .filter(|&k| keep(|c| &c.life, k))
-                    .collect();
-                let watch: Vec<usize> = (p.watch.iter().copied())
-                    .filter(|&k| keep(|c| &c.watch, k))
-                    .collect();
-                if let Some(Some(p)) = plans.get_mut(gi) {
-                    if (life.len(), watch.len()) != (p.life.len(), p.watch.len()) {
-                        changed = true;
-                        (p.life, p.watch) = (life, watch);
-                    }
+        for &(fi, g, args) in &calls {
+            let f = &m.functions[fi];
+            let gi = g.0 as usize;
+            // A param stays only if this call can vouch for its
+            // argument: tested in the caller, or a param of the
+            // caller its own plan keeps (of the same kind).
+            let own = |list: fn(&EntryPlan) -> &Vec<usize>, a: &Value| {
+                let k = f.params.iter().position(|p| p == a);
+                let caller = plans.get(fi).and_then(|p| p.as_ref());
+                k.zip(caller).is_some_and(|(k, c)| list(c).contains(&k))
+            };
+            let keep = |list: fn(&EntryPlan) -> &Vec<usize>, k: usize| {
+                args.get(k)
+                    .is_some_and(|a| tested[fi].contains(a) || own(list, a))
+            };
+            let Some(Some(p)) = plans.get(gi) else {
+                continue;
+            };
+            let life: Vec<usize> = (p.life.iter().copied())
+                .filter(|&k| keep(|c| &c.life, k))
+                .collect();
+            let watch: Vec<usize> = (p.watch.iter().copied())
+                .filter(|&k| keep(|c| &c.watch, k))
+                .collect();
+            if let Some(Some(p)) = plans.get_mut(gi) {
+                if (life.len(), watch.len()) != (p.life.len(), p.watch.len()) {
+                    changed = true;
+                    (p.life, p.watch) = (life, watch);
                 }
             }
         }

@@ -17,6 +17,29 @@ fn inference_order(func: &Function) -> Vec<usize> {
     rpo.iter().map(|b| b.index()).chain(unreachable).collect()
 }
 
+/// The operand whose type gives `kind`'s result type, for the forms whose
+/// result type depends on an operand.
+pub(super) fn type_source(kind: &InstKind) -> Option<Value> {
+    match kind {
+        InstKind::Binary { a, .. } | InstKind::Unary { a, .. } | InstKind::Select { a, .. } => {
+            Some(*a)
+        }
+        InstKind::AdTop { stack } | InstKind::AdTopAdj { stack } => Some(*stack),
+        _ => None,
+    }
+}
+
+/// `kind`'s result type when its [`type_source`] operand has type `st`:
+/// `None` when `st` gives none (an `adstack.top` of a value that is no
+/// adstack handle).
+pub(super) fn derived_type(kind: &InstKind, st: Type) -> Option<Type> {
+    match kind {
+        InstKind::AdTop { .. } | InstKind::AdTopAdj { .. } => st.adstack_elem().map(Type::of_elem),
+        InstKind::Binary { op, .. } if op.is_overflow_test() => Some(Type::I8),
+        _ => Some(st),
+    }
+}
+
 /// Fills in the result types that depend on an operand, in reverse postorder.
 pub(super) fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResult<()> {
     let name = |v: Value| func.values.get(v.index()).map_or("?", |d| d.name.as_str());
@@ -29,17 +52,11 @@ pub(super) fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResul
             if known.get(r.index()).copied().flatten().is_some() {
                 continue;
             }
-            let src = match &inst.kind {
-                InstKind::Binary { a, .. }
-                | InstKind::Unary { a, .. }
-                | InstKind::Select { a, .. } => *a,
-                InstKind::AdTop { stack } | InstKind::AdTopAdj { stack } => *stack,
-                _ => {
-                    return err(
-                        inst.loc,
-                        format!("cannot determine the type of %{}", name(r)),
-                    )
-                }
+            let Some(src) = type_source(&inst.kind) else {
+                return err(
+                    inst.loc,
+                    format!("cannot determine the type of %{}", name(r)),
+                );
             };
             let Some(st) = known.get(src.index()).copied().flatten() else {
                 return err(
@@ -51,22 +68,15 @@ pub(super) fn infer_types(func: &Function, known: &mut [Option<Type>]) -> PResul
                     ),
                 );
             };
-            let t = match &inst.kind {
-                InstKind::AdTop { .. } | InstKind::AdTopAdj { .. } => match st.adstack_elem() {
-                    Some(e) => Type::of_elem(e),
-                    None => {
-                        return err(
-                            inst.loc,
-                            format!(
-                                "cannot determine the type of %{}: operand %{} is {st}, not an adstack handle",
-                                name(r),
-                                name(src)
-                            ),
-                        )
-                    }
-                },
-                InstKind::Binary { op, .. } if op.is_overflow_test() => Type::I8,
-                _ => st,
+            let Some(t) = derived_type(&inst.kind, st) else {
+                return err(
+                    inst.loc,
+                    format!(
+                        "cannot determine the type of %{}: operand %{} is {st}, not an adstack handle",
+                        name(r),
+                        name(src)
+                    ),
+                );
             };
             if let Some(k) = known.get_mut(r.index()) {
                 *k = Some(t);

@@ -111,7 +111,14 @@ impl<'a> Parser<'a> {
                 what: format!("no operand reader for {op:?}"),
             });
         };
-        let (ty, call) = (r.ty, r.call);
+        let (mut ty, call) = (r.ty, r.call);
+        // A result of its first operand's type (the rule `infer` applies)
+        // whose operand is defined above: known now, so that a function
+        // written in order needs no inference pass (nor its CFG).
+        if ty.is_none() {
+            let src = super::infer::type_source(&kind).and_then(|v| f.operand_type(v));
+            ty = src.and_then(|st| super::infer::derived_type(&kind, st));
+        }
         Ok(Body { kind, ty, call })
     }
 }

@@ -385,7 +385,9 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            infer_types(func, &mut extra.known)?;
+            if extra.known.iter().any(Option::is_none) {
+                infer_types(func, &mut extra.known)?;
+            }
             for (vd, k) in func.values.iter_mut().zip(&extra.known) {
                 if let Some(t) = k {
                     vd.ty = *t;

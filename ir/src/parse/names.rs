@@ -299,6 +299,13 @@ impl<'a> FnState<'a> {
         Ok(Value(e))
     }
 
+    /// The type of operand `v` (a name entry, as [`FnState::use_value`]
+    /// gives it) when it is already defined with a known type.
+    pub(super) fn operand_type(&self, v: Value) -> Option<Type> {
+        let def = self.entries.get(v.index())?.value?;
+        self.known.get(def.index()).copied().flatten()
+    }
+
     pub(super) fn label_entry(&mut self, name: &'a str, loc: SrcLoc) -> PResult<u32> {
         if !is_block_name(name) {
             return err(loc, format!("invalid block label `{name}`"));

@@ -48,9 +48,12 @@ pub fn verify_module(m: &Module) -> Result<(), VerifyErrors> {
     let mut site_users: HashMap<SiteId, SrcLoc> = HashMap::new();
     for (i, f) in m.functions.iter().enumerate() {
         let before = errs.len();
-        FnVerifier::new(m, FuncId(i as u32), f, &mut errs, &mut site_users).run();
-        // Guards need every handle's capacity: one allocation size per handle.
-        if errs.len() == before {
+        let mut v = FnVerifier::new(m, FuncId(i as u32), f, &mut errs, &mut site_users);
+        v.run();
+        let allocs = v.allocs;
+        // Guards need every handle's capacity: one allocation size per
+        // handle (a function without `adstack.alloc` has no handle).
+        if errs.len() == before && allocs {
             if let Err(d) = crate::analysis::adstack_capacities(f) {
                 errs.push(d);
             }
@@ -161,6 +164,8 @@ struct FnVerifier<'a> {
     /// Running total of adstack bytes.
     frame_bytes: u64,
     frame_reported: bool,
+    /// Whether the function has an `adstack.alloc`.
+    allocs: bool,
     /// The operands of the instruction being checked (a reused buffer).
     ops: Vec<Value>,
 }
@@ -183,6 +188,7 @@ impl<'a> FnVerifier<'a> {
             domtree: DominatorTree::default(),
             frame_bytes: 0,
             frame_reported: false,
+            allocs: false,
             ops: Vec::new(),
         }
     }

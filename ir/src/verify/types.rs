@@ -353,6 +353,7 @@ impl FnVerifier<'_> {
 
     /// `adstack.alloc`: capacity, result, and the frame's total of buffers.
     fn check_alloc(&mut self, inst: &Inst, elem: AdElem, capacity: u32) {
+        self.allocs = true;
         let loc = inst.loc;
         if capacity == 0 || capacity > MAX_ADSTACK_CAPACITY {
             self.err(

@@ -55,6 +55,7 @@ impl Lowerer<'_> {
     pub fn plan_entry_variants(&mut self) {
         self.entries = entry_plans(self.ir, self.host);
         self.entry_funcs = vec![None; self.entries.len()];
+        self.drop_later_pieces_variants();
     }
 
     /// The entry variant of IR function `g`, if it has one.

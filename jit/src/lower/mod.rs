@@ -348,11 +348,20 @@ impl<'m> Lowerer<'m> {
         }
     }
 
-    /// Marks the later pieces of split functions (by IR function) and
-    /// drops any variant planned for them: only their previous piece calls
-    /// them, once, outside any loop.
+    /// Marks the later pieces of split functions (by IR function), before
+    /// the variants are planned ([`Lowerer::plan_clean_variants`],
+    /// [`Lowerer::plan_entry_variants`]): they get none, since only their
+    /// previous piece calls them, once, outside any loop, and a piece's
+    /// exit call does not make the clean-loop analysis run on it.
     pub(crate) fn set_later_pieces(&mut self, later: Vec<bool>) {
-        for (i, _) in later.iter().enumerate().filter(|(_, &l)| l) {
+        self.later_pieces = later;
+        self.drop_later_pieces_variants();
+    }
+
+    /// Drops any variant planned for a later piece (`plan_entry_variants`,
+    /// which runs after `plan_clean_variants`, ends with it).
+    pub(crate) fn drop_later_pieces_variants(&mut self) {
+        for (i, _) in (self.later_pieces.iter().enumerate()).filter(|(_, &l)| l) {
             if let Some(e) = self.entries.get_mut(i) {
                 *e = None;
             }
@@ -360,7 +369,6 @@ impl<'m> Lowerer<'m> {
                 *v = None;
             }
         }
-        self.later_pieces = later;
     }
 
     /// Is IR function `g` a later piece ([`Lowerer::set_later_pieces`])?

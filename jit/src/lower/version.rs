@@ -81,16 +81,12 @@ impl Lowerer<'_> {
         if self.shadow.is_none_or(|s| s.watch_id.is_none()) {
             return;
         }
+        // (A later piece is only called by its previous piece's exit.)
+        let later = self.later_pieces.clone();
         let calls = |f: &&guardlift_ir::Function| {
-            (f.blocks.iter().flat_map(|b| &b.insts)).any(|i| {
-                matches!(
-                    i.kind,
-                    InstKind::Call {
-                        callee: Callee::Func(_),
-                        ..
-                    }
-                )
-            })
+            (f.blocks.iter().flat_map(|b| &b.insts))
+                .filter_map(|i| i.kind.direct_call())
+                .any(|(g, _)| !later.get(g.0 as usize).copied().unwrap_or(false))
         };
         // Per callee, the params whose argument is a fixed-attribute
         // object of every clean loop that calls it (`None`: no call seen).
