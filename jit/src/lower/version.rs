@@ -127,9 +127,14 @@ impl Lowerer<'_> {
                 }
             }
         }
+        // Only callees with a variant are looked at (another pass over a
+        // function's instructions).
         for (gi, fx) in fixed.into_iter().enumerate() {
+            let Some(fx) = fx.filter(|_| self.variants[gi].is_some()) else {
+                continue;
+            };
             let bounded = self.bounds_params(FuncId(gi as u32));
-            if let (Some(d), Some(fx)) = (self.variants[gi].as_mut(), fx) {
+            if let Some(d) = self.variants[gi].as_mut() {
                 d.bounds = fx.into_iter().filter(|i| bounded.contains(i)).collect();
             }
         }
