@@ -11,8 +11,7 @@ use crate::unit::{compile_unit, CompileTimes, CompiledUnit, FuncCode, UnitConfig
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId as ClFuncId, Module as _};
-use guardlift_ir::Type;
-use guardlift_ir::Verified;
+use guardlift_ir::{Type, Verified};
 use guardlift_runtime::codemap::{CodeFunction, CodeRegistration};
 use guardlift_runtime::internals::*;
 use guardlift_runtime::{JitDebug, Mode, Runtime, SiteInfo, TrapRegistration, TrapSite};

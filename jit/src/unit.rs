@@ -367,6 +367,26 @@ pub(crate) mod tests {
         }
     }
 
+    /// `m` compiled into an object module in recover mode, with a shadow
+    /// that watches (so clean variants are planned), profiler names and
+    /// stub records, in pieces of `pieces` instructions (`0`: whole).
+    fn compile_watching(
+        m: &guardlift_ir::Module,
+        pieces: usize,
+    ) -> (CompiledUnit, cranelift_object::ObjectModule) {
+        let mut om = crate::target::test_object_module();
+        let mut cfg = config(
+            Mode::Recover,
+            Names::Profiler,
+            Some(WATCHING),
+            StubInfo::Keep,
+        );
+        cfg.pieces = pieces;
+        let (unit, _) =
+            compile_unit(&mut om, Cow::Borrowed(m), &cfg, Vec::new()).expect("compiles");
+        (unit, om)
+    }
+
     /// (IR function, variant) of each code unit of `unit`, in order.
     fn units(unit: &CompiledUnit) -> Vec<(usize, Variant)> {
         unit.funcs.iter().map(|c| (c.func, c.variant)).collect()
@@ -387,15 +407,7 @@ pub(crate) mod tests {
             &guardlift_ir::parse_and_verify(PROGRAM).expect("valid"),
             CheckSet::ALL,
         );
-        let mut om = crate::target::test_object_module();
-        let cfg = config(
-            Mode::Recover,
-            Names::Profiler,
-            Some(WATCHING),
-            StubInfo::Keep,
-        );
-        let (unit, _) =
-            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
+        let (unit, om) = compile_watching(&m, 0);
         assert_eq!(
             units(&unit),
             [
@@ -426,16 +438,7 @@ pub(crate) mod tests {
         // clean copy), its exit; the later pieces come after the module's
         // functions and before the variants, as code units of `@main`
         // with their own code and maps.
-        let mut om = crate::target::test_object_module();
-        let mut cfg = config(
-            Mode::Recover,
-            Names::Profiler,
-            Some(WATCHING),
-            StubInfo::Keep,
-        );
-        cfg.pieces = 2;
-        let (unit, _) =
-            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
+        let (unit, om) = compile_watching(&m, 2);
         assert_eq!(
             units(&unit),
             [
