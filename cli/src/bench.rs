@@ -32,19 +32,20 @@ use crate::source::CliError;
 use guardlift_instrument::{instrument, CheckSet};
 use guardlift_interp::Interpreter;
 use guardlift_ir::Module;
-use guardlift_jit::{CompileOptions, Jit, Ptr, Tier};
+use guardlift_jit::{CompileOptions, Jit, Ptr};
 
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::process::Command;
-use std::time::Instant;
 
+mod compile;
 mod debuginfo;
 mod jit_shapes;
 mod objects;
 mod watch_alloc;
 
+use compile::{compile_rows, compile_scaling, Shape};
 use objects::{obj_free, obj_new};
 
 /// `@stores(obj, n)`, from the corpus every engine runs.
@@ -595,195 +596,6 @@ fn ctxmgr_rows(reps: usize, n: u64) -> Vec<Row> {
     })
 }
 
-/// One function of about `n` instructions: a straight chain of `2n/5`
-/// blocks, each adding one to the value its block parameter carries and
-/// passing it on (every other block by a `brif` whose both edges go to the
-/// next block) — the shape of the 100 000-block function of issue 18.
-pub fn chain_function(n: usize) -> String {
-    let blocks = (n * 2 / 5).max(1);
-    let mut s = String::from(
-        "fn @main(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n",
-    );
-    for i in 0..blocks {
-        let next = if i + 1 == blocks {
-            "done".to_string()
-        } else {
-            format!("b{}", i + 1)
-        };
-        s += &format!("b{i}(%v{i}: i64):\n    %w{i} = iadd %v{i}, %one\n");
-        if i % 2 == 0 {
-            s += &format!(
-                "    %c{i} = icmp.slt %w{i}, %lim\n    brif %c{i}, {next}(%w{i}), {next}(%v{i})\n"
-            );
-        } else {
-            s += &format!("    jump {next}(%w{i})\n");
-        }
-    }
-    s += "done(%r: i64):\n    return %r\n}\n";
-    s
-}
-
-/// A module of about `n` instructions in `n/20` blocks.
-pub fn sized_module(n: usize) -> String {
-    let mut s = String::from("fn @main(%x: i64) -> i64 {\nentry:\n    jump b0(%x)\n");
-    let blocks = (n / 20).max(1);
-    for b in 0..blocks {
-        s += &format!("b{b}(%a{b}: i64):\n");
-        let mut prev = format!("%a{b}");
-        for i in 0..9 {
-            s += &format!(
-                "    %c{b}_{i} = iconst.i64 {}\n    %v{b}_{i} = iadd {prev}, %c{b}_{i}\n",
-                i + 1
-            );
-            prev = format!("%v{b}_{i}");
-        }
-        let next = if b + 1 == blocks {
-            "done".to_string()
-        } else {
-            format!("b{}", b + 1)
-        };
-        s += &format!("    jump {next}({prev})\n");
-    }
-    s += "done(%r: i64):\n    return %r\n}\n";
-    s
-}
-
-/// The two shapes of the compile rows.
-#[derive(Copy, Clone, PartialEq)]
-enum Shape {
-    /// One function of `n` instructions ([`chain_function`]).
-    OneFunction,
-    /// Functions of ~200 instructions, as a JIT compiles them.
-    ManyFunctions,
-}
-
-impl Shape {
-    fn name(self) -> &'static str {
-        match self {
-            Shape::OneFunction => "one function",
-            Shape::ManyFunctions => "many functions",
-        }
-    }
-
-    fn text(self, n: usize) -> String {
-        match self {
-            Shape::OneFunction => chain_function(n),
-            Shape::ManyFunctions => {
-                let per_fn = 200;
-                (0..(n / per_fn).max(1))
-                    .map(|f| sized_module(per_fn).replace("@main", &format!("@f{f}")))
-                    .collect()
-            }
-        }
-    }
-}
-
-/// One compile of a module text, as [`compile_once`] measures it.
-struct CompileRun {
-    /// Wall seconds of each phase: parse and verify, instrument (every
-    /// check), lower, Cranelift.
-    phases: [f64; 4],
-    /// Thread CPU seconds of the whole compile (the four phases).
-    cpu_s: f64,
-    /// Instructions, functions and blocks of the parsed module.
-    shape: [usize; 3],
-    /// How many of its functions were compiled at [`Tier::Big`].
-    big: usize,
-}
-
-/// Compiles `text` once (parse, instrument with every check, JIT).
-fn compile_once(text: &str) -> CompileRun {
-    let cpu0 = thread_cpu_ns();
-    let t = Instant::now();
-    let m = guardlift_ir::parse_verified(text).expect("bench IR is valid");
-    let parse_s = t.elapsed().as_secs_f64();
-    let shape = [
-        m.inst_count(),
-        m.functions.len(),
-        m.functions.iter().map(|f| f.blocks.len()).sum(),
-    ];
-    // As `guardlift run`: the parsed module becomes the instrumented one,
-    // which the JIT takes (verified once, cut into pieces in place).
-    let t = Instant::now();
-    let mi = guardlift_instrument::instrument_verified(m, CheckSet::ALL);
-    let inst_s = t.elapsed().as_secs_f64();
-    let names: Vec<String> = mi.functions.iter().map(|f| f.name.clone()).collect();
-    let t = Instant::now();
-    let code = Jit::compile_verified(mi, runtime(Mode::Recover), &CompileOptions::default())
-        .expect("compiles");
-    let compile_s = t.elapsed().as_secs_f64();
-    let times = code.compile_times();
-    let big = (names.iter())
-        .filter(|name| code.tier(name).ok() == Some(Tier::Big))
-        .count();
-    let cpu_s = (thread_cpu_ns() - cpu0) / 1e9;
-    drop(code);
-    let cranelift_s = times.codegen.as_secs_f64();
-    // Jit::compile's own verification and setup count as lowering too.
-    let lower_s = times.lower.as_secs_f64();
-    let lower_s = lower_s + (compile_s - lower_s - cranelift_s).max(0.0);
-    CompileRun {
-        phases: [parse_s, inst_s, lower_s, cranelift_s],
-        cpu_s,
-        shape,
-        big,
-    }
-}
-
-fn compile_rows(sizes: &[usize]) -> Vec<Json> {
-    let mut out = Vec::new();
-    for shape in [Shape::OneFunction, Shape::ManyFunctions] {
-        for &n in sizes {
-            let text = shape.text(n);
-            // Small sizes take milliseconds: the run of median total time
-            // out of several.
-            let reps = if n <= 10_000 { 5 } else { 1 };
-            let mut runs: Vec<CompileRun> = (0..reps).map(|_| compile_once(&text)).collect();
-            let cpu_s = median(runs.iter().map(|r| r.cpu_s).collect());
-            runs.sort_by(|a, b| {
-                let total = |r: &CompileRun| r.phases.iter().sum::<f64>();
-                total(a).total_cmp(&total(b))
-            });
-            let CompileRun {
-                phases: [parse_s, inst_s, lower_s, cranelift_s],
-                shape: [insts, functions, blocks],
-                big,
-                ..
-            } = runs.swap_remove(reps / 2);
-            let total = parse_s + inst_s + lower_s + cranelift_s;
-            out.push(json!({
-                "shape": shape.name(),
-                "instructions": insts,
-                "functions": functions,
-                "blocks": blocks,
-                "big_tier_functions": big,
-                "parse_verify_s": parse_s,
-                "instrument_s": inst_s,
-                "lower_s": lower_s,
-                "cranelift_s": cranelift_s,
-                "total_s": total,
-                "insts_per_s_total": insts as f64 / total,
-                "us_per_inst": total * 1e6 / insts as f64,
-                "cpu_us_per_inst": cpu_s * 1e6 / insts as f64,
-                "lower_and_instrument_share": (inst_s + lower_s) / total,
-                "guardlift_share": (parse_s + inst_s + lower_s) / total,
-            }));
-        }
-    }
-    out
-}
-
-/// Per-instruction compile time (`key`: wall `us_per_inst` or
-/// `cpu_us_per_inst`) of the largest size over the smallest, for `shape`.
-fn compile_scaling(compile: &[Json], shape: Shape, key: &str) -> Option<f64> {
-    let rows: Vec<&Json> = compile
-        .iter()
-        .filter(|c| c["shape"] == shape.name())
-        .collect();
-    let per = |c: &Json| c[key].as_f64();
-    ratio(per(rows.last()?), per(rows.first()?))
-}
-
 fn find(rows: &[Row], name: &str) -> Option<f64> {
     rows.iter().find(|r| r.name == name).and_then(|r| r.ns)
 }
@@ -841,10 +653,20 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     } else {
         &[1_000, 10_000, 100_000, 250_000, 1_000_000]
     };
-    let compile = if on("compile") {
-        compile_rows(sizes)
+    let (compile, scaling) = if on("compile") {
+        // Issue 33's row, 10^4 → 10^6, in interleaved rounds (quick: one
+        // round of smaller sizes, a smoke test of the measurement).
+        let (rounds, small, large) = if quick {
+            (1, 1_000, 20_000)
+        } else {
+            (3, 10_000, 1_000_000)
+        };
+        (
+            compile_rows(sizes),
+            Some(compile::scaling(rounds, small, large)),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let jit = find(&rows, "store_attr jit");
     let ctx = |checks: &str| {
@@ -859,6 +681,9 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             "dict_adstack": ctx("dict,adstack"),
             "instrument": ctx("instrument"),
         },
+        "compile_cpu_per_inst_one_function_interleaved": scaling.as_ref().map(|s| {
+            json!({ format!("{}_to_{}", s.sizes[0], s.sizes[1]): s.ratio() })
+        }),
         "compile_per_inst_largest_over_smallest": {
             "one_function": compile_scaling(&compile, Shape::OneFunction, "us_per_inst"),
             "many_functions": compile_scaling(&compile, Shape::ManyFunctions, "us_per_inst"),
@@ -896,6 +721,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             "rows": rows.iter().map(|r| json!({"name": r.name, "ns_per_op": r.ns, "note": r.note})).collect::<Vec<_>>(),
             "ratios": ratios,
             "compile": compile,
+            "compile_scaling": scaling.as_ref().map(compile::Scaling::to_json),
             "machine": machine(),
         });
         crate::outln!("{j}");
@@ -942,6 +768,18 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
             c["us_per_inst"].as_f64().unwrap_or(0.0),
             c["cpu_us_per_inst"].as_f64().unwrap_or(0.0),
             c["lower_and_instrument_share"].as_f64().unwrap_or(0.0) * 100.0,
+        );
+    }
+    if let Some(s) = &scaling {
+        let rounds: Vec<String> = (s.rounds.iter())
+            .map(|[a, b]| format!("{a:.2} -> {b:.2} us ({:.2}x)", b / a))
+            .collect();
+        crate::outln!(
+            "  one function, CPU per instruction, {} -> {} in interleaved rounds: {} ({})",
+            s.sizes[0],
+            s.sizes[1],
+            s.ratio().map_or("n/a".to_string(), |r| format!("{r:.2}x")),
+            rounds.join("; ")
         );
     }
     Ok(0)

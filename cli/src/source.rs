@@ -53,7 +53,10 @@ fn line_col(bytes: &[u8], off: usize) -> (usize, usize) {
 fn read_text(path: &str) -> Result<Vec<u8>, CliError> {
     let cannot = |e: std::io::Error| CliError::at(path, format!("cannot read: {e}"));
     let mut f = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
+    // A regular file's size (capped) sizes the buffer once: growing it by
+    // doubling would hold up to twice the text at the parse's peak.
+    let hint = f.metadata().map_or(0, |m| m.len().min(MAX_SOURCE_BYTES));
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
     let mut chunk = vec![0u8; 64 << 10];
     loop {
         let n = match f.read(&mut chunk) {
@@ -98,5 +101,8 @@ pub fn load(path: &str) -> Result<Verified, CliError> {
         }
     };
     let m = parse_module(text).map_err(|d| CliError::new(d.with_file(path)))?;
+    // The module owns its names: the text goes before verification's
+    // tables are built.
+    drop(bytes);
     Verified::new(m).map_err(|e| CliError::new(e.with_file(path)))
 }

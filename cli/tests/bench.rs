@@ -205,6 +205,22 @@ fn bench_measures_every_engine_mode_and_phase() {
             if shape == "one function" { 1 } else { 5 }
         );
     }
+    // Issue 33's scaling row, in interleaved rounds (--quick: one round of
+    // 1k and 20k): the ratio is the median of the rounds' ratios, each the
+    // large size's CPU per instruction over the small one's.
+    let s = &b["compile_scaling"];
+    assert_eq!(s["shape"], "one function", "{s}");
+    assert_eq!(s["sizes"], serde_json::json!([1000, 20000]), "{s}");
+    let rounds = s["cpu_us_per_inst"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 1, "{s}");
+    let small = positive(&rounds[0][0], "small cpu us/inst");
+    let large = positive(&rounds[0][1], "large cpu us/inst");
+    let r = positive(&s["ratio"], "scaling ratio");
+    assert!((r - large / small).abs() < 1e-9 * r, "{s}");
+    assert_eq!(
+        ratios["compile_cpu_per_inst_one_function_interleaved"]["1000_to_20000"],
+        s["ratio"]
+    );
 }
 
 /// Issue 35's compile-time row: one module compiled with the profiler and
