@@ -45,7 +45,7 @@ mod jit_shapes;
 mod objects;
 mod watch_alloc;
 
-use compile::{compile_rows, compile_scaling, Shape};
+use compile::{compile_scaling, Shape};
 use objects::{obj_free, obj_new};
 
 /// `@stores(obj, n)`, from the corpus every engine runs.
@@ -647,24 +647,8 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
     if on("jitshapes") {
         rows.extend(jit_shapes::rows(reps, quick));
     }
-    // 250 000 instructions: the one function of 100 000 blocks.
-    let sizes: &[usize] = if quick {
-        &[1_000, 20_000]
-    } else {
-        &[1_000, 10_000, 100_000, 250_000, 1_000_000]
-    };
     let (compile, scaling) = if on("compile") {
-        // Issue 33's row, 10^4 → 10^6, in interleaved rounds (quick: one
-        // round of smaller sizes, a smoke test of the measurement).
-        let (rounds, small, large) = if quick {
-            (1, 1_000, 20_000)
-        } else {
-            (3, 10_000, 1_000_000)
-        };
-        (
-            compile_rows(sizes),
-            Some(compile::scaling(rounds, small, large)),
-        )
+        compile::measure(quick)
     } else {
         (Vec::new(), None)
     };
@@ -734,54 +718,7 @@ pub fn bench(json_out: bool, quick: bool, only: &[String]) -> Result<u8, CliErro
         crate::outln!("{:<32} {:>12}  {}", r.name, ns, r.note);
     }
     print_ratios(&ratios)?;
-    crate::outln!(
-        "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
-    );
-    crate::outln!(
-        "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>9} {:>14}",
-        "shape",
-        "insts",
-        "blocks",
-        "big",
-        "parse+verify",
-        "instrument",
-        "lower",
-        "cranelift",
-        "insts/s",
-        "us/inst",
-        "cpu us",
-        "instr+lower"
-    );
-    let ms = |c: &Json, k: &str| c[k].as_f64().unwrap_or(0.0) * 1e3;
-    for c in &compile {
-        crate::outln!(
-            "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>9.2} {:>13.1}%",
-            c["shape"].as_str().unwrap_or(""),
-            c["instructions"].as_u64().unwrap_or(0),
-            c["blocks"].as_u64().unwrap_or(0),
-            c["big_tier_functions"].as_u64().unwrap_or(0),
-            ms(c, "parse_verify_s"),
-            ms(c, "instrument_s"),
-            ms(c, "lower_s"),
-            ms(c, "cranelift_s"),
-            c["insts_per_s_total"].as_f64().unwrap_or(0.0),
-            c["us_per_inst"].as_f64().unwrap_or(0.0),
-            c["cpu_us_per_inst"].as_f64().unwrap_or(0.0),
-            c["lower_and_instrument_share"].as_f64().unwrap_or(0.0) * 100.0,
-        );
-    }
-    if let Some(s) = &scaling {
-        let rounds: Vec<String> = (s.rounds.iter())
-            .map(|[a, b]| format!("{a:.2} -> {b:.2} us ({:.2}x)", b / a))
-            .collect();
-        crate::outln!(
-            "  one function, CPU per instruction, {} -> {} in interleaved rounds: {} ({})",
-            s.sizes[0],
-            s.sizes[1],
-            s.ratio().map_or("n/a".to_string(), |r| format!("{r:.2}x")),
-            rounds.join("; ")
-        );
-    }
+    compile::print(&compile, scaling.as_ref())?;
     Ok(0)
 }
 

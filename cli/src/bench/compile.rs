@@ -6,6 +6,7 @@
 //! size on a shared machine differs by more than the ratio's margin.
 
 use super::{median, ratio, runtime, thread_cpu_ns};
+use crate::source::CliError;
 use guardlift_instrument::CheckSet;
 use guardlift_jit::{CompileOptions, Jit, Tier};
 use guardlift_runtime::Mode;
@@ -147,7 +148,7 @@ fn compile_once(text: &str) -> CompileRun {
     }
 }
 
-pub(super) fn compile_rows(sizes: &[usize]) -> Vec<Json> {
+fn compile_rows(sizes: &[usize]) -> Vec<Json> {
     let mut out = Vec::new();
     for shape in [Shape::OneFunction, Shape::ManyFunctions] {
         for &n in sizes {
@@ -236,7 +237,7 @@ impl Scaling {
 /// One function of `small` and of `large` instructions compiled in
 /// `rounds` interleaved rounds (each round: `small` five times, its
 /// median, then `large` once), as [`compile_once`] measures them.
-pub(super) fn scaling(rounds: usize, small: usize, large: usize) -> Scaling {
+fn scaling(rounds: usize, small: usize, large: usize) -> Scaling {
     let texts = [small, large].map(|n| Shape::OneFunction.text(n));
     let cpu_us_per_inst = |text: &str, reps: usize| {
         let runs: Vec<CompileRun> = (0..reps).map(|_| compile_once(text)).collect();
@@ -250,4 +251,75 @@ pub(super) fn scaling(rounds: usize, small: usize, large: usize) -> Scaling {
         sizes: [small, large],
         rounds,
     }
+}
+
+/// The compile rows (sizes from 10^3 to 10^6; `quick`: 10^3 and 2·10^4)
+/// and issue 33's row, 10^4 → 10^6, in interleaved rounds (`quick`: one
+/// round of the smaller sizes, a smoke test of the measurement).
+pub(super) fn measure(quick: bool) -> (Vec<Json>, Option<Scaling>) {
+    // 250 000 instructions: the one function of 100 000 blocks.
+    let sizes: &[usize] = if quick {
+        &[1_000, 20_000]
+    } else {
+        &[1_000, 10_000, 100_000, 250_000, 1_000_000]
+    };
+    let (rounds, small, large) = if quick {
+        (1, 1_000, 20_000)
+    } else {
+        (3, 10_000, 1_000_000)
+    };
+    (compile_rows(sizes), Some(scaling(rounds, small, large)))
+}
+
+/// The text output's compile table and scaling line.
+pub(super) fn print(compile: &[Json], scaling: Option<&Scaling>) -> Result<(), CliError> {
+    crate::outln!(
+        "\ncompile (instrumented with every check; one function = a chain of blocks; many = functions of ~200 instructions; big = functions at the big tier; phases and us/inst: wall time, cpu us: thread CPU time per instruction)"
+    );
+    crate::outln!(
+        "  {:<14} {:>8} {:>7} {:>4} {:>12} {:>11} {:>10} {:>11} {:>10} {:>9} {:>9} {:>14}",
+        "shape",
+        "insts",
+        "blocks",
+        "big",
+        "parse+verify",
+        "instrument",
+        "lower",
+        "cranelift",
+        "insts/s",
+        "us/inst",
+        "cpu us",
+        "instr+lower"
+    );
+    let ms = |c: &Json, k: &str| c[k].as_f64().unwrap_or(0.0) * 1e3;
+    for c in compile {
+        crate::outln!(
+            "  {:<14} {:>8} {:>7} {:>4} {:>10.1}ms {:>9.1}ms {:>8.1}ms {:>9.1}ms {:>10.0} {:>9.2} {:>9.2} {:>13.1}%",
+            c["shape"].as_str().unwrap_or(""),
+            c["instructions"].as_u64().unwrap_or(0),
+            c["blocks"].as_u64().unwrap_or(0),
+            c["big_tier_functions"].as_u64().unwrap_or(0),
+            ms(c, "parse_verify_s"),
+            ms(c, "instrument_s"),
+            ms(c, "lower_s"),
+            ms(c, "cranelift_s"),
+            c["insts_per_s_total"].as_f64().unwrap_or(0.0),
+            c["us_per_inst"].as_f64().unwrap_or(0.0),
+            c["cpu_us_per_inst"].as_f64().unwrap_or(0.0),
+            c["lower_and_instrument_share"].as_f64().unwrap_or(0.0) * 100.0,
+        );
+    }
+    if let Some(s) = scaling {
+        let rounds: Vec<String> = (s.rounds.iter())
+            .map(|[a, b]| format!("{a:.2} -> {b:.2} us ({:.2}x)", b / a))
+            .collect();
+        crate::outln!(
+            "  one function, CPU per instruction, {} -> {} in interleaved rounds: {} ({})",
+            s.sizes[0],
+            s.sizes[1],
+            s.ratio().map_or("n/a".to_string(), |r| format!("{r:.2}x")),
+            rounds.join("; ")
+        );
+    }
+    Ok(())
 }
