@@ -17,7 +17,7 @@ use std::time::Instant;
 /// blocks, each adding one to the value its block parameter carries and
 /// passing it on (every other block by a `brif` whose both edges go to the
 /// next block) — the shape of the 100 000-block function of issue 18.
-pub fn chain_function(n: usize) -> String {
+fn chain_function(n: usize) -> String {
     let blocks = (n * 2 / 5).max(1);
     let mut s = String::from(
         "fn @main(%x: i64) -> i64 {\nentry:\n    %one = iconst.i64 1\n    %lim = iconst.i64 0x7fffffffffff\n    jump b0(%x)\n",
@@ -42,7 +42,7 @@ pub fn chain_function(n: usize) -> String {
 }
 
 /// A module of about `n` instructions in `n/20` blocks.
-pub fn sized_module(n: usize) -> String {
+fn sized_module(n: usize) -> String {
     let mut s = String::from("fn @main(%x: i64) -> i64 {\nentry:\n    jump b0(%x)\n");
     let blocks = (n / 20).max(1);
     for b in 0..blocks {
@@ -258,15 +258,13 @@ fn scaling(rounds: usize, small: usize, large: usize) -> Scaling {
 /// round of the smaller sizes, a smoke test of the measurement).
 pub(super) fn measure(quick: bool) -> (Vec<Json>, Option<Scaling>) {
     // 250 000 instructions: the one function of 100 000 blocks.
-    let sizes: &[usize] = if quick {
-        &[1_000, 20_000]
+    let (sizes, (rounds, small, large)): (&[usize], _) = if quick {
+        (&[1_000, 20_000], (1, 1_000, 20_000))
     } else {
-        &[1_000, 10_000, 100_000, 250_000, 1_000_000]
-    };
-    let (rounds, small, large) = if quick {
-        (1, 1_000, 20_000)
-    } else {
-        (3, 10_000, 1_000_000)
+        (
+            &[1_000, 10_000, 100_000, 250_000, 1_000_000],
+            (3, 10_000, 1_000_000),
+        )
     };
     (compile_rows(sizes), Some(scaling(rounds, small, large)))
 }
