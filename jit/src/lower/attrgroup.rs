@@ -135,9 +135,34 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
+    /// Before the first member's checks (`first`: it opens a group, with
+    /// its highest index and whether it tests the capacity): with the
+    /// bounds check, its inline bounds test tests the highest index and
+    /// its outcome is the verdict ([`Self::attr_group_pass`]).
+    pub(super) fn open_group(&mut self, first: Option<(u32, bool)>) {
+        self.attr_verdict_set = false;
+        self.group_bounds = first.filter(|&(_, bounds)| bounds).map(|(m, _)| m);
+    }
+
+    /// The first member's inline bounds test, `room` (the recorded
+    /// capacity exceeds the group's highest index), is the group's
+    /// verdict: the values fast path is reached with it 1, or with it 0
+    /// through the runtime's bounds decision (an array too small for the
+    /// group, or without a record) — the same byte and compare the verdict
+    /// took before, not loaded and computed a second time.
+    pub(super) fn attr_group_pass(&mut self, room: cl::Value) -> Result<(), JitError> {
+        let gi = self.current_group()?;
+        let (clean, _) = self.attr_vars(gi);
+        self.b.def_var(clean, room);
+        self.attr_verdict_set = true;
+        Ok(())
+    }
+
     /// On the first member's values fast path, after its checks: the
-    /// verdict (the recorded capacity exceeds `max_index`, when `bounds`)
-    /// and the values base `base` (as the fast path returned it).
+    /// verdict (the recorded capacity exceeds `max_index`, when `bounds`;
+    /// defined by the inline bounds test when it ran,
+    /// [`Self::attr_group_pass`]) and the values base `base` (as the fast
+    /// path returned it).
     pub(super) fn attr_group_verdict(
         &mut self,
         base: cl::Value,
@@ -146,6 +171,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<(), JitError> {
         let gi = self.current_group()?;
         let (clean, var_base) = self.attr_vars(gi);
+        self.group_bounds = None;
+        if bounds && std::mem::take(&mut self.attr_verdict_set) {
+            self.b.def_var(var_base, base);
+            return Ok(());
+        }
         let verdict = match (bounds, self.lw.shadow) {
             (true, Some(sh)) => {
                 let delta = layout::values_ptr(0) as i64

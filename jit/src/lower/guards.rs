@@ -423,10 +423,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
             let at = self.b.ins().iadd_imm_u(g, table as i64);
             let cap = (self.b.ins()).uload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
-            let room =
-                self.b
-                    .ins()
-                    .icmp_imm_u(condcodes::IntCC::UnsignedGreaterThan, cap, index as i64);
+            // The first member of an attribute group tests the group's
+            // highest index, the test's outcome is the group's verdict
+            // (`attrgroup`); failing, the runtime decides its own index.
+            let group = self.group_bounds.take().filter(|&m| m >= index);
+            let room = self.b.ins().icmp_imm_u(
+                condcodes::IntCC::UnsignedGreaterThan,
+                cap,
+                group.unwrap_or(index) as i64,
+            );
+            if group.is_some() {
+                self.attr_group_pass(room)?;
+            }
             let call = self.b.create_block();
             self.b.set_cold_block(call);
             self.b.ins().brif(room, ok, &[], call, &[]);

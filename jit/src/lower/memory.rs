@@ -302,6 +302,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let join = self.b.create_block();
         let res = self.b.append_block_param(join, types::I64);
         let recover = || Recover::Zero(types::I64);
+        self.open_group(first);
         let (base, off, slow) = self.attr_access(g, o, index, join, recover)?;
         if let Some(f) = first {
             self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;
@@ -358,6 +359,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<(), JitError> {
         let (o, x) = (self.val(obj)?, self.val(value)?);
         let join = self.b.create_block();
+        self.open_group(first);
         let (base, off, slow) = self.attr_access(g, o, index, join, || Recover::Nothing)?;
         if let Some(f) = first {
             self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;

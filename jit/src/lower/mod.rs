@@ -503,6 +503,8 @@ impl<'m> Lowerer<'m> {
             attr: Default::default(),
             attr_ok: HashMap::new(),
             attr_vars: HashMap::new(),
+            group_bounds: None,
+            attr_verdict_set: false,
             verdict_slot: None,
             anchor_slot: None,
         };
@@ -591,6 +593,13 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// By attribute group: the variables holding its verdict (I8) and
     /// values base (I64).
     attr_vars: HashMap<usize, (cranelift_frontend::Variable, cranelift_frontend::Variable)>,
+    /// While the first member of an attribute group with the bounds check
+    /// runs its checks: the group's highest index, which its inline bounds
+    /// test tests instead of its own (`attrgroup`).
+    group_bounds: Option<u32>,
+    /// Did the first member's inline bounds test define its group's
+    /// verdict (see `group_bounds`)?
+    attr_verdict_set: bool,
     /// The frame slot check stubs store their verdict in (`func`), made
     /// on first use.
     verdict_slot: Option<cl::StackSlot>,
