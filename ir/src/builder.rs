@@ -465,7 +465,7 @@ impl FunctionBuilder<'_> {
         self.push(
             InstKind::Call {
                 callee,
-                args: args.to_vec(),
+                args: args.iter().copied().collect(),
             },
             ret,
         )
@@ -477,7 +477,7 @@ impl FunctionBuilder<'_> {
             InstKind::Jump {
                 dest: BlockCall {
                     block,
-                    args: args.to_vec(),
+                    args: args.iter().copied().collect(),
                 },
             },
             None,
@@ -495,11 +495,11 @@ impl FunctionBuilder<'_> {
     ) {
         let then_dest = BlockCall {
             block: then_block,
-            args: then_args.to_vec(),
+            args: then_args.iter().copied().collect(),
         };
         let else_dest = BlockCall {
             block: else_block,
-            args: else_args.to_vec(),
+            args: else_args.iter().copied().collect(),
         };
         self.push(
             InstKind::Brif {
@@ -550,7 +550,7 @@ impl FunctionBuilder<'_> {
     ) {
         let call = |(block, args): (Block, &[Value])| BlockCall {
             block,
-            args: args.to_vec(),
+            args: args.iter().copied().collect(),
         };
         self.push(
             InstKind::BrTable {
@@ -600,8 +600,8 @@ impl FunctionBuilder<'_> {
         self.push(
             InstKind::CallIndirect {
                 target,
-                args: args.to_vec(),
-                sig,
+                args: args.iter().copied().collect(),
+                sig: Box::new(sig),
             },
             ret,
         )

@@ -4,6 +4,7 @@ use crate::types::Type;
 use cranelift_entity::entity_impl;
 use guardlift_abi::adstack::AdElem;
 use std::fmt;
+pub use thin_vec::ThinVec;
 
 /// An SSA value, local to one function.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -350,8 +351,10 @@ impl ConvOp {
 pub struct BlockCall {
     /// The target block.
     pub block: Block,
-    /// The values bound to its parameters.
-    pub args: Vec<Value>,
+    /// The values bound to its parameters (a [`ThinVec`]: one pointer,
+    /// none allocated when empty, so that a `brif` fits an instruction of
+    /// 64 bytes).
+    pub args: ThinVec<Value>,
 }
 
 /// The operation of an instruction and its operands.
@@ -472,7 +475,7 @@ pub enum InstKind {
         /// Taken when `index` ≥ the table's length.
         default: BlockCall,
         /// The destinations by index, at most [`MAX_BR_TABLE`].
-        table: Vec<BlockCall>,
+        table: ThinVec<BlockCall>,
     },
     /// `return [value]`.
     Return {
@@ -572,8 +575,9 @@ pub enum InstKind {
         target: Value,
         /// The arguments.
         args: Vec<Value>,
-        /// The signature the call assumes.
-        sig: IndirectSig,
+        /// The signature the call assumes (boxed: a rare instruction does
+        /// not make every one larger).
+        sig: Box<IndirectSig>,
     },
 }
 
@@ -922,4 +926,21 @@ pub struct Inst {
     pub loc: SrcLoc,
     /// Set on guarded instructions (`guard.` prefix in text).
     pub site: Option<SiteId>,
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// An instruction is 64 bytes (a cache line holds one): the operands
+    /// of its widest common forms (`brif`'s two block calls) are a value
+    /// and a pointer each, rarer wide operands are boxed. A function of a
+    /// million instructions is parsed, instrumented and lowered from
+    /// these (docs/PERFORMANCE.md, the compile row).
+    #[test]
+    fn an_instruction_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<BlockCall>(), 16);
+        assert_eq!(std::mem::size_of::<InstKind>(), 40);
+        assert_eq!(std::mem::size_of::<Inst>(), 64);
+    }
 }

@@ -185,7 +185,7 @@ fn conv(op: ConvOp, ty: Type, a: Value) -> InstKind {
 fn bc(block: Block, args: &[Value]) -> BlockCall {
     BlockCall {
         block,
-        args: args.to_vec(),
+        args: args.iter().copied().collect(),
     }
 }
 fn jump(block: Block, args: &[Value]) -> InstKind {

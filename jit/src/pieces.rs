@@ -335,7 +335,7 @@ impl Plan {
                     kind: InstKind::Jump {
                         dest: BlockCall {
                             block: Block(1),
-                            args: params[..cut.params.len()].to_vec(),
+                            args: params[..cut.params.len()].iter().copied().collect(),
                         },
                     },
                     result: None,

@@ -247,7 +247,11 @@ impl<'a> Operands<'_, '_, 'a> {
                 self.c.expect(Tok::Colon)?;
                 let sig = indirect_sig(self.c)?;
                 self.ty = sig.ret;
-                InstKind::CallIndirect { target, args, sig }
+                InstKind::CallIndirect {
+                    target,
+                    args,
+                    sig: Box::new(sig),
+                }
             }
             Op::FuncAddr => {
                 let (name, nloc) = self.c.func()?;
@@ -309,9 +313,9 @@ impl<'a> Operands<'_, '_, 'a> {
 
     /// `[b0(ARGS), b1, ...]`: a `br_table`'s destinations (`[]`: none),
     /// at most [`MAX_BR_TABLE`].
-    fn br_table_list(&mut self) -> PResult<Vec<BlockCall>> {
+    fn br_table_list(&mut self) -> PResult<ThinVec<BlockCall>> {
         self.c.expect(Tok::LBracket)?;
-        let mut table = Vec::new();
+        let mut table = ThinVec::new();
         if self.c.eat(Tok::RBracket) {
             return Ok(table);
         }

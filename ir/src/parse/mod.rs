@@ -16,7 +16,8 @@ use crate::analysis::flowgraph::ControlFlowGraph;
 use crate::error::ParseError;
 use crate::inst::{
     BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId,
-    IndirectSig, Inst, InstKind, IntCC, SiteId, SrcLoc, UnOp, Value, MAX_BR_TABLE, MAX_STACK_ALLOC,
+    IndirectSig, Inst, InstKind, IntCC, SiteId, SrcLoc, ThinVec, UnOp, Value, MAX_BR_TABLE,
+    MAX_STACK_ALLOC,
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::opcode::{Opcode, Yields};

@@ -366,20 +366,22 @@ impl<'a> FnState<'a> {
         let args = if c.eat(Tok::LParen) {
             self.args(c)?
         } else {
-            Vec::new()
+            ThinVec::new()
         };
         Ok(BlockCall { block, args })
     }
 
     /// Values up to `)`, after a `(`.
-    pub(super) fn args(&mut self, c: &mut Cur<'_, 'a>) -> PResult<Vec<Value>> {
-        let mut args = Vec::new();
+    /// A parenthesized argument list after its `(`, into a `Vec` (a call)
+    /// or a `ThinVec` (a block call).
+    pub(super) fn args<C: Default + Extend<Value>>(&mut self, c: &mut Cur<'_, 'a>) -> PResult<C> {
+        let mut args = C::default();
         if c.eat(Tok::RParen) {
             return Ok(args);
         }
         loop {
             let (v, l) = c.value()?;
-            args.push(self.use_value(v, l)?);
+            args.extend(std::iter::once(self.use_value(v, l)?));
             if c.eat(Tok::Comma) {
                 continue;
             }
