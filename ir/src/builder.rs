@@ -465,7 +465,7 @@ impl FunctionBuilder<'_> {
         self.push(
             InstKind::Call {
                 callee,
-                args: args.iter().copied().collect(),
+                args: args.to_vec(),
             },
             ret,
         )
@@ -600,7 +600,7 @@ impl FunctionBuilder<'_> {
         self.push(
             InstKind::CallIndirect {
                 target,
-                args: args.iter().copied().collect(),
+                args: args.to_vec(),
                 sig: Box::new(sig),
             },
             ret,
