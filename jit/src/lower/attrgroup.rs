@@ -1,7 +1,7 @@
 //! Attribute groups ([`guardlift_ir::attrgroup`]): the first member of a
-//! block's guarded attribute ops on one object runs its checks as ever
-//! and, on the values fast path, also tests the recorded capacity against
-//! the group's highest index; the later members then run as a plain load
+//! block's guarded attribute ops on one object runs its checks as ever,
+//! its inline bounds test testing the recorded capacity against the
+//! group's highest index (the verdict); the later members then run as a plain load
 //! or store through the first member's values pointer when that verdict is
 //! clean, and with their own checks, in a cold copy, when it is not.
 //!
@@ -15,13 +15,11 @@
 use super::func::mem;
 use super::FnLower;
 use crate::error::JitError;
-use cranelift_codegen::ir::{self as cl, condcodes, types, BlockArg, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
-use guardlift_abi::layout;
 use guardlift_ir::attrgroup::GROUP_CHECKS;
 use guardlift_ir::{CheckKind, Checks};
-use guardlift_runtime::shadow;
 
 /// The role of the attribute op being lowered in its group.
 pub(super) enum AttrRole {
@@ -137,10 +135,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// Before the first member's checks (`first`: it opens a group, with
     /// its highest index and whether it tests the capacity): with the
-    /// bounds check, its inline bounds test tests the highest index and
-    /// its outcome is the verdict ([`Self::attr_group_pass`]).
+    /// bounds check, its inline bounds test — always made, since a group
+    /// with the bounds check needs a shadow and indices below 255
+    /// ([`Self::attr_role`]) — tests the highest index, and its outcome
+    /// is the verdict ([`Self::attr_group_pass`]).
     pub(super) fn open_group(&mut self, first: Option<(u32, bool)>) {
-        self.attr_verdict_set = false;
         self.group_bounds = first.filter(|&(_, bounds)| bounds).map(|(m, _)| m);
     }
 
@@ -148,56 +147,37 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// capacity exceeds the group's highest index), is the group's
     /// verdict: the values fast path is reached with it 1, or with it 0
     /// through the runtime's bounds decision (an array too small for the
-    /// group, or without a record) — the same byte and compare the verdict
-    /// took before, not loaded and computed a second time.
+    /// group, or without a record) — the byte and compare the test made,
+    /// not loaded and made a second time.
     pub(super) fn attr_group_pass(&mut self, room: cl::Value) -> Result<(), JitError> {
         let gi = self.current_group()?;
         let (clean, _) = self.attr_vars(gi);
         self.b.def_var(clean, room);
-        self.attr_verdict_set = true;
         Ok(())
     }
 
     /// On the first member's values fast path, after its checks: the
-    /// verdict (the recorded capacity exceeds `max_index`, when `bounds`;
-    /// defined by the inline bounds test when it ran,
-    /// [`Self::attr_group_pass`]) and the values base `base` (as the fast
-    /// path returned it).
+    /// verdict — with `bounds`, already defined by its inline bounds test
+    /// ([`Self::attr_group_pass`]), else 1 — and the values base `base`
+    /// (as the fast path returned it).
     pub(super) fn attr_group_verdict(
         &mut self,
         base: cl::Value,
-        (max_index, bounds): (u32, bool),
-        checked: bool,
+        bounds: bool,
     ) -> Result<(), JitError> {
         let gi = self.current_group()?;
         let (clean, var_base) = self.attr_vars(gi);
-        self.group_bounds = None;
-        if bounds && std::mem::take(&mut self.attr_verdict_set) {
-            self.b.def_var(var_base, base);
-            return Ok(());
-        }
-        let verdict = match (bounds, self.lw.shadow) {
-            (true, Some(sh)) => {
-                let delta = layout::values_ptr(0) as i64
-                    - if checked {
-                        super::guards::DICT_CHECK_ADD as i64
-                    } else {
-                        0
-                    };
-                let values = self.b.ins().iadd_imm_s(base, delta);
-                let high = 64 - shadow::ADDR_BITS;
-                let g = self.b.ins().ishl_imm_u(values, high as i64);
-                let g = (self.b.ins()).ushr_imm_u(g, (high + shadow::GRANULE_SHIFT) as i64);
-                let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
-                let at = self.b.ins().iadd_imm_u(g, table as i64);
-                let flags = MemFlagsData::new().with_notrap();
-                let cap = (self.b.ins()).uload8(types::I32, flags, at, 0);
-                let gt = condcodes::IntCC::UnsignedGreaterThan;
-                self.b.ins().icmp_imm_u(gt, cap, max_index as i64)
+        if bounds {
+            if self.group_bounds.take().is_some() {
+                return Err(super::func::internal(
+                    self.fname,
+                    "a group's first member made no inline bounds test",
+                ));
             }
-            _ => self.iconst(types::I8, 1),
-        };
-        self.b.def_var(clean, verdict);
+        } else {
+            let one = self.iconst(types::I8, 1);
+            self.b.def_var(clean, one);
+        }
         self.b.def_var(var_base, base);
         Ok(())
     }

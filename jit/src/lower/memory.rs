@@ -304,8 +304,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let recover = || Recover::Zero(types::I64);
         self.open_group(first);
         let (base, off, slow) = self.attr_access(g, o, index, join, recover)?;
-        if let Some(f) = first {
-            self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;
+        if let Some((_, bounds)) = first {
+            self.attr_group_verdict(base, bounds)?;
         }
         let v = self.b.ins().load(types::I64, mem(), base, off);
         self.b.ins().jump(join, &[BlockArg::Value(v)]);
@@ -361,8 +361,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let join = self.b.create_block();
         self.open_group(first);
         let (base, off, slow) = self.attr_access(g, o, index, join, || Recover::Nothing)?;
-        if let Some(f) = first {
-            self.attr_group_verdict(base, f, g.on(CheckKind::Dict).is_some())?;
+        if let Some((_, bounds)) = first {
+            self.attr_group_verdict(base, bounds)?;
         }
         self.b.ins().store(mem(), x, base, off);
         self.b.ins().jump(join, &[]);

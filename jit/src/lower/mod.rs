@@ -504,7 +504,6 @@ impl<'m> Lowerer<'m> {
             attr_ok: HashMap::new(),
             attr_vars: HashMap::new(),
             group_bounds: None,
-            attr_verdict_set: false,
             verdict_slot: None,
             anchor_slot: None,
         };
@@ -597,9 +596,6 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// runs its checks: the group's highest index, which its inline bounds
     /// test tests instead of its own (`attrgroup`).
     group_bounds: Option<u32>,
-    /// Did the first member's inline bounds test define its group's
-    /// verdict (see `group_bounds`)?
-    attr_verdict_set: bool,
     /// The frame slot check stubs store their verdict in (`func`), made
     /// on first use.
     verdict_slot: Option<cl::StackSlot>,
