@@ -102,34 +102,34 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let miss = self.b.create_block();
         for k in 0..WAYS {
             let w = way * k as i32;
-            // The objects of way k.
-            let mut hit = Vec::with_capacity(objs.len());
-            for (i, &o) in objs.iter().enumerate() {
-                let c = self.b.ins().load(I64, flags, cache, obj_at(w, i));
-                hit.push(self.b.ins().icmp(IntCC::Equal, c, o));
-            }
-            let hit = self.band_all(hit)?;
-            let words = self.b.create_block();
             let next = match k + 1 < WAYS {
                 true => self.b.create_block(),
                 false => miss,
             };
-            self.b.ins().brif(hit, words, &[], next, &[]);
+            // The objects of way k: one compare and branch each (no
+            // `band` of flags: a branch per test is shorter on every
+            // target and leaves at the first difference).
+            for (i, &o) in objs.iter().enumerate() {
+                let c = self.b.ins().load(I64, flags, cache, obj_at(w, i));
+                let eq = self.b.ins().icmp(IntCC::Equal, c, o);
+                self.pass_if(eq, next);
+            }
             // Its stamp and the words: no object went and no values array
             // was released since it was filled, and each object still has
             // the values array whose recorded capacity the runtime tested
             // (a record changes only when the array is released, which
-            // moves the epoch).
-            self.b.switch_to_block(words);
+            // moves the epoch). The words are read only here, of objects
+            // the way holds: never of an object no success named.
             let cached = self.b.ins().load(I64, flags, cache, w);
-            let mut same = vec![self.b.ins().icmp(IntCC::Equal, cached, stamp)];
+            let eq = self.b.ins().icmp(IntCC::Equal, cached, stamp);
+            self.pass_if(eq, next);
             for (i, &o) in objs.iter().enumerate() {
                 let word = self.load_word(o);
                 let c = self.b.ins().load(I64, flags, cache, obj_at(w, i) + 8);
-                same.push(self.b.ins().icmp(IntCC::Equal, word, c));
+                let eq = self.b.ins().icmp(IntCC::Equal, word, c);
+                self.pass_if(eq, next);
             }
-            let same = self.band_all(same)?;
-            self.b.ins().brif(same, clean, args, next, &[]);
+            self.b.ins().jump(clean, args);
             self.b.switch_to_block(next);
         }
         Ok(Probed { cache, stamp, objs })
@@ -176,6 +176,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.b.ins().store(flags, k1, cache, cursor_at);
         self.b.ins().jump(clean, args);
         Ok(())
+    }
+
+    /// Goes on in a new block (left current) when `eq` is non-zero, else
+    /// branches to `fail`.
+    fn pass_if(&mut self, eq: cl::Value, fail: cl::Block) {
+        let pass = self.b.create_block();
+        self.b.ins().brif(eq, pass, &[], fail, &[]);
+        self.b.switch_to_block(pass);
     }
 
     /// The `band` of `bits` (booleans of one type; at least one).

@@ -293,52 +293,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
     }
 
-    /// Makes Cranelift compute `v` here, before the branches of the
-    /// instruction about to be lowered, when `v` is the result of a pure
-    /// operation (arithmetic, conversions; not a constant, load or call):
-    /// one store of it to a frame slot nothing reads.
-    ///
-    /// Why: Cranelift's optimizer lets pure values float and places each
-    /// where the first instruction with an effect uses it, scoped by the
-    /// dominator tree (its "scoped elaboration"). An instruction lowered
-    /// as a diamond — a checked store in its fast arm, `store_attr`'s
-    /// values and dict arms, a checked adstack push — uses its operand
-    /// only inside an arm, which dominates nothing after the join: a later
-    /// use of the same value (or of anything it was computed from)
-    /// computes it all again (wasmtime issue 8959). In nbody's pair loop
-    /// the distance's `sqrt` and `fdiv` ran six times per pair instead of
-    /// once. A store is the one use Cranelift keeps in place, and costs
-    /// one store to a private slot (docs/CODEGEN.md, "Pure values and the
-    /// checks' branches").
-    pub(super) fn anchor(&mut self, v: Value) -> Result<(), JitError> {
-        use cl::Opcode as O;
-        let x = self.val(v)?;
-        let cl::ValueDef::Result(i, _) = self.b.func.dfg.value_def(x) else {
-            return Ok(());
-        };
-        let op = self.b.func.dfg.insts[i].opcode();
-        if matches!(op, O::Iconst | O::F32const | O::F64const)
-            || op.can_load()
-            || op.can_store()
-            || op.is_call()
-            || op.can_trap()
-            || op.other_side_effects()
-        {
-            return Ok(());
-        }
-        let slot = match self.anchor_slot {
-            Some(s) => s,
-            None => {
-                let data = cl::StackSlotData::new(cl::StackSlotKind::ExplicitSlot, 8, 3);
-                let s = self.b.create_sized_stack_slot(data);
-                self.anchor_slot = Some(s);
-                s
-            }
-        };
-        self.b.ins().stack_store(types::I64, x, slot, 0);
-        Ok(())
-    }
-
     pub(super) fn iconst(&mut self, ty: cl::Type, imm: i64) -> cl::Value {
         // Narrow constants are stored zero-extended.
         let bits = ty.bits();

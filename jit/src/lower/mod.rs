@@ -50,6 +50,7 @@
 
 mod abi;
 mod adstack;
+mod anchor;
 mod attrgroup;
 mod cleanexit;
 mod dispatch;
@@ -506,6 +507,7 @@ impl<'m> Lowerer<'m> {
             group_bounds: None,
             verdict_slot: None,
             anchor_slot: None,
+            anchor_uses: None,
         };
         fl.run()?;
         let FnLower { b, .. } = fl;
@@ -601,6 +603,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     verdict_slot: Option<cl::StackSlot>,
     /// The frame slot [`FnLower::anchor`] stores to (8 bytes: any scalar).
     anchor_slot: Option<cl::StackSlot>,
+    /// Made on first use: what [`FnLower::anchor`] asks of `f` (`anchor`).
+    anchor_uses: Option<anchor::Uses>,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! runtime (the target runtime library, `aot/rt`) keeps no shadow.
 
 use super::FnLower;
-use cranelift_codegen::ir::{self as cl, types, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{self as cl, condcodes::IntCC, types, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
 use guardlift_runtime::internals::*;
 use guardlift_runtime::shadow;
@@ -69,9 +69,30 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn shadow_watch_gate(&mut self, o: cl::Value) -> Option<cl::Block> {
         let (sh, id) = self.lw.shadow.and_then(|sh| Some((sh, sh.watch_id?)))?;
         let slot = self.effective_addr(o, self.slot_offset());
-        let miss = self.shadow_watch_miss(sh, id, slot);
+        // Rotated right by 3, the slot is its granule index when it is
+        // 8-aligned and below 2^47, and above INDEX_MASK otherwise: one
+        // branch for that, then the byte itself, unmasked, against the id
+        // (a freed bit beside the id sends it to the runtime too — never
+        // the case for a slot the runtime watches).
+        let r = self.b.ins().rotr_imm_u(slot, shadow::GRANULE_SHIFT as i64);
+        let odd = self
+            .b
+            .ins()
+            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
+        let call = self.b.create_block();
+        self.b.set_cold_block(call);
+        let inside = self.b.create_block();
+        self.b.ins().brif(odd, call, &[], inside, &[]);
+        self.b.switch_to_block(inside);
+        let at = self.b.ins().iadd_imm_u(r, sh.base as i64);
+        let byte = self.b.ins().load(types::I8, shadow_mem(), at, 0);
+        let other = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::NotEqual, byte, i64::from(id));
         let done = self.b.create_block();
-        self.branch_to_slow_path(miss, done);
+        self.b.ins().brif(other, call, &[], done, &[]);
+        self.b.switch_to_block(call);
         Some(done)
     }
 
@@ -128,9 +149,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// Non-zero unless the slot `o + off` (`off` a multiple of 8) is
     /// 8-aligned, in `[0, 2^47)` and watched by the runtime of id `id`
-    /// ([`Self::shadow_watch_miss`], by other expressions).
+    /// ([`Self::shadow_watch_gate`]'s test, by other expressions).
     fn watch_entry_miss(&mut self, base: u64, id: u8, o: cl::Value, off: i64) -> cl::Value {
-        use cranelift_codegen::ir::condcodes::IntCC;
         let byte = self.shadow_load_alt(base, o, off >> shadow::GRANULE_SHIFT);
         let field = self.b.ins().band_imm_u(byte, shadow::WATCH_MASK as i64);
         let other = self.b.ins().bxor_imm_u(field, id as i64);
@@ -214,23 +234,5 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let more = self.shadow_byte(sh.base, last);
         bits = self.b.ins().bor(bits, more);
         Some(self.b.ins().band_imm_u(bits, mask as i64))
-    }
-
-    /// Zero when the shadow says this runtime already watches the dict
-    /// slot at `slot` (8-aligned, inside the shadow, its watch field is
-    /// the runtime's id): `guard.watch` has nothing to do.
-    fn shadow_watch_miss(&mut self, sh: ShadowRef, id: u8, slot: cl::Value) -> cl::Value {
-        // Rotated right by 3, the slot is its granule index when it is
-        // 8-aligned and below 2^47, and above INDEX_MASK otherwise.
-        let r = self.b.ins().rotr_imm_u(slot, shadow::GRANULE_SHIFT as i64);
-        let byte = self.shadow_load(sh.base, r);
-        let field = self.b.ins().band_imm_u(byte, shadow::WATCH_MASK as i64);
-        let other = self.b.ins().bxor_imm_u(field, id as i64);
-        let other = self.b.ins().uextend(types::I64, other);
-        let odd = self
-            .b
-            .ins()
-            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
-        self.b.ins().bor(odd, other)
     }
 }
