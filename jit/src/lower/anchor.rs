@@ -117,3 +117,73 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODULE: &str = "
+fn @f(%o: ptr, %a: i64, %b: i64) -> i64 {
+entry:
+    %x = iadd %a, %b
+    store_attr %o, 0, %x
+    %s = imul %a, %b
+    %y = iadd %s, %a
+    store_attr %o, 1, %y
+    %l = load_attr %o, 2
+    %w = iadd %l, %s
+    %q = isub %a, %b
+    jump next
+next:
+    store_attr %o, 3, %q
+    %c0 = iadd %a, %b
+    %c1 = iadd %c0, %b
+    %c2 = iadd %c1, %b
+    %c3 = iadd %c2, %b
+    %c4 = iadd %c3, %b
+    %c5 = iadd %c4, %b
+    %c6 = iadd %c5, %b
+    %c7 = iadd %c6, %b
+    %c8 = iadd %c7, %b
+    %c9 = iadd %c8, %b
+    %d0 = iadd %c9, %b
+    %d1 = iadd %d0, %b
+    %d2 = iadd %d1, %b
+    %d3 = iadd %d2, %b
+    %d4 = iadd %d3, %b
+    %d5 = iadd %d4, %b
+    %d6 = iadd %d5, %b
+    store_attr %o, 4, %d6
+    %c = iconst.i64 7
+    store_attr %o, 5, %c
+    return %w
+}
+";
+
+    /// Which stored values [`Uses::needed_later`] anchors: `(name, block)`.
+    fn needed(name: &str, block: u32) -> bool {
+        let m = guardlift_ir::parse_and_verify(MODULE).expect("the module");
+        let f = &m.functions[0];
+        let v = (f.values.iter().position(|d| d.name.as_str() == name))
+            .map(|i| Value(i as u32))
+            .expect("the value");
+        Uses::of(f).needed_later(f, v, block, 0)
+    }
+
+    #[test]
+    fn only_values_a_later_use_may_need_are_anchored() {
+        // Used once, computed in this block from parameters: floats freely.
+        assert!(!needed("x", 0));
+        // Used once, but computed from `%s`, which `%w` uses again.
+        assert!(needed("y", 0));
+        // Computed in another block than the store's.
+        assert!(needed("q", 1));
+        // A tree deeper than MAX_DEPTH is anchored without looking further.
+        assert!(needed("d6", 1));
+        // Shallower single-use trees are not.
+        assert!(!needed("c5", 1));
+        // Constants and parameters are never pure results to anchor.
+        assert!(!needed("c", 1));
+        assert!(!needed("a", 0));
+    }
+}
