@@ -63,6 +63,7 @@ pub const FAMILIES: &[&str] = &[
     "trust.dictify_old_word",
     "trust.redzone",
     "trust.block_edge",
+    "trust.unaligned_watch",
     "rawgroup.free_between",
     "rawgroup.dictify_between",
     "rawgroup.past_the_end",

@@ -27,6 +27,8 @@
 //!   first one's values pointer) with a free, a dictify or another
 //!   object's word written to the slot between them, or a later index past
 //!   the capacity;
+//! - `guard.watch` of an interior pointer (an unaligned slot) and a raw
+//!   store into that slot's bytes outside the object's own slot;
 //! - a counted loop walking a values array at `values + 8·i + off` (a loop
 //!   range, `guardlift_ir::looprange`: the JIT tests the range the loop
 //!   can touch once at its entry): clean, one item past the end or one
@@ -73,6 +75,48 @@ impl FnGen<'_, '_, '_> {
         if self.src.chance(2, 3) {
             self.loop_range();
         }
+        if self.src.chance(1, 3) {
+            self.unaligned_watch();
+        }
+    }
+
+    /// Shape 7: `guard.watch` of an interior pointer `p = o ± k` (`k` in
+    /// 1..=7: its slot is unaligned), then a raw store of `w ≤ k` bytes
+    /// into the part of `p`'s slot outside `o`'s own — bytes of `o`'s
+    /// block that nothing else uses (between the slot and the body, on
+    /// either side as the layout puts the slot). It is a `slot_clobber`
+    /// wherever the store carries the clobber check (by hand here, or the
+    /// pass's); else a harmless write, alike on every engine. The JIT's
+    /// inline watch test must send an unaligned slot to the runtime
+    /// (mutant `watch-skips-odd-slots`).
+    fn unaligned_watch(&mut self) {
+        let slot = self.ms.layout.dict_slot_offset();
+        let body = guardlift_runtime::heap::OBJ_BODY_BYTES as i32;
+        // The 7 bytes the store may touch must be the block's unused ones.
+        if (slot < 0 && slot + 8 + 7 > 0) || (slot >= 0 && slot - 7 < body) {
+            return;
+        }
+        let (o, _) = self.fresh_obj();
+        let k = self.src.range(1, 7) as i32;
+        // Below the object (slot < 0): p = o + k, the bytes just past o's
+        // slot; above it: p = o - k, the bytes just before o's slot.
+        let (delta, at) = match slot < 0 {
+            true => (k, slot + 8),
+            false => (-k, slot - k),
+        };
+        let d = self.iconst(Type::I64, i64::from(delta));
+        let p = self.fb.binary(BinOp::Iadd, o.v, d);
+        self.fb.watch(p);
+        let ty = match k >= 4 && self.src.chance(1, 2) {
+            true => Type::I32,
+            false => Type::I8,
+        };
+        let x = self.pick_compat(ty);
+        self.fb.store(x, o.v, at);
+        if self.src.chance(1, 2) {
+            self.hand_guard();
+        }
+        self.ev.insert("trust.unaligned_watch");
     }
 
     /// Shape 6: a counted loop over a fresh object's values array (see
