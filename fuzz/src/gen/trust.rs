@@ -75,7 +75,7 @@ impl FnGen<'_, '_, '_> {
         if self.src.chance(2, 3) {
             self.loop_range();
         }
-        if self.src.chance(1, 3) {
+        if self.src.chance(1, 4) {
             self.unaligned_watch();
         }
     }
