@@ -20,7 +20,8 @@
 //! records the params they are passed as ([`Frame::fixed_params`], for
 //! the whole frame); an attribute op on a recorded
 //! object whose index is not below the capacity its word leads to refutes
-//! the claim. Each such entry also checks that the claimed objects are
+//! the claim, and so does one whose word is not values-tagged (the JIT
+//! drops such an op's dict test with its bounds test). Each such entry also checks that the claimed objects are
 //! defined outside the loop (whatever their type): a claim on a value the
 //! loop defines is refuted at once.
 
@@ -184,6 +185,21 @@ impl Interpreter<'_> {
             cx.func.name
         );
         self.claim_refuted(loc, msg)
+    }
+
+    /// An attribute op on a fixed object whose word is `word`: it must be
+    /// values-tagged (the entry test saw the object's own values word, and
+    /// no instruction of the loop writes it), so the dict test the JIT
+    /// drops with the bounds test would pass.
+    pub(crate) fn check_fixed_word(&self, cx: &Cx, obj: u64, word: u64) -> Result<(), InterpError> {
+        if word & guardlift_runtime::layout::TAG_MASK == guardlift_runtime::layout::VALUES_TAG {
+            return Ok(());
+        }
+        let msg = format!(
+            "@{}: the word of an object a clean loop's entry test fixed ({obj:#x}) is {word:#x}, not values-tagged: its dict test fails",
+            cx.func.name
+        );
+        self.claim_refuted(cx.inst.loc, msg)
     }
 
     /// Before an instruction of `block` of frame `fr` runs: the unwatch

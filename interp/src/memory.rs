@@ -231,6 +231,10 @@ impl<'m> Interpreter<'m> {
             return Ok(None);
         }
         let word = self.read_mem(loc, self.rt.layout().slot_addr(obj), 8)?;
+        if fixed {
+            // The JIT drops a fixed attribute's dict test too.
+            self.check_fixed_word(cx, obj, word)?;
+        }
         if !self.dict_ok(callers, g, obj, word)? {
             return Ok(None);
         }

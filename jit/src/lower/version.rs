@@ -455,7 +455,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// `c` (the checks of `inst`) less what the clean copy, clean variant
     /// or clean exit twin's prefix being lowered drops: the lifetime check
     /// of an invariant object (of an object param), and its bounds check
-    /// where the loop's entry tested its attributes.
+    /// where the loop's entry tested its attributes — with, for an
+    /// attribute op, its dict check (the word is the values word the
+    /// entry tested, and nothing in the loop writes it).
     pub(super) fn clean_copy_checks(&self, inst: &Inst, c: Checks) -> Checks {
         let Some(o) = inst.kind.dict_obj() else {
             return c;
@@ -469,8 +471,19 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 || self.variant.as_ref().is_some_and(|d| d.bounds.contains(&o));
             (life, bounds)
         });
+        // A fixed attribute's word stays the values word the entry tested
+        // (`hoist`'s second claim): its tag test passes too.
+        let dict = bounds
+            && matches!(
+                inst.kind,
+                guardlift_ir::InstKind::LoadAttr { .. } | guardlift_ir::InstKind::StoreAttr { .. }
+            );
         c.iter()
-            .filter(|&k| !(life && k == CheckKind::Lifetime || bounds && k == CheckKind::Bounds))
+            .filter(|&k| {
+                !(life && k == CheckKind::Lifetime
+                    || bounds && k == CheckKind::Bounds
+                    || dict && k == CheckKind::Dict)
+            })
             .collect()
     }
 
