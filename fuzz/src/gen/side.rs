@@ -18,7 +18,11 @@
 //! attribute ops all take the slow path (a host's, where the input binds
 //! one, which frees every third object it stores to when the lifetime
 //! checks run), and writes its word back unchanged (so the loop has no
-//! fixed attributes and its entry runs the clean copy).
+//! fixed attributes and its entry runs the clean copy). With faults, one
+//! in four of the others runs on an object whose word `fault_clear_lsb`
+//! broke before the loop, written back the same way: the clean copy runs
+//! and its attribute ops' dict tests must report (mutant
+//! `clean-copy-drops-dict-of-invariant-objects`).
 //!
 //! Every block a side exit reaches uses only its params and values from
 //! before the loop (the counter and an accumulator travel as block
@@ -46,6 +50,16 @@ impl FnGen<'_, '_, '_> {
             self.fb.call(self.ms.ext.obj_dictify, &[o]);
             self.dictified = true;
             self.ev.insert("loop.side_exit_dict_mode");
+        }
+        // With faults, one loop in four of the others runs on an object
+        // whose word `fault_clear_lsb` broke before it: the loop writes
+        // the word back too (no fixed attributes: the clean copy runs,
+        // and its dict tests must report every attribute op).
+        let bad_before = !dict_mode && self.ms.faults && self.src.chance(1, 4);
+        if bad_before {
+            self.fb.call(self.ms.ext.fault_clear_lsb, &[o]);
+            self.ms.needs.dict = true;
+            self.ev.insert("loop.side_exit_bad_word_before");
         }
         let n = self.iconst(Type::I64, i64::from(trip));
         // The iteration that takes the cold branch (`trip`: none).
@@ -111,7 +125,7 @@ impl FnGen<'_, '_, '_> {
         self.fb.jump(join, &[k1, a1]);
         // Join (hot, and reached by the side exit): its params only.
         self.fb.switch_to_block(join);
-        if dict_mode {
+        if dict_mode || bad_before {
             // The word written back as it is (a VM's write barrier): no
             // fixed attributes, so no entry test stops the clean copy.
             let w = self.fb.dict_slot_load(o);
