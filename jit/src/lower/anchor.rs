@@ -104,15 +104,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         if !uses.needed_later(f, v, self.at.0, 0) {
             return Ok(());
         }
-        let slot = match self.anchor_slot {
-            Some(s) => s,
-            None => {
-                let data = cl::StackSlotData::new(cl::StackSlotKind::ExplicitSlot, 8, 3);
-                let s = self.b.create_sized_stack_slot(data);
-                self.anchor_slot = Some(s);
-                s
-            }
-        };
+        let slot = super::func::slot8(&mut self.b, &mut self.anchor_slot);
         self.b.ins().stack_store(types::I64, x, slot, 0);
         Ok(())
     }

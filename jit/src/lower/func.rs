@@ -25,6 +25,17 @@ pub(super) fn stack_mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
+/// The 8-byte, 8-aligned frame slot kept in `slot`, made on first use.
+pub(super) fn slot8(
+    b: &mut cranelift_frontend::FunctionBuilder<'_>,
+    slot: &mut Option<cl::StackSlot>,
+) -> cl::StackSlot {
+    *slot.get_or_insert_with(|| {
+        let data = cl::StackSlotData::new(cl::StackSlotKind::ExplicitSlot, 8, 3);
+        b.create_sized_stack_slot(data)
+    })
+}
+
 /// An internal invariant failure while lowering function `fname`.
 pub(super) fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
     JitError::Codegen(format!("@{fname}: {what}"))
@@ -400,15 +411,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return Ok(self.b.inst_results(call).first().copied());
         };
         // A check stub stores its verdict in the frame's verdict slot.
-        let slot = match self.verdict_slot {
-            Some(s) => s,
-            None => {
-                let data = cl::StackSlotData::new(cl::StackSlotKind::ExplicitSlot, 8, 3);
-                let s = self.b.create_sized_stack_slot(data);
-                self.verdict_slot = Some(s);
-                s
-            }
-        };
+        let slot = slot8(&mut self.b, &mut self.verdict_slot);
         let out = self.b.ins().stack_addr(types::I64, slot, 0);
         let out = self.opaque_args(&[out])[0];
         let mut full = args.to_vec();
