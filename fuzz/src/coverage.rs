@@ -67,6 +67,7 @@ pub const FAMILIES: &[&str] = &[
     "rawgroup.free_between",
     "rawgroup.dictify_between",
     "rawgroup.past_the_end",
+    "rawgroup.past_the_end_straddle",
     "rawgroup.released",
     "attrgroup.free_between",
     "attrgroup.dictify_between",

@@ -21,7 +21,8 @@
 //!   group, `guardlift_ir::rawgroup`: the JIT tests their range once),
 //!   with an `obj_free` or `obj_dictify` of the object between them and
 //!   then accesses to the released array (`use_after_free`), or one access
-//!   just past the array (`heap_overflow`, the range test fails);
+//!   just past the array, or half past it (`heap_overflow`, the range test
+//!   fails);
 //! - attribute ops on one object in one block (an attribute group,
 //!   `guardlift_ir::attrgroup`: the JIT runs the later ones through the
 //!   first one's values pointer) with a free, a dictify or another
@@ -367,9 +368,18 @@ impl FnGen<'_, '_, '_> {
             }
             _ => {
                 // Past the array: the group's range test fails, each
-                // access is checked on its own.
-                self.bounds_fault_access(Type::I64, values, 8 * n as i32);
+                // access is checked on its own. Unless the object has
+                // three attributes, the access is half in the last item
+                // and half in the redzone: its first byte's granule is
+                // clean, so only the test of both granules reports it (the
+                // JIT's one-granule test is for aligned addresses only).
+                let straddle = n != 3;
+                let off = 8 * n as i32 - if straddle { 4 } else { 0 };
+                self.bounds_fault_access(Type::I64, values, off);
                 self.ev.insert("rawgroup.past_the_end");
+                if straddle {
+                    self.ev.insert("rawgroup.past_the_end_straddle");
+                }
                 if self.src.chance(1, 2) {
                     self.objs.push(o);
                 }

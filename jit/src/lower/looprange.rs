@@ -21,9 +21,7 @@
 
 use super::FnLower;
 use crate::error::JitError;
-use cranelift_codegen::ir::{
-    self as cl, condcodes::IntCC, types, BlockArg, InstBuilder, MemFlagsData,
-};
+use cranelift_codegen::ir::{self as cl, condcodes::IntCC, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use guardlift_ir::looprange::{LoopRanges, MAX_BOUND, MAX_SPAN, TOP};
@@ -193,14 +191,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.def_var(var, verdict);
         }
         Ok(())
-    }
-
-    /// The eight shadow bytes from granule `g`'s (below the mapping's
-    /// end: `g < 2^44 - 8`).
-    fn shadow_word(&mut self, base: u64, g: cl::Value) -> cl::Value {
-        let at = self.b.ins().iadd_imm_u(g, base as i64);
-        let flags = MemFlagsData::new().with_notrap();
-        self.b.ins().load(types::I64, flags, at, 0)
     }
 
     /// For a member of a range whose loop is tested at its entry: the

@@ -9,7 +9,9 @@
 //! runtime (the target runtime library, `aot/rt`) keeps no shadow.
 
 use super::FnLower;
-use cranelift_codegen::ir::{self as cl, condcodes::IntCC, types, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{
+    self as cl, condcodes::IntCC, types, BlockArg, InstBuilder, MemFlagsData,
+};
 use cranelift_module::Module as ClModule;
 use guardlift_runtime::internals::*;
 use guardlift_runtime::shadow;
@@ -57,9 +59,48 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let Some(sh) = self.lw.shadow else {
             return false;
         };
+        let call = self.b.create_block();
+        self.b.set_cold_block(call);
+        if (2..=8).contains(&width) {
+            // An 8-aligned access of at most 8 bytes lies in one granule:
+            // one byte, unmasked (the index is below 2^44). Any other
+            // address tests both granules, in a cold block.
+            let (g, generic) = self.aligned_granule(addr);
+            let byte = self.shadow_load_unmasked(sh.base, g);
+            let bits = self.b.ins().band_imm_u(byte, mask as i64);
+            self.b.ins().brif(bits, call, &[], pass, &[]);
+            self.b.switch_to_block(generic);
+        }
         let hit = self.shadow_test(sh, addr, width, mask);
-        self.branch_to_slow_path(hit, pass);
+        self.b.ins().brif(hit, call, &[], pass, &[]);
+        self.b.switch_to_block(call);
         true
+    }
+
+    /// Rotated right by 3, `addr` is its granule index when it is
+    /// 8-aligned and below 2^47, and at least 2^44 (`INDEX_MASK + 1`)
+    /// otherwise: one shift and one branch tell them apart. Goes on in a
+    /// new block (left current) with the index when it is one; branches to
+    /// the new cold block returned (not yet current) otherwise.
+    fn aligned_granule(&mut self, addr: cl::Value) -> (cl::Value, cl::Block) {
+        let r = self.b.ins().rotr_imm_u(addr, shadow::GRANULE_SHIFT as i64);
+        let odd = self
+            .b
+            .ins()
+            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
+        let other = self.b.create_block();
+        self.b.set_cold_block(other);
+        let inside = self.b.create_block();
+        self.b.ins().brif(odd, other, &[], inside, &[]);
+        self.b.switch_to_block(inside);
+        (r, other)
+    }
+
+    /// The shadow byte of granule `g`, known to be below 2^44 (an i32,
+    /// zero-extended).
+    fn shadow_load_unmasked(&mut self, base: u64, g: cl::Value) -> cl::Value {
+        let at = self.b.ins().iadd_imm_u(g, base as i64);
+        self.b.ins().uload8(types::I32, shadow_mem(), at, 0)
     }
 
     /// `guard.watch %o` with a shadow and a watch id: goes to the block
@@ -69,21 +110,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     pub(super) fn shadow_watch_gate(&mut self, o: cl::Value) -> Option<cl::Block> {
         let (sh, id) = self.lw.shadow.and_then(|sh| Some((sh, sh.watch_id?)))?;
         let slot = self.effective_addr(o, self.slot_offset());
-        // Rotated right by 3, the slot is its granule index when it is
-        // 8-aligned and below 2^47, and above INDEX_MASK otherwise: one
-        // branch for that, then the byte itself, unmasked, against the id
-        // (a freed bit beside the id sends it to the runtime too — never
-        // the case for a slot the runtime watches).
-        let r = self.b.ins().rotr_imm_u(slot, shadow::GRANULE_SHIFT as i64);
-        let odd = self
-            .b
-            .ins()
-            .ushr_imm_u(r, (shadow::ADDR_BITS - shadow::GRANULE_SHIFT) as i64);
-        let call = self.b.create_block();
-        self.b.set_cold_block(call);
-        let inside = self.b.create_block();
-        self.b.ins().brif(odd, call, &[], inside, &[]);
-        self.b.switch_to_block(inside);
+        // The slot's granule index when it is 8-aligned and below 2^47
+        // (else the runtime decides), then the byte itself, unmasked,
+        // against the id (a freed bit beside the id sends it to the
+        // runtime too — never the case for a slot the runtime watches).
+        let (r, call) = self.aligned_granule(slot);
         let at = self.b.ins().iadd_imm_u(r, sh.base as i64);
         let byte = self.b.ins().load(types::I8, shadow_mem(), at, 0);
         let other = self
@@ -173,15 +204,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         miss
     }
 
-    /// Branches to a new cold block (left current) when `slow` is
-    /// non-zero, else to `pass`.
-    fn branch_to_slow_path(&mut self, slow: cl::Value, pass: cl::Block) {
-        let call = self.b.create_block();
-        self.b.set_cold_block(call);
-        self.b.ins().brif(slow, call, &[], pass, &[]);
-        self.b.switch_to_block(call);
-    }
-
     /// The shadow byte of the granule holding `addr` (an i32, zero-extended).
     fn shadow_byte(&mut self, base: u64, addr: cl::Value) -> cl::Value {
         let g = self.b.ins().ushr_imm_u(addr, shadow::GRANULE_SHIFT as i64);
@@ -209,9 +231,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// Non-zero when a granule of `[addr + lo, addr + hi)` has a `mask`
-    /// bit (`None` without a shadow): the granules from the first byte's
-    /// on, `ceil((hi - lo) / 8)` of them (all touched), and the last byte's
-    /// (the next one, or the last of those again).
+    /// bit (`None` without a shadow; an i64). From an 8-aligned first byte
+    /// below 2^47, a range of at most 64 bytes ([`MAX_GROUP_SPAN`]) is
+    /// the granules `ceil((hi - lo) / 8)` from its first: one shadow word,
+    /// those bytes of it tested by one constant. Otherwise, in a cold
+    /// block, the granules from the first byte's on (all touched) and the
+    /// last byte's (the next one, or the last of those again).
+    ///
+    /// [`MAX_GROUP_SPAN`]: guardlift_ir::rawgroup::MAX_GROUP_SPAN
     pub(super) fn shadow_range_test(
         &mut self,
         addr: cl::Value,
@@ -221,9 +248,25 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Option<cl::Value> {
         let sh = self.lw.shadow?;
         let first = self.b.ins().iadd_imm_s(addr, lo);
-        let g0 = self.b.ins().ushr_imm_u(first, shadow::GRANULE_SHIFT as i64);
         let granule = 1i64 << shadow::GRANULE_SHIFT;
         let whole = (hi - lo + granule - 1) / granule;
+        let done = self.b.create_block();
+        let dirty = self.b.append_block_param(done, types::I64);
+        if (1..=8).contains(&whole) {
+            let (g0, generic) = self.aligned_granule(first);
+            // The table has slack past its last index: the word at any
+            // index below 2^44 is mapped.
+            let w = self.shadow_word(sh.base, g0);
+            let bytes = match whole {
+                8 => u64::MAX,
+                n => (1u64 << (8 * n)) - 1,
+            };
+            let m = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) & bytes;
+            let bits = self.b.ins().band_imm_u(w, m as i64);
+            self.b.ins().jump(done, &[BlockArg::Value(bits)]);
+            self.b.switch_to_block(generic);
+        }
+        let g0 = self.b.ins().ushr_imm_u(first, shadow::GRANULE_SHIFT as i64);
         let mut bits = self.shadow_load(sh.base, g0);
         for i in 1..whole {
             let g = self.b.ins().iadd_imm_s(g0, i);
@@ -233,6 +276,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let last = self.b.ins().iadd_imm_s(addr, hi - 1);
         let more = self.shadow_byte(sh.base, last);
         bits = self.b.ins().bor(bits, more);
-        Some(self.b.ins().band_imm_u(bits, mask as i64))
+        let bits = self.b.ins().band_imm_u(bits, mask as i64);
+        let bits = self.b.ins().uextend(types::I64, bits);
+        self.b.ins().jump(done, &[BlockArg::Value(bits)]);
+        self.b.switch_to_block(done);
+        Some(dirty)
+    }
+
+    /// The 8 shadow bytes from granule `g`'s (little-endian: `g`'s is the
+    /// lowest); `g` below 2^44 (the table's slack covers the rest).
+    pub(super) fn shadow_word(&mut self, base: u64, g: cl::Value) -> cl::Value {
+        let at = self.b.ins().iadd_imm_u(g, base as i64);
+        self.b.ins().load(types::I64, shadow_mem(), at, 0)
     }
 }
