@@ -21,7 +21,13 @@ use crate::layout::{self, DictLayout};
 use crate::report::LastWrite;
 use crate::shadow;
 use std::alloc::{self, Layout as AllocLayout};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The heap's maps are keyed by addresses: `FxHash` (a multiply and a
+/// rotate) instead of SipHash, which took a quarter of a loop entry's
+/// `attr_fixed` call (docs/PERFORMANCE.md). Addresses are not chosen by
+/// an attacker of the hash.
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 use std::sync::Arc;
 
 /// Bytes of an object's body at and after its address (refcount, type word).
@@ -236,14 +242,14 @@ impl Heap {
         Heap {
             layout,
             blocks: BTreeMap::new(),
-            objects: HashMap::new(),
-            dicts: HashMap::new(),
+            objects: HashMap::default(),
+            dicts: HashMap::default(),
             watched: BTreeMap::new(),
-            last_write: HashMap::new(),
-            host: HashMap::new(),
-            values: HashMap::new(),
-            freed: HashMap::new(),
-            released: HashMap::new(),
+            last_write: HashMap::default(),
+            host: HashMap::default(),
+            values: HashMap::default(),
+            freed: HashMap::default(),
+            released: HashMap::default(),
             quarantine: VecDeque::new(),
             quarantine_bytes: 0,
             quarantine_limit: (DEFAULT_QUARANTINE_MB as usize) << 20,
