@@ -1,7 +1,7 @@
 //! The method-JIT-shaped programs of `tests/programs/jitshapes/` (the
 //! `guardlift bench --only jitshapes` rows: richards, nbody, spectral_norm
 //! a loop of leaf calls with a cold host call and a method loop entered
-//! with three receivers in turn; too long for the
+//! with three receivers in turn, and with eight; too long for the
 //! corpus's 80 lines): the interpreter and the JIT, uninstrumented,
 //! `--checks dict` and `--instrument` (recover mode), give the result of
 //! the `; expect:` header bit for bit and no report. The aarch64 object
@@ -44,8 +44,8 @@ fn jit_shaped_programs_agree_with_the_interpreter_under_every_check_set() {
     let progs = programs();
     assert_eq!(
         progs.len(),
-        5,
-        "richards, nbody, spectral_norm, cold call loop, method loop"
+        6,
+        "richards, nbody, spectral_norm, cold call loop, method loop, megamorphic method loop"
     );
     for p in &progs {
         let m = load(p);

@@ -1,6 +1,6 @@
 //! `guardlift bench --only jitshapes`: what the checks cost on code shaped
 //! like a real method JIT's output (issue 33), not on the loops they were
-//! tuned on. Five programs of `tests/programs/jitshapes/` (every engine
+//! tuned on. Six programs of `tests/programs/jitshapes/` (every engine
 //! runs them there too, so the interpreter pins their results):
 //!
 //! - `richards`: pyperformance's richards hot paths — the scheduler loop
@@ -14,7 +14,10 @@
 //!   call on a branch that is never taken;
 //! - `method loop`: a method whose short loop works on its receiver's
 //!   attributes, called on three receivers in turn (its entry test's
-//!   cache must hold several receivers).
+//!   cache must hold several receivers);
+//! - `megamorphic method loop`: the same method called on eight receivers
+//!   in turn, more than the entry cache's ways (every entry misses and
+//!   asks the runtime).
 //!
 //! Each is timed plain, with `--checks dict` and with `--instrument`
 //! (abort mode), in interleaved rounds, ns per step of its `@main(n)`.
@@ -42,7 +45,7 @@ struct Program {
     step: &'static str,
 }
 
-const PROGRAMS: [Program; 5] = [
+const PROGRAMS: [Program; 6] = [
     Program {
         name: "richards",
         text: include_str!("../../../tests/programs/jitshapes/richards.glir"),
@@ -77,6 +80,13 @@ const PROGRAMS: [Program; 5] = [
         ret: Ret::I64,
         steps: 1_000_000,
         step: "round (3 receivers, a 4-iteration loop each)",
+    },
+    Program {
+        name: "megamorphic method loop",
+        text: include_str!("../../../tests/programs/jitshapes/method_loop_megamorphic.glir"),
+        ret: Ret::I64,
+        steps: 300_000,
+        step: "round (8 receivers, a 4-iteration loop each)",
     },
 ];
 
