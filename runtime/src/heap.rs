@@ -871,13 +871,17 @@ impl Heap {
     /// [`crate::internals::ObjectBuiltins::attr_fixed`]: the record alone decides (the
     /// capacity word in memory is not read).
     pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
-        let Some(m) = self.objects.get(&obj) else {
-            return false;
-        };
-        let Some(v) = m.values else {
-            return false;
-        };
-        m.n_attrs > max && self.read_word(self.slot(obj)) == layout::values_word(v)
+        self.fixed_record(obj)
+            .is_some_and(|(_, n)| n > u64::from(max))
+    }
+
+    /// What [`Heap::attr_fixed`] decides from, for a live heap object whose
+    /// word is its own values array's: that values word and the object's
+    /// attribute count (`None` otherwise).
+    pub fn fixed_record(&self, obj: u64) -> Option<(u64, u64)> {
+        let m = self.objects.get(&obj)?;
+        let word = layout::values_word(m.values?);
+        (self.read_word(self.slot(obj)) == word).then_some((word, u64::from(m.n_attrs)))
     }
 
     /// `@obj_dictify(obj)`: move the attributes into a dict and point the word at it.

@@ -62,6 +62,7 @@ pub mod abi;
 pub mod backtrace;
 pub mod codemap;
 pub mod fault;
+mod fixed_cache;
 pub mod heap;
 pub mod host_stack;
 pub mod internals;

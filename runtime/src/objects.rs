@@ -192,7 +192,24 @@ impl ObjectBuiltins for Runtime {
 
     fn attr_fixed(&self, obj: u64, max: u32) -> bool {
         self.note_attr_fixed_call();
-        lock(&self.heap).attr_fixed(obj, max)
+        // The epoch first: a fill made from an answer the heap gave after
+        // it moved again is stale at once (`crate::fixed_cache`).
+        let epoch = self.values_epoch.load(Ordering::SeqCst);
+        if let Some((word, n)) = self.fixed_cache.lookup(obj, epoch) {
+            let slot = self.layout().slot_addr(obj);
+            // SAFETY: the heap knew `obj` as a live object when it filled
+            // the entry, and the values epoch has not moved since: no
+            // object went, so its slot is still readable.
+            if unsafe { (slot as *const u64).read_unaligned() } == word {
+                return n > u64::from(max);
+            }
+        }
+        let heap = lock(&self.heap);
+        let rec = heap.fixed_record(obj);
+        if let Some((word, n)) = rec {
+            self.fixed_cache.fill(obj, word, n, epoch);
+        }
+        rec.is_some_and(|(_, n)| n > u64::from(max))
     }
 
     fn check_mem(&self, addr: u64, width: u32, site: u32) -> Result<(), Verdict> {

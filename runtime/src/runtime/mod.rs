@@ -136,6 +136,8 @@ pub struct Runtime {
     host_stacks: AtomicBool,
     /// Calls of `attr_fixed` (`RuntimeInternals::attr_fixed_calls`).
     attr_fixed_calls: AtomicU64,
+    /// `attr_fixed`'s successes, answered again without the heap's lock.
+    pub(crate) fixed_cache: crate::fixed_cache::FixedCache,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -250,6 +252,7 @@ impl Runtime {
             slow_paths: std::sync::OnceLock::new(),
             host_stacks: AtomicBool::new(false),
             attr_fixed_calls: AtomicU64::new(0),
+            fixed_cache: Default::default(),
         }
     }
 
