@@ -84,6 +84,7 @@ pub const FAMILIES: &[&str] = &[
     "entrycache.receivers",
     "entrycache.receiver_too_small",
     "entrycache.receiver_dictified",
+    "entrycache.receiver_broken_between",
     "entrycache.two_objects",
     "entrycache.exit_read",
     "entrycache.exit_read_past",

@@ -12,7 +12,12 @@
 //!   op past its capacity is `attr_out_of_bounds` at every entry with it,
 //!   guarded by hand or needing the bounds checks);
 //! - dictified before the loops (legal: its attribute ops take the slow
-//!   path, and the entry test fails for it alone).
+//!   path, and the entry test fails for it alone);
+//! - with faults and more than one round, its word's LSB cleared
+//!   (`fault_clear_lsb`) right after its first entry: the entry test
+//!   passed once for it, and must fail at the next entries although no
+//!   object went (the runtime's memo of `attr_fixed` answers only for
+//!   the word it recorded).
 //!
 //! A cache that answered for a receiver from another receiver's way would
 //! run the clean copy, without the bounds tests, on the failing one. The
@@ -59,14 +64,23 @@ impl FnGen<'_, '_, '_> {
                 (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns")
             })
             .collect();
-        if bad < 4 && !small {
+        // With faults and a second round, the failing receiver is broken
+        // after its first entry instead (`fault_clear_lsb` between two
+        // entries: its word changes and no epoch moves, so an answer kept
+        // from the first entry must look at the word again).
+        let broken = bad < 4 && !small && self.ms.faults && rounds >= 2;
+        if bad < 4 && !small && !broken {
             self.fb.call(self.ms.ext.obj_dictify, &[objs[bad as usize]]);
             self.dictified = true;
         }
-        self.ev.insert(match (bad < 4, small) {
-            (false, _) => "entrycache.receivers",
-            (true, true) => "entrycache.receiver_too_small",
-            (true, false) => "entrycache.receiver_dictified",
+        if broken {
+            self.ms.needs.dict = true;
+        }
+        self.ev.insert(match (bad < 4, small, broken) {
+            (false, _, _) => "entrycache.receivers",
+            (true, true, _) => "entrycache.receiver_too_small",
+            (true, false, false) => "entrycache.receiver_dictified",
+            (true, false, true) => "entrycache.receiver_broken_between",
         });
         let zero = self.iconst(Type::I64, 0);
         let one = self.iconst(Type::I64, 1);
@@ -144,6 +158,18 @@ impl FnGen<'_, '_, '_> {
         let a5 = self.fb.binary(BinOp::Iadd, a1, a4);
         self.fb.jump(inner, &[j2, a5]);
         self.fb.switch_to_block(next);
+        if broken {
+            // After the broken receiver's first entry (i == bad).
+            let at = self.iconst(Type::I64, i64::from(bad));
+            let first = self.fb.icmp(IntCC::Eq, i, at);
+            let brk = self.fb.create_block("break_receiver");
+            let go_on = self.fb.create_block("receiver_broken");
+            self.fb.brif(first, brk, &[], go_on, &[]);
+            self.fb.switch_to_block(brk);
+            self.fb.call(self.ms.ext.fault_clear_lsb, &[objs[bad as usize]]);
+            self.fb.jump(go_on, &[]);
+            self.fb.switch_to_block(go_on);
+        }
         let i2 = self.fb.binary(BinOp::Iadd, i, one);
         self.receiver_exit(r, (low, max, small), (i2, a2), outer);
         self.fb.switch_to_block(done);
