@@ -166,7 +166,8 @@ impl FnGen<'_, '_, '_> {
             let go_on = self.fb.create_block("receiver_broken");
             self.fb.brif(first, brk, &[], go_on, &[]);
             self.fb.switch_to_block(brk);
-            self.fb.call(self.ms.ext.fault_clear_lsb, &[objs[bad as usize]]);
+            self.fb
+                .call(self.ms.ext.fault_clear_lsb, &[objs[bad as usize]]);
             self.fb.jump(go_on, &[]);
             self.fb.switch_to_block(go_on);
         }
