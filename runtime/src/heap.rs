@@ -22,13 +22,13 @@ use crate::report::LastWrite;
 use crate::shadow;
 use std::alloc::{self, Layout as AllocLayout};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// The heap's maps are keyed by addresses: `FxHash` (a multiply and a
 /// rotate) instead of SipHash, which took a quarter of a loop entry's
 /// `attr_fixed` call (docs/PERFORMANCE.md). Addresses are not chosen by
 /// an attacker of the hash.
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
-use std::sync::Arc;
 
 /// Bytes of an object's body at and after its address (refcount, type word).
 pub const OBJ_BODY_BYTES: i64 = 16;
@@ -868,16 +868,10 @@ impl Heap {
         Err(())
     }
 
-    /// [`crate::internals::ObjectBuiltins::attr_fixed`]: the record alone decides (the
-    /// capacity word in memory is not read).
-    pub fn attr_fixed(&self, obj: u64, max: u32) -> bool {
-        self.fixed_record(obj)
-            .is_some_and(|(_, n)| n > u64::from(max))
-    }
-
-    /// What [`Heap::attr_fixed`] decides from, for a live heap object whose
-    /// word is its own values array's: that values word and the object's
-    /// attribute count (`None` otherwise).
+    /// What [`crate::internals::ObjectBuiltins::attr_fixed`] decides from
+    /// (the record alone: the capacity word in memory is not read), for a
+    /// live heap object whose word is its own values array's: that values
+    /// word and the object's attribute count (`None` otherwise).
     pub fn fixed_record(&self, obj: u64) -> Option<(u64, u64)> {
         let m = self.objects.get(&obj)?;
         let word = layout::values_word(m.values?);

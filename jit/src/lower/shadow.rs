@@ -1,8 +1,10 @@
 //! The inline hot paths of the lifetime, clobber and watch checks on the
 //! runtime's shadow bytes ([`guardlift_runtime::shadow`]).
 //!
-//! JIT code of a runtime with a shadow reads the byte of a granule (one
-//! shift, one mask, one load) and tests a bit; only a set bit calls the
+//! JIT code of a runtime with a shadow reads the byte of a granule and
+//! tests a bit — at an 8-aligned address below 2^47 one rotation, one
+//! branch and one unmasked load ([`FnLower::aligned_granule`]), elsewhere
+//! one shift, one mask and one load per granule; only a set bit calls the
 //! runtime, whose slow path then decides exactly as without the shadow
 //! (a set bit is a "maybe", a clear one is exact), so reports and their
 //! counts are the interpreter's. Object files keep the call form: their
