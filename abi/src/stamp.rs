@@ -11,6 +11,7 @@
 //!    whether it takes the runtime pointer, its parameter and result
 //!    classes;
 //! 3. the offsets of [`crate::offsets`] (trap scratch area, epochs, the
+//!    `attr_fixed` memo's address, entries and hash, the
 //!    scratch area's fields) and the trap token of a sample site;
 //! 4. the dict and values layout constants of [`crate::layout`] and the
 //!    adstack header of [`crate::adstack`];
@@ -32,6 +33,11 @@ use crate::layout::{
 use crate::offsets::{
     trap_token, TRAP_OWNER_OFFSET, TRAP_READY_OFFSET, TRAP_SCRATCH_OFFSET, TRAP_VALUES_OFFSET,
     TRAP_VALUE_COUNT, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
+};
+use crate::offsets::{
+    FIXED_MEMO_ENTRY_BYTES_LOG2, FIXED_MEMO_EPOCH, FIXED_MEMO_HASH, FIXED_MEMO_N_ATTRS,
+    FIXED_MEMO_OBJ, FIXED_MEMO_OFFSET, FIXED_MEMO_SEQ, FIXED_MEMO_SETS_LOG2, FIXED_MEMO_WAYS,
+    FIXED_MEMO_WORD,
 };
 use crate::report::{ReportKind, TRAP_CODE_BASE};
 
@@ -126,6 +132,18 @@ pub const fn stamp() -> u64 {
         .i32(TRAP_VALUES_OFFSET)
         .i32(TRAP_READY_OFFSET)
         .u64(trap_token(7));
+    // The attr_fixed memo.
+    h = h
+        .i32(FIXED_MEMO_OFFSET)
+        .u64(FIXED_MEMO_SETS_LOG2 as u64)
+        .u64(FIXED_MEMO_WAYS as u64)
+        .u64(FIXED_MEMO_ENTRY_BYTES_LOG2 as u64)
+        .u64(FIXED_MEMO_HASH)
+        .i32(FIXED_MEMO_SEQ)
+        .i32(FIXED_MEMO_OBJ)
+        .i32(FIXED_MEMO_WORD)
+        .i32(FIXED_MEMO_N_ATTRS)
+        .i32(FIXED_MEMO_EPOCH);
     // The object and adstack layouts.
     h = h
         .u64(DICT_WORD_BYTES as u64)

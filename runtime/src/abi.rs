@@ -325,6 +325,10 @@ mod tests {
             guardlift_abi::VALUES_EPOCH_OFFSET,
             crate::VALUES_EPOCH_OFFSET
         );
+        assert_eq!(
+            guardlift_abi::offsets::FIXED_MEMO_OFFSET,
+            crate::FIXED_MEMO_OFFSET
+        );
         assert_eq!(guardlift_abi::TRAP_OWNER_OFFSET, trap::TRAP_OWNER_OFFSET);
         assert_eq!(guardlift_abi::TRAP_VALUES_OFFSET, trap::TRAP_VALUES_OFFSET);
         assert_eq!(guardlift_abi::TRAP_READY_OFFSET, trap::TRAP_READY_OFFSET);

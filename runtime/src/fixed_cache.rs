@@ -7,7 +7,12 @@
 //! every entry of a loop called with more receivers than that cache has
 //! ways (docs/PERFORMANCE.md, "A megamorphic call site"). The heap's mutex
 //! (a locked compare-and-swap and a release) was three quarters of such a
-//! call. Each entry here holds `(object, its values word, its attribute
+//! call; the JIT now probes this memo inline before it calls at all
+//! (`jit/src/lower/entrycache.rs`), reading the layout the contract fixes
+//! (`guardlift_abi::offsets::FIXED_MEMO_*`): sets of two ways (an object
+//! is in one of its set's; with one way, two receivers of a call site
+//! sharing an entry — one run in ten with eight receivers — evicted each
+//! other at every entry), each way a cache line. Each entry here holds `(object, its values word, its attribute
 //! count, values epoch)` from a success, written under the heap's lock (so
 //! one writer at a time) with a sequence number around the writes (a
 //! seqlock: a reader that saw the number change retries nothing, it just
@@ -22,12 +27,15 @@
 //! loop's object while it is entered is outside the claims
 //! (`guardlift_ir::hoist`).
 
+use guardlift_abi::offsets::{
+    fixed_memo_set, FIXED_MEMO_ENTRIES as ENTRIES, FIXED_MEMO_ENTRY_BYTES_LOG2, FIXED_MEMO_WAYS,
+};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// Entries (a power of two), direct-mapped by the object's address.
-const ENTRIES: usize = 256;
-
+/// One entry, as the JIT's loop entries read it too (the contract's
+/// `FIXED_MEMO_*` offsets, pinned by a test below).
 #[derive(Default, Debug)]
+#[repr(C, align(64))]
 struct Entry {
     /// Odd while a write is under way; +2 per write.
     seq: AtomicU64,
@@ -35,7 +43,12 @@ struct Entry {
     word: AtomicU64,
     n_attrs: AtomicU64,
     epoch: AtomicU64,
+    /// In a set's first entry only: the way the next fill of a new object
+    /// replaces when both hold one (written and read under the heap's
+    /// lock; generated code never reads it).
+    victim: AtomicU64,
 }
+const _: () = assert!(std::mem::size_of::<Entry>() == 1 << FIXED_MEMO_ENTRY_BYTES_LOG2);
 
 /// See the module doc.
 #[derive(Debug)]
@@ -51,16 +64,30 @@ impl Default for FixedCache {
     }
 }
 
-/// The entry of `obj`: a multiplicative hash of its granule, top bits.
-fn index(obj: u64) -> usize {
-    ((obj >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - ENTRIES.trailing_zeros())) as usize
-}
-
 impl FixedCache {
+    /// The address of the first entry, fixed for the memo's life: what the
+    /// runtime holds at `FIXED_MEMO_OFFSET` for generated code, which
+    /// probes the memo as [`Self::lookup`] does (the way whose object is
+    /// `obj`, then an acquire load of each of its fields in turn, the
+    /// sequence number first and last).
+    pub(crate) fn base(&self) -> u64 {
+        self.entries.as_ptr() as u64
+    }
+
+    /// The ways of the set of `obj`.
+    fn set(&self, obj: u64) -> &[Entry] {
+        let first = fixed_memo_set(obj) * FIXED_MEMO_WAYS;
+        &self.entries[first..first + FIXED_MEMO_WAYS]
+    }
+
     /// `(values word, attribute count)` of a success for `obj` filled at
-    /// values epoch `epoch`, if the entry holds one (read consistently).
+    /// values epoch `epoch`, if a way of its set holds one (read
+    /// consistently).
     pub(crate) fn lookup(&self, obj: u64, epoch: u64) -> Option<(u64, u64)> {
-        let e = &self.entries[index(obj)];
+        let set = self.set(obj);
+        // The way that names `obj` (a hint: read again under the sequence
+        // number below).
+        let e = set.iter().find(|e| e.obj.load(Ordering::Relaxed) == obj)?;
         let s = e.seq.load(Ordering::Acquire);
         // Never filled (0: its zeroes would answer for the null pointer)
         // or a write under way (odd).
@@ -79,10 +106,23 @@ impl FixedCache {
     }
 
     /// Records a success for `obj` (its values word and attribute count)
-    /// at values epoch `epoch`, read before the heap was asked. Callers
-    /// hold the heap's lock: one writer at a time.
+    /// at values epoch `epoch`, read before the heap was asked, in the way
+    /// of its set that holds `obj`, else in one never filled, else in the
+    /// set's victim (the ways in turn). Callers hold the heap's lock: one
+    /// writer at a time.
     pub(crate) fn fill(&self, obj: u64, word: u64, n_attrs: u64, epoch: u64) {
-        let e = &self.entries[index(obj)];
+        let set = self.set(obj);
+        let holding = |f: &dyn Fn(&Entry) -> bool| set.iter().position(f);
+        let way = holding(&|e| e.obj.load(Ordering::Relaxed) == obj)
+            .or_else(|| holding(&|e| e.seq.load(Ordering::Relaxed) == 0))
+            .unwrap_or_else(|| {
+                let v = set[0].victim.load(Ordering::Relaxed) as usize % FIXED_MEMO_WAYS;
+                set[0]
+                    .victim
+                    .store((v as u64 + 1) % FIXED_MEMO_WAYS as u64, Ordering::Relaxed);
+                v
+            });
+        let e = &set[way];
         let s = e.seq.load(Ordering::Relaxed);
         e.seq.store(s.wrapping_add(1) | 1, Ordering::Relaxed);
         fence(Ordering::Release);
@@ -107,21 +147,60 @@ mod tests {
         assert_eq!(c.lookup(0x1000, 5), Some((0x2007, 3)));
         assert_eq!(c.lookup(0x1000, 6), None, "the epoch moved");
         assert_eq!(c.lookup(0x1008, 5), None, "another object");
-        // Another object of the same entry replaces it.
-        let other = (1..)
+        // Objects of the same set: the second takes the other way, a
+        // third replaces one, in turn.
+        let mut same = (1..)
             .map(|k| 0x1000 + 8 * k)
-            .find(|&o| index(o) == index(0x1000))
-            .expect("a colliding address");
-        c.fill(other, 0x3007, 2, 5);
-        assert_eq!(c.lookup(0x1000, 5), None);
-        assert_eq!(c.lookup(other, 5), Some((0x3007, 2)));
+            .filter(|&o| fixed_memo_set(o) == fixed_memo_set(0x1000));
+        let (b, c3, d) = (same.next(), same.next(), same.next());
+        let (b, c3, d) = (b.unwrap(), c3.unwrap(), d.unwrap());
+        c.fill(b, 0x3007, 2, 5);
+        assert_eq!(c.lookup(0x1000, 5), Some((0x2007, 3)), "two ways");
+        assert_eq!(c.lookup(b, 5), Some((0x3007, 2)));
+        c.fill(b, 0x3107, 2, 5);
+        assert_eq!(c.lookup(b, 5), Some((0x3107, 2)), "refilled in place");
+        assert_eq!(c.lookup(0x1000, 5), Some((0x2007, 3)));
+        c.fill(c3, 0x4007, 1, 5);
+        assert_eq!(c.lookup(c3, 5), Some((0x4007, 1)));
+        assert_eq!(c.lookup(0x1000, 5), None, "way 0 was the victim");
+        assert_eq!(c.lookup(b, 5), Some((0x3107, 2)));
+        c.fill(d, 0x5007, 1, 5);
+        assert_eq!(c.lookup(d, 5), Some((0x5007, 1)));
+        assert_eq!(c.lookup(b, 5), None, "then way 1");
+        assert_eq!(c.lookup(c3, 5), Some((0x4007, 1)));
+    }
+
+    /// The layout generated code reads is the contract's.
+    #[test]
+    fn entries_are_laid_out_as_the_contract_says() {
+        use guardlift_abi::offsets::*;
+        use std::mem::{offset_of, size_of};
+        assert_eq!(size_of::<Entry>(), 1 << FIXED_MEMO_ENTRY_BYTES_LOG2);
+        assert_eq!(offset_of!(Entry, seq), FIXED_MEMO_SEQ as usize);
+        assert_eq!(offset_of!(Entry, obj), FIXED_MEMO_OBJ as usize);
+        assert_eq!(offset_of!(Entry, word), FIXED_MEMO_WORD as usize);
+        assert_eq!(offset_of!(Entry, n_attrs), FIXED_MEMO_N_ATTRS as usize);
+        assert_eq!(offset_of!(Entry, epoch), FIXED_MEMO_EPOCH as usize);
+        let c = FixedCache::default();
+        assert_eq!(c.entries.len(), FIXED_MEMO_ENTRIES);
+        c.fill(0x1230, 0x4567, 2, 9);
+        // An empty set's first way.
+        let first = (fixed_memo_set(0x1230) * FIXED_MEMO_WAYS) as u64;
+        let at = c.base() + (first << FIXED_MEMO_ENTRY_BYTES_LOG2);
+        // SAFETY: `at` is the entry of 0x1230 inside `c.entries`.
+        let read = |off: i32| unsafe { ((at + off as u64) as *const u64).read() };
+        assert_eq!(read(FIXED_MEMO_SEQ), 2);
+        assert_eq!(read(FIXED_MEMO_OBJ), 0x1230);
+        assert_eq!(read(FIXED_MEMO_WORD), 0x4567);
+        assert_eq!(read(FIXED_MEMO_N_ATTRS), 2);
+        assert_eq!(read(FIXED_MEMO_EPOCH), 9);
     }
 
     #[test]
     fn a_write_under_way_answers_nothing() {
         let c = FixedCache::default();
         c.fill(0x1000, 0x2007, 3, 5);
-        let e = &c.entries[index(0x1000)];
+        let e = &c.set(0x1000)[0];
         let s = e.seq.load(Ordering::Relaxed);
         e.seq.store(s + 1, Ordering::Relaxed);
         assert_eq!(c.lookup(0x1000, 5), None);

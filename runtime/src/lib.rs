@@ -93,7 +93,7 @@ pub use report::{
 };
 pub use runtime::{
     format_f32, format_f64, Mode, ReportHandler, Runtime, RuntimeConfig, SiteRegistration, Verdict,
-    TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
+    FIXED_MEMO_OFFSET, TRAP_SCRATCH_OFFSET, UNWATCH_EPOCH_OFFSET, VALUES_EPOCH_OFFSET,
 };
 pub use sites::{ModuleSites, SiteSpaceFull};
 pub use slow_path::{AttrSlowPaths, BindError, SlowPaths};

@@ -5,7 +5,12 @@
 //! The test is `Runtime::attr_fixed` for each object (a runtime call,
 //! `gl_attr_fixed`: the heap's record, not the word, decides where it
 //! reads, so a wild or forged word never makes the dispatch fault where
-//! the loop would not). In front of it, per loop, a zeroed data object of
+//! the loop would not). In front of the call, the runtime's own memo of
+//! that call's successes (`runtime/src/fixed_cache.rs`, two ways per set
+//! at the address the runtime holds at `FIXED_MEMO_OFFSET`) is probed
+//! inline as the runtime probes it ([`FnLower::memo_test`]): a loop entered
+//! with more receivers than its own cache has ways — a megamorphic call
+//! site — then makes no call. In front of both, per loop, a zeroed data object of
 //! the module holds the last [`WAYS`] successes — each `[values epoch + 1,
 //! (object, word) per object]` — and the index of the way the next success
 //! fills (round robin). A way hits when the epoch is unchanged (no object
@@ -28,13 +33,16 @@ use crate::error::JitError;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, MemFlagsData};
 use cranelift_module::{DataDescription, Module as ClModule};
-use guardlift_abi::Entry;
+use guardlift_abi::{offsets, Entry};
 use guardlift_ir::Value;
 
 /// Ways of a loop's entry cache (a power of two: the index of the next way
 /// to fill is masked, so that no value in the data object makes a fill
 /// write outside it).
 const WAYS: usize = 4;
+
+// The memo probe picks one of two ways (`FnLower::memo_test`).
+const _: () = assert!(offsets::FIXED_MEMO_WAYS == 2);
 
 /// Bytes between two ways for `n` objects: the stamp, then (object,
 /// word) each, rounded up to a power of two (a way's offset is a shift of
@@ -47,6 +55,7 @@ fn way_bytes(n: usize) -> i32 {
 /// of this entry and the objects, for the fill after a miss.
 pub(super) struct Probed {
     cache: cl::Value,
+    epoch: cl::Value,
     stamp: cl::Value,
     objs: Vec<cl::Value>,
 }
@@ -132,15 +141,27 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.ins().jump(clean, args);
             self.b.switch_to_block(next);
         }
-        Ok(Probed { cache, stamp, objs })
+        Ok(Probed {
+            cache,
+            epoch,
+            stamp,
+            objs,
+        })
     }
 
     /// After a miss of the probe (the builder in a block whose paths all
-    /// passed the shadow tests): ask the runtime; on success fill the next
-    /// way and branch with `args` to `clean`, else to `checked`.
+    /// passed the shadow tests): the runtime's memo of `attr_fixed`
+    /// successes, inline, then the runtime itself (a cold block) when the
+    /// memo does not answer for every object; on success fill the next way
+    /// and branch with `args` to `clean`, else to `checked`.
     pub(super) fn fixed_attrs_ask(
         &mut self,
-        Probed { cache, stamp, objs }: Probed,
+        Probed {
+            cache,
+            epoch,
+            stamp,
+            objs,
+        }: Probed,
         attrs: &[(Value, u32)],
         args: &[BlockArg],
         (clean, checked): (cl::Block, cl::Block),
@@ -150,6 +171,19 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let obj_at = |w: i32, i: usize| w + 8 + 16 * i as i32;
         let cursor_at = way * WAYS as i32;
         let flags = MemFlagsData::trusted();
+        let fill = self.b.create_block();
+        let ask = self.b.create_block();
+        let rt = self.rt()?;
+        let memo = self
+            .b
+            .ins()
+            .load(I64, flags, rt, offsets::FIXED_MEMO_OFFSET);
+        for (&o, &(_, max)) in objs.iter().zip(attrs) {
+            self.memo_test(memo, epoch, o, max, ask);
+        }
+        self.b.ins().jump(fill, &[]);
+        self.b.switch_to_block(ask);
+        self.b.set_cold_block(ask);
         let mut fixed = Vec::with_capacity(objs.len());
         for (&o, &(_, max)) in objs.iter().zip(attrs) {
             let mx = self.iconst(cl::types::I32, i64::from(max));
@@ -159,7 +193,6 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             fixed.push(r);
         }
         let all = self.band_all(fixed)?;
-        let fill = self.b.create_block();
         self.b.ins().brif(all, fill, &[], checked, args);
         self.b.switch_to_block(fill);
         let k = self.b.ins().load(I64, flags, cache, cursor_at);
@@ -176,6 +209,72 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.b.ins().store(flags, k1, cache, cursor_at);
         self.b.ins().jump(clean, args);
         Ok(())
+    }
+
+    /// The runtime's memo (`runtime/src/fixed_cache.rs`, at `memo`) probed
+    /// for `obj` as its `lookup` does: goes on (in a new block) when the
+    /// way of `obj`'s set naming it holds a success for it filled at values epoch
+    /// `epoch`, read consistently (the sequence number even, not 0, and
+    /// the same before and after; every field an acquire load, so in order
+    /// on every target), with more than `max` attributes and the word it
+    /// recorded still in the object's slot; branches to `ask` otherwise.
+    /// The word is read only after the entry named `obj` at this epoch: the
+    /// heap knew it as a live object then, and no object went since.
+    fn memo_test(
+        &mut self,
+        memo: cl::Value,
+        epoch: cl::Value,
+        obj: cl::Value,
+        max: u32,
+        ask: cl::Block,
+    ) {
+        use cl::types::I64;
+        use offsets::*;
+        let flags = MemFlagsData::trusted();
+        let granule = self.b.ins().ushr_imm_u(obj, 3);
+        let h = self.b.ins().imul_imm_s(granule, FIXED_MEMO_HASH as i64);
+        let set = self
+            .b
+            .ins()
+            .ushr_imm_u(h, i64::from(64 - FIXED_MEMO_SETS_LOG2));
+        let set_bytes = FIXED_MEMO_ENTRY_BYTES_LOG2 + FIXED_MEMO_WAYS.trailing_zeros();
+        let off = self.b.ins().ishl_imm_u(set, i64::from(set_bytes));
+        let e0 = self.b.ins().iadd(memo, off);
+        // The way naming `obj` (a hint, read again below): the first, or
+        // else the second.
+        let o0 = (self.b.ins()).load(I64, flags, e0, FIXED_MEMO_OBJ);
+        let first = self.b.ins().icmp(IntCC::Equal, o0, obj);
+        let e1 = self
+            .b
+            .ins()
+            .iadd_imm_s(e0, 1 << FIXED_MEMO_ENTRY_BYTES_LOG2);
+        let e = self.b.ins().select(first, e0, e1);
+        let field = |s: &mut Self, at: i32| {
+            let p = s.b.ins().iadd_imm_s(e, i64::from(at));
+            s.b.ins().atomic_load(I64, flags, p)
+        };
+        let seq = self.b.ins().atomic_load(I64, flags, e);
+        // Even and not 0 (a write under way; never filled): rotated right
+        // by one, a positive number.
+        let rot = self.b.ins().rotr_imm_u(seq, 1);
+        let ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rot, 0);
+        self.pass_if(ok, ask);
+        let o = field(self, FIXED_MEMO_OBJ);
+        let ok = self.b.ins().icmp(IntCC::Equal, o, obj);
+        self.pass_if(ok, ask);
+        let ep = field(self, FIXED_MEMO_EPOCH);
+        let ok = self.b.ins().icmp(IntCC::Equal, ep, epoch);
+        self.pass_if(ok, ask);
+        let n = field(self, FIXED_MEMO_N_ATTRS);
+        let ok = (self.b.ins()).icmp_imm_u(IntCC::UnsignedGreaterThan, n, i64::from(max));
+        self.pass_if(ok, ask);
+        let recorded = field(self, FIXED_MEMO_WORD);
+        let again = field(self, FIXED_MEMO_SEQ);
+        let ok = self.b.ins().icmp(IntCC::Equal, again, seq);
+        self.pass_if(ok, ask);
+        let word = self.load_word(obj);
+        let ok = self.b.ins().icmp(IntCC::Equal, word, recorded);
+        self.pass_if(ok, ask);
     }
 
     /// Goes on in a new block (left current) when `eq` is non-zero, else

@@ -413,7 +413,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind else {
             return false;
         };
-        lp.attrs.iter().any(|&(o, _)| o == obj) && self.checks_of(inst).contains(CheckKind::Bounds)
+        let c = self.checks_of(inst);
+        lp.attrs.iter().any(|&(o, _)| o == obj)
+            && (c.contains(CheckKind::Bounds) || c.contains(CheckKind::Dict))
     }
 
     /// Does a call of IR function `g` here run its clean variant?

@@ -28,6 +28,8 @@ const _: () = assert!(TRAP_SCRATCH_OFFSET == 0);
 pub const UNWATCH_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, unwatch_epoch) as i32;
 /// Offset of the values epoch (an `AtomicU64`) from the runtime pointer.
 pub const VALUES_EPOCH_OFFSET: i32 = std::mem::offset_of!(Runtime, values_epoch) as i32;
+/// Offset of the `attr_fixed` memo's address (a `u64`) from the runtime pointer.
+pub const FIXED_MEMO_OFFSET: i32 = std::mem::offset_of!(Runtime, fixed_memo) as i32;
 
 /// A user-installed report handler: called for each occurrence of a
 /// violation (up to the per-site limit), after it was recorded, outside any
@@ -109,6 +111,10 @@ pub struct Runtime {
     /// generated code that remembers "[`Runtime::attr_fixed`] held for these
     /// objects and words" trusts it only while the epoch is unchanged.
     pub(crate) values_epoch: AtomicU64,
+    /// The address of [`Runtime::fixed_cache`]'s entries (at
+    /// [`FIXED_MEMO_OFFSET`]): a loop's entry test probes the memo inline
+    /// before it calls `attr_fixed`.
+    fixed_memo: u64,
     layout: DictLayout,
     mode: Mode,
     abort_process: bool,
@@ -228,10 +234,12 @@ impl Runtime {
 
     /// The runtime value itself (the layout already checked).
     fn value(config: RuntimeConfig) -> Runtime {
+        let fixed_cache = crate::fixed_cache::FixedCache::default();
         Runtime {
             trap: TrapScratch::new(),
             unwatch_epoch: AtomicU64::new(0),
             values_epoch: AtomicU64::new(0),
+            fixed_memo: fixed_cache.base(),
             layout: config.layout,
             mode: config.mode,
             abort_process: config.abort_process,
@@ -252,7 +260,7 @@ impl Runtime {
             slow_paths: std::sync::OnceLock::new(),
             host_stacks: AtomicBool::new(false),
             attr_fixed_calls: AtomicU64::new(0),
-            fixed_cache: Default::default(),
+            fixed_cache,
         }
     }
 
