@@ -296,7 +296,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 }
             }
             // Versioned when the clean copy drops a `guard.watch` or a
-            // bounds test (issue 33: on AMD EPYC the store loop's inline
+            // bounds or dict test (issue 33: on AMD EPYC the store loop's inline
             // capacity test cost 1.5x plain, `--checks lifetime,bounds`
             // alone 1.48x); a lifetime test alone is a load and a bit test
             // off the critical path (measured on an Intel Xeon: no gain).
@@ -406,9 +406,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         !d.bounds.is_empty()
     }
 
-    /// Is `inst` an attribute op of loop `lp` with a bounds test on one of
-    /// its fixed attributes (which the clean copy drops, the entry testing
-    /// them once)?
+    /// Is `inst` an attribute op of loop `lp` with a bounds or dict test
+    /// on one of its fixed attributes (which the clean copy drops, the
+    /// entry testing them once)? The dict test alone is enough since the
+    /// entry test's miss is mostly inline (the runtime's memo): under
+    /// `--checks dict` the method loop went 1.25 → 1.10 (docs/PERFORMANCE.md).
     fn fixed_bounds_test(&self, inst: &Inst, lp: &CleanLoop) -> bool {
         let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind else {
             return false;
