@@ -296,7 +296,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 }
             }
             // Versioned when the clean copy drops a `guard.watch` or a
-            // bounds or dict test (issue 33: on AMD EPYC the store loop's inline
+            // bounds test (issue 33: on AMD EPYC the store loop's inline
             // capacity test cost 1.5x plain, `--checks lifetime,bounds`
             // alone 1.48x); a lifetime test alone is a load and a bit test
             // off the critical path (measured on an Intel Xeon: no gain).
@@ -406,18 +406,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         !d.bounds.is_empty()
     }
 
-    /// Is `inst` an attribute op of loop `lp` with a bounds or dict test
-    /// on one of its fixed attributes (which the clean copy drops, the
-    /// entry testing them once)? The dict test alone is enough since the
-    /// entry test's miss is mostly inline (the runtime's memo): under
-    /// `--checks dict` the method loop went 1.25 → 1.10 (docs/PERFORMANCE.md).
+    /// Is `inst` an attribute op of loop `lp` with a bounds test on one of
+    /// its fixed attributes (which the clean copy drops, the entry testing
+    /// them once)?
     fn fixed_bounds_test(&self, inst: &Inst, lp: &CleanLoop) -> bool {
         let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind else {
             return false;
         };
-        let c = self.checks_of(inst);
-        lp.attrs.iter().any(|&(o, _)| o == obj)
-            && (c.contains(CheckKind::Bounds) || c.contains(CheckKind::Dict))
+        lp.attrs.iter().any(|&(o, _)| o == obj) && self.checks_of(inst).contains(CheckKind::Bounds)
     }
 
     /// Does a call of IR function `g` here run its clean variant?
