@@ -8,9 +8,10 @@
 //! the loop would not). In front of the call, the runtime's own memo of
 //! that call's successes (`runtime/src/fixed_cache.rs`, two ways per set
 //! at the address the runtime holds at `FIXED_MEMO_OFFSET`) is probed
-//! inline as the runtime probes it ([`FnLower::memo_test`]): a loop entered
-//! with more receivers than its own cache has ways — a megamorphic call
-//! site — then makes no call. In front of both, per loop, a zeroed data object of
+//! inline as the runtime probes it ([`FnLower::memo_test`]): a loop
+//! entered with more receivers than its own cache has ways — a
+//! megamorphic call site — then makes no call. In front of both, per
+//! loop, a zeroed data object of
 //! the module holds the last [`WAYS`] successes — each `[values epoch + 1,
 //! (object, word) per object]` — and the index of the way the next success
 //! fills (round robin). A way hits when the epoch is unchanged (no object
@@ -213,8 +214,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// The runtime's memo (`runtime/src/fixed_cache.rs`, at `memo`) probed
     /// for `obj` as its `lookup` does: goes on (in a new block) when the
-    /// way of `obj`'s set naming it holds a success for it filled at values epoch
-    /// `epoch`, read consistently (the sequence number even, not 0, and
+    /// way of `obj`'s set naming it holds a success for it filled at
+    /// values epoch `epoch`, read consistently (the sequence number even, not 0, and
     /// the same before and after; every field an acquire load, so in order
     /// on every target), with more than `max` attributes and the word it
     /// recorded still in the object's slot; branches to `ask` otherwise.
