@@ -12,8 +12,9 @@
 //! (`guardlift_abi::offsets::FIXED_MEMO_*`): sets of two ways (an object
 //! is in one of its set's; with one way, two receivers of a call site
 //! sharing an entry — one run in ten with eight receivers — evicted each
-//! other at every entry), each way a cache line. Each entry here holds `(object, its values word, its attribute
-//! count, values epoch)` from a success, written under the heap's lock (so
+//! other at every entry), each way a cache line. Each entry here holds
+//! `(object, its values word, its attribute count, values epoch)` from a
+//! success, written under the heap's lock (so
 //! one writer at a time) with a sequence number around the writes (a
 //! seqlock: a reader that saw the number change retries nothing, it just
 //! asks the heap). An entry answers while the runtime's values epoch is
@@ -112,9 +113,9 @@ impl FixedCache {
     /// writer at a time.
     pub(crate) fn fill(&self, obj: u64, word: u64, n_attrs: u64, epoch: u64) {
         let set = self.set(obj);
-        let holding = |f: &dyn Fn(&Entry) -> bool| set.iter().position(f);
-        let way = holding(&|e| e.obj.load(Ordering::Relaxed) == obj)
-            .or_else(|| holding(&|e| e.seq.load(Ordering::Relaxed) == 0))
+        let way = (set.iter())
+            .position(|e| e.obj.load(Ordering::Relaxed) == obj)
+            .or_else(|| set.iter().position(|e| e.seq.load(Ordering::Relaxed) == 0))
             .unwrap_or_else(|| {
                 let v = set[0].victim.load(Ordering::Relaxed) as usize % FIXED_MEMO_WAYS;
                 set[0]
@@ -152,8 +153,8 @@ mod tests {
         let mut same = (1..)
             .map(|k| 0x1000 + 8 * k)
             .filter(|&o| fixed_memo_set(o) == fixed_memo_set(0x1000));
-        let (b, c3, d) = (same.next(), same.next(), same.next());
-        let (b, c3, d) = (b.unwrap(), c3.unwrap(), d.unwrap());
+        let mut next = || same.next().expect("an address of the same set");
+        let (b, c3, d) = (next(), next(), next());
         c.fill(b, 0x3007, 2, 5);
         assert_eq!(c.lookup(0x1000, 5), Some((0x2007, 3)), "two ways");
         assert_eq!(c.lookup(b, 5), Some((0x3007, 2)));

@@ -215,9 +215,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The runtime's memo (`runtime/src/fixed_cache.rs`, at `memo`) probed
     /// for `obj` as its `lookup` does: goes on (in a new block) when the
     /// way of `obj`'s set naming it holds a success for it filled at
-    /// values epoch `epoch`, read consistently (the sequence number even, not 0, and
-    /// the same before and after; every field an acquire load, so in order
-    /// on every target), with more than `max` attributes and the word it
+    /// values epoch `epoch`, read consistently (the sequence number even,
+    /// not 0, and the same before and after; every field an acquire load,
+    /// so in order on every target), with more than `max` attributes and
+    /// the word it
     /// recorded still in the object's slot; branches to `ask` otherwise.
     /// The word is read only after the entry named `obj` at this epoch: the
     /// heap knew it as a live object then, and no object went since.
@@ -254,7 +255,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let p = s.b.ins().iadd_imm_s(e, i64::from(at));
             s.b.ins().atomic_load(I64, flags, p)
         };
-        let seq = self.b.ins().atomic_load(I64, flags, e);
+        let seq = field(self, FIXED_MEMO_SEQ);
         // Even and not 0 (a write under way; never filled): rotated right
         // by one, a positive number.
         let rot = self.b.ins().rotr_imm_u(seq, 1);
