@@ -36,6 +36,10 @@ pub(super) fn slot8(
     })
 }
 
+/// The zero [`FnLower::cold_args`] loads: in read-only memory, never
+/// written, so every load of it gives 0; Cranelift cannot know that.
+static COLD_ZERO: u32 = 0;
+
 /// An internal invariant failure while lowering function `fname`.
 pub(super) fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
     JitError::Codegen(format!("@{fname}: {what}"))
@@ -403,9 +407,33 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         st: Stub,
         args: &[cl::Value],
     ) -> Result<Option<cl::Value>, JitError> {
+        let args = self.opaque_args(args);
+        self.call_stub_with(st, &args)
+    }
+
+    /// [`Self::call_stub`] from the cold block of an op whose hot path
+    /// keeps using the values passed (a report's object and word, an
+    /// attribute slow path's object): in checked code, each is passed as a
+    /// copy made in this block ([`Self::cold_args`]).
+    pub(super) fn call_stub_cold(
+        &mut self,
+        st: Stub,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
+        let args = match self.opaque_zero {
+            Some(_) => self.opaque_args(args),
+            None => self.cold_args(args),
+        };
+        self.call_stub_with(st, &args)
+    }
+
+    fn call_stub_with(
+        &mut self,
+        st: Stub,
+        args: &[cl::Value],
+    ) -> Result<Option<cl::Value>, JitError> {
         let id = self.lw.stub(self.m, st)?;
         let r = self.fref(id);
-        let args = &self.opaque_args(args);
         let Stub::Check(e) = st else {
             let call = self.b.ins().call(r, args);
             return Ok(self.b.inst_results(call).first().copied());
@@ -463,7 +491,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     ) -> Result<Option<cl::Value>, JitError> {
         let b = abi::builtin(name)
             .ok_or_else(|| internal(self.fname, format!("runtime has no built-in `{name}`")))?;
-        self.call_stub(Stub::Slow(b.entry), args)
+        self.call_stub_cold(Stub::Slow(b.entry), args)
     }
 
     /// `args` for a runtime call of a clean copy or exit twin: each
@@ -496,6 +524,48 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     types::I64 => z,
                     t => self.b.ins().ireduce(t, z),
                 };
+                self.b.ins().iadd(a, z)
+            })
+            .collect()
+    }
+
+    /// `args` for a runtime call in a cold block of checked code: each
+    /// i64 that is not a constant, plus a zero loaded in this block
+    /// ([`COLD_ZERO`]). A value passed as it is gets the argument
+    /// register as a fixed constraint at the call, and regalloc2 then
+    /// splits its live range around every such call: the hot path copied
+    /// the object of each attribute op into `%rsi` or `%rdi` and back
+    /// (docs/CODEGEN.md, "Cold calls take copies"). The copy, not the
+    /// object, meets the constraint. Object code (the runtime a symbol,
+    /// [`RtRef::Symbol`]) passes `args` as they are: the zero's address is
+    /// this process's.
+    fn cold_args(&mut self, args: &[cl::Value]) -> Vec<cl::Value> {
+        if !matches!(self.lw.rt, RtRef::Const(_)) {
+            return args.to_vec();
+        }
+        let mut zero = None;
+        args.iter()
+            .map(|&a| {
+                let dfg = &self.b.func.dfg;
+                let constant = dfg.value_def(a).inst().is_some_and(|i| {
+                    matches!(
+                        dfg.insts[i].opcode(),
+                        cl::Opcode::Iconst | cl::Opcode::StackAddr
+                    )
+                });
+                if constant || dfg.value_type(a) != types::I64 {
+                    return a;
+                }
+                let z = *zero.get_or_insert_with(|| {
+                    // A 32-bit load: x64 cannot fold it into a 64-bit
+                    // `add` (whose destructive form would tie the object
+                    // to the argument register again), so the copy is a
+                    // `lea`. Not `readonly`: Cranelift keeps the load here.
+                    let at = std::ptr::addr_of!(COLD_ZERO) as i64;
+                    let at = self.b.ins().iconst(types::I64, at);
+                    let flags = MemFlagsData::new().with_notrap().with_aligned();
+                    self.b.ins().uload32(flags, at, 0)
+                });
                 self.b.ins().iadd(a, z)
             })
             .collect()

@@ -536,7 +536,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         let observed = self.observed(&r);
         args.extend(observed);
-        self.call_stub(Stub::Report(entry), &args)?;
+        self.call_stub_cold(Stub::Report(entry), &args)?;
         Ok(())
     }
 
@@ -602,7 +602,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         while args.len() < 1 + guardlift_abi::TRAP_VALUE_COUNT {
             args.push(self.iconst(types::I64, 0));
         }
-        self.call_stub(Stub::TrapScratch, &args)?;
+        self.call_stub_cold(Stub::TrapScratch, &args)?;
         self.b.ins().trap(code);
         self.b.set_srcloc(saved);
         Ok(())
