@@ -205,6 +205,18 @@ pub fn is_code(pc: usize) -> bool {
     with_entry(pc, |_| ()).is_some()
 }
 
+/// Could `ra` be the return address of a call in registered code? The
+/// call (`ra - 1`) and the instruction after it (`ra`) lie in the same
+/// registered function: a call never ends a function (Cranelift ends
+/// every block with a branch, a return or a trap), so a word equal to a
+/// function's first address — a code pointer a host function left on its
+/// stack — is not taken for a return into the function before it (laid
+/// out right before it, `ra - 1` is that function's last byte).
+/// Async-signal-safe.
+pub fn is_return_address(ra: usize) -> bool {
+    ra > 1 && with_entry(ra - 1, |e| e.func.contains(ra)).unwrap_or(false)
+}
+
 /// Is `pc` a function's call of its next piece (a function compiled in
 /// pieces: its line is [`guardlift_abi::PIECE_CALL_LINE`])? Such a frame
 /// is the function's own, shown once by the frame of the piece it called:
@@ -318,7 +330,7 @@ pub unsafe fn call_site_on_stack(sp: usize, top: usize, limit: usize) -> Option<
     while a + 8 <= end {
         // SAFETY: per the contract.
         let w = unsafe { read_stack_word(a) };
-        if w > 1 && is_code(w - 1) {
+        if is_return_address(w) {
             return Some((w - 1, a));
         }
         a += 8;
@@ -373,6 +385,9 @@ mod tests {
         f.start = 0x10_0000;
         let reg = register(vec![f], Arc::new(7u32));
         assert!(is_code(0x10_0009) && !is_code(0x10_0040));
+        // A return address lies inside the function after its call: the
+        // function's end (its next function's first address) is none.
+        assert!(is_return_address(0x10_000a) && !is_return_address(0x10_0040));
         let got = site_of_pc(0x10_0009, |s| {
             (s.frame.function.to_string(), s.frame.line, s.offset)
         });

@@ -513,7 +513,7 @@ fn write_stdout_json_to(rt: &Runtime, last: &dyn std::fmt::Display, tail: &str) 
 mod imp {
     use super::*;
     use crate::backtrace::MAX_FRAMES;
-    use crate::codemap::{call_site_on_stack, entry_sp, is_code};
+    use crate::codemap::{call_site_on_stack, entry_sp, is_code, is_return_address};
     use crate::sigchain::{Order, Signal};
 
     /// SIGILL too: a guard's trap is claimed first by trap mode's handler
@@ -573,7 +573,7 @@ mod imp {
         if top == 0 || sp >= top || !on_stack(sp) || bounds.is_none_or(|(_, h)| top > h) {
             return None;
         }
-        if let Some(lr) = s.lr().filter(|&lr| lr > 1 && is_code(lr - 1)) {
+        if let Some(lr) = s.lr().filter(|&lr| is_return_address(lr)) {
             // aarch64: a `bl` from IR code left the return address in the
             // link register, and the host function has called nothing since
             // (a call would have pointed it into the host function): a leaf,
@@ -682,7 +682,7 @@ mod imp {
             (read(fp + 8)?, read(fp)?)
         };
         let record = if on_stack(record) { record } else { 0 };
-        (ra > 1 && is_code(ra - 1)).then_some((ra, record))
+        is_return_address(ra).then_some((ra, record))
     }
 
     fn on_fault(s: &Signal) -> bool {
@@ -740,7 +740,7 @@ mod imp {
                     if n == MAX_FRAMES {
                         return false;
                     }
-                    let ours = ra > 1 && is_code(ra - 1);
+                    let ours = crate::codemap::is_return_address(ra);
                     // A call of a function's next piece is no frame of its own.
                     if ours && !crate::codemap::is_piece_call(ra - 1) {
                         out[n] = ra;
@@ -845,7 +845,7 @@ mod imp {
                     crate::codemap::read_stack_word(a + 8),
                 )
             };
-            if fp > a && fp < top && fp.is_multiple_of(8) && ra > 1 && is_code(ra - 1) {
+            if fp > a && fp < top && fp.is_multiple_of(8) && crate::codemap::is_return_address(ra) {
                 return if ra - 1 == site_pc { fp } else { a };
             }
             a += 8;
