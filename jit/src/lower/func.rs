@@ -627,7 +627,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::version::tests::{lower_first, WATCHING};
     use super::has_guarded_underflow_check;
+    use guardlift_instrument::CheckSet;
     use guardlift_ir::analysis::adstack_capacities;
     use guardlift_ir::elide::redundant_underflow_checks;
     use guardlift_ir::InstKind::{AdAccAdj, AdPop, AdTop, AdTopAdj};
@@ -674,5 +676,52 @@ mod tests {
         )
         .expect("valid");
         assert!(!has_guarded_underflow_check(&m.functions[0]));
+    }
+
+    /// A report's and an attribute slow path's cold call in checked code
+    /// (`--checks dict`: no loop is versioned) takes, for each value the
+    /// hot path keeps (the object, the word), a copy made in the cold
+    /// block itself (`FnLower::cold_args`): a fixed argument register then
+    /// constrains the copy, and register allocation no longer moves the
+    /// object in and out of `%rsi`/`%rdi` around every attribute op.
+    #[test]
+    fn cold_calls_of_checked_code_take_copies_made_in_their_block() {
+        use cranelift_codegen::ir::{InstructionData, Opcode};
+        let text = "fn @acc(%self: ptr, %k: i64) -> i64 {\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    jump loop(%z)\n\
+            loop(%i: i64):\n    %d = icmp.sge %i, %k\n    brif %d, out, body\n\
+            body:\n    %s = load_attr %self, 0\n    %t = load_attr %self, 1\n    %t2 = iadd %t, %s\n    store_attr %self, 1, %t2\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
+            out:\n    %r = load_attr %self, 1\n    return %r\n}\n";
+        let checks = CheckSet {
+            dict: true,
+            ..CheckSet::NONE
+        };
+        let f = lower_first(text, checks, Some(WATCHING));
+        let param = f.dfg.block_params(f.layout.entry_block().expect("entry"))[0];
+        let (mut calls, mut copies) = (0, 0);
+        for b in f.layout.blocks() {
+            for i in f.layout.block_insts(b) {
+                let InstructionData::Call { args, .. } = &f.dfg.insts[i] else {
+                    continue;
+                };
+                calls += 1;
+                for a in args.as_slice(&f.dfg.value_lists) {
+                    assert_ne!(*a, param, "a cold call takes the object itself");
+                    let def = f.dfg.value_def(*a).inst();
+                    if def.is_some_and(|d| f.dfg.insts[d].opcode() == Opcode::Iadd) {
+                        let d = def.expect("an iadd");
+                        assert_eq!(
+                            f.layout.inst_block(d),
+                            Some(b),
+                            "the copy is made in the calling block"
+                        );
+                        copies += 1;
+                    }
+                }
+            }
+        }
+        // Four attribute ops, each with a report and a slow path: eight
+        // calls, each with a copy of the object (a report's word too).
+        assert_eq!(calls, 8, "{}", f.display());
+        assert!(copies >= 8, "{copies} copies\n{}", f.display());
     }
 }

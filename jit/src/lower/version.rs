@@ -698,7 +698,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{Calls, LowerConfig, Names, RtRef, ShadowRef};
     use super::*;
     use cranelift_codegen::ir::condcodes::IntCC;
@@ -707,7 +707,7 @@ mod tests {
     use guardlift_runtime::Mode;
 
     /// A shadow that tests watches, as the JIT's.
-    const WATCHING: ShadowRef = ShadowRef {
+    pub(in crate::lower) const WATCHING: ShadowRef = ShadowRef {
         base: 1 << 40,
         watch_id: Some(1),
     };
@@ -768,7 +768,7 @@ mod tests {
 
     /// The first function of `text` with `checks`, lowered for a JIT with
     /// `shadow` (recover mode, the built-ins bound), verified by Cranelift.
-    fn lower_first(
+    pub(in crate::lower) fn lower_first(
         text: &str,
         checks: CheckSet,
         shadow: Option<ShadowRef>,
@@ -809,53 +809,6 @@ mod tests {
             .flat_map(|b| f.layout.block_insts(b))
             .filter(|&i| pred(&f.dfg.insts[i]))
             .count()
-    }
-
-    /// A report's and an attribute slow path's cold call in checked code
-    /// (`--checks dict`: no loop is versioned) takes, for each value the
-    /// hot path keeps (the object, the word), a copy made in the cold
-    /// block itself (`FnLower::cold_args`): a fixed argument register then
-    /// constrains the copy, and register allocation no longer moves the
-    /// object in and out of `%rsi`/`%rdi` around every attribute op.
-    #[test]
-    fn cold_calls_of_checked_code_take_copies_made_in_their_block() {
-        use cranelift_codegen::ir::{InstructionData, Opcode};
-        let text = "fn @acc(%self: ptr, %k: i64) -> i64 {\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    jump loop(%z)\n\
-            loop(%i: i64):\n    %d = icmp.sge %i, %k\n    brif %d, out, body\n\
-            body:\n    %s = load_attr %self, 0\n    %t = load_attr %self, 1\n    %t2 = iadd %t, %s\n    store_attr %self, 1, %t2\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
-            out:\n    %r = load_attr %self, 1\n    return %r\n}\n";
-        let checks = CheckSet {
-            dict: true,
-            ..CheckSet::NONE
-        };
-        let f = lower_first(text, checks, Some(WATCHING));
-        let param = f.dfg.block_params(f.layout.entry_block().expect("entry"))[0];
-        let (mut calls, mut copies) = (0, 0);
-        for b in f.layout.blocks() {
-            for i in f.layout.block_insts(b) {
-                let InstructionData::Call { args, .. } = &f.dfg.insts[i] else {
-                    continue;
-                };
-                calls += 1;
-                for a in args.as_slice(&f.dfg.value_lists) {
-                    assert_ne!(*a, param, "a cold call takes the object itself");
-                    let def = f.dfg.value_def(*a).inst();
-                    if def.is_some_and(|d| f.dfg.insts[d].opcode() == Opcode::Iadd) {
-                        let d = def.expect("an iadd");
-                        assert_eq!(
-                            f.layout.inst_block(d),
-                            Some(b),
-                            "the copy is made in the calling block"
-                        );
-                        copies += 1;
-                    }
-                }
-            }
-        }
-        // Four attribute ops, each with a report and a slow path: eight
-        // calls, each with a copy of the object (a report's word too).
-        assert_eq!(calls, 8, "{}", f.display());
-        assert!(copies >= 8, "{copies} copies\n{}", f.display());
     }
 
     /// A `br_table` in a versioned loop (it dispatches to the body and
