@@ -740,7 +740,7 @@ mod imp {
                     if n == MAX_FRAMES {
                         return false;
                     }
-                    let ours = crate::codemap::is_return_address(ra);
+                    let ours = is_return_address(ra);
                     // A call of a function's next piece is no frame of its own.
                     if ours && !crate::codemap::is_piece_call(ra - 1) {
                         out[n] = ra;
@@ -845,7 +845,7 @@ mod imp {
                     crate::codemap::read_stack_word(a + 8),
                 )
             };
-            if fp > a && fp < top && fp.is_multiple_of(8) && crate::codemap::is_return_address(ra) {
+            if fp > a && fp < top && fp.is_multiple_of(8) && is_return_address(ra) {
                 return if ra - 1 == site_pc { fp } else { a };
             }
             a += 8;

@@ -494,6 +494,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.call_stub_cold(Stub::Slow(b.entry), args)
     }
 
+    /// Is `a` a constant Cranelift elaborates anywhere (`iconst`,
+    /// `stack_addr`)?
+    fn is_constant(&self, a: cl::Value) -> bool {
+        let dfg = &self.b.func.dfg;
+        dfg.value_def(a).inst().is_some_and(|i| {
+            matches!(
+                dfg.insts[i].opcode(),
+                cl::Opcode::Iconst | cl::Opcode::StackAddr
+            )
+        })
+    }
+
     /// `args` for a runtime call of a clean copy or exit twin: each
     /// constant (`iconst`, `stack_addr`) plus the copy's opaque zero.
     /// Cranelift hoists a constant out of the loop it is used in; a
@@ -509,14 +521,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         };
         args.iter()
             .map(|&a| {
-                let dfg = &self.b.func.dfg;
-                let constant = dfg.value_def(a).inst().is_some_and(|i| {
-                    matches!(
-                        dfg.insts[i].opcode(),
-                        cl::Opcode::Iconst | cl::Opcode::StackAddr
-                    )
-                });
-                let ty = dfg.value_type(a);
+                let constant = self.is_constant(a);
+                let ty = self.b.func.dfg.value_type(a);
                 if !constant || !ty.is_int() {
                     return a;
                 }
@@ -546,14 +552,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let mut zero = None;
         args.iter()
             .map(|&a| {
-                let dfg = &self.b.func.dfg;
-                let constant = dfg.value_def(a).inst().is_some_and(|i| {
-                    matches!(
-                        dfg.insts[i].opcode(),
-                        cl::Opcode::Iconst | cl::Opcode::StackAddr
-                    )
-                });
-                if constant || dfg.value_type(a) != types::I64 {
+                if self.is_constant(a) || self.b.func.dfg.value_type(a) != types::I64 {
                     return a;
                 }
                 let z = *zero.get_or_insert_with(|| {
