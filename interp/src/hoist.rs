@@ -127,7 +127,11 @@ impl Interpreter<'_> {
             );
             return self.claim_refuted(loc, msg);
         }
-        if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max)) {
+        // The JIT's dispatch enters the clean copy when the fixed
+        // attributes hold and the copy's loop ranges pass.
+        if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max))
+            && self.clean_copy_ranges_pass(fr, to)
+        {
             fr.fixed_loop = Some(to);
             fr.fixed = lp.attrs.clone();
             self.enter_clean_copy_ranges(fr, to, true);

@@ -188,6 +188,33 @@ impl Interpreter<'_> {
         }
     }
 
+    /// Do the clean copy's ranges of the loop headed by `h` all pass in
+    /// frame `fr` (the header's params bound), as the JIT's dispatch tests
+    /// them on its way into the clean copy? It enters the checked copy
+    /// otherwise.
+    pub(crate) fn clean_copy_ranges_pass(&self, fr: &Frame, h: u32) -> bool {
+        let Some(claims) = (self.raw_groups.as_ref()).and_then(|g| g.get(fr.func.0 as usize))
+        else {
+            return true;
+        };
+        let func = self.m.func(fr.func);
+        (claims.ranges.of_header(h).filter(|(_, r)| r.clean_copy)).all(|(_, r)| {
+            let Some(&counter) = func.blocks[r.header as usize].params.get(r.counter) else {
+                return false;
+            };
+            let (base, init, n) = (
+                fr.val(r.base),
+                fr.val(counter) as i64,
+                fr.val(r.bound) as i64,
+            );
+            match entry_range(r, base, init, n) {
+                Some(None) => true,
+                Some(Some((lo, hi))) => self.passes(r.checks, lo, hi - lo),
+                None => false,
+            }
+        })
+    }
+
     /// When frame `fr` enters the clean loop headed by `h` with its fixed
     /// attributes holding (`entered`: the activation the JIT's clean copy
     /// runs in) records its clean copy's ranges, as the dispatch tests

@@ -113,9 +113,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 if self.versions[k].clean_zero.is_some() {
                     args.push(BlockArg::Value(self.iconst(cl::types::I64, 0)));
                 }
-                // The clean copy's loop ranges, from the header's params.
+                // The clean copy's loop ranges, from the header's params:
+                // the copy runs their accesses unchecked, so a failed one
+                // sends the entry to the checked copy.
                 let header = self.versions[k].lp.header;
                 self.test_loop_ranges(pre, header)?;
+                if let Some(clean) = self.clean_copy_verdict(header) {
+                    let back: Vec<BlockArg> = (self.b.block_params(pre).iter())
+                        .map(|&v| BlockArg::Value(v))
+                        .collect();
+                    (self.b.ins()).brif(clean, to, &args, pres[0].0, &back);
+                    continue;
+                }
             }
             self.b.ins().jump(to, &args);
         }

@@ -16,8 +16,9 @@
 //! Only with a shadow, and not in a versioned loop (whose entry edges go
 //! to its dispatch block) — but for the ranges of a clean copy
 //! ([`guardlift_ir::looprange::LoopRange::clean_copy`]): the dispatch tests
-//! them on its way into the clean copy (`super::dispatch`), whose
-//! accesses branch on the verdict; the checked copy's run their checks.
+//! them on its way into the clean copy (`super::dispatch`) and enters the
+//! checked copy when one fails, so the clean copy's accesses run plain
+//! (no branch on the verdict); the checked copy's run their checks.
 
 use super::FnLower;
 use crate::error::JitError;
@@ -195,7 +196,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// For a member of a range whose loop is tested at its entry: the
     /// verdict (non-zero: the access runs unchecked).
-    pub(super) fn loop_range_clean(&mut self) -> Option<cl::Value> {
+    pub(super) fn loop_range_clean(&mut self) -> Option<RangeVerdict> {
         let (bi, ii) = self.at;
         let (i, r) = self.ranges.all.range_of(bi, ii)?;
         // A clean copy's range speaks for that copy only.
@@ -203,8 +204,42 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return None;
         }
         let var = (*self.ranges.vars.get(i)?)?;
-        Some(self.b.use_var(var))
+        // The dispatch enters the clean copy only when its ranges passed
+        // (`enter_clean_copy`): there the verdict is known.
+        Some(match r.clean_copy {
+            true => RangeVerdict::Passed,
+            false => RangeVerdict::Var(self.b.use_var(var)),
+        })
     }
+
+    /// On the way into the clean copy of the loop headed by `h`, from
+    /// entry block `x` (the builder there, its ranges just tested by
+    /// [`Self::test_loop_ranges`]): all the clean copy's verdicts, and-ed
+    /// (`None`: the copy has no tested range).
+    pub(super) fn clean_copy_verdict(&mut self, h: u32) -> Option<cl::Value> {
+        let vars: Vec<Variable> = (self.ranges.all.of_header(h))
+            .filter(|(_, r)| r.clean_copy)
+            .filter_map(|(i, _)| self.ranges.vars.get(i).copied().flatten())
+            .collect();
+        let mut all: Option<cl::Value> = None;
+        for var in vars {
+            let v = self.b.use_var(var);
+            all = Some(match all {
+                None => v,
+                Some(a) => self.b.ins().band(a, v),
+            });
+        }
+        all
+    }
+}
+
+/// What a range member's access knows of its range's verdict.
+pub(super) enum RangeVerdict {
+    /// Tested at the loop's entry: branch on it (non-zero: clean).
+    Var(cl::Value),
+    /// A clean copy's range: the dispatch entered the copy only after it
+    /// passed, so the access runs unchecked.
+    Passed,
 }
 
 #[cfg(test)]
@@ -235,6 +270,35 @@ mod tests {
         checks: CheckSet,
         shadow: Option<ShadowRef>,
     ) -> usize {
+        let f = lowered((program, func), checks, shadow);
+        (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b))
+            .filter(|&i| {
+                let d = &f.dfg.insts[i];
+                // The address is `g + iconst SHADOW`.
+                let from_shadow = || {
+                    let at = f.dfg.inst_args(i)[0];
+                    let def = f.dfg.value_def(at).inst()?;
+                    let k = f.dfg.inst_args(def).get(1).copied()?;
+                    match f.dfg.insts[f.dfg.value_def(k).inst()?] {
+                        InstructionData::UnaryImm { imm, .. } => Some(imm.bits() as u64 == SHADOW),
+                        _ => None,
+                    }
+                };
+                d.opcode() == Opcode::Load
+                    && f.dfg.ctrl_typevar(i) == cranelift_codegen::ir::types::I64
+                    && from_shadow() == Some(true)
+            })
+            .count()
+    }
+
+    /// `@func` of `tests/programs/jitshapes/PROGRAM.glir`, lowered to
+    /// CLIF (not optimized) with `checks` and `shadow`.
+    fn lowered(
+        (program, func): (&str, &str),
+        checks: CheckSet,
+        shadow: Option<ShadowRef>,
+    ) -> Function {
         let path = format!(
             "{}/../tests/programs/jitshapes/{program}.glir",
             env!("CARGO_MANIFEST_DIR")
@@ -265,25 +329,7 @@ mod tests {
         let name = UserFuncName::default();
         (lw.lower_function(&mut om, times, name, &mut f, &mut fctx)).expect("lowered");
         cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
-        (f.layout.blocks())
-            .flat_map(|b| f.layout.block_insts(b))
-            .filter(|&i| {
-                let d = &f.dfg.insts[i];
-                // The address is `g + iconst SHADOW`.
-                let from_shadow = || {
-                    let at = f.dfg.inst_args(i)[0];
-                    let def = f.dfg.value_def(at).inst()?;
-                    let k = f.dfg.inst_args(def).get(1).copied()?;
-                    match f.dfg.insts[f.dfg.value_def(k).inst()?] {
-                        InstructionData::UnaryImm { imm, .. } => Some(imm.bits() as u64 == SHADOW),
-                        _ => None,
-                    }
-                };
-                d.opcode() == Opcode::Load
-                    && f.dfg.ctrl_typevar(i) == cranelift_codegen::ir::types::I64
-                    && from_shadow() == Some(true)
-            })
-            .count()
+        f
     }
 
     /// The inner loop's load is tested at the loop's entry (one read for
@@ -331,5 +377,40 @@ mod tests {
         assert!(reads("all") > 0, "every check: the clean copy's range");
         assert!(reads("lifetime,bounds,clobber") > 0, "with bounds");
         assert_eq!(reads("lifetime,clobber"), 0, "no attr_fixed test");
+    }
+
+    /// richards' fill loop's store into the list (`store %ch, %p`, `%p =
+    /// items + i·8`): the dispatch enters the clean copy only after the
+    /// copy's range passed, so there the store is one plain store with no
+    /// checked twin; the checked copy stores with its checks. Two such
+    /// stores in all (three when the clean copy branched on the verdict
+    /// per store).
+    #[test]
+    fn richards_clean_fill_loop_stores_without_a_verdict_branch() {
+        let shadow = Some(ShadowRef {
+            base: SHADOW,
+            watch_id: Some(1),
+        });
+        let f = lowered(("richards", "work_fn"), CheckSet::ALL, shadow);
+        let def_op = |v| f.dfg.value_def(v).inst().map(|d| f.dfg.insts[d].opcode());
+        let item_stores = (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b))
+            .filter(|&i| {
+                let d = &f.dfg.insts[i];
+                if d.opcode() != Opcode::Store {
+                    return false;
+                }
+                // The address `items + off`, `off = i · 8`.
+                let Some(at) = f.dfg.value_def(f.dfg.inst_args(i)[1]).inst() else {
+                    return false;
+                };
+                f.dfg.insts[at].opcode() == Opcode::Iadd
+                    && (f.dfg.inst_args(at).iter()).any(|&a| def_op(a) == Some(Opcode::Imul))
+            })
+            .count();
+        assert_eq!(
+            item_stores, 2,
+            "a plain store in the clean copy, a checked one"
+        );
     }
 }

@@ -8,6 +8,7 @@ use super::attrgroup::{plain_load, plain_store, AttrRole};
 use super::func::{internal, mem};
 use super::guards::{Recover, Report, DICT_CHECK_ADD, DICT_CHECK_MASK};
 use super::inst::Guarded;
+use super::looprange::RangeVerdict;
 use super::{cl_type, FnLower};
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
@@ -28,7 +29,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         offset: i32,
     ) -> Result<(), JitError> {
         let split = match self.loop_range_clean() {
-            Some(clean) => self.clean_split(clean),
+            Some(RangeVerdict::Passed) => {
+                let p = self.val(addr)?;
+                let v = self.b.ins().load(cl_type(ty), mem(), p, offset);
+                self.def(r, v);
+                return Ok(());
+            }
+            Some(RangeVerdict::Var(clean)) => self.clean_split(clean),
             None => match self.raw_group_dirty()? {
                 Some(dirty) => self.raw_group_split(dirty),
                 None => {
@@ -86,7 +93,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         offset: i32,
     ) -> Result<(), JitError> {
         let (plain, checked, join) = match self.loop_range_clean() {
-            Some(clean) => self.clean_split(clean),
+            Some(RangeVerdict::Passed) => {
+                let (x, p) = (self.val(value)?, self.val(addr)?);
+                self.b.ins().store(mem(), x, p, offset);
+                return Ok(());
+            }
+            Some(RangeVerdict::Var(clean)) => self.clean_split(clean),
             None => match self.raw_group_dirty()? {
                 Some(dirty) => self.raw_group_split(dirty),
                 None => return self.checked_store(g, value, addr, offset),
