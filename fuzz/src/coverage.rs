@@ -77,6 +77,7 @@ pub const FAMILIES: &[&str] = &[
     "attrgroup.interleaved",
     "looprange.clean",
     "looprange.dirty",
+    "looprange.shifted",
     "rawloop.clean",
     "rawloop.forged",
     "rawloop.past_the_end",
