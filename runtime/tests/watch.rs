@@ -692,6 +692,62 @@ fn the_status_says_how_breakpoints_are_rearmed() {
     }
 }
 
+/// A debug exception the kernel cannot attribute to a breakpoint (`SIGTRAP`
+/// with `TRAP_BRKPT`; a KVM guest delivers such traps for watched writes
+/// whose debug status it lost, and they killed `guardlift bench --only
+/// watch` now and then) does not kill the process while a session runs:
+/// an armed word that changed meanwhile takes it as its trap, so a
+/// malformed word written where no breakpoint saw it (through
+/// `/proc/self/mem`: a kernel write) is reported, and one that did not
+/// change is only counted. Here the exception is an `icebp`, which the
+/// kernel reports the same way.
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_arch = "x86_64")),
+    ignore = "perf hardware breakpoints are built for Linux x86_64 only: elsewhere \
+              watchpoints_say_unavailable_elsewhere checks the status"
+)]
+fn an_unattributed_debug_exception_is_taken_by_the_word_that_changed() {
+    use std::os::unix::fs::FileExt;
+    #[cfg(target_arch = "x86_64")]
+    fn icebp() {
+        // SAFETY: `icebp` (int1) only raises a debug exception: SIGTRAP.
+        unsafe { std::arch::asm!(".byte 0xf1") };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    fn icebp() {}
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime();
+    require_active(rt.enable_watch(WatchSpec::Recent));
+    let b = HostBlock::new();
+    rt.register_object(b.obj()).unwrap();
+    host_init(&b);
+    rt.watch(b.obj());
+    let before = counts(&rt);
+    let flipped = (b.slot() + 48 + 0b111) & !1;
+    let mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/mem")
+        .expect("/proc/self/mem");
+    mem.write_at(&flipped.to_le_bytes(), b.slot())
+        .expect("a kernel write of the word");
+    assert_eq!(counts(&rt), before, "a kernel write traps nothing");
+    icebp();
+    let c = counts(&rt);
+    assert_eq!(c.unattributed, before.unattributed + 1, "{c:?}");
+    assert_eq!(c.hits, before.hits + 1, "the changed word's trap: {c:?}");
+    let f = foreign_writes(&rt);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].3, flipped, "{f:?}");
+    // Nothing changed since: counted only.
+    icebp();
+    let c2 = counts(&rt);
+    assert_eq!(c2.unattributed, before.unattributed + 2, "{c2:?}");
+    assert_eq!(c2.hits, c.hits, "{c2:?}");
+    assert!(foreign_writes(&rt).is_empty());
+    rt.object_freed(b.obj()).unwrap();
+}
+
 /// Where watchpoints are not built (aarch64), asking for them is
 /// an `Unavailable` status that says why, nothing worse: the session is
 /// off, the runtime works on and records no foreign write.

@@ -95,7 +95,7 @@ use perf as imp;
 
 pub use crate::backtrace::IrFrame;
 pub use ring::pending;
-use ring::{ARMED, DISCARDED, DROPPED, HITS, LEGIT};
+use ring::{ARMED, DISCARDED, DROPPED, HITS, LEGIT, UNATTRIBUTED};
 pub use writer::{decode_width, drain, write_human, ForeignWrite, WriterId};
 
 /// Most words watched at once (x86_64 has four debug address registers).
@@ -360,6 +360,12 @@ pub struct WatchCounts {
     /// fired on a word no longer watched. Zero unless a write races the
     /// disarming on another thread (not in `hits`, not in the JSON).
     pub discarded: u64,
+    /// Debug exceptions the kernel could not attribute to a breakpoint
+    /// (`SIGTRAP` with `TRAP_BRKPT` or `TRAP_HWBKPT`, not a perf trap with
+    /// guardlift's tag) while the session ran: taken as traps of the armed
+    /// words that changed (those are in `hits`). Zero on bare metal so far;
+    /// a KVM guest delivers some (not in the JSON).
+    pub unattributed: u64,
 }
 
 /// An IR position: the writer's site, or one IR frame of a backtrace.
@@ -553,7 +559,7 @@ pub fn start(owner: usize, spec: WatchSpec, layout: DictLayout) -> WatchStatus {
     backtrace::trace(|_| true);
     if s.is_none() {
         // A new session counts from zero.
-        for c in [&HITS, &LEGIT, &DROPPED, &DISCARDED] {
+        for c in [&HITS, &LEGIT, &DROPPED, &DISCARDED, &UNATTRIBUTED] {
             c.store(0, SeqCst);
         }
     }
@@ -634,6 +640,7 @@ pub fn status(owner: usize) -> Option<WatchStatus> {
     counts.legitimate = LEGIT.load(SeqCst);
     counts.dropped = DROPPED.load(SeqCst);
     counts.discarded = DISCARDED.load(SeqCst);
+    counts.unattributed = UNATTRIBUTED.load(SeqCst);
     counts.foreign = counts.hits - counts.legitimate;
     Some(WatchStatus::Active {
         spec: cur.given.clone(),

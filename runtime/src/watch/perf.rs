@@ -12,6 +12,11 @@ use std::sync::atomic::AtomicU64;
 
 /// `si_code` of a perf-event trap (`TRAP_PERF`).
 const TRAP_PERF: i32 = 6;
+/// `si_code` of a debug exception with no cause in the debug status
+/// register (`TRAP_BRKPT`: the kernel's `icebp` case).
+const TRAP_BRKPT: i32 = 1;
+/// `si_code` of a hardware breakpoint no perf event claimed (`TRAP_HWBKPT`).
+const TRAP_HWBKPT: i32 = 4;
 /// Offset of `si_perf_data` in `siginfo_t` (after `si_addr`).
 const SI_PERF_DATA_OFFSET: usize = 24;
 /// Our tag in `sig_data`'s high half; below it the arming's generation
@@ -240,6 +245,12 @@ fn on_sigtrap(s: &Signal) -> bool {
     // (for other codes it is another arm of the union, read as plain bits).
     let data = unsafe { *(s.info as *const u8).add(SI_PERF_DATA_OFFSET).cast::<u64>() };
     let hw = (data & 0xff) as usize;
+    if matches!(s.code(), TRAP_BRKPT | TRAP_HWBKPT) && super::active() {
+        // A debug exception the kernel could not attribute, in a session:
+        // ours, unless the host runs `icebp` while watching.
+        super::ring::on_unattributed(s.pc() as u64);
+        return true;
+    }
     if s.code() != TRAP_PERF || data & TAG_MASK != TAG || hw >= MAX_SLOTS {
         return false;
     }

@@ -40,6 +40,8 @@ pub(super) static LEGIT: AtomicU64 = AtomicU64::new(0);
 pub(super) static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Traps of ours whose arming was gone when they arrived (discarded).
 pub(super) static DISCARDED: AtomicU64 = AtomicU64::new(0);
+/// Debug exceptions the kernel could not attribute (see [`on_unattributed`]).
+pub(super) static UNATTRIBUTED: AtomicU64 = AtomicU64::new(0);
 static GEN: AtomicU64 = AtomicU64::new(0);
 
 /// Bits of an arming's generation carried in a trap's `sig_data`.
@@ -134,6 +136,34 @@ const RING_SLOT: RingSlot = RingSlot {
 };
 static RING: Ring = Ring([RING_SLOT; RING_LEN]);
 static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// What the handler does with a debug exception at `pc` that the kernel
+/// could not attribute to a breakpoint while a session runs: a `SIGTRAP`
+/// with `si_code` `TRAP_BRKPT` (the debug status register read empty,
+/// which the kernel takes for an `icebp`) or `TRAP_HWBKPT` (a breakpoint
+/// bit no perf event claimed), not `TRAP_PERF` with our tag. A KVM guest
+/// delivers such traps for writes to a watched word now and then (seen in
+/// about one `guardlift bench --only watch` run in ten, each run killed by
+/// the signal before this handler took them). Each armed word that
+/// differs from its last known value takes it as a trap of its arming
+/// (so a foreign write is still reported); a write that left its word as
+/// it was cannot be told apart, and is only counted.
+/// (Async-signal-safe, as [`on_hit`].)
+pub(super) fn on_unattributed(pc: u64) {
+    UNATTRIBUTED.fetch_add(1, SeqCst);
+    for (i, a) in ARMED.iter().enumerate() {
+        let slot = a.slot.load(SeqCst);
+        if slot == 0 {
+            continue;
+        }
+        // SAFETY: armed slots belong to live objects (disarmed before the
+        // free), as in `on_hit`.
+        let now = unsafe { (slot as *const u64).read_volatile() };
+        if now != a.last.load(SeqCst) {
+            on_hit(i, a.gen.load(SeqCst), pc);
+        }
+    }
+}
 
 /// What the handler does with a trap of arming `gen` on hardware slot `i`
 /// at `pc` (async-signal-safe: loads, stores, the unwinder).
