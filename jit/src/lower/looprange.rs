@@ -121,37 +121,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             (self.b.ins()).brif(empty, done, &[BlockArg::Value(one)], chk, &[]);
             self.b.switch_to_block(chk);
             if r.scale == 8 && r.lo == 0 && r.hi == 8 {
-                // Eight-byte items: a fast path for an 8-aligned base at
-                // most `TOP - 64` and at most eight items (`0 <= init < n
-                // <= 8`). Then the range passes every condition below
-                // (`hi <= base + 64 <= TOP`), its granules are `g + init`
-                // to `g + n - 1` (`g = base >> 3`, here `base` rotated
-                // right by 3: unaligned, it is at least 2^61) and one
-                // shadow word holds them: the verdict the general test
-                // computes, in half its instructions.
-                let (fast, general) = (self.b.create_block(), self.b.create_block());
-                let g = self.b.ins().rotr_imm_u(base, shadow::GRANULE_SHIFT as i64);
-                let top = ((TOP - 64) >> shadow::GRANULE_SHIFT) as i64;
-                let near = (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, g, top);
-                let few = (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, n, 8);
-                let from0 = (self.b.ins()).icmp_imm_s(IntCC::SignedGreaterThanOrEqual, init, 0);
-                let ok = self.b.ins().band(near, few);
-                let ok = self.b.ins().band(ok, from0);
-                self.b.ins().brif(ok, fast, &[], general, &[]);
-                self.b.switch_to_block(fast);
-                let g0 = self.b.ins().iadd(g, init);
-                let w = self.shadow_word(sh.base, g0);
-                let mask64 = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) as i64;
-                let bits = self.b.ins().band_imm_u(w, mask64);
-                let count = self.b.ins().isub(n, init);
-                let shift = self.b.ins().imul_imm_s(count, -8);
-                let shift = self.b.ins().iadd_imm_s(shift, 64);
-                let all = self.b.ins().iconst(types::I64, -1);
-                let keep = self.b.ins().ushr(all, shift);
-                let bits = self.b.ins().band(bits, keep);
-                let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
-                self.b.ins().jump(done, &[BlockArg::Value(clean)]);
-                self.b.switch_to_block(general);
+                self.item_range_fast_path((base, init, n), mask, sh.base, done);
             }
             let lo = self.b.ins().imul_imm_s(init, r.scale);
             let lo = self.b.ins().iadd(base, lo);
@@ -226,6 +196,48 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.def_var(var, verdict);
         }
         Ok(())
+    }
+
+    /// Eight-byte items (`S = 8`, accesses at `[base + 8·i, base + 8·i +
+    /// 8)`), in the entry block's test (the builder there, `n > init`
+    /// known): a fast path for an 8-aligned base at most `TOP - 64` and at
+    /// most eight items (`0 <= init < n <= 8`), which jumps to `done` with
+    /// the verdict; leaves the builder in a new block for the general test
+    /// otherwise. On the fast path the range passes every condition of the
+    /// general test (`hi <= base + 64 <= TOP`), its granules are `g + init`
+    /// to `g + n - 1` (`g = base >> 3`, here `base` rotated right by 3:
+    /// unaligned, it is at least 2^61) and one shadow word holds them: the
+    /// verdict the general test computes, in half its instructions.
+    fn item_range_fast_path(
+        &mut self,
+        (base, init, n): (cl::Value, cl::Value, cl::Value),
+        mask: u8,
+        shadow_base: u64,
+        done: cl::Block,
+    ) {
+        let (fast, general) = (self.b.create_block(), self.b.create_block());
+        let g = self.b.ins().rotr_imm_u(base, shadow::GRANULE_SHIFT as i64);
+        let top = ((TOP - 64) >> shadow::GRANULE_SHIFT) as i64;
+        let near = (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, g, top);
+        let few = (self.b.ins()).icmp_imm_u(IntCC::UnsignedLessThanOrEqual, n, 8);
+        let from0 = (self.b.ins()).icmp_imm_s(IntCC::SignedGreaterThanOrEqual, init, 0);
+        let ok = self.b.ins().band(near, few);
+        let ok = self.b.ins().band(ok, from0);
+        self.b.ins().brif(ok, fast, &[], general, &[]);
+        self.b.switch_to_block(fast);
+        let g0 = self.b.ins().iadd(g, init);
+        let w = self.shadow_word(shadow_base, g0);
+        let mask64 = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) as i64;
+        let bits = self.b.ins().band_imm_u(w, mask64);
+        let count = self.b.ins().isub(n, init);
+        let shift = self.b.ins().imul_imm_s(count, -8);
+        let shift = self.b.ins().iadd_imm_s(shift, 64);
+        let all = self.b.ins().iconst(types::I64, -1);
+        let keep = self.b.ins().ushr(all, shift);
+        let bits = self.b.ins().band(bits, keep);
+        let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
+        self.b.ins().jump(done, &[BlockArg::Value(clean)]);
+        self.b.switch_to_block(general);
     }
 
     /// For a member of a range whose loop is tested at its entry: the
