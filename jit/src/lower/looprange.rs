@@ -162,14 +162,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let mask64 = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) as i64;
             // At most 8 granules: one word, the bytes past the range masked.
             self.b.switch_to_block(few);
-            let w = self.shadow_word(sh.base, g0);
-            let bits = self.b.ins().band_imm_u(w, mask64);
-            let shift = self.b.ins().imul_imm_s(count, -8);
-            let shift = self.b.ins().iadd_imm_s(shift, 64);
-            let all = self.b.ins().iconst(types::I64, -1);
-            let keep = self.b.ins().ushr(all, shift);
-            let bits = self.b.ins().band(bits, keep);
-            let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
+            let clean = self.few_granules_clean(sh.base, g0, count, mask64);
             self.b.ins().jump(done, &[BlockArg::Value(clean)]);
             // More: whole words from g0, then the last eight granules.
             self.b.switch_to_block(many);
@@ -226,18 +219,31 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         self.b.ins().brif(ok, fast, &[], general, &[]);
         self.b.switch_to_block(fast);
         let g0 = self.b.ins().iadd(g, init);
-        let w = self.shadow_word(shadow_base, g0);
         let mask64 = (mask as u64).wrapping_mul(0x0101_0101_0101_0101) as i64;
-        let bits = self.b.ins().band_imm_u(w, mask64);
         let count = self.b.ins().isub(n, init);
+        let clean = self.few_granules_clean(shadow_base, g0, count, mask64);
+        self.b.ins().jump(done, &[BlockArg::Value(clean)]);
+        self.b.switch_to_block(general);
+    }
+
+    /// The verdict of `count` granules (1 to 8) from `g0`: one shadow word,
+    /// the bytes past them masked off, tested against `mask64` (the
+    /// checks' mask in every byte); non-zero when no bit is set.
+    fn few_granules_clean(
+        &mut self,
+        shadow_base: u64,
+        g0: cl::Value,
+        count: cl::Value,
+        mask64: i64,
+    ) -> cl::Value {
+        let w = self.shadow_word(shadow_base, g0);
+        let bits = self.b.ins().band_imm_u(w, mask64);
         let shift = self.b.ins().imul_imm_s(count, -8);
         let shift = self.b.ins().iadd_imm_s(shift, 64);
         let all = self.b.ins().iconst(types::I64, -1);
         let keep = self.b.ins().ushr(all, shift);
         let bits = self.b.ins().band(bits, keep);
-        let clean = self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0);
-        self.b.ins().jump(done, &[BlockArg::Value(clean)]);
-        self.b.switch_to_block(general);
+        self.b.ins().icmp_imm_u(IntCC::Equal, bits, 0)
     }
 
     /// For a member of a range whose loop is tested at its entry: the
