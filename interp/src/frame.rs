@@ -34,6 +34,10 @@ pub(crate) struct Frame {
     /// loop `fixed_loop` since an entry that passed its test, each with
     /// the highest index the loop uses on it.
     pub(crate) fixed: Vec<(Value, u32)>,
+    /// Each of `fixed`'s objects' word at the activation's entry: the JIT's
+    /// clean copy addresses the values array from it, so every attribute
+    /// op of the activation must find the word unchanged.
+    pub(crate) fixed_words: Vec<u64>,
     /// The header of the loop whose activation `fixed` belongs to.
     pub(crate) fixed_loop: Option<u32>,
     /// After that activation left the hot part by an exit edge into an
@@ -175,6 +179,7 @@ impl<'m> Interpreter<'m> {
             ret_dst,
             claimed: false,
             fixed: Vec::new(),
+            fixed_words: Vec::new(),
             fixed_loop: None,
             fixed_exit: None,
             fixed_params: Vec::new(),

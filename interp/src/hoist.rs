@@ -110,6 +110,7 @@ impl Interpreter<'_> {
             fr.fixed_loop = None;
             fr.fixed_exit = None;
             fr.fixed.clear();
+            fr.fixed_words.clear();
             self.enter_clean_copy_ranges(fr, h, false);
         }
         let Some(lp) = (loops.iter()).find(|l| l.header == to && !l.contains(from as u32)) else {
@@ -134,6 +135,10 @@ impl Interpreter<'_> {
         {
             fr.fixed_loop = Some(to);
             fr.fixed = lp.attrs.clone();
+            let slot = |o: Value| self.rt.layout().slot_addr(fr.val(o));
+            fr.fixed_words = (lp.attrs.iter())
+                .map(|&(o, _)| self.read_mem(loc, slot(o), 8))
+                .collect::<Result<_, _>>()?;
             self.enter_clean_copy_ranges(fr, to, true);
         }
         Ok(())
@@ -194,16 +199,37 @@ impl Interpreter<'_> {
     /// An attribute op on a fixed object whose word is `word`: it must be
     /// values-tagged (the entry test saw the object's own values word, and
     /// no instruction of the loop writes it), so the dict test the JIT
-    /// drops with the bounds test would pass.
-    pub(crate) fn check_fixed_word(&self, cx: &Cx, obj: u64, word: u64) -> Result<(), InterpError> {
-        if word & guardlift_runtime::layout::TAG_MASK == guardlift_runtime::layout::VALUES_TAG {
-            return Ok(());
-        }
-        let msg = format!(
-            "@{}: the word of an object a clean loop's entry test fixed ({obj:#x}) is {word:#x}, not values-tagged: its dict test fails",
-            cx.func.name
-        );
+    /// drops with the bounds test would pass; and in the frame of the
+    /// activation (`entry`: the word its entry saw) it must be that word,
+    /// from which the clean copy addresses the values array without
+    /// loading the word again.
+    pub(crate) fn check_fixed_word(
+        &self,
+        cx: &Cx,
+        obj: u64,
+        (word, entry): (u64, Option<u64>),
+    ) -> Result<(), InterpError> {
+        let tagged =
+            word & guardlift_runtime::layout::TAG_MASK == guardlift_runtime::layout::VALUES_TAG;
+        let msg = match entry {
+            Some(e) if e != word => format!(
+                "@{}: the word of an object a clean loop's entry test fixed ({obj:#x}) is {word:#x}, not the {e:#x} the entry saw",
+                cx.func.name
+            ),
+            _ if tagged => return Ok(()),
+            _ => format!(
+                "@{}: the word of an object a clean loop's entry test fixed ({obj:#x}) is {word:#x}, not values-tagged: its dict test fails",
+                cx.func.name
+            ),
+        };
         self.claim_refuted(cx.inst.loc, msg)
+    }
+
+    /// The word recorded at the entry of `fr`'s claimed loop activation for
+    /// its fixed object `obj` (`None`: not one of the activation's own).
+    pub(crate) fn fixed_entry_word(&self, fr: &Frame, obj: Value) -> Option<u64> {
+        let i = fr.fixed.iter().position(|&(o, _)| o == obj)?;
+        fr.fixed_words.get(i).copied()
     }
 
     /// Before an instruction of `block` of frame `fr` runs: the unwatch

@@ -189,8 +189,9 @@ impl<'m> Interpreter<'m> {
                 let o = fr.val(*obj);
                 self.verify_attr_group(fr, cx, g.0, o, *index)?;
                 let fixed = self.is_fixed(fr, cx.at.1, *obj, *index);
+                let entry = self.fixed_entry_word(fr, *obj).filter(|_| fixed);
                 Ok(Step::Set(
-                    match self.attr_place(cx, g, (o, fixed), *index)? {
+                    match self.attr_place(cx, g, (o, fixed, entry), *index)? {
                         None => 0,
                         Some(AttrPlace::Values(a)) => self.read_mem(loc, a, 8)?,
                         Some(AttrPlace::Slow) => self.rt.load_attr_slow(o, *index) as u64,
@@ -201,7 +202,8 @@ impl<'m> Interpreter<'m> {
                 let (o, x) = (fr.val(*obj), fr.val(*value));
                 self.verify_attr_group(fr, cx, g.0, o, *index)?;
                 let fixed = self.is_fixed(fr, cx.at.1, *obj, *index);
-                match self.attr_place(cx, g, (o, fixed), *index)? {
+                let entry = self.fixed_entry_word(fr, *obj).filter(|_| fixed);
+                match self.attr_place(cx, g, (o, fixed, entry), *index)? {
                     None => {}
                     Some(AttrPlace::Values(a)) => self.write_mem(loc, a, 8, x)?,
                     Some(AttrPlace::Slow) => self.rt.store_attr_slow(o, *index, x as i64),
@@ -218,12 +220,13 @@ impl<'m> Interpreter<'m> {
     /// Where attribute `index` of `obj` lives, after the lifetime, dict and
     /// bounds checks of `g`; `None` when one failed in recover mode.
     /// `fixed`: `obj` is a fixed attribute of a claimed loop (its bounds
-    /// test is verified not to fail, `crate::hoist`).
+    /// test is verified not to fail, `crate::hoist`), `entry` the word
+    /// its activation's entry saw.
     fn attr_place(
         &self,
         cx: &Cx,
         g: (Checks, u32),
-        (obj, fixed): (u64, bool),
+        (obj, fixed, entry): (u64, bool, Option<u64>),
         index: u32,
     ) -> Result<Option<AttrPlace>, InterpError> {
         let (callers, loc) = (cx.callers, cx.inst.loc);
@@ -233,7 +236,7 @@ impl<'m> Interpreter<'m> {
         let word = self.read_mem(loc, self.rt.layout().slot_addr(obj), 8)?;
         if fixed {
             // The JIT drops a fixed attribute's dict test too.
-            self.check_fixed_word(cx, obj, word)?;
+            self.check_fixed_word(cx, obj, (word, entry))?;
         }
         if !self.dict_ok(callers, g, obj, word)? {
             return Ok(None);

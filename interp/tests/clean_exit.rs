@@ -98,10 +98,9 @@ fn a_rewrite_ends_the_prefix_and_a_claim_past_it_is_refuted() {
     assert_eq!(run(&m, Some(1)).expect("no refutation"), Some(0));
     match run(&m, Some(2)) {
         Err(InterpError::Internal { msg, .. }) => {
-            assert!(
-                msg.contains("attribute 3") && msg.contains("capacity 1"),
-                "{msg}"
-            )
+            // The rewritten word is refuted before its capacity: the
+            // clean copy would address the values array the entry saw.
+            assert!(msg.contains("the entry saw"), "{msg}")
         }
         r => panic!("a claim past the rewrite must be refuted: {r:?}"),
     }

@@ -2604,18 +2604,19 @@ fn run_fixed_claim(m: &Module, claimed: bool, swap: u64) -> Result<Option<u64>, 
 }
 
 /// The fixed-attribute claim (`CleanLoop::attrs`) is verified per
-/// activation: a claimed loop whose `dict_slot.store` points `%a` at a
-/// smaller values array fails its bounds test, which refutes the claim;
-/// the same run is fine unclaimed (the analysis makes no claim: the store
-/// bars it), and claimed but without the rewrite.
+/// activation: a claimed loop whose `dict_slot.store` points `%a` at
+/// another (smaller) values array changes the word its entry saw, from
+/// which the JIT's clean copy addresses the values, which refutes the
+/// claim; the same run is fine unclaimed (the analysis makes no claim:
+/// the store bars it), and claimed but without the rewrite.
 #[test]
-fn a_bounds_failure_on_a_fixed_attribute_is_an_internal_error() {
+fn a_word_rewritten_under_a_fixed_attribute_claim_is_an_internal_error() {
     let m = swap_program("", "guard.store_attr %a, 3, %i");
     for (claimed, swap, fails) in [(false, 2, false), (true, 99, false), (true, 2, true)] {
         match run_fixed_claim(&m, claimed, swap) {
             Err(InterpError::Internal { msg, .. }) if fails => {
                 assert!(
-                    msg.contains("attribute 3") && msg.contains("capacity 1"),
+                    msg.contains("not the") && msg.contains("the entry saw"),
                     "{msg}"
                 )
             }

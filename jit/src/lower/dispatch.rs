@@ -12,6 +12,7 @@ use super::FnLower;
 use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, BlockArg, InstBuilder, SourceLoc};
 use cranelift_module::Module as ClModule;
+use guardlift_ir::Value;
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The dispatch block of loop `k`: the objects' shadow tests, then the
@@ -112,6 +113,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             if pre == pres[1].0 {
                 if self.versions[k].clean_zero.is_some() {
                     args.push(BlockArg::Value(self.iconst(cl::types::I64, 0)));
+                }
+                // The fixed objects' words: the dispatch found each object
+                // live with its own values array, so the load is safe.
+                let words: Vec<Value> = self.versions[k].words.iter().map(|&(o, _)| o).collect();
+                for o in words {
+                    let o = self.val(o)?;
+                    args.push(BlockArg::Value(self.load_word(o)));
                 }
                 // The clean copy's loop ranges, from the header's params:
                 // the copy runs their accesses unchecked, so a failed one

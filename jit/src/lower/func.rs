@@ -678,7 +678,7 @@ mod tests {
     }
 
     /// A report's and an attribute slow path's cold call in checked code
-    /// (`--checks dict`: no loop is versioned) takes, for each value the
+    /// (`--checks dict`, lowered without a shadow: no loop is versioned) takes, for each value the
     /// hot path keeps (the object, the word), a copy made in the cold
     /// block itself (`FnLower::cold_args`): a fixed argument register then
     /// constrains the copy, and register allocation no longer moves the
@@ -694,7 +694,7 @@ mod tests {
             dict: true,
             ..CheckSet::NONE
         };
-        let f = lower_first(text, checks, Some(WATCHING));
+        let f = lower_first(text, checks, None);
         let param = f.dfg.block_params(f.layout.entry_block().expect("entry"))[0];
         let (mut calls, mut copies) = (0, 0);
         for b in f.layout.blocks() {

@@ -295,7 +295,7 @@ pub(super) enum RangeVerdict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{Calls, LowerConfig, Lowerer, Names, RtRef, ShadowRef};
     use cranelift_codegen::ir::{Function, InstructionData, Opcode, UserFuncName};
     use cranelift_codegen::isa::CallConv;
@@ -346,7 +346,7 @@ mod tests {
 
     /// `@func` of `tests/programs/jitshapes/PROGRAM.glir`, lowered to
     /// CLIF (not optimized) with `checks` and `shadow`.
-    fn lowered(
+    pub(in crate::lower) fn lowered(
         (program, func): (&str, &str),
         checks: CheckSet,
         shadow: Option<ShadowRef>,

@@ -255,6 +255,11 @@ pub(super) struct Versioned {
     /// dispatch, itself on back edges): the constant arguments of the
     /// clean copy's runtime calls are built on it (`FnLower::opaque_args`).
     pub(super) clean_zero: Option<cl::Value>,
+    /// ... and, after it, the word of each object of `attrs` (loaded in
+    /// the block entering the clean copy, passed on by its back edges):
+    /// the clean copy's attribute ops on a fixed object address its
+    /// values array from it ([`FnLower::fixed_word`]).
+    pub(super) words: Vec<(Value, cl::Value)>,
     /// ... and outside the loop (set when its header is lowered).
     orig: Vec<cl::Value>,
     /// The clean copy's block of each loop block.
@@ -341,6 +346,15 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 ),
                 None => (Vec::new(), None),
             };
+            // The fixed objects' words: `hoist`'s second claim keeps each
+            // the values word the entry tested for the whole activation
+            // (the interpreter verifies it: `check_fixed_word`).
+            let words = match clean.iter().find(|&&(b, _)| b == header) {
+                Some(&(_, ch)) => (attrs.iter())
+                    .map(|&(o, _)| (o, self.b.append_block_param(ch, cl::types::I64)))
+                    .collect(),
+                None => Vec::new(),
+            };
             self.version_of_header.insert(header, self.versions.len());
             for &b in &lp.blocks {
                 self.version_of_block.insert(b, self.versions.len());
@@ -355,6 +369,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 alias,
                 clean_alias,
                 clean_zero,
+                words,
                 orig: Vec::new(),
                 clean,
                 exits: Vec::new(),
@@ -413,7 +428,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let (InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. }) = inst.kind else {
             return false;
         };
-        lp.attrs.iter().any(|&(o, _)| o == obj) && self.checks_of(inst).contains(CheckKind::Bounds)
+        let c = self.checks_of(inst);
+        lp.attrs.iter().any(|&(o, _)| o == obj)
+            && (c.contains(CheckKind::Bounds) || c.contains(CheckKind::Dict))
     }
 
     /// Does a call of IR function `g` here run its clean variant?
@@ -485,6 +502,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                     || dict && k == CheckKind::Dict)
             })
             .collect()
+    }
+
+    /// In a clean copy, the word of fixed object `obj` (its header's
+    /// param): the values word the entry tested, which no instruction of
+    /// the loop writes.
+    pub(super) fn fixed_word(&self, obj: Value) -> Option<cl::Value> {
+        let k = self.in_clean?;
+        (self.versions[k].words.iter())
+            .find(|&&(o, _)| o == obj)
+            .map(|&(_, w)| w)
     }
 
     /// Does the clean copy or clean variant being lowered drop
@@ -615,6 +642,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         // The clean copy's back edges pass its opaque zero on.
         if let Some(z) = self.in_clean.and(self.versions[k].clean_zero) {
             vals.push(z);
+            vals.extend(self.versions[k].words.iter().map(|&(_, w)| w));
         }
         Ok(vals
             .into_iter()
@@ -698,260 +726,4 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::{Calls, LowerConfig, Names, RtRef, ShadowRef};
-    use super::*;
-    use cranelift_codegen::ir::condcodes::IntCC;
-    use cranelift_codegen::isa::CallConv;
-    use guardlift_instrument::{instrument, CheckSet};
-    use guardlift_runtime::Mode;
-
-    /// A shadow that tests watches, as the JIT's.
-    pub(in crate::lower) const WATCHING: ShadowRef = ShadowRef {
-        base: 1 << 40,
-        watch_id: Some(1),
-    };
-
-    /// The JIT's lowering in `mode` (far calls) with `shadow`.
-    fn config(mode: Mode, shadow: Option<ShadowRef>) -> LowerConfig {
-        LowerConfig {
-            rt: RtRef::Const(0),
-            mode,
-            site_base: 0,
-            calls: Calls::Far,
-            names: Names::Anonymous,
-            shadow,
-            host: Default::default(),
-        }
-    }
-
-    /// The clean variant of each function of `text` (instrumented with
-    /// `checks`) as the JIT with a shadow plans it, by name.
-    fn plan(text: &str, checks: CheckSet) -> Vec<(String, Option<VariantDrops>)> {
-        let m = instrument(
-            &guardlift_ir::parse_and_verify(text).expect("valid"),
-            checks,
-        );
-        let cfg = config(Mode::Abort, Some(WATCHING));
-        let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, Vec::new(), Vec::new());
-        lw.plan_clean_variants();
-        (m.functions.iter().enumerate())
-            .map(|(i, f)| (f.name.clone(), lw.variant_drops(FuncId(i as u32)).cloned()))
-            .collect()
-    }
-
-    const LEAVES: &str =
-        "fn @enter(%cm: ptr, %d: i64) {\nentry:\n    store_attr %cm, 0, %d\n    return\n}\n\
-        fn @exit(%cm: ptr) -> i64 {\nentry:\n    %d = load_attr %cm, 1\n    return %d\n}\n";
-
-    /// `@main`'s loop, with `extra` in its body.
-    fn caller(name: &str, extra: &str) -> String {
-        format!(
-            "fn @{name}(%a: ptr, %b: ptr, %n: i64) -> i64 {{\nentry:\n    %z = iconst.i64 0\n    jump loop(%z)\n\
-             loop(%i: i64):\n    %done = icmp.sge %i, %n\n    brif %done, exit, body\n\
-             body:\n    call @enter(%a, %i)\n    %x = call @exit(%b)\n{extra}    %one = iconst.i64 1\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
-             exit:\n    return %n\n}}\n"
-        )
-    }
-
-    /// `@f` of `ir/tests/hoist/NAME.glir` with every check, lowered for a
-    /// JIT with `shadow` (recover mode, the built-ins bound), verified by
-    /// Cranelift.
-    fn lower_hoist_case(name: &str, shadow: Option<ShadowRef>) -> cranelift_codegen::ir::Function {
-        let path = format!(
-            "{}/../ir/tests/hoist/{name}.glir",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).expect("the hoist case");
-        lower_first(&text, CheckSet::ALL, shadow)
-    }
-
-    /// The first function of `text` with `checks`, lowered for a JIT with
-    /// `shadow` (recover mode, the built-ins bound), verified by Cranelift.
-    pub(in crate::lower) fn lower_first(
-        text: &str,
-        checks: CheckSet,
-        shadow: Option<ShadowRef>,
-    ) -> cranelift_codegen::ir::Function {
-        use cranelift_codegen::ir::{Function, UserFuncName};
-        use cranelift_frontend::FunctionBuilderContext;
-        use cranelift_module::{Linkage, Module};
-        let m = instrument(
-            &guardlift_ir::parse_and_verify(text).expect("valid"),
-            checks,
-        );
-        let mut om = crate::target::test_object_module();
-        let sig = lower_sig(&m, &om);
-        let id = (om.declare_function("f", Linkage::Export, &sig)).expect("declare");
-        let cfg = config(Mode::Recover, shadow);
-        let externs = super::super::abi::resolve_externs(&m, |_| None).expect("built-ins");
-        let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, vec![id], externs);
-        let mut f = Function::new();
-        let mut fctx = FunctionBuilderContext::new();
-        (lw.lower_function(
-            &mut om,
-            FuncId(0),
-            UserFuncName::default(),
-            &mut f,
-            &mut fctx,
-        ))
-        .expect("lowered");
-        cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
-        f
-    }
-
-    /// How many instructions of `f` satisfy `pred`.
-    fn count_insts(
-        f: &cranelift_codegen::ir::Function,
-        pred: impl Fn(&cranelift_codegen::ir::InstructionData) -> bool,
-    ) -> usize {
-        (f.layout.blocks())
-            .flat_map(|b| f.layout.block_insts(b))
-            .filter(|&i| pred(&f.dfg.insts[i]))
-            .count()
-    }
-
-    /// A `br_table` in a versioned loop (it dispatches to the body and
-    /// exits through its default, `ir/tests/hoist`'s case): lowered in both
-    /// copies, the exit through a block of its own, and Cranelift's
-    /// verifier accepts the function.
-    #[test]
-    fn a_br_table_in_a_versioned_loop_is_lowered_in_both_copies() {
-        use cranelift_codegen::ir::InstructionData;
-        let count = |shadow| {
-            let f = lower_hoist_case("a_br_table_loop_is_clean", shadow);
-            count_insts(&f, |i| matches!(i, InstructionData::BranchTable { .. }))
-        };
-        assert_eq!(count(None), 1, "one copy without a shadow");
-        assert_eq!(count(Some(WATCHING)), 2, "checked and clean copies");
-    }
-
-    /// Issue 33: a loop with a free on a cold branch is versioned (its
-    /// header lowered in both copies) while the free's block is lowered
-    /// once, in the checked copy, where the clean copy's side exit goes;
-    /// Cranelift's verifier accepts the merges (`ir/tests/hoist`'s case).
-    #[test]
-    fn a_cold_call_is_lowered_once_and_the_loop_twice() {
-        use cranelift_codegen::ir::{InstructionData, Opcode};
-        let count = |shadow| {
-            let f = lower_hoist_case("a_cold_call_is_a_side_exit", shadow);
-            let headers = count_insts(&f, |i| {
-                matches!(i, InstructionData::IntCompare { cond, .. }
-                    if *cond == IntCC::SignedGreaterThanOrEqual)
-            });
-            // The cold block's own `imul` (a square: the entry test's
-            // memo probe multiplies by a constant).
-            let colds = count_insts(&f, |i| {
-                matches!(i, InstructionData::Binary { opcode: Opcode::Imul, args }
-                    if args[0] == args[1])
-            });
-            (headers, colds)
-        };
-        assert_eq!(count(None), (1, 1), "one copy without a shadow");
-        assert_eq!(
-            count(Some(WATCHING)),
-            (2, 1),
-            "checked and clean copies of the header, the cold block once"
-        );
-    }
-
-    /// Issue 33: a loop without calls whose own attribute ops have bounds
-    /// tests on fixed attributes is versioned for them (the store loop:
-    /// the entry's inline cache of `gl_attr_fixed` is a data object, read
-    /// through `symbol_value`), with or without a watch to drop; a loop
-    /// with nothing to drop (`--checks dict`) is not.
-    #[test]
-    fn a_loop_without_calls_tests_its_fixed_attributes_at_the_entry() {
-        use cranelift_codegen::ir::{Function, Opcode, UserFuncName};
-        use cranelift_frontend::FunctionBuilderContext;
-        use cranelift_module::{Linkage, Module};
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/programs/attrs_store_loop.glir"
-        );
-        let text = std::fs::read_to_string(path).expect("the store loop");
-        let m0 = guardlift_ir::parse_and_verify(&text).expect("valid");
-        let stores = m0.func_by_name("stores").expect("@stores");
-        let caches = |checks: &str, shadow: Option<ShadowRef>| {
-            let checks = match checks {
-                "all" => CheckSet::ALL,
-                l => CheckSet::parse(l).expect("checks"),
-            };
-            let m = instrument(&m0, checks);
-            let mut om = crate::target::test_object_module();
-            let f0 = &m.functions[stores.0 as usize];
-            let sig = super::super::abi::ir_signature(
-                om.isa().default_call_conv(),
-                &f0.param_types(),
-                f0.ret,
-            );
-            let declare = |f: &guardlift_ir::Function| {
-                (om.declare_function(&f.name, Linkage::Local, &sig)).expect("declare")
-            };
-            let ids: Vec<_> = m.functions.iter().map(declare).collect();
-            let cfg = config(Mode::Recover, shadow);
-            let mut lw = Lowerer::new(&m, &cfg, CallConv::SystemV, ids, Vec::new());
-            lw.plan_clean_variants();
-            let mut f = Function::new();
-            let mut fctx = FunctionBuilderContext::new();
-            let name = UserFuncName::default();
-            (lw.lower_function(&mut om, stores, name, &mut f, &mut fctx)).expect("lowered");
-            cranelift_codegen::verify_function(&f, om.isa().flags()).expect("verifies");
-            (f.layout.blocks())
-                .flat_map(|b| f.layout.block_insts(b))
-                .filter(|&i| f.dfg.insts[i].opcode() == Opcode::SymbolValue)
-                .count()
-        };
-        for checks in ["all", "lifetime,bounds", "bounds", "dict,bounds"] {
-            assert_eq!(caches(checks, Some(WATCHING)), 1, "[{checks}]: versioned");
-            assert_eq!(caches(checks, None), 0, "[{checks}]: no shadow, one copy");
-        }
-        assert_eq!(caches("dict", Some(WATCHING)), 0, "nothing to drop");
-    }
-
-    fn lower_sig(m: &guardlift_ir::Module, om: &cranelift_object::ObjectModule) -> cl::Signature {
-        use cranelift_module::Module;
-        let f = &m.functions[0];
-        super::super::abi::ir_signature(om.isa().default_call_conv(), &f.param_types(), f.ret)
-    }
-
-    #[test]
-    fn variants_drop_the_bounds_tests_of_fixed_attributes() {
-        let text = format!("{LEAVES}{}", caller("main", ""));
-        let p = plan(&text, CheckSet::ALL);
-        let drops = |n: &str| p.iter().find(|(f, _)| f == n).and_then(|(_, d)| d.clone());
-        let enter = drops("enter").expect("@enter has a clean variant");
-        assert_eq!(
-            (enter.life, enter.watch, enter.bounds),
-            (vec![0], vec![0], vec![0])
-        );
-        assert_eq!(drops("exit").expect("@exit").bounds, vec![0]);
-        assert_eq!(drops("main"), None);
-        // Without the bounds check there is nothing to drop.
-        let p = plan(
-            &text,
-            CheckSet::parse("dict,lifetime,clobber").expect("checks"),
-        );
-        let enter = p[0].1.clone().expect("@enter");
-        assert_eq!((enter.life, enter.bounds), (vec![0], Vec::<usize>::new()));
-    }
-
-    #[test]
-    fn one_caller_that_writes_a_word_keeps_every_bounds_test() {
-        // A second clean loop calls @enter and rewrites a word: its objects
-        // are not fixed, and the one variant of @enter serves both loops.
-        let text = format!(
-            "{LEAVES}{}{}",
-            caller("main", ""),
-            caller(
-                "other",
-                "    %w = iconst.i64 0\n    dict_slot.store %b, %w\n"
-            )
-        );
-        let p = plan(&text, CheckSet::ALL);
-        let enter = p[0].1.clone().expect("@enter");
-        assert_eq!((enter.life, enter.bounds), (vec![0], Vec::<usize>::new()));
-        // @exit is only called by @main's loop... and @other's: neither fixed.
-        assert_eq!(p[1].1.clone().expect("@exit").bounds, Vec::<usize>::new());
-    }
-}
+pub(super) mod tests;
