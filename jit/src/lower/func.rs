@@ -626,7 +626,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::version::tests::{lower_first, WATCHING};
+    use super::super::version::tests::lower_first;
     use super::has_guarded_underflow_check;
     use guardlift_instrument::CheckSet;
     use guardlift_ir::analysis::adstack_capacities;
