@@ -79,7 +79,11 @@
 //! watches both from `obj_new` until the free (the heap's
 //! `record_values`); the host's slow paths run only for words that are not values-tagged (only
 //! objects made or loaded inside the loop, whose `load_attr_slow` writes
-//! nothing); nothing frees (the first claim). The JIT makes those tests
+//! nothing); nothing frees (the first claim). So each such `o`'s word is
+//! the same at every instruction of the activation (the JIT's clean copy
+//! addresses the values array from the word the entry tested, without
+//! loading it again; the interpreter checks the word against the
+//! entry's). The JIT makes those tests
 //! once per entry instead (one runtime call per object) where a callee's
 //! clean variant can drop them; the interpreter verifies the claim while
 //! it runs (per activation, which a side exit ends like an exit). Another thread writing the loop's objects while it runs is
