@@ -74,6 +74,7 @@ pub const FAMILIES: &[&str] = &[
     "attrgroup.word_between",
     "attrgroup.past_capacity",
     "attrgroup.forged_other_between",
+    "attrgroup.forged_other_lifetime_sites",
     "attrgroup.interleaved",
     "looprange.clean",
     "looprange.dirty",

@@ -27,8 +27,8 @@
 
 use crate::error::{Diagnostic, VerifyErrors};
 use crate::inst::{
-    BinOp, Block, BlockCall, Callee, ConvOp, ExternId, FloatCC, FuncId, IndirectSig, Inst,
-    InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
+    BinOp, Block, BlockCall, Callee, CheckKind, Checks, ConvOp, ExternId, FloatCC, FuncId,
+    IndirectSig, Inst, InstKind, IntCC, SiteId, SrcLoc, UnOp, Value,
 };
 use crate::module::{BlockData, ExternDecl, Function, Module, Site, ValueData, ValueDef};
 use crate::parse::{canon_float, is_block_name, is_func_name, sext_imm};
@@ -687,6 +687,15 @@ impl FunctionBuilder<'_> {
     /// # Panics
     /// If there is no such instruction, or it cannot be guarded.
     pub fn guard_last(&mut self, loc: SrcLoc) -> SiteId {
+        self.guard_last_with(loc, CheckKind::ALL.into_iter().collect())
+    }
+
+    /// [`Self::guard_last`] by the checks of `only` that apply to the
+    /// instruction (a site's own check list in the text format).
+    ///
+    /// # Panics
+    /// If there is no such instruction, or none of `only` applies to it.
+    pub fn guard_last_with(&mut self, loc: SrcLoc, only: Checks) -> SiteId {
         let next = self
             .module
             .sites
@@ -702,7 +711,7 @@ impl FunctionBuilder<'_> {
         let Some(inst) = m.functions[self.func].blocks[b.index()].insts.last() else {
             panic!("no instruction to guard")
         };
-        let checks = m.applicable_checks(&inst.kind);
+        let checks = m.applicable_checks(&inst.kind).intersect(only);
         let op = inst.kind.opcode();
         assert!(
             !checks.is_empty() && inst.site.is_none(),

@@ -44,7 +44,7 @@
 //! ones; a forged or dictified one joins the pool only half the time.
 
 use super::{FnGen, Obj, BUF_BYTES};
-use guardlift_ir::{BinOp, ConvOp, IntCC, Type, Value};
+use guardlift_ir::{BinOp, CheckKind, Checks, ConvOp, IntCC, SrcLoc, Type, Value};
 use guardlift_runtime::heap::REDZONE_BYTES;
 use guardlift_runtime::layout::VALUES_CAPACITY_OFFSET;
 
@@ -332,7 +332,7 @@ impl FnGen<'_, '_, '_> {
         // (the capacity word, the last attribute; the object's lowest and
         // highest word), read raw. Values arrays only: an object block's
         // words hold addresses in some layouts.
-        if !on_obj && self.src.chance(2, 3) {
+        if !on_obj && self.src.chance(3, 4) {
             let off = if self.src.chance(1, 2) { lo } else { hi - 8 };
             let r = self.fb.load(Type::I64, base, off);
             self.vals.push(r);
@@ -510,6 +510,13 @@ impl FnGen<'_, '_, '_> {
     /// bounds check refuses an array the runtime did not record: with it
     /// the store is `attr_out_of_bounds`; without it (`lifetime` alone)
     /// `o`'s later ops must see the new word.
+    ///
+    /// Two times in three the ops after the forging `dict_slot.store` are
+    /// guarded by hand with the lifetime check alone (`!site(..,
+    /// lifetime)`), so that every check set runs them as a lifetime-only
+    /// group and a lifetime-only `store_attr` between its ops — not only
+    /// the one set in eight that has `lifetime` without `bounds`
+    /// (`attrgroup.forged_other_lifetime_sites`).
     fn forged_other_between(&mut self, o: Obj, w: Value) {
         let n = o.nattrs;
         let (p, _) = self.fresh_obj_of(1);
@@ -518,15 +525,28 @@ impl FnGen<'_, '_, '_> {
         let slot_minus_one = self.iconst(Type::I64, i64::from(off) - 1);
         let forged = self.fb.binary(BinOp::Iadd, o.v, slot_minus_one);
         self.fb.dict_slot_store(p.v, forged);
+        let lifetime_sites = self.src.chance(2, 3);
+        let guard = |t: &mut Self| {
+            if lifetime_sites {
+                let only = Checks::only(CheckKind::Lifetime);
+                t.fb.guard_last_with(SrcLoc::default(), only);
+            }
+        };
         let i = self.src.range(0, n - 1);
         self.attr_op(o, i);
+        guard(self);
         self.fb.store_attr(p.v, 0, w2);
+        guard(self);
         for _ in 0..self.src.range(1, 2) {
             let i = self.src.range(0, n - 1);
             self.attr_op(o, i);
+            guard(self);
         }
         self.fb.dict_slot_store(o.v, w);
         self.ev.insert("attrgroup.forged_other_between");
+        if lifetime_sites {
+            self.ev.insert("attrgroup.forged_other_lifetime_sites");
+        }
     }
 
     /// A raw load or store of `ty` at `base + off` that touches a redzone
