@@ -133,6 +133,23 @@ impl Interpreter<'_> {
         if (lp.attrs.iter()).all(|&(o, max)| self.rt.attr_fixed(fr.val(o), max))
             && self.clean_copy_ranges_pass(fr, to)
         {
+            // The JIT's dispatch lets `attr_fixed` stand for the shadow
+            // tests of the same objects: each must be live and its slot
+            // watched.
+            for &(o, _) in &lp.attrs {
+                let obj = fr.val(o);
+                let slot = self.rt.layout().slot_addr(obj);
+                let (freed, watched) =
+                    (self.rt).with_heap(|h| (h.is_freed(obj), h.overlaps_watched(slot, 8)));
+                if freed || !watched {
+                    let msg = format!(
+                        "@{}: attr_fixed holds at the clean loop at block {to} for {obj:#x}, which is {}",
+                        f.name,
+                        if freed { "freed" } else { "not watched" }
+                    );
+                    return self.claim_refuted(loc, msg);
+                }
+            }
             fr.fixed_loop = Some(to);
             fr.fixed = lp.attrs.clone();
             let slot = |o: Value| self.rt.layout().slot_addr(fr.val(o));

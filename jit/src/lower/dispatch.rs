@@ -1,11 +1,12 @@
 //! The dispatch block of a versioned loop (`version`): every entry from
-//! outside tests the loop's objects — the entry cache first when it covers
-//! every object the shadow tests test (a way is filled only after they
-//! passed, and what they read changes only with a free, which moves the
-//! cache's epoch), then the shadow tests, then the runtime's
-//! `attr_fixed` on a miss — and branches to the clean copy's header when
-//! all pass, to the checked copy's otherwise, each through a block of its
-//! own.
+//! outside tests the loop's objects and branches to the clean copy's
+//! header when all pass, to the checked copy's otherwise, each through a
+//! block of its own. When the loop's fixed attributes cover every object
+//! the shadow tests would test, the fixed-attributes test alone (the entry
+//! cache, the runtime's memo, `attr_fixed` on a miss) stands for them:
+//! `attr_fixed` holds only for a live object of the model heap, whose slot
+//! the heap watches from `obj_new` to the free. Otherwise the shadow tests,
+//! then the fixed-attributes test when there is one.
 
 use super::func::internal;
 use super::FnLower;
@@ -54,15 +55,14 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let (v, objs) = (&self.versions[k], &self.versions[k].attrs);
         let covered = !objs.is_empty()
             && (v.life.iter().chain(&v.watch)).all(|o| objs.iter().any(|&(x, _)| x == *o));
+        // And then the fixed-attributes test alone: `attr_fixed` holds only
+        // for a live object of the model heap, whose slot the heap watches
+        // from `obj_new` to the free (the only unwatch), so where it holds
+        // for every object the shadow tests would test, they would pass
+        // (docs/CODEGEN.md, "The shadow tests a fixed object passes"; the
+        // interpreter verifies it at each clean entry).
         if covered && !(life.is_empty() && watch.is_empty()) {
-            let probed = self.fixed_attrs_probe(&attrs, &args, pre_clean)?;
-            let miss = self
-                .shadow_entry_miss(&life, &watch)
-                .ok_or_else(|| internal(self.fname, "versioned loop without a shadow"))?;
-            let ask = self.b.create_block();
-            self.b.ins().brif(miss, pre_checked, &args, ask, &[]);
-            self.b.switch_to_block(ask);
-            self.fixed_attrs_ask(probed, &attrs, &args, (pre_clean, pre_checked))?;
+            self.fixed_attrs_test(&attrs, &args, pre_clean, pre_checked)?;
             return self.enter_copies(k, [(pre_checked, checked), (pre_clean, clean)]);
         }
         // No lifetime test or watch to drop (only bounds tests): no

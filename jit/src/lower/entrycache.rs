@@ -63,7 +63,8 @@ pub(super) struct Probed {
 
 impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The entry test of the loop's fixed attributes `attrs` (the builder
-    /// in a block of its own, after the shadow tests passed): the cache,
+    /// in a block of its own, after the shadow tests passed where the
+    /// dispatch makes any): the cache,
     /// then the runtime on a miss; a branch with `args` to `clean` when it
     /// holds, to `checked` otherwise (see the module doc).
     pub(super) fn fixed_attrs_test(
@@ -151,7 +152,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// After a miss of the probe (the builder in a block whose paths all
-    /// passed the shadow tests): the runtime's memo of `attr_fixed`
+    /// passed the shadow tests, where the dispatch makes any: `attr_fixed`
+    /// implies them for its objects, `super::dispatch`): the runtime's memo of `attr_fixed`
     /// successes, inline, then the runtime itself (a cold block) when the
     /// memo does not answer for every object; on success fill the next way
     /// and branch with `args` to `clean`, else to `checked`.
