@@ -302,3 +302,47 @@ fn one_caller_that_writes_a_word_keeps_every_bounds_test() {
     // @exit is only called by @main's loop... and @other's: neither fixed.
     assert_eq!(p[1].1.clone().expect("@exit").bounds, Vec::<usize>::new());
 }
+
+/// Issue 33: where the loop's fixed attributes cover every object whose
+/// lifetime test or `guard.watch` the clean copy drops, the dispatch makes
+/// the fixed-attributes test alone (`attr_fixed` implies the shadow tests
+/// of its objects): the method loop's `@accumulate` (`self` fixed) has no
+/// dispatch shadow test — the only code that masks an object with
+/// `INDEX_MASK << 3` (`shadow_load_alt`) —, where a loop whose dropped
+/// tests concern an object without fixed attributes (`%d`, whose word the
+/// loop only reads with `dict_slot.load`) keeps them, one per test.
+#[test]
+fn a_covered_dispatch_makes_no_shadow_test() {
+    use cranelift_codegen::ir::{Function, InstructionData, Opcode};
+    let mask =
+        (guardlift_runtime::shadow::INDEX_MASK << guardlift_runtime::shadow::GRANULE_SHIFT) as i64;
+    let tests = |f: &Function| {
+        (f.layout.blocks())
+            .flat_map(|b| f.layout.block_insts(b))
+            .filter(|&i| {
+                let konst = |v| match f.dfg.value_def(v).inst().map(|k| &f.dfg.insts[k]) {
+                    Some(InstructionData::UnaryImm { imm, .. }) => Some(imm.bits()),
+                    _ => None,
+                };
+                f.dfg.insts[i].opcode() == Opcode::Band
+                    && (f.dfg.inst_args(i).iter()).any(|&a| konst(a) == Some(mask))
+            })
+            .count()
+    };
+    let f = super::super::looprange::tests::lowered(
+        ("method_loop", "accumulate"),
+        CheckSet::ALL,
+        Some(WATCHING),
+    );
+    assert_eq!(tests(&f), 0, "covered: no shadow test\n{}", f.display());
+    let text = "fn @f(%p: ptr, %d: ptr, %k: i64) -> i64 {\nentry:\n    %z = iconst.i64 0\n    %one = iconst.i64 1\n    jump loop(%z)\n\
+        loop(%i: i64):\n    %c = icmp.sge %i, %k\n    brif %c, out, body\n\
+        body:\n    %x = load_attr %p, 0\n    %w = dict_slot.load %d\n    %s = iadd %x, %w\n    store_attr %p, 1, %s\n    %i2 = iadd %i, %one\n    jump loop(%i2)\n\
+        out:\n    %r = load_attr %p, 1\n    return %r\n}\n";
+    let f = lower_first(text, CheckSet::ALL, Some(WATCHING));
+    assert!(
+        tests(&f) > 0,
+        "not covered: the shadow tests\n{}",
+        f.display()
+    );
+}
