@@ -88,6 +88,7 @@ pub const FAMILIES: &[&str] = &[
     "entrycache.receiver_dictified",
     "entrycache.receiver_broken_between",
     "entrycache.two_objects",
+    "entrycache.uncovered_object",
     "entrycache.exit_read",
     "entrycache.exit_read_past",
     "entrycache.exit_step",

@@ -186,10 +186,10 @@ pub fn generate(u: &mut Unstructured<'_>, cfg: &GenConfig) -> Generated {
         let params: Vec<Param> = (0..src.range(0, 4))
             .map(|_| {
                 if src.chance(2, 7) {
-                    // An object param typed `i64` in half of them (spec §2: `ptr` mixes with `i64`; a
+                    // An object param typed `i64` in three of five (spec §2: `ptr` mixes with `i64`; a
                     // leaf callee's object param of either type needs a
                     // loop-invariant argument, issue 28 item 4).
-                    let ty = if src.chance(1, 2) {
+                    let ty = if src.chance(3, 5) {
                         Type::I64
                     } else {
                         Type::Ptr

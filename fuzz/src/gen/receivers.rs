@@ -29,6 +29,13 @@
 //! `jit/src/lower/version.rs`: the JIT drops the tests its entry made
 //! there, but not the bounds test of an index the loop did not fix).
 //!
+//! With faults, half the time the method reads the word of a third object
+//! (`dict_slot.load`), freed before the loops half the time: an object
+//! whose lifetime test and watch the clean copy drops without a fixed
+//! attribute, so the dispatch must test its shadow bytes (the fixed
+//! attributes' test stands for them only where it covers every such
+//! object: `jit/src/lower/dispatch.rs`).
+//!
 //! Half the time the method also reads a second object, the next receiver
 //! (`objs[(i + 1) & 3]`): a clean loop of two objects from outside, which
 //! both copies take as their header's params (`jit/src/lower/version.rs`)
@@ -76,6 +83,21 @@ impl FnGen<'_, '_, '_> {
         if broken {
             self.ms.needs.dict = true;
         }
+        // With faults, half the time the method also reads the word of a
+        // third object (`dict_slot.load`): the clean copy drops its
+        // lifetime test and watch, but it has no fixed attribute, so the
+        // dispatch must make its shadow tests — it is freed before the
+        // loops half the time (a `use_after_free` at every entry).
+        let uncovered = (self.ms.faults && self.src.chance(1, 2)).then(|| {
+            let nv = self.iconst(Type::I64, 1);
+            let d = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+            let freed = self.src.chance(1, 2);
+            if freed {
+                self.fb.call(self.ms.ext.obj_free, &[d]);
+            }
+            self.ev.insert("entrycache.uncovered_object");
+            (d, freed)
+        });
         self.ev.insert(match (bad < 4, small, broken) {
             (false, _, _) => "entrycache.receivers",
             (true, true, _) => "entrycache.receiver_too_small",
@@ -138,6 +160,17 @@ impl FnGen<'_, '_, '_> {
             let y = self.fb.load_attr(s, low);
             let y = self.fb.binary(BinOp::Iadd, y, one);
             a1 = self.fb.binary(BinOp::Imul, a1, y);
+        }
+        // The third object's tag bits (7 live; 0 where a failed lifetime
+        // test recovers).
+        if let Some((d, freed)) = uncovered {
+            let w = self.fb.dict_slot_load(d);
+            if freed {
+                self.object_fault_guard(|n| n.lifetime = true);
+            }
+            let m = self.iconst(Type::I64, 7);
+            let t = self.fb.binary(BinOp::Band, w, m);
+            a1 = self.fb.binary(BinOp::Iadd, a1, t);
         }
         // The op at the highest index: past the capacity of a small one.
         if self.src.chance(1, 2) {
