@@ -112,10 +112,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
             if pre == pres[1].0 {
                 if self.versions[k].clean_zero.is_some() {
-                    // MUTANT opaque-zero-is-one: the clean copy's opaque zero
-                    // is 1, so every constant argument of its runtime calls
-                    // (site ids, attribute indices, the verdict slot) is off.
-                    args.push(BlockArg::Value(self.iconst(cl::types::I64, 1)));
+                    args.push(BlockArg::Value(self.iconst(cl::types::I64, 0)));
                 }
                 // The fixed objects' words: the dispatch found each object
                 // live with its own values array, so the load is safe.

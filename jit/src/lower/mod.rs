@@ -306,7 +306,8 @@ pub(crate) fn far_data<M: ClModule + ?Sized>(
     func.create_global_value(cl::GlobalValueData::Symbol {
         name: cl::ExternalName::user(name),
         offset: cl::immediates::Imm64::new(0),
-        colocated: false,
+        // MUTANT pc-relative-data: a 32-bit PC-relative data reference.
+        colocated: true,
         tls,
     })
 }
