@@ -306,8 +306,7 @@ pub(crate) fn far_data<M: ClModule + ?Sized>(
     func.create_global_value(cl::GlobalValueData::Symbol {
         name: cl::ExternalName::user(name),
         offset: cl::immediates::Imm64::new(0),
-        // MUTANT pc-relative-data: a 32-bit PC-relative data reference.
-        colocated: true,
+        colocated: false,
         tls,
     })
 }
