@@ -83,21 +83,7 @@ impl FnGen<'_, '_, '_> {
         if broken {
             self.ms.needs.dict = true;
         }
-        // With faults, half the time the method also reads the word of a
-        // third object (`dict_slot.load`): the clean copy drops its
-        // lifetime test and watch, but it has no fixed attribute, so the
-        // dispatch must make its shadow tests — it is freed before the
-        // loops half the time (a `use_after_free` at every entry).
-        let uncovered = (self.ms.faults && self.src.chance(1, 2)).then(|| {
-            let nv = self.iconst(Type::I64, 1);
-            let d = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
-            let freed = self.src.chance(1, 2);
-            if freed {
-                self.fb.call(self.ms.ext.obj_free, &[d]);
-            }
-            self.ev.insert("entrycache.uncovered_object");
-            (d, freed)
-        });
+        let uncovered = self.uncovered_object();
         self.ev.insert(match (bad < 4, small, broken) {
             (false, _, _) => "entrycache.receivers",
             (true, true, _) => "entrycache.receiver_too_small",
@@ -161,16 +147,8 @@ impl FnGen<'_, '_, '_> {
             let y = self.fb.binary(BinOp::Iadd, y, one);
             a1 = self.fb.binary(BinOp::Imul, a1, y);
         }
-        // The third object's tag bits (7 live; 0 where a failed lifetime
-        // test recovers).
-        if let Some((d, freed)) = uncovered {
-            let w = self.fb.dict_slot_load(d);
-            if freed {
-                self.object_fault_guard(|n| n.lifetime = true);
-            }
-            let m = self.iconst(Type::I64, 7);
-            let t = self.fb.binary(BinOp::Band, w, m);
-            a1 = self.fb.binary(BinOp::Iadd, a1, t);
+        if let Some(d) = uncovered {
+            a1 = self.read_uncovered(d, a1);
         }
         // The op at the highest index: past the capacity of a small one.
         if self.src.chance(1, 2) {
@@ -215,6 +193,37 @@ impl FnGen<'_, '_, '_> {
                 self.objs.push(Obj { v, nattrs: max + 1 });
             }
         }
+    }
+
+    /// With faults, half the time: the third object (see the module's
+    /// header), made before the loops and freed there half the time (a
+    /// `use_after_free` at every entry); whether it was freed.
+    fn uncovered_object(&mut self) -> Option<(Value, bool)> {
+        if !(self.ms.faults && self.src.chance(1, 2)) {
+            return None;
+        }
+        let nv = self.iconst(Type::I64, 1);
+        let d = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+        let freed = self.src.chance(1, 2);
+        if freed {
+            self.fb.call(self.ms.ext.obj_free, &[d]);
+        }
+        self.ev.insert("entrycache.uncovered_object");
+        Some((d, freed))
+    }
+
+    /// In the method's loop: `acc` plus the third object's tag bits (7
+    /// live; 0 where a failed lifetime test recovers). The clean copy drops
+    /// its lifetime test and watch, but it has no fixed attribute, so the
+    /// dispatch must make its shadow tests.
+    fn read_uncovered(&mut self, (d, freed): (Value, bool), acc: Value) -> Value {
+        let w = self.fb.dict_slot_load(d);
+        if freed {
+            self.object_fault_guard(|n| n.lifetime = true);
+        }
+        let m = self.iconst(Type::I64, 7);
+        let t = self.fb.binary(BinOp::Band, w, m);
+        self.fb.binary(BinOp::Iadd, acc, t)
     }
 
     /// The block after the method's loop (the builder there), `r` the
