@@ -138,6 +138,50 @@ impl<'m> Interpreter<'m> {
 
     /// The capacity the runtime recorded for the values array at `values`
     /// that `obj`'s word points to (0: an array it does not know).
+    /// The claim of the JIT's own-values test (`jit/src/lower/ownvalues.rs`)
+    /// at an attribute op of `index` on `obj`: where the capacity table
+    /// holds this runtime's own-values mark at the granule of `obj + K −
+    /// 8` (`K` = `Heap::own_values_offset`, the granule aligned and below
+    /// 2^47) and a byte above `index` at `obj + K`, `obj` must be a live
+    /// object of the heap whose slot it watches, `obj + K` its own values
+    /// array, recorded with a capacity above `index` — so that, its word
+    /// being that array's, the lifetime, watch, dict and bounds checks the
+    /// JIT then skips all pass. Verified at every such op (not only where
+    /// the JIT makes the test): a mismatch is an internal error.
+    pub(crate) fn check_own_values(
+        &self,
+        cx: &crate::frame::Cx,
+        obj: u64,
+        index: u32,
+    ) -> Result<(), InterpError> {
+        use guardlift_runtime::heap::Heap;
+        use guardlift_runtime::shadow;
+        let Some(mark) = shadow::own_values_mark(self.rt.shadow_watch_id()) else {
+            return Ok(());
+        };
+        let values = obj.wrapping_add(Heap::own_values_offset(self.rt.layout()) as u64);
+        let claimed = guardlift_runtime::layout::capacity_word_addr(values)
+            & shadow::UNMAPPED_OR_UNALIGNED
+            == 0
+            && shadow::read_own_values_mark(values) == mark
+            && u64::from(shadow::read_capacity(values)) > u64::from(index);
+        if !claimed {
+            return Ok(());
+        }
+        let msg = match self.rt.with_heap(|h| h.own_values_record(obj)) {
+            Some((v, cap)) if v == values && cap > u64::from(index) => return Ok(()),
+            Some((v, cap)) => format!(
+                "@{}: {obj:#x} is marked as owning the values array {values:#x} with room for attribute {index}, but its own array is {v:#x} of capacity {cap}",
+                cx.func.name
+            ),
+            None => format!(
+                "@{}: {obj:#x} is marked as owning the values array {values:#x}, but it is no live object of the heap with a watched slot and its own array",
+                cx.func.name
+            ),
+        };
+        self.claim_refuted(cx.inst.loc, msg)
+    }
+
     pub(crate) fn capacity(&self, obj: u64, values: u64) -> u64 {
         self.rt
             .with_heap(|h| h.recorded_capacity(obj, values))

@@ -230,6 +230,10 @@ impl<'m> Interpreter<'m> {
         index: u32,
     ) -> Result<Option<AttrPlace>, InterpError> {
         let (callers, loc) = (cx.callers, cx.inst.loc);
+        if g.0.contains(CheckKind::Lifetime) {
+            // The JIT's own-values test may stand for these checks.
+            self.check_own_values(cx, obj, index)?;
+        }
         if !self.live(callers, g, obj)? {
             return Ok(None);
         }

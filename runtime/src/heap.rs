@@ -78,6 +78,9 @@ struct HeapBlock {
     owner: u64,
     /// In quarantine: the object was freed.
     freed: bool,
+    /// Start of the allocation the block lies in (its redzone before it),
+    /// a key of `Heap::allocs`; 0 for memory the heap does not own.
+    alloc: u64,
 }
 
 #[derive(Debug)]
@@ -209,6 +212,10 @@ pub struct Heap {
     layout: DictLayout,
     /// Every live block: start address → size and kind.
     blocks: BTreeMap<u64, HeapBlock>,
+    /// The allocations the blocks lie in, by start: their layout and how
+    /// many blocks are still in each (an object and its own values array
+    /// share one: [`Heap::own_values_offset`]).
+    allocs: HashMap<u64, (AllocLayout, u8)>,
     objects: HashMap<u64, ObjMeta>,
     dicts: HashMap<u64, BTreeMap<u32, i64>>,
     /// Watched dict slots (clobber check): slot address → object.
@@ -242,6 +249,7 @@ impl Heap {
         Heap {
             layout,
             blocks: BTreeMap::new(),
+            allocs: HashMap::default(),
             objects: HashMap::default(),
             dicts: HashMap::default(),
             watched: BTreeMap::new(),
@@ -400,29 +408,92 @@ impl Heap {
         let p = raw + rz;
         shadow::set_freed_mem(raw, rz, true);
         shadow::set_freed_mem(p + size as u64, rz, true);
-        self.blocks.insert(
-            p,
-            HeapBlock {
-                size,
-                kind,
-                owner: 0,
-                freed: false,
-            },
-        );
+        self.allocs.insert(raw, (l, 1));
+        self.insert_block(p, size, kind, raw);
         Some(p)
     }
 
-    fn dealloc(&mut self, start: u64) {
-        if let Some(b) = self.blocks.remove(&start) {
-            let raw = start - REDZONE_BYTES as u64;
-            let all = (b.size + 2 * REDZONE_BYTES) as u64;
-            shadow::set_freed_mem(raw, all, false);
-            if let Some(l) = Self::raw_layout(b.size) {
-                // SAFETY: allocated by `alloc` with this layout (the block
-                // between its redzones), removed from the map once.
-                unsafe { alloc::dealloc(raw as *mut u8, l) };
-            }
+    fn insert_block(&mut self, p: u64, size: usize, kind: BlockKind, alloc: u64) {
+        let b = HeapBlock {
+            size,
+            kind,
+            owner: 0,
+            freed: false,
+            alloc,
+        };
+        self.blocks.insert(p, b);
+    }
+
+    /// An object block of `obj_size` bytes and, in the same allocation, a
+    /// values block of `values_size` bytes, each between its own two
+    /// redzones (the gap that keeps the second block 16-aligned is
+    /// marked too): the values block starts at
+    /// `round_up(obj_size, BLOCK_ALIGN) + 2 * REDZONE_BYTES` from the
+    /// object block ([`Heap::own_values_offset`]). Zeroed, marked.
+    fn alloc_pair(&mut self, obj_size: usize, values_size: usize) -> Option<(u64, u64)> {
+        let obj_size = obj_size.max(8).next_multiple_of(8);
+        let values_size = values_size.max(8).next_multiple_of(8);
+        let rz = REDZONE_BYTES;
+        let first = obj_size.next_multiple_of(BLOCK_ALIGN);
+        let total = first.checked_add(values_size)?.checked_add(4 * rz)?;
+        let l = AllocLayout::from_size_align(total, BLOCK_ALIGN).ok()?;
+        // SAFETY: the size is non-zero.
+        let raw = unsafe { alloc::alloc_zeroed(l) };
+        if raw.is_null() {
+            return None;
         }
+        let raw = raw as u64;
+        let p = raw + rz as u64;
+        let q = p + (first + 2 * rz) as u64;
+        shadow::set_freed_mem(raw, rz as u64, true);
+        shadow::set_freed_mem(p + obj_size as u64, q - p - obj_size as u64, true);
+        shadow::set_freed_mem(q + values_size as u64, rz as u64, true);
+        self.allocs.insert(raw, (l, 2));
+        self.insert_block(p, obj_size, BlockKind::Object, raw);
+        self.insert_block(q, values_size, BlockKind::Values, raw);
+        Some((p, q))
+    }
+
+    fn dealloc(&mut self, start: u64) {
+        let Some(b) = self.blocks.remove(&start) else {
+            return;
+        };
+        let rz = REDZONE_BYTES as u64;
+        shadow::set_freed_mem(start - rz, b.size as u64 + 2 * rz, false);
+        let Some((l, left)) = self.allocs.get_mut(&b.alloc) else {
+            return;
+        };
+        *left -= 1;
+        if *left > 0 {
+            return;
+        }
+        let l = *l;
+        self.allocs.remove(&b.alloc);
+        // The whole allocation, gaps included, is unmarked once it goes.
+        shadow::set_freed_mem(b.alloc, l.size() as u64, false);
+        // SAFETY: allocated by `alloc` or `alloc_pair` with this layout;
+        // its last block just left the map, so it is freed once.
+        unsafe { alloc::dealloc(b.alloc as *mut u8, l) };
+    }
+
+    /// The distance from a model-heap object to its own values array in
+    /// `layout` (`values = obj + offset`): `obj_new` allocates both as one
+    /// [`Heap::alloc_pair`], so that JIT code can find an object's own
+    /// array, and its mark ([`shadow::own_values_mark`]), from the object
+    /// pointer alone (docs/CODEGEN.md, "Own values").
+    pub fn own_values_offset(layout: DictLayout) -> i64 {
+        let (lo, size) = Self::object_block(layout);
+        let first = size.next_multiple_of(BLOCK_ALIGN) as i64;
+        lo + first + 2 * REDZONE_BYTES as i64 + layout::VALUES_HEADER_BYTES as i64
+    }
+
+    /// An object's block in `layout`: its start's offset from the object
+    /// (`≤ 0`) and its size (the dict slot and the body).
+    fn object_block(layout: DictLayout) -> (i64, usize) {
+        let off = layout.dict_slot_offset() as i64;
+        let lo = off.min(0);
+        let hi = (off + 8).max(OBJ_BODY_BYTES);
+        (lo, ((hi - lo) as usize).next_multiple_of(8))
     }
 
     /// The block whose redzone `[addr, addr + width)` touches, as its
@@ -522,15 +593,7 @@ impl Heap {
         for (s, n) in stale {
             self.native_stack_area_gone(s, n as u32);
         }
-        self.blocks.insert(
-            p,
-            HeapBlock {
-                size,
-                kind: BlockKind::NativeStack,
-                owner: 0,
-                freed: false,
-            },
-        );
+        self.insert_block(p, size, BlockKind::NativeStack, 0);
         shadow::set_freed_mem(lo, rz, true);
         shadow::set_freed_mem(p + size as u64, rz, true);
     }
@@ -557,19 +620,14 @@ impl Heap {
         if !(0..=MAX_OBJ_ATTRS).contains(&n) {
             return fault("obj_new", HostFaultKind::CountRange, n as u64, 0);
         }
-        let off = self.layout.dict_slot_offset() as i64;
-        let lo = off.min(0);
-        let hi = (off + 8).max(OBJ_BODY_BYTES);
-        let Some(base) = self.alloc((hi - lo) as usize, BlockKind::Object) else {
+        let (lo, size) = Self::object_block(self.layout);
+        let header = layout::VALUES_HEADER_BYTES as usize;
+        let Some((base, vblock)) = self.alloc_pair(size, header + n as usize * 8) else {
             return fault("obj_new", HostFaultKind::OutOfMemory, 0, 0);
         };
         let obj = base.wrapping_add((-lo) as u64);
-        let header = layout::VALUES_HEADER_BYTES as usize;
-        let Some(vblock) = self.alloc(header + n as usize * 8, BlockKind::Values) else {
-            self.dealloc(base);
-            return fault("obj_new", HostFaultKind::OutOfMemory, 0, 0);
-        };
         let values = vblock + header as u64;
+        debug_assert_eq!(values - obj, Self::own_values_offset(self.layout) as u64);
         // Body: word 0 refcount 1, word 1 the attribute count (a stand-in for
         // ob_type); the values array's capacity word (spec §4).
         // SAFETY: the words lie inside the blocks just allocated.
@@ -599,6 +657,10 @@ impl Heap {
         self.note_write(obj, BY_OBJ_NEW, None, layout::values_word(values));
         self.watch_slot(self.slot(obj), obj);
         self.record_values(values, n as u64, obj);
+        // The object is live, its slot watched and `values` its own array
+        // until `forget_values` (its free, or the dictify that releases
+        // the array) clears the mark with the record.
+        shadow::set_own_values_mark(values, self.watch_id);
         Ok(obj)
     }
 
@@ -876,6 +938,18 @@ impl Heap {
         let m = self.objects.get(&obj)?;
         let word = layout::values_word(m.values?);
         (self.read_word(self.slot(obj)) == word).then_some((word, u64::from(m.n_attrs)))
+    }
+
+    /// What an own-values mark ([`shadow::own_values_mark`]) stands for,
+    /// from the records alone: `obj` is a live object of this heap whose
+    /// slot the heap watches, with its own values array — returned with
+    /// its recorded capacity (`None` otherwise).
+    pub fn own_values_record(&self, obj: u64) -> Option<(u64, u64)> {
+        let m = self.objects.get(&obj)?;
+        let v = m.values?;
+        let watched = self.watched.get(&self.slot(obj)) == Some(&obj);
+        let capacity = self.values.get(&v)?.capacity;
+        watched.then_some((v, capacity))
     }
 
     /// `@obj_dictify(obj)`: move the attributes into a dict and point the word at it.

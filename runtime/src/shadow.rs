@@ -27,7 +27,14 @@
 //!
 //! The same mapping holds, at [`CAPACITY_TABLE_OFFSET`], the capacity
 //! table of the bounds check: the recorded capacity of each live values
-//! array, keyed by its pointer (a clear byte, 0, is "ask the runtime").
+//! array, keyed by its pointer (a clear byte, 0, is "ask the runtime"),
+//! and the **own-values marks** ([`own_values_mark`]): a model-heap object
+//! whose values array the heap placed at a fixed distance from it
+//! (`Heap::own_values_offset`) has `0x80 | id` at the granule of that
+//! array's capacity word while the object lives and the array is its own
+//! (not released). A capacity byte never reaches `0x80`
+//! ([`CAPACITY_BYTE_MAX`]), so read as a signed byte a mark is negative:
+//! the bounds check's signed compare never takes one for a capacity.
 //!
 //! When the mapping cannot be had (a 32 TiB reservation: strict
 //! overcommit, a small address space, valgrind) [`base`] is `None` and
@@ -66,13 +73,31 @@ pub const WATCH_SHARED: u8 = WATCH_MASK;
 const TABLE_BYTES: usize = (INDEX_MASK as usize + 1) + 4096;
 /// Offset of the **capacity table** from [`base`]: one byte per granule,
 /// keyed by a values array's pointer, that the runtime alone writes. It
-/// holds `min(capacity, 255)` of the live values array starting in that
+/// holds `min(capacity, CAPACITY_BYTE_MAX)` of the live values array starting in that
 /// granule as the runtime recorded it (`obj_new`, a host object's
 /// registration); 0 = no record (ask the runtime). An attribute index
 /// below the byte is in bounds; anything else goes to the runtime's slow
 /// path, which decides from its record (docs/INSTRUMENTATION.md, "What
 /// each check trusts").
 pub const CAPACITY_TABLE_OFFSET: u64 = TABLE_BYTES as u64;
+/// The largest capacity byte: a capacity table byte is `min(capacity,
+/// 127)`, non-negative as an `i8`; the bytes from `0x80` on are
+/// own-values marks ([`own_values_mark`]).
+pub const CAPACITY_BYTE_MAX: u64 = 127;
+/// The bit of an own-values mark: `OWN_VALUES | id` (heap watch id `id`
+/// in `1..=62`).
+pub const OWN_VALUES: u8 = 0x80;
+
+/// The own-values mark of the heap of watch id `id`: the byte of the
+/// capacity table at the granule of the capacity word of an object's own
+/// values array (see the module docs); `None` for [`WATCH_SHARED`].
+pub const fn own_values_mark(id: u8) -> Option<u8> {
+    if id >= 1 && id < WATCH_SHARED {
+        Some(OWN_VALUES | id)
+    } else {
+        None
+    }
+}
 /// Bytes reserved: the shadow, then the capacity table.
 const MAP_BYTES: usize = 2 * TABLE_BYTES;
 /// Inaccessible bytes reserved on each side of the tables (`PROT_NONE`):
@@ -256,22 +281,48 @@ fn capacity_byte(s: &Shadow, values: u64) -> &'static AtomicU8 {
 }
 
 /// Records the capacity of the live values array at `values` in the
-/// capacity table (`min(capacity, 255)`). When another record already
+/// capacity table (`min(capacity, CAPACITY_BYTE_MAX)`). When another record already
 /// holds the granule (the same host array registered by two runtimes), the
 /// smaller stays: the byte only ever claims a capacity some record has.
 pub fn set_capacity(values: u64, capacity: u64) {
     let Some(s) = shadow() else { return };
-    let v = capacity.min(255) as u8;
+    let v = capacity.min(CAPACITY_BYTE_MAX) as u8;
     let _ = capacity_byte(s, values).fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
         Some(if old == 0 { v } else { old.min(v) })
     });
 }
 
 /// The values array at `values` is released (or its record dropped): its
-/// byte goes back to 0 (ask the runtime).
+/// byte goes back to 0 (ask the runtime), and so does an own-values mark
+/// at its capacity word's granule (only ever this array's: no other
+/// array's capacity word can be there).
 pub fn clear_capacity(values: u64) {
     let Some(s) = shadow() else { return };
     capacity_byte(s, values).store(0, Ordering::Relaxed);
+    let mark = capacity_byte(s, values.wrapping_sub(8));
+    let _ = mark.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+        (b & OWN_VALUES != 0).then_some(0)
+    });
+}
+
+/// Marks the values array at `values` as the own array of a live object
+/// of the heap of watch id `id` ([`own_values_mark`]; nothing for a shared
+/// id). The caller (the heap's `obj_new`) placed the array at
+/// `Heap::own_values_offset` from its object and watches the object's
+/// slot; [`clear_capacity`] takes the mark away with the record.
+pub fn set_own_values_mark(values: u64, id: u8) {
+    let (Some(s), Some(mark)) = (shadow(), own_values_mark(id)) else {
+        return;
+    };
+    capacity_byte(s, values.wrapping_sub(8)).store(mark, Ordering::Relaxed);
+}
+
+/// The capacity table's byte at the granule of `values`' capacity word:
+/// its own-values mark, or 0 (without a shadow too).
+pub fn read_own_values_mark(values: u64) -> u8 {
+    shadow().map_or(0, |s| {
+        capacity_byte(s, values.wrapping_sub(8)).load(Ordering::Relaxed)
+    })
 }
 
 /// The capacity table's byte of `values` (0 without a shadow).

@@ -20,6 +20,7 @@ use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use guardlift_ir::attrgroup::GROUP_CHECKS;
 use guardlift_ir::{CheckKind, Checks};
+use guardlift_runtime::shadow;
 
 /// The role of the attribute op being lowered in its group.
 pub(super) enum AttrRole {
@@ -47,7 +48,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// What the attribute op being lowered does for its group. At the
     /// first member the group is accepted only when its checks include the
     /// lifetime or bounds check, every member has the same effective checks (a clean loop copy drops some of them for its
-    /// fixed attributes), its indices fit the capacity table (< 255) and,
+    /// fixed attributes), its indices fit the capacity table (below
+    /// `shadow::CAPACITY_BYTE_MAX`) and,
     /// with the bounds check, there is a table to read.
     pub(super) fn attr_role(&mut self) -> AttrRole {
         let (bi, ii) = self.at;
@@ -63,7 +65,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let saves = first.contains(CheckKind::Lifetime) || bounds;
             let ok = saves
                 && members.iter().all(|&m| self.group_checks_of(m) == first)
-                && max_index < 255
+                && u64::from(max_index) < shadow::CAPACITY_BYTE_MAX
                 && (!bounds || self.lw.shadow.is_some());
             self.attr_ok.insert(gi, ok);
             return match ok {
@@ -80,7 +82,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// Group `gi`'s verdict and values-pointer variables.
-    fn attr_vars(&mut self, gi: usize) -> (Variable, Variable) {
+    pub(super) fn attr_vars(&mut self, gi: usize) -> (Variable, Variable) {
         if let Some(&v) = self.attr_vars.get(&gi) {
             return v;
         }
@@ -136,7 +138,8 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// Before the first member's checks (`first`: it opens a group, with
     /// its highest index and whether it tests the capacity): with the
     /// bounds check, its inline bounds test — always made, since a group
-    /// with the bounds check needs a shadow and indices below 255
+    /// with the bounds check needs a shadow and indices below
+    /// `shadow::CAPACITY_BYTE_MAX`
     /// ([`Self::attr_role`]) — tests the highest index, and its outcome
     /// is the verdict ([`Self::attr_group_pass`]).
     pub(super) fn open_group(&mut self, first: Option<(u32, bool)>) {
@@ -213,9 +216,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let args: Vec<BlockArg> = v.into_iter().map(BlockArg::Value).collect();
         self.b.ins().jump(join, &args);
         self.b.switch_to_block(cold);
+        let first = self.b.func.dfg.num_blocks();
         let v = checked(self)?;
         let args: Vec<BlockArg> = v.into_iter().map(BlockArg::Value).collect();
         self.b.ins().jump(join, &args);
+        // All of the member's own checks are off the hot path.
+        self.cold_since(first);
         self.b.switch_to_block(join);
         Ok(res)
     }

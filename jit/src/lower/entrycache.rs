@@ -74,6 +74,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         clean: cl::Block,
         checked: cl::Block,
     ) -> Result<(), JitError> {
+        // The runtime's own-values marks first (`ownvalues`): no cache
+        // to probe or fill for the model heap's objects.
+        self.own_values_entry(attrs, args, clean)?;
         let probed = self.fixed_attrs_probe(attrs, args, clean)?;
         self.fixed_attrs_ask(probed, attrs, args, (clean, checked))
     }

@@ -388,8 +388,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// capacity word before it, which a raw store can rewrite (spec §6).
     ///
     /// With a shadow, inline: the capacity table's byte of the values
-    /// pointer (`shadow::CAPACITY_TABLE_OFFSET`: `min(capacity, 255)`, 0 =
-    /// no record) passes any index below it; anything else, and every
+    /// pointer (`shadow::CAPACITY_TABLE_OFFSET`: `min(capacity, 127)`, 0 =
+    /// no record), read as a signed byte (an own-values mark, from `0x80`
+    /// on, is negative: `shadow::own_values_mark`), passes any index below
+    /// it; anything else, and every
     /// access without a shadow or in an object file, calls
     /// `gl_check_bounds`, which decides from the runtime's record (and
     /// reports; on 0 the access rejoins `join` with `recover`'s value).
@@ -414,7 +416,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let ok = self.b.create_block();
         let fail = self.b.create_block();
         self.b.set_cold_block(fail);
-        if let (Some(sh), true) = (self.lw.shadow, index < 255) {
+        if let (Some(sh), true) = (self.lw.shadow, u64::from(index) < shadow::CAPACITY_BYTE_MAX) {
             // The granule index, `(values >> 3) & INDEX_MASK`, as two
             // shifts (no 44-bit mask constant to load in the hot path).
             let high = 64 - shadow::ADDR_BITS;
@@ -422,13 +424,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let g = (self.b.ins()).ushr_imm_u(g, (high + shadow::GRANULE_SHIFT) as i64);
             let table = sh.base.wrapping_add(shadow::CAPACITY_TABLE_OFFSET);
             let at = self.b.ins().iadd_imm_u(g, table as i64);
-            let cap = (self.b.ins()).uload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
+            let cap = (self.b.ins()).sload8(types::I32, MemFlagsData::new().with_notrap(), at, 0);
             // The first member of an attribute group tests the group's
             // highest index, the test's outcome is the group's verdict
             // (`attrgroup`); failing, the runtime decides its own index.
             let group = self.group_bounds.take().filter(|&m| m >= index);
             let room = self.b.ins().icmp_imm_u(
-                condcodes::IntCC::UnsignedGreaterThan,
+                condcodes::IntCC::SignedGreaterThan,
                 cap,
                 group.unwrap_or(index) as i64,
             );
@@ -485,6 +487,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// [`Self::watch`] but for what it vouches for.
     fn watch_inner(&mut self, o: cl::Value) -> Result<(), JitError> {
+        if self.lw.shadow.is_some() && self.next_checks_life_of_watched() {
+            self.own_values_at_watch(o);
+        }
         if let Some(done) = self.shadow_watch_gate(o) {
             self.call_stub(Stub::Check(Entry::Watch), &[o])?;
             if self.next_checks_life_of_watched() {

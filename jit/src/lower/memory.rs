@@ -430,6 +430,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         join: cl::Block,
         recover: impl Fn() -> Recover,
     ) -> Result<(cl::Value, i32, cl::Block), JitError> {
+        let own = self.own_values_before(o, g.on(CheckKind::Lifetime).is_some())?;
         if let Some(id) = g.on(CheckKind::Lifetime) {
             self.obj_live_check(id, o, join, recover())?;
         }
@@ -465,6 +466,10 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             None => {}
         }
         let off = self.attr_offset(index, checked)?;
+        let base = match own {
+            Some(own) => self.own_values_join(own, base, checked),
+            None => base,
+        };
         Ok((base, off, slow))
     }
 

@@ -61,6 +61,7 @@ mod guards;
 mod inst;
 mod looprange;
 mod memory;
+mod ownvalues;
 mod shadow;
 mod stubs;
 mod version;
@@ -490,6 +491,7 @@ impl<'m> Lowerer<'m> {
             opaque_zero: None,
             aliased: None,
             fused_watch: None,
+            own: None,
             variant,
             entry_dropped: entry
                 .as_ref()
@@ -564,6 +566,9 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     /// A `guard.watch` of this object just lowered whose fast path (this
     /// block) the next instruction's lifetime check joins (`guards`).
     fused_watch: Option<(cl::Value, cl::Block)>,
+    /// An own-values test made at a fused `guard.watch` for the attribute
+    /// op after it, whose pass that op joins (`ownvalues`).
+    own: Option<ownvalues::OwnHit>,
     /// Lowering a clean variant (`version`): the params whose lifetime
     /// checks, `guard.watch`es and bounds checks it drops.
     variant: Option<version::Drops<Value>>,

@@ -213,3 +213,50 @@ fn recorded_capacity_redzones_and_released_values() {
     assert!(!h.is_valid(values, 8));
     assert_eq!(h.quarantine_bytes(), 0);
 }
+
+/// Issue 33: `obj_new` places each object's own values array at
+/// `Heap::own_values_offset` from it, marked in the capacity table with
+/// the heap's watch id while the object lives and the array is its own;
+/// the dictify that releases the array and the object's free clear the
+/// mark, and the allocation goes back only with its last block.
+#[test]
+fn own_values_sit_at_a_fixed_offset_marked_while_theirs() {
+    assert!(shadow::base().is_some(), "no shadow mapping");
+    for layout in [
+        DictLayout::Cpython312,
+        DictLayout::Phoenix,
+        DictLayout::Custom(-64),
+        DictLayout::Custom(64),
+    ] {
+        let mut h = Heap::new(layout);
+        let mark = shadow::own_values_mark(h.watch_id()).expect("a watch id of its own");
+        let k = Heap::own_values_offset(layout) as u64;
+        let (a, b) = (h.obj_new(3).unwrap(), h.obj_new(300).unwrap());
+        for o in [a, b] {
+            let values = layout::values_ptr(word(&h, o));
+            assert_eq!(values - o, k, "{layout:?}");
+            assert_eq!(shadow::read_own_values_mark(values), mark);
+            // Neither the mark nor a capacity byte reads as the other.
+            assert!(shadow::read_capacity(values) <= shadow::CAPACITY_BYTE_MAX as u8);
+            // The redzones between the two blocks, exact where required.
+            let cap = layout::capacity_word_addr(values);
+            assert_eq!(h.redzone_owner(cap - 16, 16), Some(o));
+            assert_eq!(shadow::read(cap - 8) & shadow::REDZONE, shadow::REDZONE);
+        }
+        let (va, vb) = (o_values(&h, a), o_values(&h, b));
+        assert_eq!(shadow::read_capacity(vb), shadow::CAPACITY_BYTE_MAX as u8);
+        h.obj_dictify(a).unwrap();
+        assert_eq!(shadow::read_own_values_mark(va), 0, "released");
+        h.obj_free(b).unwrap();
+        assert_eq!(shadow::read_own_values_mark(vb), 0, "freed");
+        // Quarantine gone: both allocations went back with their blocks.
+        h.obj_free(a).unwrap();
+        h.set_quarantine_mb(0);
+        assert!(h.allocs.is_empty(), "{layout:?}: {:?}", h.allocs.len());
+        assert_eq!(shadow::read(va - 16), 0, "unmarked with the allocation");
+    }
+}
+
+fn o_values(h: &Heap, o: u64) -> u64 {
+    layout::values_ptr(word(h, o))
+}

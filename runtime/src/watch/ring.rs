@@ -148,7 +148,9 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// differs from its last known value takes it as a trap of its arming
 /// (so a foreign write is still reported); a write that left its word as
 /// it was cannot be told apart, and is only counted.
-/// (Async-signal-safe, as [`on_hit`].)
+/// (Async-signal-safe, as [`on_hit`]; only the x86_64 Linux handler,
+/// `perf.rs`, takes such traps.)
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(super) fn on_unattributed(pc: u64) {
     UNATTRIBUTED.fetch_add(1, SeqCst);
     for (i, a) in ARMED.iter().enumerate() {
