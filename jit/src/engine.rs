@@ -58,12 +58,25 @@ pub struct CompileOptions {
     /// `None` (the default): as `GUARDLIFT_JIT_PIECES` says, by default
     /// [`crate::pieces::PIECE_INSTS`].
     pub pieces: Option<usize>,
+    /// Let one test of the runtime's own-values marks stand for an
+    /// attribute op's lifetime, watch, dict and bounds tests, and for a
+    /// loop entry's fixed-attributes test, on the model heap's objects
+    /// (docs/CODEGEN.md, "Own values"): `None` (the default) or
+    /// `Some(true)`; `Some(false)` makes none (measurements, and tests of
+    /// the checks and caches it stands in front of).
+    pub own_values: Option<bool>,
 }
 
 impl CompileOptions {
     /// These options at optimization level `level`.
     pub fn with_opt_level(mut self, level: OptLevel) -> Self {
         self.opt_level = level;
+        self
+    }
+
+    /// These options with the own-values tests on or off (see [`Self::own_values`]).
+    pub fn with_own_values(mut self, on: bool) -> Self {
+        self.own_values = Some(on);
         self
     }
 
@@ -288,6 +301,7 @@ impl Jit {
             source,
             unwind,
             pieces,
+            own_values: opts.own_values != Some(false),
         };
         match build(&mut jm, module, &rt, externs, &mut site_reg, how) {
             Ok(built) => Ok(CompiledModule::new(built, rt, jm)),
@@ -396,6 +410,8 @@ struct BuildDebug<'a> {
     unwind: bool,
     /// The piece size ([`CompileOptions::pieces`]).
     pieces: usize,
+    /// Own-values tests ([`CompileOptions::own_values`]).
+    own_values: bool,
 }
 
 /// Registers the module's sites with `rt` (`*site_reg`: their base, as
@@ -436,7 +452,10 @@ fn build(
                 true => Names::Profiler,
                 false => Names::Anonymous,
             },
-            shadow: lower::ShadowRef::of(rt),
+            shadow: lower::ShadowRef::of(rt).map(|s| lower::ShadowRef {
+                own_values: how.own_values,
+                ..s
+            }),
             // Read after the sites are registered: a binding made later is refused.
             host: guardlift_ir::hoist::HostModel {
                 host_slow_paths: rt.attr_slow_paths_bound(),

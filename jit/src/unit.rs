@@ -395,6 +395,7 @@ pub(crate) mod tests {
     const WATCHING: ShadowRef = ShadowRef {
         base: 1 << 40,
         watch_id: Some(1),
+        own_values: true,
     };
 
     /// The code units come in one order, whatever the container: the

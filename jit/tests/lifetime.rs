@@ -24,9 +24,13 @@ extern fn @obj_dictify(ptr)
 /// `text` (after [`PRELUDE`]) instrumented with `checks`, compiled against
 /// a fresh recover-mode runtime.
 fn checked(text: &str, checks: &str) -> CompiledModule {
+    checked_with(text, checks, CompileOptions::default())
+}
+
+fn checked_with(text: &str, checks: &str, opts: CompileOptions) -> CompiledModule {
     let m = parse(&format!("{PRELUDE}{text}"));
     let m = instrument(&m, CheckSet::parse(checks).unwrap());
-    Jit::compile(&m, recover_rt(), &CompileOptions::default()).unwrap()
+    Jit::compile(&m, recover_rt(), &opts).unwrap()
 }
 
 fn summary(reports: &[Report]) -> Vec<(ReportKind, u32, u64, Option<u64>)> {
@@ -361,7 +365,9 @@ entry:
 /// receivers in turn evict each other (round robin) and miss every time,
 /// but the runtime's memo of its answers, probed inline, answers without a
 /// call; a free (a new values epoch) makes every way miss. Without a shadow
-/// no loop is versioned and nothing asks.
+/// no loop is versioned and nothing asks. (The cache sits behind the
+/// own-values test, which answers for these receivers first: compiled
+/// without it here; with it, no entry asks at all.)
 #[test]
 fn the_loop_entry_cache_holds_four_receivers() {
     const METHOD: &str = "
@@ -410,7 +416,23 @@ entry:
     let run = |m: &CompiledModule, f: &str, args: &[u64]| unsafe { call_raw(m, f, args) };
     let shadow = guardlift_runtime::shadow::base().is_some();
     for receivers in [1u64, 2, 4, 5] {
-        let m = checked(METHOD, "lifetime,dict,bounds,clobber");
+        // With the own-values test the runtime is never asked.
+        let own = checked(METHOD, "lifetime,dict,bounds,clobber");
+        let objs: Vec<u64> = (1..=receivers)
+            .map(|s| run(&own, "new", &[s]).expect("@new returns"))
+            .collect();
+        for round in 1..=3 {
+            for (s, &o) in (1..).zip(&objs) {
+                let r = run(&own, "bump", &[o, 3]).expect("@bump returns");
+                assert_eq!(r, 3 * s * round, "own values: receiver {s}, round {round}");
+            }
+        }
+        assert_eq!(own.runtime().attr_fixed_calls(), 0, "own values");
+        let m = checked_with(
+            METHOD,
+            "lifetime,dict,bounds,clobber",
+            CompileOptions::default().with_own_values(false),
+        );
         let rt = m.runtime().clone();
         let objs: Vec<u64> = (1..=receivers)
             .map(|s| run(&m, "new", &[s]).expect("@new returns"))

@@ -395,6 +395,7 @@ pub(super) mod tests {
         let shadow = Some(ShadowRef {
             base: SHADOW,
             watch_id: Some(1),
+            own_values: true,
         });
         for checks in ["all", "lifetime", "bounds", "lifetime,bounds"] {
             let c = match checks {
@@ -419,6 +420,7 @@ pub(super) mod tests {
         let shadow = Some(ShadowRef {
             base: SHADOW,
             watch_id: Some(1),
+            own_values: true,
         });
         let reads = |checks: &str| {
             let c = match checks {
@@ -443,6 +445,7 @@ pub(super) mod tests {
         let shadow = Some(ShadowRef {
             base: SHADOW,
             watch_id: Some(1),
+            own_values: true,
         });
         let f = lowered(("richards", "work_fn"), CheckSet::ALL, shadow);
         let def_op = |v| f.dfg.value_def(v).inst().map(|d| f.dfg.insts[d].opcode());

@@ -58,7 +58,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// The shadow base, this runtime's mark and `K`, when an own-values
     /// test can be made for a highest index of `max`.
     fn own_values_params(&self, max: u32) -> Option<(u64, u8, i64)> {
-        let sh = self.lw.shadow?;
+        let sh = self.lw.shadow.filter(|sh| sh.own_values)?;
         let mark = shadow::own_values_mark(sh.watch_id?)?;
         (u64::from(max) < shadow::CAPACITY_BYTE_MAX).then_some((
             sh.base,

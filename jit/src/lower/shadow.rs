@@ -27,6 +27,8 @@ pub struct ShadowRef {
     pub base: u64,
     /// The runtime's watch id ([`Runtime::shadow_watch_id`]).
     pub watch_id: Option<u8>,
+    /// Make own-values tests (`ownvalues`; `CompileOptions::own_values`).
+    pub own_values: bool,
 }
 
 impl ShadowRef {
@@ -37,6 +39,7 @@ impl ShadowRef {
         Some(ShadowRef {
             base: shadow::base()?,
             watch_id: (id != shadow::WATCH_SHARED).then_some(id),
+            own_values: true,
         })
     }
 }

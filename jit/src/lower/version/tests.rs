@@ -12,6 +12,7 @@ use guardlift_runtime::Mode;
 pub(in crate::lower) const WATCHING: ShadowRef = ShadowRef {
     base: 1 << 40,
     watch_id: Some(1),
+    own_values: true,
 };
 
 /// The JIT's lowering in `mode` (far calls) with `shadow`.
