@@ -41,6 +41,8 @@ pub const BLOCK_ALIGN: usize = 16;
 /// [`BLOCK_ALIGN`], so blocks stay aligned.
 pub const REDZONE_BYTES: usize = 16;
 const _: () = assert!(REDZONE_BYTES >= 16 && REDZONE_BYTES.is_multiple_of(BLOCK_ALIGN));
+/// How many spare object-and-values allocations of one size a heap keeps.
+const SPARE_PAIRS: usize = 16;
 /// Bytes of a model dict object (its contents live on the Rust side).
 pub const DICT_OBJECT_BYTES: usize = 16;
 /// Largest attribute count `obj_new` accepts.
@@ -212,10 +214,15 @@ pub struct Heap {
     layout: DictLayout,
     /// Every live block: start address → size and kind.
     blocks: BTreeMap<u64, HeapBlock>,
-    /// The allocations the blocks lie in, by start: their layout and how
-    /// many blocks are still in each (an object and its own values array
-    /// share one: [`Heap::own_values_offset`]).
-    allocs: HashMap<u64, (AllocLayout, u8)>,
+    /// The allocations the blocks lie in, by start: their layout, how
+    /// many blocks are still in each, and whether it is an object and its
+    /// own values array ([`Heap::own_values_offset`]).
+    allocs: HashMap<u64, (AllocLayout, u8, bool)>,
+    /// Object-and-values allocations whose blocks are all gone, by size,
+    /// kept for the next `obj_new` of that size (most recent first, at
+    /// most [`SPARE_PAIRS`] per size): the next object reuses the memory
+    /// of the last one freed, whatever else the process allocates.
+    spare: HashMap<usize, Vec<u64>>,
     objects: HashMap<u64, ObjMeta>,
     dicts: HashMap<u64, BTreeMap<u32, i64>>,
     /// Watched dict slots (clobber check): slot address → object.
@@ -250,6 +257,7 @@ impl Heap {
             layout,
             blocks: BTreeMap::new(),
             allocs: HashMap::default(),
+            spare: HashMap::default(),
             objects: HashMap::default(),
             dicts: HashMap::default(),
             watched: BTreeMap::new(),
@@ -408,7 +416,7 @@ impl Heap {
         let p = raw + rz;
         shadow::set_freed_mem(raw, rz, true);
         shadow::set_freed_mem(p + size as u64, rz, true);
-        self.allocs.insert(raw, (l, 1));
+        self.allocs.insert(raw, (l, 1, false));
         self.insert_block(p, size, kind, raw);
         Some(p)
     }
@@ -437,18 +445,24 @@ impl Heap {
         let first = obj_size.next_multiple_of(BLOCK_ALIGN);
         let total = first.checked_add(values_size)?.checked_add(4 * rz)?;
         let l = AllocLayout::from_size_align(total, BLOCK_ALIGN).ok()?;
-        // SAFETY: the size is non-zero.
-        let raw = unsafe { alloc::alloc_zeroed(l) };
+        // The last spare of this size first (see `spare`), else new memory.
+        let raw = match self.spare.get_mut(&total).and_then(Vec::pop) {
+            Some(raw) => raw as *mut u8,
+            // SAFETY: the size is non-zero.
+            None => unsafe { alloc::alloc(l) },
+        };
         if raw.is_null() {
             return None;
         }
+        // SAFETY: `raw` holds `total` bytes, allocated with `l`.
+        unsafe { std::ptr::write_bytes(raw, 0, total) };
         let raw = raw as u64;
         let p = raw + rz as u64;
         let q = p + (first + 2 * rz) as u64;
         shadow::set_freed_mem(raw, rz as u64, true);
         shadow::set_freed_mem(p + obj_size as u64, q - p - obj_size as u64, true);
         shadow::set_freed_mem(q + values_size as u64, rz as u64, true);
-        self.allocs.insert(raw, (l, 2));
+        self.allocs.insert(raw, (l, 2, true));
         self.insert_block(p, obj_size, BlockKind::Object, raw);
         self.insert_block(q, values_size, BlockKind::Values, raw);
         Some((p, q))
@@ -460,17 +474,24 @@ impl Heap {
         };
         let rz = REDZONE_BYTES as u64;
         shadow::set_freed_mem(start - rz, b.size as u64 + 2 * rz, false);
-        let Some((l, left)) = self.allocs.get_mut(&b.alloc) else {
+        let Some((l, left, pair)) = self.allocs.get_mut(&b.alloc) else {
             return;
         };
         *left -= 1;
         if *left > 0 {
             return;
         }
-        let l = *l;
+        let (l, pair) = (*l, *pair);
         self.allocs.remove(&b.alloc);
         // The whole allocation, gaps included, is unmarked once it goes.
         shadow::set_freed_mem(b.alloc, l.size() as u64, false);
+        if pair {
+            let spare = self.spare.entry(l.size()).or_default();
+            if spare.len() < SPARE_PAIRS {
+                spare.push(b.alloc);
+                return;
+            }
+        }
         // SAFETY: allocated by `alloc` or `alloc_pair` with this layout;
         // its last block just left the map, so it is freed once.
         unsafe { alloc::dealloc(b.alloc as *mut u8, l) };
@@ -1213,6 +1234,16 @@ impl Drop for Heap {
         let starts: Vec<u64> = self.blocks.keys().copied().collect();
         for s in starts {
             self.dealloc(s);
+        }
+        for (size, raws) in self.spare.drain() {
+            let Ok(l) = AllocLayout::from_size_align(size, BLOCK_ALIGN) else {
+                continue;
+            };
+            for raw in raws {
+                // SAFETY: a spare allocation of `size` bytes (`alloc_pair`'s
+                // layout), in no block and in no other list.
+                unsafe { alloc::dealloc(raw as *mut u8, l) };
+            }
         }
     }
 }

@@ -218,7 +218,8 @@ fn recorded_capacity_redzones_and_released_values() {
 /// `Heap::own_values_offset` from it, marked in the capacity table with
 /// the heap's watch id while the object lives and the array is its own;
 /// the dictify that releases the array and the object's free clear the
-/// mark, and the allocation goes back only with its last block.
+/// mark, and the allocation goes back only with its last block (to the
+/// heap's spares, which the next object of its size reuses).
 #[test]
 fn own_values_sit_at_a_fixed_offset_marked_while_theirs() {
     assert!(shadow::base().is_some(), "no shadow mapping");
@@ -254,6 +255,9 @@ fn own_values_sit_at_a_fixed_offset_marked_while_theirs() {
         h.set_quarantine_mb(0);
         assert!(h.allocs.is_empty(), "{layout:?}: {:?}", h.allocs.len());
         assert_eq!(shadow::read(va - 16), 0, "unmarked with the allocation");
+        // Kept for the next object of its size, which lands where `a` was.
+        assert_eq!(h.obj_new(3).unwrap(), a, "{layout:?}: the spare is reused");
+        assert_eq!(shadow::read_own_values_mark(va), mark);
     }
 }
 
