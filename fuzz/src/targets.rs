@@ -177,6 +177,7 @@ pub fn differential(data: &[u8]) {
         .with_placement(pick_placement(&mut u));
     g.host_slow_paths = pick_slow_paths(&mut u);
     jit.pieces = pick_pieces(&mut u);
+    jit.own_values = pick_own_values(&mut u);
     if g.host_slow_paths {
         // The freeing slow paths run where lifetime checks do: every check.
         if let Some(last) = sets.last_mut() {
@@ -198,6 +199,15 @@ pub const PIECES_MIN: usize = 2;
 pub fn pick_pieces(u: &mut Unstructured<'_>) -> Option<usize> {
     let b = u.arbitrary::<u8>().unwrap_or(0) as usize;
     (b % 2 == 1).then(|| PIECES_MIN + (b / 2) % 16)
+}
+
+/// Whether the JIT makes its own-values tests
+/// (`CompileOptions::own_values`): one input in three compiles without
+/// them, from the next input byte (with them when the input has run out),
+/// so that the checks and the loop-entry cache and memo they stand in
+/// front of still run on the model heap's objects.
+pub fn pick_own_values(u: &mut Unstructured<'_>) -> Option<bool> {
+    (u.arbitrary::<u8>().unwrap_or(0) % 3 == 2).then_some(false)
 }
 
 /// Whether the runtimes of a `differential` input take the host's
