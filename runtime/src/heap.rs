@@ -499,7 +499,7 @@ impl Heap {
 
     /// The distance from a model-heap object to its own values array in
     /// `layout` (`values = obj + offset`): `obj_new` allocates both as one
-    /// [`Heap::alloc_pair`], so that JIT code can find an object's own
+    /// `Heap::alloc_pair`, so that JIT code can find an object's own
     /// array, and its mark ([`shadow::own_values_mark`]), from the object
     /// pointer alone (docs/CODEGEN.md, "Own values").
     pub fn own_values_offset(layout: DictLayout) -> i64 {
