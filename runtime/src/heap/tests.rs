@@ -215,33 +215,49 @@ fn recorded_capacity_redzones_and_released_values() {
 }
 
 /// Issue 33: `obj_new` places each object's own values array at
-/// `Heap::own_values_offset` from it, marked in the capacity table with
-/// the heap's watch id while the object lives and the array is its own;
-/// the dictify that releases the array and the object's free clear the
-/// mark, and the allocation goes back only with its last block (to the
-/// heap's spares, which the next object of its size reuses).
+/// `Heap::own_values_offset` from it, in one allocation whose blocks keep
+/// their redzones; the allocation goes back only with its last block (to
+/// the heap's spares, which the next object of its size reuses).
 #[test]
-fn own_values_sit_at_a_fixed_offset_marked_while_theirs() {
-    assert!(shadow::base().is_some(), "no shadow mapping");
-    for layout in [
-        DictLayout::Cpython312,
-        DictLayout::Phoenix,
-        DictLayout::Custom(-64),
-        DictLayout::Custom(64),
-    ] {
+fn own_values_sit_at_a_fixed_offset_in_one_allocation() {
+    for layout in LAYOUTS {
         let mut h = Heap::new(layout);
-        let mark = shadow::own_values_mark(h.watch_id()).expect("a watch id of its own");
         let k = Heap::own_values_offset(layout) as u64;
         let (a, b) = (h.obj_new(3).unwrap(), h.obj_new(300).unwrap());
         for o in [a, b] {
-            let values = layout::values_ptr(word(&h, o));
+            let values = o_values(&h, o);
             assert_eq!(values - o, k, "{layout:?}");
+            let cap = layout::capacity_word_addr(values);
+            assert_eq!(h.redzone_owner(cap - 16, 16), Some(o));
+            assert_eq!(h.redzone_owner(cap, 8), None);
+        }
+        h.obj_dictify(a).unwrap();
+        h.obj_free(b).unwrap();
+        h.obj_free(a).unwrap();
+        h.set_quarantine_mb(0);
+        assert!(h.allocs.is_empty(), "{layout:?}: {:?}", h.allocs.len());
+        assert_eq!(h.obj_new(3).unwrap(), a, "{layout:?}: the spare is reused");
+    }
+}
+
+/// Issue 33, with the shadow mapping: each own array is marked in the
+/// capacity table with the heap's watch id while the object lives and
+/// the array is its own; the dictify that releases the array and the
+/// object's free clear the mark, and the allocation's redzone marks go
+/// with the allocation.
+#[test]
+fn own_values_are_marked_while_theirs() {
+    assert!(shadow::base().is_some(), "no shadow mapping");
+    for layout in LAYOUTS {
+        let mut h = Heap::new(layout);
+        let mark = shadow::own_values_mark(h.watch_id()).expect("a watch id of its own");
+        let (a, b) = (h.obj_new(3).unwrap(), h.obj_new(300).unwrap());
+        for o in [a, b] {
+            let values = o_values(&h, o);
             assert_eq!(shadow::read_own_values_mark(values), mark);
             // Neither the mark nor a capacity byte reads as the other.
             assert!(shadow::read_capacity(values) <= shadow::CAPACITY_BYTE_MAX as u8);
-            // The redzones between the two blocks, exact where required.
             let cap = layout::capacity_word_addr(values);
-            assert_eq!(h.redzone_owner(cap - 16, 16), Some(o));
             assert_eq!(shadow::read(cap - 8) & shadow::REDZONE, shadow::REDZONE);
         }
         let (va, vb) = (o_values(&h, a), o_values(&h, b));
@@ -250,16 +266,20 @@ fn own_values_sit_at_a_fixed_offset_marked_while_theirs() {
         assert_eq!(shadow::read_own_values_mark(va), 0, "released");
         h.obj_free(b).unwrap();
         assert_eq!(shadow::read_own_values_mark(vb), 0, "freed");
-        // Quarantine gone: both allocations went back with their blocks.
         h.obj_free(a).unwrap();
         h.set_quarantine_mb(0);
-        assert!(h.allocs.is_empty(), "{layout:?}: {:?}", h.allocs.len());
         assert_eq!(shadow::read(va - 16), 0, "unmarked with the allocation");
-        // Kept for the next object of its size, which lands where `a` was.
-        assert_eq!(h.obj_new(3).unwrap(), a, "{layout:?}: the spare is reused");
+        assert_eq!(h.obj_new(3).unwrap(), a);
         assert_eq!(shadow::read_own_values_mark(va), mark);
     }
 }
+
+const LAYOUTS: [DictLayout; 4] = [
+    DictLayout::Cpython312,
+    DictLayout::Phoenix,
+    DictLayout::Custom(-64),
+    DictLayout::Custom(64),
+];
 
 fn o_values(h: &Heap, o: u64) -> u64 {
     layout::values_ptr(word(h, o))
