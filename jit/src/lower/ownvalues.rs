@@ -77,12 +77,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// emitting nothing, when no test can be made.
     fn own_values_test(&mut self, o: cl::Value, op: u32) -> Option<OwnHit> {
         let max = self.own_values_max(op)?;
-        let k = self.own_values_params(max)?.2;
+        let params = self.own_values_params(max)?;
+        let k = params.2;
         let miss = self.b.create_block();
         self.b.set_cold_block(miss);
         let access = self.b.create_block();
         self.b.append_block_param(access, types::I64);
-        self.own_values_tests(o, max, miss);
+        self.own_values_tests(o, max, params, miss);
         if let Some((gi, g)) = self.attr.group_of(self.at.0, op) {
             if g.members.first() == Some(&op) {
                 let (clean, _) = self.attr_vars(gi);
@@ -103,15 +104,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     }
 
     /// The four tests of the module docs for `o` and a highest index of
-    /// `max` (which [`Self::own_values_params`] accepted), each branching
-    /// to `miss` when it fails; the builder goes on where all passed.
-    fn own_values_tests(&mut self, o: cl::Value, max: u32, miss: cl::Block) {
-        let Some((base, mark, k)) = self.own_values_params(max) else {
-            self.b.ins().jump(miss, &[]);
-            let dead = self.b.create_block();
-            self.b.switch_to_block(dead);
-            return;
-        };
+    /// `max`, with the [`Self::own_values_params`] of `max`, each
+    /// branching to `miss` when it fails; the builder goes on where all
+    /// passed.
+    fn own_values_tests(
+        &mut self,
+        o: cl::Value,
+        max: u32,
+        (base, mark, k): (u64, u8, i64),
+        miss: cl::Block,
+    ) {
         let flags = MemFlagsData::new().with_notrap();
         // 1. The capacity word's granule index, when aligned and low.
         let cap_word = self.b.ins().iadd_imm_s(o, k - 8);
@@ -153,18 +155,17 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         args: &[BlockArg],
         clean: cl::Block,
     ) -> Result<bool, JitError> {
-        if attrs.is_empty()
-            || attrs
-                .iter()
-                .any(|&(_, m)| self.own_values_params(m).is_none())
-        {
+        let params: Option<Vec<_>> = (attrs.iter())
+            .map(|&(_, m)| self.own_values_params(m))
+            .collect();
+        let Some(params) = params.filter(|p| !p.is_empty()) else {
             return Ok(false);
-        }
+        };
         let miss = self.b.create_block();
         self.b.set_cold_block(miss);
-        for &(o, max) in attrs {
+        for (&(o, max), p) in attrs.iter().zip(params) {
             let o = self.val(o)?;
-            self.own_values_tests(o, max, miss);
+            self.own_values_tests(o, max, p, miss);
         }
         self.b.ins().jump(clean, args);
         self.b.switch_to_block(miss);
