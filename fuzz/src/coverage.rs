@@ -95,6 +95,8 @@ pub const FAMILIES: &[&str] = &[
     "entry.param_slot",
     "entry.vouch_then_free",
     "entry.vouch_param_redefined",
+    "entry.own_too_small",
+    "entry.own_word_written",
     "jit.cut_in_pieces",
     "obj.new",
     "obj.free",

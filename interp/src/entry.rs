@@ -21,6 +21,7 @@
 use crate::frame::{Cx, EntryClaim, Frame, Vouched};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::analysis::entry::EntryPlan;
+use guardlift_ir::analysis::ownentry::writes_words;
 use guardlift_ir::{CheckKind, Inst, InstKind};
 use guardlift_runtime::internals::*;
 
@@ -43,6 +44,12 @@ impl Interpreter<'_> {
             fr.vouched.clear();
             return;
         }
+        if writes_words(self.m, inst) {
+            // Any word may have changed: no own-values pass holds.
+            for x in &mut fr.vouched {
+                x.own = false;
+            }
+        }
         let Some(o) = inst.kind.dict_obj() else {
             return;
         };
@@ -60,18 +67,50 @@ impl Interpreter<'_> {
                     bits,
                     life: None,
                     watch: None,
+                    own: false,
                 });
                 fr.vouched.len() - 1
             }
         };
+        // An attribute op that passed: does the object work on its own
+        // values array, with room for the value's demand?
+        let own = match inst.kind {
+            InstKind::LoadAttr { .. } | InstKind::StoreAttr { .. } => {
+                let demand = (self.owns.as_ref()).and_then(|p| p.demand_of(fr.func.0 as usize, o));
+                demand.is_some_and(|d| self.own_state(bits).is_some_and(|cap| cap > u64::from(d)))
+            }
+            _ => false,
+        };
         let x = &mut fr.vouched[i];
         if x.bits != bits {
-            (x.bits, x.life, x.watch) = (bits, None, None);
+            (x.bits, x.life, x.watch, x.own) = (bits, None, None, false);
         }
         match watch {
             true => x.watch = Some(epoch),
             false => x.life = Some(epoch),
         }
+        if own {
+            // Live and watched, as the JIT's own-values test vouches.
+            (x.own, x.watch) = (true, Some(epoch));
+        }
+    }
+
+    /// When `obj` is a live object of the model heap whose slot is
+    /// watched, marked as working on its own values array, and whose word
+    /// is that array's (the JIT's own-values test, `ownvalues`): the
+    /// array's recorded capacity byte.
+    pub(crate) fn own_state(&self, obj: u64) -> Option<u64> {
+        use guardlift_runtime::heap::Heap;
+        use guardlift_runtime::shadow;
+        let mark = shadow::own_values_mark(self.rt.shadow_watch_id())?;
+        let values = obj.wrapping_add(Heap::own_values_offset(self.rt.layout()) as u64);
+        let at = guardlift_runtime::layout::capacity_word_addr(values);
+        if at & shadow::UNMAPPED_OR_UNALIGNED != 0 || shadow::read_own_values_mark(values) != mark {
+            return None;
+        }
+        let slot = self.rt.layout().slot_addr(obj);
+        let word = self.read_mem(Default::default(), slot, 8).ok()?;
+        (word == values.wrapping_sub(1)).then(|| u64::from(shadow::read_capacity(values)))
     }
 
     /// At a call of an IR function by `inst` of `fr`, whose frame is `nf`:
@@ -108,9 +147,24 @@ impl Interpreter<'_> {
                 bits: nf.val(c.param),
                 life: c.life,
                 watch: c.watch,
+                own: false,
             })
             .collect();
         nf.entry_claims = claims;
+        // The own variant: every argument of its params passed an
+        // own-values test with the param's demand.
+        let Some(own) = self.owns.as_ref().and_then(|o| o.plan(nf.func.0 as usize)) else {
+            return;
+        };
+        let passed = |k: usize| {
+            let a = args.get(k)?;
+            fr.vouched
+                .iter()
+                .find(|x| x.v == *a && x.bits == fr.val(*a) && x.own)
+        };
+        if own.params.iter().all(|&k| passed(k).is_some()) {
+            nf.own_claims = own.params.iter().map(|&k| g.params[k]).collect();
+        }
     }
 
     /// Before instruction `cx.inst` of `fr` runs: a test the entry variant
@@ -119,6 +173,7 @@ impl Interpreter<'_> {
         if fr.entry_claims.is_empty() {
             return Ok(());
         }
+        self.check_own_claim(fr, cx)?;
         let Some(plan) = self.entry_plan(fr) else {
             return Ok(());
         };
@@ -142,6 +197,46 @@ impl Interpreter<'_> {
         let (v, b) = cx.names(o);
         let msg = format!(
             "@{}: block {b}: the entry variant drops a test of %{v}, which its caller vouched for, and something freed since",
+            cx.func.name
+        );
+        self.claim_refuted(cx.inst.loc, msg)
+    }
+
+    /// Before instruction `cx.inst` of `fr`: where the own variant
+    /// addresses an attribute op without a test (or drops a lifetime check
+    /// or watch) because the caller's own-values test passed, the object
+    /// must still be a live model-heap object on its own values array,
+    /// with room for the index.
+    fn check_own_claim(&self, fr: &Frame, cx: &Cx) -> Result<(), InterpError> {
+        if fr.own_claims.is_empty() {
+            return Ok(());
+        }
+        let Some(plan) = self.owns.as_ref().and_then(|o| o.plan(fr.func.0 as usize)) else {
+            return Ok(());
+        };
+        let at = (cx.at.0 as u32, cx.at.1 as u32);
+        if !plan.covers(cx.func, at, cx.inst) {
+            return Ok(());
+        }
+        let Some(o) = cx.inst.kind.dict_obj() else {
+            return Ok(());
+        };
+        if !fr.own_claims.contains(&o) {
+            return Ok(());
+        }
+        let index = match cx.inst.kind {
+            InstKind::LoadAttr { index, .. } | InstKind::StoreAttr { index, .. } => index,
+            _ => 0,
+        };
+        let room = self
+            .own_state(fr.val(o))
+            .is_some_and(|cap| cap > u64::from(index));
+        if room {
+            return Ok(());
+        }
+        let (v, b) = cx.names(o);
+        let msg = format!(
+            "@{}: block {b}: the own variant addresses %{v} from the object, which its caller's own-values test passed for, but it no longer works on its own values array with room for attribute {index}",
             cx.func.name
         );
         self.claim_refuted(cx.inst.loc, msg)

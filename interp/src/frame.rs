@@ -64,6 +64,9 @@ pub(crate) struct Frame {
     /// Entered as an entry variant: the params its caller vouched for
     /// (`crate::entry`).
     pub(crate) entry_claims: Vec<EntryClaim>,
+    /// Entered as an own variant: the params its caller's own-values
+    /// tests passed for (`crate::entry`).
+    pub(crate) own_claims: Vec<Value>,
 }
 
 impl Frame {
@@ -85,6 +88,9 @@ pub(crate) struct Vouched {
     pub(crate) life: Option<u64>,
     /// The unwatch epoch when a `guard.watch` of it ran.
     pub(crate) watch: Option<u64>,
+    /// An attribute op on it found it working on its own values array
+    /// with room for its demand, and no word was written since.
+    pub(crate) own: bool,
 }
 
 /// A param of an entry variant's frame that its caller vouched for.
@@ -188,6 +194,7 @@ impl<'m> Interpreter<'m> {
             loop_clean: Vec::new(),
             vouched: Vec::new(),
             entry_claims: Vec::new(),
+            own_claims: Vec::new(),
         }
     }
 

@@ -179,6 +179,9 @@ pub struct Interpreter<'m> {
     /// Per function, its entry variant plan (`crate::entry`; checked like
     /// `elision`).
     entries: Option<Vec<Option<guardlift_ir::analysis::entry::EntryPlan>>>,
+    /// With `entries`: the own variants' plans and the values' demands
+    /// (`crate::entry`).
+    owns: Option<guardlift_ir::analysis::ownentry::OwnPlans>,
     /// Did the lifetime check of the object op running pass (set by
     /// `live`, read by `crate::entry`)?
     live_passed: std::cell::Cell<bool>,
@@ -233,6 +236,7 @@ impl<'m> Interpreter<'m> {
             raw_groups: None,
             attr_groups: None,
             entries: None,
+            owns: None,
             live_passed: std::cell::Cell::new(false),
         }
         .with_debug_claims())
@@ -266,6 +270,10 @@ impl<'m> Interpreter<'m> {
             self.entries = Some(guardlift_ir::analysis::entry::entry_plans(
                 self.m, self.host,
             ));
+        }
+        if let (true, Some(e)) = (self.owns.is_none(), &self.entries) {
+            let owns = guardlift_ir::analysis::ownentry::OwnPlans::of(self.m, e, self.host);
+            self.owns = Some(owns);
         }
     }
 

@@ -184,6 +184,11 @@ impl<'m> Unit<'m> {
                 lw.entry_funcs[i] = Some(id);
                 units.push((i, Variant::Entry, id));
             }
+            if lw.own_plan(FuncId(i as u32)).is_some() {
+                let id = declare(m, cfg.names, call_conv, f, Variant::Own)?;
+                lw.own_funcs[i] = Some(id);
+                units.push((i, Variant::Own, id));
+            }
         }
         Ok(Unit { lw, units, origin })
     }

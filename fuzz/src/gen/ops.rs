@@ -247,8 +247,13 @@ impl FnGen<'_, '_, '_> {
             return;
         }
         let j = cands[self.src.index(cands.len())];
-        if self.ms.faults && !self.restricted() && self.src.chance(1, 2) && self.vouch_fault(j) {
-            return;
+        if self.ms.faults && !self.restricted() && self.src.chance(1, 2) {
+            if self.src.chance(1, 2) && self.own_fault(j) {
+                return;
+            }
+            if self.vouch_fault(j) {
+                return;
+            }
         }
         let (id, args) = self.helper_args(j);
         if let Some(r) = self.fb.call(id, &args) {

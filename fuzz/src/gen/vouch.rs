@@ -95,6 +95,48 @@ impl FnGen<'_, '_, '_> {
         true
     }
 
+    /// A call of helper `j` after an own-values test of the object it
+    /// passes (the caller's attribute op) whose pass must not reach the
+    /// helper's own variant (`guardlift_ir::analysis::ownentry`): the
+    /// object is one attribute too small for what the helper may access
+    /// (the test, with the helper's demand, fails: the helper's own checks
+    /// decide), or its word was written between — another object's values
+    /// word, whose attributes differ (the helper reads through it). False
+    /// when `j` has no object param. Needs the lifetime checks.
+    pub(super) fn own_fault(&mut self, j: usize) -> bool {
+        let params = &self.ms.helpers[j].params;
+        let Some((k, n)) = params.iter().enumerate().find_map(|(k, p)| match *p {
+            Param::Obj(n, _) => Some((k, n)),
+            Param::Scalar(_) => None,
+        }) else {
+            return false;
+        };
+        self.ms.needs.lifetime = true;
+        if n >= 2 && self.src.chance(3, 5) {
+            let small = self.iconst(Type::I64, i64::from(n - 1));
+            let b = (self.fb.call(self.ms.ext.obj_new, &[small])).expect("obj_new returns");
+            let x = self.fb.load_attr(b, 0);
+            self.vals.push(x);
+            self.vouched_call(j, k, b);
+            self.ev.insert("entry.own_too_small");
+            return true;
+        }
+        let nv = self.iconst(Type::I64, i64::from(n));
+        let b = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+        let c = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+        for i in 0..n {
+            let v = self.iconst(Type::I64, 1000 + i64::from(i));
+            self.fb.store_attr(c, i, v);
+        }
+        let x = self.fb.load_attr(b, 0);
+        self.vals.push(x);
+        let w = self.fb.dict_slot_load(c);
+        self.fb.dict_slot_store(b, w);
+        self.vouched_call(j, k, b);
+        self.ev.insert("entry.own_word_written");
+        true
+    }
+
     /// A call of helper `j` passing `o` for its object param `k`.
     fn vouched_call(&mut self, j: usize, k: usize, o: guardlift_ir::Value) {
         let (id, mut args) = self.helper_args(j);

@@ -28,6 +28,7 @@ pub mod entry;
 pub mod flowgraph;
 pub mod hoist;
 pub mod looprange;
+pub mod ownentry;
 pub mod rawgroup;
 
 use crate::error::Diagnostic;

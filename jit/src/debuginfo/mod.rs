@@ -55,6 +55,7 @@ impl CodeUnit<'_> {
             crate::lower::Variant::Checked => format!("@{function}"),
             crate::lower::Variant::Clean => format!("@{function} [clean]"),
             crate::lower::Variant::Entry => format!("@{function} [entry]"),
+            crate::lower::Variant::Own => format!("@{function} [own]"),
             crate::lower::Variant::Piece(k) => format!("@{function} [piece {k}]"),
         }
     }

@@ -21,26 +21,36 @@
 use super::FnLower;
 use super::Lowerer;
 use crate::error::JitError;
-use cranelift_codegen::ir::{self as cl, types, BlockArg, InstBuilder};
+use cranelift_codegen::ir::{self as cl, condcodes::IntCC, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
-use cranelift_module::Module as ClModule;
+use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
 use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
+use guardlift_ir::analysis::ownentry::{OwnPlan, OwnPlans};
 use guardlift_ir::{FuncId, Function, Inst, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The instructions of `f` whose lifetime check or watch its entry variant
-/// `plan` drops, by identity.
-pub(super) fn entry_dropped(f: &Function, plan: &EntryPlan) -> HashSet<*const Inst> {
+/// `plan` (its own variant, with `own`) drops, by identity.
+pub(super) fn entry_dropped(
+    f: &Function,
+    plan: &EntryPlan,
+    own: Option<&OwnPlan>,
+) -> HashSet<*const Inst> {
     let mut out = HashSet::new();
     for (b, bd) in f.blocks.iter().enumerate() {
         for (i, inst) in bd.insts.iter().enumerate() {
-            if plan.drops(f, (b as u32, i as u32), inst) {
+            let at = (b as u32, i as u32);
+            if plan.drops(f, at, inst) || own.is_some_and(|o| o.covers(f, at, inst)) {
                 out.insert(inst as *const Inst);
             }
         }
     }
     out
 }
+
+/// `life` of a value whose own-values test passed with its demand
+/// (`ownvalues`, "Own variants"): live, watched and its own values.
+pub(super) const LIFE_OWN: i64 = 3;
 
 /// The vouching variables of one function being lowered.
 #[derive(Default)]
@@ -56,6 +66,31 @@ impl Lowerer<'_> {
         self.entries = entry_plans(self.ir, self.host);
         self.entry_funcs = vec![None; self.entries.len()];
         self.drop_later_pieces_variants();
+        self.own_funcs = vec![None; self.entries.len()];
+        if self.own_caps() {
+            self.owns = OwnPlans::of(self.ir, &self.entries, self.host);
+        }
+    }
+
+    /// The own variant of IR function `g`, if it has one.
+    pub(crate) fn own_plan(&self, g: FuncId) -> Option<&OwnPlan> {
+        self.owns.plan(g.0 as usize)
+    }
+
+    /// Do own-values tests of value `v` of IR function `f` test its
+    /// demand ([`OwnPlans`]), and which?
+    pub(crate) fn own_demand(&self, f: usize, v: Value) -> Option<u32> {
+        self.owns.demand_of(f, v)
+    }
+
+    /// Do functions keep which values passed their own-values tests, to
+    /// call own variants (`ownvalues`, "Own variants")? With own-values
+    /// tests of this runtime's marks.
+    pub(crate) fn own_caps(&self) -> bool {
+        (self.shadow)
+            .filter(|sh| sh.own_values)
+            .and_then(|sh| guardlift_runtime::shadow::own_values_mark(sh.watch_id?))
+            .is_some()
     }
 
     /// The entry variant of IR function `g`, if it has one.
@@ -76,7 +111,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             let Some(p) = self.lw.entry_plan(g) else {
                 continue;
             };
-            for a in p.params().into_iter().filter_map(|k| args.get(k)) {
+            let own = self.lw.own_plan(g).map(|o| o.params.clone());
+            let ks = p.params().into_iter().chain(own.into_iter().flatten());
+            for a in ks.filter_map(|k| args.get(k)) {
                 if !tracked.contains(a) {
                     tracked.push(*a);
                 }
@@ -87,11 +124,18 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.vouch.vars.insert(v, pair);
             let k = self.f.params.iter().position(|&p| p == v);
             let own = |list: &[usize]| k.is_some_and(|k| list.contains(&k));
-            let (life, watch) = match &self.entry {
-                Some(e) => (own(&e.life), own(&e.watch)),
-                None => (false, false),
+            let (mut life, watch) = match &self.entry {
+                Some(e) => (own(&e.life) as i64, own(&e.watch)),
+                None => (0, false),
             };
-            let l = self.iconst(types::I8, life as i64);
+            // An own variant's params passed their callers' own-values
+            // tests with their demands: live, watched, their own values.
+            let passed = (self.own_plan.as_ref()).is_some_and(|o| own(&o.params));
+            if passed {
+                life = LIFE_OWN;
+            }
+            let watch = watch || passed;
+            let l = self.iconst(types::I8, life);
             self.b.def_var(pair.0, l);
             let w = self.iconst(types::I8, watch as i64);
             self.b.def_var(pair.1, w);
@@ -202,8 +246,27 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.create_block(),
         );
         let res = ret.map(|t| self.b.append_block_param(join, t));
+        let mut calls = vec![(to_entry, entry), (to_checked, checked)];
+        // The own variant first, when every argument of its params passed
+        // an own-values test with its demand ([`LIFE_OWN`]).
+        if let Some((own, own_vars, covers)) = self.own_call(g, args, &plan.params()) {
+            let mut x = self.b.use_var(own_vars[0]);
+            for &v in &own_vars[1..] {
+                let y = self.b.use_var(v);
+                x = self.b.ins().band(x, y);
+            }
+            let mut ok = self.b.ins().icmp_imm_u(IntCC::Equal, x, LIFE_OWN);
+            if !covers {
+                let live = self.b.ins().icmp_imm_u(IntCC::NotEqual, all, 0);
+                ok = self.b.ins().band(ok, live);
+            }
+            let (to_own, not_own) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(ok, to_own, &[], not_own, &[]);
+            self.b.switch_to_block(not_own);
+            calls.push((to_own, own));
+        }
         self.b.ins().brif(all, to_entry, &[], to_checked, &[]);
-        for (blk, id) in [(to_entry, entry), (to_checked, checked)] {
+        for (blk, id) in calls {
             self.b.switch_to_block(blk);
             let fr = self.fref(id);
             let call = self.b.ins().call(fr, argv);
@@ -215,5 +278,62 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         }
         self.b.switch_to_block(join);
         Ok(Some(res))
+    }
+
+    /// For a call of `g` with `args` whose entry plan's params are
+    /// `entry_params`: `g`'s own variant, the `life` variables of the
+    /// arguments of its params, and whether those params include every
+    /// entry param — `None` when `g` has no own variant or an argument is
+    /// not tracked.
+    fn own_call(
+        &self,
+        g: FuncId,
+        args: &[Value],
+        entry_params: &[usize],
+    ) -> Option<(ClFuncId, Vec<Variable>, bool)> {
+        let plan = self.lw.own_plan(g)?;
+        let id = (*self.lw.own_funcs.get(g.0 as usize)?)?;
+        let vars = (plan.params.iter())
+            .map(|&k| Some(self.vouch.vars.get(args.get(k)?)?.0))
+            .collect::<Option<Vec<Variable>>>()?;
+        let covers = entry_params.iter().all(|k| plan.params.contains(k));
+        (!vars.is_empty()).then_some((id, vars, covers))
+    }
+
+    /// Does `v` have vouching variables?
+    pub(super) fn own_tracked(&self, v: Value) -> bool {
+        self.vouch.vars.contains_key(&v)
+    }
+
+    /// The attribute op being lowered passed its own-values test with its
+    /// object's demand: its `life` becomes [`LIFE_OWN`], its `watch` 1.
+    pub(super) fn vouch_own(&mut self) {
+        let Some(o) = self.inst_at().and_then(|i| i.kind.dict_obj()) else {
+            return;
+        };
+        if let Some(&(l, w)) = self.vouch.vars.get(&o) {
+            let own = self.iconst(types::I8, LIFE_OWN);
+            self.b.def_var(l, own);
+            let one = self.iconst(types::I8, 1);
+            self.b.def_var(w, one);
+        }
+    }
+
+    /// After `inst`: when it may have written a word
+    /// ([`guardlift_ir::analysis::ownentry::writes_words`]), no own-values
+    /// pass holds any more (what vouches for lifetime and watch still
+    /// does: `life` keeps its low bit).
+    pub(super) fn own_after(&mut self, inst: &Inst) {
+        if self.lw.own_funcs.iter().all(Option::is_none)
+            || !guardlift_ir::analysis::ownentry::writes_words(self.lw.ir, inst)
+        {
+            return;
+        }
+        let vars: Vec<Variable> = self.vouch.vars.values().map(|p| p.0).collect();
+        for l in vars {
+            let x = self.b.use_var(l);
+            let x = self.b.ins().band_imm_u(x, 1);
+            self.b.def_var(l, x);
+        }
     }
 }

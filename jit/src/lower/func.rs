@@ -226,6 +226,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
                 return Ok(());
             }
             self.inst(inst)?;
+            self.own_after(inst);
         }
         if !bd.insts.last().is_some_and(|i| i.kind.is_terminator()) {
             return Err(internal(

@@ -285,6 +285,12 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         obj: Value,
         index: u32,
     ) -> Result<(), JitError> {
+        if let Some(w) = self.own_static_word(obj)? {
+            let off = self.attr_offset(index, false)?;
+            let v = self.b.ins().load(types::I64, mem(), w, off);
+            self.def(r, v);
+            return Ok(());
+        }
         let role = self.attr_role();
         if let Some(w) = self.fixed_access(&role, g, obj) {
             let off = self.attr_offset(index, false)?;
@@ -350,6 +356,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         index: u32,
         value: Value,
     ) -> Result<(), JitError> {
+        if let Some(w) = self.own_static_word(obj)? {
+            let (x, off) = (self.val(value)?, self.attr_offset(index, false)?);
+            self.b.ins().store(mem(), x, w, off);
+            return Ok(());
+        }
         let role = self.attr_role();
         if let Some(w) = self.fixed_access(&role, g, obj) {
             let (x, off) = (self.val(value)?, self.attr_offset(index, false)?);

@@ -162,6 +162,8 @@ pub(crate) enum Variant {
     Clean,
     /// The entry variant.
     Entry,
+    /// The own variant (`entryvariant`, [`guardlift_ir::analysis::ownentry`]).
+    Own,
     /// Piece `k ≥ 1` of a function compiled in pieces ([`crate::pieces`]),
     /// a function of its own in the split module, lowered as written.
     Piece(u32),
@@ -174,6 +176,7 @@ impl Variant {
             Variant::Checked => "checked".into(),
             Variant::Clean => "clean".into(),
             Variant::Entry => "entry".into(),
+            Variant::Own => "own".into(),
             Variant::Piece(k) => format!("piece{k}"),
         }
     }
@@ -270,6 +273,12 @@ pub(crate) struct Lowerer<'m> {
     /// The entry variant of every IR function that has one, declared by
     /// the compile driver after [`Lowerer::plan_entry_variants`].
     pub(crate) entry_funcs: Vec<Option<ClFuncId>>,
+    /// Each IR function's own variant plan and its values' demands
+    /// (`entryvariant`; empty without own-values tests).
+    owns: guardlift_ir::analysis::ownentry::OwnPlans,
+    /// The own variant of every IR function that has one, declared by the
+    /// compile driver after [`Lowerer::plan_entry_variants`].
+    pub(crate) own_funcs: Vec<Option<ClFuncId>>,
     imports: HashMap<String, ClFuncId>,
     /// Stubs declared so far (see [`Lowerer::define_stubs`]).
     stubs: Vec<(Stub, ClFuncId)>,
@@ -341,6 +350,8 @@ impl<'m> Lowerer<'m> {
             variants: Vec::new(),
             entries: Vec::new(),
             entry_funcs: Vec::new(),
+            owns: Default::default(),
+            own_funcs: Vec::new(),
             imports: HashMap::new(),
             stubs: Vec::new(),
             stub_names: HashMap::new(),
@@ -444,15 +455,22 @@ impl<'m> Lowerer<'m> {
     ) -> Result<(), JitError> {
         let f = self.ir.func(id);
         let entry = match variant {
-            Variant::Entry => Some(
+            Variant::Entry | Variant::Own => Some(
                 self.entry_plan(id)
                     .cloned()
                     .ok_or_else(|| JitError::Internal(format!("@{}: no entry variant", f.name)))?,
             ),
             _ => None,
         };
+        let own_plan = match variant {
+            Variant::Own => Some(
+                (self.own_plan(id).cloned())
+                    .ok_or_else(|| JitError::Internal(format!("@{}: no own variant", f.name)))?,
+            ),
+            _ => None,
+        };
         let variant = match variant {
-            Variant::Checked | Variant::Entry | Variant::Piece(_) => None,
+            Variant::Checked | Variant::Entry | Variant::Own | Variant::Piece(_) => None,
             Variant::Clean => Some(
                 self.variant_values(id)
                     .ok_or_else(|| JitError::Internal(format!("@{}: no clean variant", f.name)))?,
@@ -495,9 +513,10 @@ impl<'m> Lowerer<'m> {
             variant,
             entry_dropped: entry
                 .as_ref()
-                .map(|e| entryvariant::entry_dropped(f, e))
+                .map(|e| entryvariant::entry_dropped(f, e, own_plan.as_ref()))
                 .unwrap_or_default(),
             entry,
+            own_plan,
             vouch: Default::default(),
             forward: Vec::new(),
             raw: Default::default(),
@@ -576,6 +595,8 @@ struct FnLower<'a, 'm, M: ClModule + ?Sized> {
     entry: Option<guardlift_ir::analysis::entry::EntryPlan>,
     /// The instructions whose tests that plan drops (`entryvariant`).
     entry_dropped: HashSet<*const guardlift_ir::Inst>,
+    /// Lowering an own variant (`entryvariant`): its plan.
+    own_plan: Option<guardlift_ir::analysis::ownentry::OwnPlan>,
     /// The variables saying which values' objects the function's tests
     /// vouch for (`entryvariant`).
     vouch: entryvariant::Vouch,

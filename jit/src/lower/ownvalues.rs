@@ -92,6 +92,13 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             }
         }
         self.vouch_live(true);
+        let inst = self.f.blocks[self.at.0 as usize].insts.get(op as usize);
+        if inst
+            .and_then(|i| self.own_demand_of(i))
+            .is_some_and(|d| d <= max)
+        {
+            self.vouch_own();
+        }
         let own = self.b.ins().iadd_imm_s(o, k - 1);
         self.b.ins().jump(access, &[BlockArg::Value(own)]);
         self.b.switch_to_block(miss);
@@ -101,6 +108,33 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             access,
             first_cold,
         })
+    }
+
+    /// In an own variant, an attribute op on `obj` that its plan covers
+    /// (a param whose caller's own-values test passed with its demand, in
+    /// the own region), with every member of its group: `obj`'s word as
+    /// the test would have seen it, `obj + K − 1`, from which the op
+    /// addresses the values array — no load of the word, no test.
+    pub(super) fn own_static_word(
+        &mut self,
+        obj: guardlift_ir::Value,
+    ) -> Result<Option<cl::Value>, JitError> {
+        let (f, (bi, ii)) = (self.f, self.at);
+        let Some(plan) = &self.own_plan else {
+            return Ok(None);
+        };
+        let inst = &f.blocks[bi as usize].insts[ii as usize];
+        if !plan.covers(f, (bi, ii), inst) {
+            return Ok(None);
+        }
+        if let Some((_, g)) = self.attr.group_of(bi, ii) {
+            if !g.members.iter().all(|&m| plan.in_region(bi, m)) {
+                return Ok(None);
+            }
+        }
+        let o = self.val(obj)?;
+        let k = Heap::own_values_offset(self.lw.ir.layout);
+        Ok(Some(self.b.ins().iadd_imm_s(o, k - 1)))
     }
 
     /// The four tests of the module docs for `o` and a highest index of
@@ -197,10 +231,23 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             InstKind::LoadAttr { index, .. } | InstKind::StoreAttr { index, .. } => index,
             _ => return None,
         };
-        match self.attr.group_of(self.at.0, ii) {
-            Some((_, g)) if g.members.first() == Some(&ii) => Some(g.max_index.max(index)),
-            _ => Some(index),
-        }
+        let max = match self.attr.group_of(self.at.0, ii) {
+            Some((_, g)) if g.members.first() == Some(&ii) => g.max_index.max(index),
+            _ => index,
+        };
+        // A value an own variant's call may vouch for: its demand.
+        Some(match self.own_demand_of(inst) {
+            Some(d) => max.max(d),
+            None => max,
+        })
+    }
+
+    /// The demand of the object of attribute op `inst` when it has a
+    /// `life` variable to keep a pass in (`entryvariant`, [`LIFE_OWN`]).
+    fn own_demand_of(&self, inst: &guardlift_ir::Inst) -> Option<u32> {
+        let o = inst.kind.dict_obj()?;
+        self.own_tracked(o).then_some(())?;
+        self.lw.own_demand(self.id, o)
     }
 
     /// At a `guard.watch` of `o` fused with the next instruction's
