@@ -117,10 +117,49 @@ impl Interpreter<'_> {
     /// when what `fr` vouches for covers the callee's entry plan, the
     /// claims of `nf` (which starts vouched for them).
     pub(crate) fn entry_claims(&self, fr: &Frame, inst: &Inst, nf: &mut Frame) {
-        let (Some(plan), InstKind::Call { args, .. }) = (self.entry_plan(nf), &inst.kind) else {
+        let InstKind::Call { args, .. } = &inst.kind else {
             return;
         };
+        self.vouched_entry_claims(fr, args, nf);
+        // The own variant: every argument of its params passed an
+        // own-values test with the param's demand. Such a param starts
+        // vouched for, as the JIT's own variant starts it.
         let g = self.m.func(nf.func);
+        let Some(own) = self.owns.as_ref().and_then(|o| o.plan(nf.func.0 as usize)) else {
+            return;
+        };
+        let passed = |k: usize| {
+            let a = args.get(k)?;
+            fr.vouched
+                .iter()
+                .find(|x| x.v == *a && x.bits == fr.val(*a) && x.own)
+        };
+        if !own.params.iter().all(|&k| passed(k).is_some()) {
+            return;
+        }
+        nf.own_claims = own.params.iter().map(|&k| g.params[k]).collect();
+        let epoch = self.rt.unwatch_epoch();
+        for &p in &nf.own_claims {
+            let bits = nf.val(p);
+            match nf.vouched.iter_mut().find(|x| x.v == p) {
+                Some(x) => (x.own, x.life, x.watch) = (true, Some(epoch), Some(epoch)),
+                None => nf.vouched.push(Vouched {
+                    v: p,
+                    bits,
+                    life: Some(epoch),
+                    watch: Some(epoch),
+                    own: true,
+                }),
+            }
+        }
+    }
+
+    /// The entry variant's part of [`Self::entry_claims`].
+    fn vouched_entry_claims(&self, fr: &Frame, args: &[guardlift_ir::Value], nf: &mut Frame) {
+        let g = self.m.func(nf.func);
+        let Some(plan) = self.entry_plan(nf) else {
+            return;
+        };
         let vouched = |k: usize| {
             let a = *args.get(k)?;
             fr.vouched.iter().find(|x| x.v == a && x.bits == fr.val(a))
@@ -151,29 +190,15 @@ impl Interpreter<'_> {
             })
             .collect();
         nf.entry_claims = claims;
-        // The own variant: every argument of its params passed an
-        // own-values test with the param's demand.
-        let Some(own) = self.owns.as_ref().and_then(|o| o.plan(nf.func.0 as usize)) else {
-            return;
-        };
-        let passed = |k: usize| {
-            let a = args.get(k)?;
-            fr.vouched
-                .iter()
-                .find(|x| x.v == *a && x.bits == fr.val(*a) && x.own)
-        };
-        if own.params.iter().all(|&k| passed(k).is_some()) {
-            nf.own_claims = own.params.iter().map(|&k| g.params[k]).collect();
-        }
     }
 
     /// Before instruction `cx.inst` of `fr` runs: a test the entry variant
     /// drops must see the epoch of the claim that let it drop it.
     pub(crate) fn check_entry_claim(&self, fr: &Frame, cx: &Cx) -> Result<(), InterpError> {
+        self.check_own_claim(fr, cx)?;
         if fr.entry_claims.is_empty() {
             return Ok(());
         }
-        self.check_own_claim(fr, cx)?;
         let Some(plan) = self.entry_plan(fr) else {
             return Ok(());
         };

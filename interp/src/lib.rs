@@ -271,8 +271,8 @@ impl<'m> Interpreter<'m> {
                 self.m, self.host,
             ));
         }
-        if let (true, Some(e)) = (self.owns.is_none(), &self.entries) {
-            let owns = guardlift_ir::analysis::ownentry::OwnPlans::of(self.m, e, self.host);
+        if self.entries.is_some() && self.owns.is_none() {
+            let owns = guardlift_ir::analysis::ownentry::OwnPlans::of(self.m, self.host);
             self.owns = Some(owns);
         }
     }

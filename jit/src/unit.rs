@@ -403,6 +403,44 @@ pub(crate) mod tests {
         own_values: true,
     };
 
+    /// A callee whose object param every caller tests gets an own
+    /// variant (after its entry variant) when the runtime marks its own
+    /// values arrays — with this runtime's watch id, not a shared one —
+    /// and its code addresses the param's attributes without a test: it
+    /// is smaller than the entry variant's.
+    #[test]
+    fn an_own_variant_follows_the_entry_variant_and_drops_the_tests() {
+        let text = "fn @get(%o: ptr) -> i64 {\nentry:\n    %a = load_attr %o, 0\n    %b = load_attr %o, 2\n    %s = iadd %a, %b\n    return %s\n}\n\
+            fn @main(%o: ptr) -> i64 {\nentry:\n    %a = load_attr %o, 1\n    %r = call @get(%o)\n    return %r\n}\n";
+        let m = instrument(
+            &guardlift_ir::parse_and_verify(text).expect("valid"),
+            CheckSet::ALL,
+        );
+        let (unit, _) = compile_watching(&m, 0);
+        assert_eq!(
+            units(&unit),
+            [
+                (0, Variant::Checked),
+                (1, Variant::Checked),
+                (0, Variant::Entry),
+                (0, Variant::Own),
+            ]
+        );
+        let size = |v| (unit.funcs.iter().find(|c| c.variant == v)).map(|c| c.size);
+        let (entry, own) = (size(Variant::Entry), size(Variant::Own));
+        assert!(own < entry, "own {own:?}, entry {entry:?}");
+        // A shared watch id: no mark to test, no own variant.
+        let mut om = crate::target::test_object_module();
+        let shared = ShadowRef {
+            watch_id: None,
+            ..WATCHING
+        };
+        let cfg = config(Mode::Recover, Names::Profiler, Some(shared), StubInfo::Keep);
+        let (unit, _) =
+            compile_unit(&mut om, Cow::Borrowed(&m), &cfg, Vec::new()).expect("compiles");
+        assert!(units(&unit).iter().all(|&(_, v)| v != Variant::Own));
+    }
+
     /// The code units come in one order, whatever the container: the
     /// module's functions, then the clean variants (which only a shadow
     /// that tests watches plans), each with its code read before the

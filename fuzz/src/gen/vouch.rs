@@ -100,8 +100,9 @@ impl FnGen<'_, '_, '_> {
     /// helper's own variant (`guardlift_ir::analysis::ownentry`): the
     /// object is one attribute too small for what the helper may access
     /// (the test, with the helper's demand, fails: the helper's own checks
-    /// decide), or its word was written between — another object's values
-    /// word, whose attributes differ (the helper reads through it). False
+    /// decide), or its word was written between (through another value) —
+    /// another object's values word, whose attributes differ (the helper
+    /// reads through it). False
     /// when `j` has no object param. Needs the lifetime checks.
     pub(super) fn own_fault(&mut self, j: usize) -> bool {
         let params = &self.ms.helpers[j].params;
@@ -130,8 +131,14 @@ impl FnGen<'_, '_, '_> {
         }
         let x = self.fb.load_attr(b, 0);
         self.vals.push(x);
+        // Written through another value (a block param) holding `b`: what
+        // vouches for `b` itself is not touched by that op's own checks.
+        let alias = self.fb.create_block("own_alias");
+        let a = self.fb.append_block_param(alias, Type::Ptr);
+        self.fb.jump(alias, &[b]);
+        self.fb.switch_to_block(alias);
         let w = self.fb.dict_slot_load(c);
-        self.fb.dict_slot_store(b, w);
+        self.fb.dict_slot_store(a, w);
         self.vouched_call(j, k, b);
         self.ev.insert("entry.own_word_written");
         true

@@ -13,14 +13,17 @@
 //!
 //! The **own region** of a function is its entry region cut, in addition,
 //! at every such write ([`own_region`]). The **own variant** of a function
-//! with an entry plan is its entry variant in which, inside the own
+//! that some instruction calls directly is the function (its entry
+//! variant, when it has one: the same drops) in which, inside the own
 //! region, the attribute ops on the params of [`OwnPlan::params`] make no
 //! test at all: they address the values array from the object (the
 //! array's fixed offset), and the lifetime checks and `guard.watch`es of
-//! those params are dropped too. A call runs it when, besides what the
-//! entry variant needs, every such argument passed an own-values test
-//! **with the param's demand** ([`OwnPlans::demand`]) since the caller's
-//! latest call or word write, and since the argument was last defined.
+//! those params are dropped too. A call runs it when every such argument
+//! passed an own-values test **with the param's demand**
+//! ([`OwnPlans::demand`]) since the caller's latest call or word write,
+//! and since the argument was last defined (and, for the entry variant's
+//! params it does not cover, when they are vouched for as the entry
+//! variant needs).
 //!
 //! A value's **demand** is the highest index its own-values tests test:
 //! the highest index of the lifetime-checked attribute ops on it and, for
@@ -34,7 +37,7 @@
 //! the object is a live model-heap object whose word is its own values
 //! array's, with room for the index — a mismatch is an internal error.
 
-use super::entry::EntryPlan;
+use super::entry::entry_region;
 use super::flowgraph::ControlFlowGraph;
 use super::hoist::HostModel;
 use crate::inst::{Block, CheckKind, Inst, InstKind, Value};
@@ -143,8 +146,9 @@ pub struct OwnPlans {
 }
 
 impl OwnPlans {
-    /// The own plans of `m`, whose entry plans are `entries`.
-    pub fn of(m: &Module, entries: &[Option<EntryPlan>], host: HostModel) -> OwnPlans {
+    /// The own plans of `m`: of every function some instruction calls
+    /// directly.
+    pub fn of(m: &Module, host: HostModel) -> OwnPlans {
         let n = m.functions.len();
         if host.host_slow_paths {
             return OwnPlans {
@@ -179,11 +183,24 @@ impl OwnPlans {
                 d
             })
             .collect();
+        let mut called = vec![false; n];
+        for inst in m
+            .functions
+            .iter()
+            .flat_map(|f| f.blocks.iter().flat_map(|b| &b.insts))
+        {
+            if let Some((g, _)) = inst.kind.direct_call() {
+                if let Some(c) = called.get_mut(g.0 as usize) {
+                    *c = true;
+                }
+            }
+        }
         let plans: Vec<Option<OwnPlan>> = (m.functions.iter().enumerate())
             .map(|(fi, f)| {
-                let e = entries.get(fi)?;
-                let e = e.as_ref()?;
-                let region = own_region(m, f, &e.region);
+                if !called[fi] {
+                    return None;
+                }
+                let region = own_region(m, f, &entry_region(f, host));
                 let mut params: Vec<usize> = Vec::new();
                 for (b, blk) in f.blocks.iter().enumerate() {
                     let len = region.get(b).copied().unwrap_or(0) as usize;
@@ -247,5 +264,117 @@ impl OwnPlans {
     /// The demand of value `v` of function `fi`, if it has one.
     pub fn demand_of(&self, fi: usize, v: Value) -> Option<u32> {
         self.demand.get(fi)?.get(&v).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inst::{Checks, SiteId};
+    use crate::module::Site;
+
+    /// `text` with every instruction that has applicable checks guarded
+    /// by `checks` (as far as they apply), as the instrumentation would.
+    fn module(text: &str, checks: Checks) -> Module {
+        let mut m = crate::parse_and_verify(text).expect("valid");
+        let mut n = 0;
+        for (fi, f) in m.functions.iter_mut().enumerate() {
+            for inst in f.blocks.iter_mut().flat_map(|b| &mut b.insts) {
+                if inst.kind.applicable_checks().intersect(checks) == Checks::EMPTY {
+                    continue;
+                }
+                let site = Site {
+                    func: crate::inst::FuncId(fi as u32),
+                    loc: inst.loc,
+                    op: inst.kind.opcode(),
+                    checks,
+                };
+                m.sites.insert(SiteId(n), site);
+                inst.site = Some(SiteId(n));
+                n += 1;
+            }
+        }
+        m
+    }
+
+    fn all() -> Checks {
+        Checks::OBJECT.with(CheckKind::Adstack)
+    }
+
+    const CHAIN: &str = "
+extern fn @obj_free(ptr)
+fn @leaf(%o: ptr, %p: ptr) -> i64 {
+entry:
+    %a = load_attr %o, 4
+    %w = dict_slot.load %p
+    dict_slot.store %p, %w
+    %b = load_attr %p, 1
+    %s = iadd %a, %b
+    return %s
+}
+fn @mid(%o: ptr, %p: ptr) -> i64 {
+entry:
+    %a = load_attr %o, 1
+    %b = load_attr %p, 0
+    %r = call @leaf(%o, %p)
+    %c = load_attr %o, 6
+    return %r
+}
+fn @top(%o: ptr, %p: ptr) -> i64 {
+entry:
+    %a = load_attr %o, 0
+    %b = load_attr %p, 0
+    %r = call @mid(%o, %p)
+    return %r
+}
+";
+
+    /// Own variants cover the params with attribute ops in the own region
+    /// (the region ends at the `dict_slot.store` and at the call), and a
+    /// value's demand grows with what the callees it is passed to need.
+    #[test]
+    fn own_variants_and_demands_follow_the_calls() {
+        let m = module(CHAIN, all());
+        let owns = OwnPlans::of(&m, HostModel::default());
+        let (leaf, mid, top) = (0, 1, 2);
+        let lp = owns.plan(leaf).expect("@leaf has an own variant");
+        // %p's attribute op comes after the word write: only %o.
+        assert_eq!(lp.params, vec![0]);
+        assert_eq!(lp.region, vec![2]);
+        let mp = owns.plan(mid).expect("@mid has an own variant");
+        assert_eq!(mp.params, vec![0, 1]);
+        assert!(owns.plan(top).is_none(), "no caller, no own variant");
+        let d = |fi: usize, k: usize| owns.demand_of(fi, m.functions[fi].params[k]);
+        // @leaf: %o 4; %p 1 (its op outside the region counts for its own tests).
+        assert_eq!((d(leaf, 0), d(leaf, 1)), (Some(4), Some(1)));
+        // @mid: %o takes @leaf's 4 (its own 6 is after the call: 6 all
+        // the same, its own op); %p keeps 0 (@leaf's own variant does not
+        // cover its %p).
+        assert_eq!((d(mid, 0), d(mid, 1)), (Some(6), Some(0)));
+        // @top: the most its callees' params need.
+        assert_eq!((d(top, 0), d(top, 1)), (Some(6), Some(0)));
+    }
+
+    /// Writes a check does not keep off the watched slots end the own
+    /// region; checked ones do not.
+    #[test]
+    fn unchecked_writes_end_the_own_region() {
+        let text = "
+fn @f(%o: ptr, %q: ptr) -> i64 {
+entry:
+    %a = load_attr %o, 0
+    store %a, %q
+    %b = load_attr %o, 1
+    return %b
+}
+";
+        let checked = module(text, all());
+        let f = &checked.functions[0];
+        assert_eq!(own_region(&checked, f, &[u32::MAX]), vec![u32::MAX]);
+        let no_clobber = Checks::only(CheckKind::Lifetime).with(CheckKind::Bounds);
+        let no_clobber = module(text, no_clobber);
+        let f = &no_clobber.functions[0];
+        assert_eq!(own_region(&no_clobber, f, &[u32::MAX]), vec![1]);
+        assert!(writes_words(&no_clobber, &f.blocks[0].insts[1]));
     }
 }

@@ -33,14 +33,19 @@ use std::collections::{HashMap, HashSet};
 /// `plan` (its own variant, with `own`) drops, by identity.
 pub(super) fn entry_dropped(
     f: &Function,
-    plan: &EntryPlan,
+    plan: Option<&EntryPlan>,
     own: Option<&OwnPlan>,
 ) -> HashSet<*const Inst> {
     let mut out = HashSet::new();
+    if plan.is_none() && own.is_none() {
+        return out;
+    }
     for (b, bd) in f.blocks.iter().enumerate() {
         for (i, inst) in bd.insts.iter().enumerate() {
             let at = (b as u32, i as u32);
-            if plan.drops(f, at, inst) || own.is_some_and(|o| o.covers(f, at, inst)) {
+            if plan.is_some_and(|p| p.drops(f, at, inst))
+                || own.is_some_and(|o| o.covers(f, at, inst))
+            {
                 out.insert(inst as *const Inst);
             }
         }
@@ -68,7 +73,13 @@ impl Lowerer<'_> {
         self.drop_later_pieces_variants();
         self.own_funcs = vec![None; self.entries.len()];
         if self.own_caps() {
-            self.owns = OwnPlans::of(self.ir, &self.entries, self.host);
+            self.owns = OwnPlans::of(self.ir, self.host);
+            // Later pieces get no variant.
+            for (i, _) in (self.later_pieces.iter().enumerate()).filter(|(_, &l)| l) {
+                if let Some(p) = self.owns.plans.get_mut(i) {
+                    *p = None;
+                }
+            }
         }
     }
 
@@ -108,11 +119,9 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let calls =
             (self.f.blocks.iter().flat_map(|b| &b.insts)).filter_map(|i| i.kind.direct_call());
         for (g, args) in calls {
-            let Some(p) = self.lw.entry_plan(g) else {
-                continue;
-            };
+            let entry = self.lw.entry_plan(g).map(EntryPlan::params);
             let own = self.lw.own_plan(g).map(|o| o.params.clone());
-            let ks = p.params().into_iter().chain(own.into_iter().flatten());
+            let ks = entry.into_iter().flatten().chain(own.into_iter().flatten());
             for a in ks.filter_map(|k| args.get(k)) {
                 if !tracked.contains(a) {
                     tracked.push(*a);
@@ -213,50 +222,57 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         args: &[Value],
         argv: &[cl::Value],
     ) -> Result<Option<Option<cl::Value>>, JitError> {
-        let (Some(plan), Some(Some(entry))) = (
-            self.lw.entry_plan(g),
-            self.lw.entry_funcs.get(g.0 as usize).copied(),
-        ) else {
-            return Ok(None);
-        };
         if self.callee_is_clean_variant(g) {
             return Ok(None);
         }
-        let mut need: Vec<Variable> = Vec::new();
-        for (list, watch) in [(&plan.life, false), (&plan.watch, true)] {
-            for &k in list {
-                let Some(&(l, w)) = args.get(k).and_then(|a| self.vouch.vars.get(a)) else {
-                    return Ok(None);
-                };
-                need.push(if watch { w } else { l });
+        // The entry variant, when every argument of its plan is tracked:
+        // its id, the variables that must vouch, the plan's params.
+        let entry = match (self.lw.entry_plan(g), self.lw.entry_funcs.get(g.0 as usize)) {
+            (Some(plan), Some(&Some(id))) => {
+                let mut need: Vec<Variable> = Vec::new();
+                for (list, watch) in [(&plan.life, false), (&plan.watch, true)] {
+                    for &k in list {
+                        if let Some(&(l, w)) = args.get(k).and_then(|a| self.vouch.vars.get(a)) {
+                            need.push(if watch { w } else { l });
+                        }
+                    }
+                }
+                let n = plan.life.len() + plan.watch.len();
+                (need.len() == n && n > 0).then(|| (id, need, plan.params()))
             }
+            _ => None,
+        };
+        let entry_params = entry.as_ref().map(|e| e.2.clone()).unwrap_or_default();
+        let own = self.own_call(g, args, &entry_params);
+        if entry.is_none() && own.is_none() {
+            return Ok(None);
         }
         let checked = self
             .callee_of(g)
             .ok_or_else(|| super::func::internal(self.fname, "call to unknown function"))?;
-        let mut all = self.b.use_var(need[0]);
-        for &v in &need[1..] {
-            let x = self.b.use_var(v);
-            all = self.b.ins().band(all, x);
-        }
+        let all = entry.as_ref().map(|(_, need, _)| {
+            let mut all = self.b.use_var(need[0]);
+            for &v in &need[1..] {
+                let x = self.b.use_var(v);
+                all = self.b.ins().band(all, x);
+            }
+            all
+        });
         let ret = self.lw.ir.func(g).ret.map(super::abi::cl_type);
-        let (to_entry, to_checked, join) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (to_checked, join) = (self.b.create_block(), self.b.create_block());
         let res = ret.map(|t| self.b.append_block_param(join, t));
-        let mut calls = vec![(to_entry, entry), (to_checked, checked)];
+        let mut calls = vec![(to_checked, checked)];
         // The own variant first, when every argument of its params passed
-        // an own-values test with its demand ([`LIFE_OWN`]).
-        if let Some((own, own_vars, covers)) = self.own_call(g, args, &plan.params()) {
+        // an own-values test with its demand ([`LIFE_OWN`]) and the entry
+        // params it does not cover are vouched for.
+        if let Some((own, own_vars, covers)) = own.filter(|o| o.2 || all.is_some()) {
             let mut x = self.b.use_var(own_vars[0]);
             for &v in &own_vars[1..] {
                 let y = self.b.use_var(v);
                 x = self.b.ins().band(x, y);
             }
             let mut ok = self.b.ins().icmp_imm_u(IntCC::Equal, x, LIFE_OWN);
-            if !covers {
+            if let (false, Some(all)) = (covers, all) {
                 let live = self.b.ins().icmp_imm_u(IntCC::NotEqual, all, 0);
                 ok = self.b.ins().band(ok, live);
             }
@@ -265,7 +281,16 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             self.b.switch_to_block(not_own);
             calls.push((to_own, own));
         }
-        self.b.ins().brif(all, to_entry, &[], to_checked, &[]);
+        match (entry, all) {
+            (Some((id, _, _)), Some(all)) => {
+                let to_entry = self.b.create_block();
+                self.b.ins().brif(all, to_entry, &[], to_checked, &[]);
+                calls.push((to_entry, id));
+            }
+            _ => {
+                self.b.ins().jump(to_checked, &[]);
+            }
+        }
         for (blk, id) in calls {
             self.b.switch_to_block(blk);
             let fr = self.fref(id);

@@ -455,11 +455,13 @@ impl<'m> Lowerer<'m> {
     ) -> Result<(), JitError> {
         let f = self.ir.func(id);
         let entry = match variant {
-            Variant::Entry | Variant::Own => Some(
+            Variant::Entry => Some(
                 self.entry_plan(id)
                     .cloned()
                     .ok_or_else(|| JitError::Internal(format!("@{}: no entry variant", f.name)))?,
             ),
+            // The own variant drops what the entry variant drops, if any.
+            Variant::Own => self.entry_plan(id).cloned(),
             _ => None,
         };
         let own_plan = match variant {
@@ -511,10 +513,7 @@ impl<'m> Lowerer<'m> {
             fused_watch: None,
             own: None,
             variant,
-            entry_dropped: entry
-                .as_ref()
-                .map(|e| entryvariant::entry_dropped(f, e, own_plan.as_ref()))
-                .unwrap_or_default(),
+            entry_dropped: entryvariant::entry_dropped(f, entry.as_ref(), own_plan.as_ref()),
             entry,
             own_plan,
             vouch: Default::default(),
