@@ -105,42 +105,60 @@ impl FnGen<'_, '_, '_> {
     /// reads through it). False
     /// when `j` has no object param. Needs the lifetime checks.
     pub(super) fn own_fault(&mut self, j: usize) -> bool {
-        let params = &self.ms.helpers[j].params;
-        let Some((k, n)) = params.iter().enumerate().find_map(|(k, p)| match *p {
-            Param::Obj(n, _) => Some((k, n)),
-            Param::Scalar(_) => None,
-        }) else {
+        let params = self.ms.helpers[j].params.clone();
+        let objs: Vec<(usize, u32)> = (params.iter().enumerate())
+            .filter_map(|(k, p)| match *p {
+                Param::Obj(n, _) => Some((k, n)),
+                Param::Scalar(_) => None,
+            })
+            .collect();
+        let Some(&(k, n)) = objs.first() else {
             return false;
         };
         self.ms.needs.lifetime = true;
-        if n >= 2 && self.src.chance(3, 5) {
-            let small = self.iconst(Type::I64, i64::from(n - 1));
-            let b = (self.fb.call(self.ms.ext.obj_new, &[small])).expect("obj_new returns");
+        let small = n >= 2 && self.src.chance(3, 5);
+        // Fresh objects for every object param (a call resets what
+        // vouches: all made first), each tested after the last write so
+        // that every argument but the faulty one passes its own test.
+        let (id, mut args) = self.helper_args(j);
+        for &(i, m) in &objs {
+            let cap = if i == k && small { m - 1 } else { m };
+            let nv = self.iconst(Type::I64, i64::from(cap));
+            args[i] = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+        }
+        let b = args[k];
+        if !small {
+            let nv = self.iconst(Type::I64, i64::from(n));
+            let c = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
+            for i in 0..n {
+                let v = self.iconst(Type::I64, 1000 + i64::from(i));
+                self.fb.store_attr(c, i, v);
+            }
             let x = self.fb.load_attr(b, 0);
             self.vals.push(x);
-            self.vouched_call(j, k, b);
-            self.ev.insert("entry.own_too_small");
-            return true;
+            // Written through another value (a block param) holding `b`:
+            // what vouches for `b` itself is not touched by that op's own
+            // checks.
+            let alias = self.fb.create_block("own_alias");
+            let a = self.fb.append_block_param(alias, Type::Ptr);
+            self.fb.jump(alias, &[b]);
+            self.fb.switch_to_block(alias);
+            let w = self.fb.dict_slot_load(c);
+            self.fb.dict_slot_store(a, w);
         }
-        let nv = self.iconst(Type::I64, i64::from(n));
-        let b = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
-        let c = (self.fb.call(self.ms.ext.obj_new, &[nv])).expect("obj_new returns");
-        for i in 0..n {
-            let v = self.iconst(Type::I64, 1000 + i64::from(i));
-            self.fb.store_attr(c, i, v);
+        for &(i, _) in &objs {
+            if small || i != k {
+                let x = self.fb.load_attr(args[i], 0);
+                self.vals.push(x);
+            }
         }
-        let x = self.fb.load_attr(b, 0);
-        self.vals.push(x);
-        // Written through another value (a block param) holding `b`: what
-        // vouches for `b` itself is not touched by that op's own checks.
-        let alias = self.fb.create_block("own_alias");
-        let a = self.fb.append_block_param(alias, Type::Ptr);
-        self.fb.jump(alias, &[b]);
-        self.fb.switch_to_block(alias);
-        let w = self.fb.dict_slot_load(c);
-        self.fb.dict_slot_store(a, w);
-        self.vouched_call(j, k, b);
-        self.ev.insert("entry.own_word_written");
+        if let Some(r) = self.fb.call(id, &args) {
+            self.vals.push(r);
+        }
+        self.ev.insert(match small {
+            true => "entry.own_too_small",
+            false => "entry.own_word_written",
+        });
         true
     }
 

@@ -26,7 +26,7 @@ use cranelift_frontend::Variable;
 use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
 use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
 use guardlift_ir::analysis::ownentry::{OwnPlan, OwnPlans};
-use guardlift_ir::{FuncId, Function, Inst, Value};
+use guardlift_ir::{FuncId, Function, Inst, InstKind, Value};
 use std::collections::{HashMap, HashSet};
 
 /// The instructions of `f` whose lifetime check or watch its entry variant
@@ -118,10 +118,28 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         let mut tracked: Vec<Value> = Vec::new();
         let calls =
             (self.f.blocks.iter().flat_map(|b| &b.insts)).filter_map(|i| i.kind.direct_call());
+        // The values whose own-values pass this function can know: those
+        // it tests (attribute ops with a lifetime check), and, in its own
+        // variant, the params it starts with.
+        let me = FuncId(self.id as u32);
+        let testable = |v: &Value| {
+            self.lw.own_demand(self.id, *v).is_some()
+                && ((self.f.blocks.iter().flat_map(|b| &b.insts)).any(|i| {
+                    matches!(i.kind, InstKind::LoadAttr { obj, .. } | InstKind::StoreAttr { obj, .. } if obj == *v)
+                }) || (self.lw.own_plan(me)).is_some_and(|o| {
+                    o.params.iter().any(|&k| self.f.params.get(k) == Some(v))
+                }))
+        };
         for (g, args) in calls {
             let entry = self.lw.entry_plan(g).map(EntryPlan::params);
-            let own = self.lw.own_plan(g).map(|o| o.params.clone());
-            let ks = entry.into_iter().flatten().chain(own.into_iter().flatten());
+            let own = (self
+                .lw
+                .own_plan(g)
+                .map(|o| o.params.clone())
+                .into_iter()
+                .flatten())
+            .filter(|&k| args.get(k).is_some_and(testable));
+            let ks = entry.into_iter().flatten().chain(own);
             for a in ks.filter_map(|k| args.get(k)) {
                 if !tracked.contains(a) {
                     tracked.push(*a);
