@@ -195,7 +195,7 @@ impl OwnPlans {
                 }
             }
         }
-        let plans: Vec<Option<OwnPlan>> = (m.functions.iter().enumerate())
+        let mut plans: Vec<Option<OwnPlan>> = (m.functions.iter().enumerate())
             .map(|(fi, f)| {
                 if !called[fi] {
                     return None;
@@ -216,8 +216,6 @@ impl OwnPlans {
                 (!params.is_empty()).then_some(OwnPlan { region, params })
             })
             .collect();
-        // Arguments take their params' demands, until none grows (each
-        // round raises one; demands are below MAX_INDEX).
         let calls: Vec<(usize, usize, &[Value])> = (m.functions.iter().enumerate())
             .flat_map(|(fi, f)| {
                 (f.blocks.iter().flat_map(|b| &b.insts)).filter_map(move |i| {
@@ -227,6 +225,42 @@ impl OwnPlans {
                 })
             })
             .collect();
+        // A param stays only if every call can pass an argument that
+        // passed an own-values test: one the caller tests, or a param of
+        // the caller's own plan. Params only go: at most as many rounds
+        // as params.
+        loop {
+            let mut changed = false;
+            for &(fi, gi, args) in &calls {
+                let f = &m.functions[fi];
+                let testable = |a: &Value| {
+                    demand[fi].contains_key(a)
+                        || (plans[fi].as_ref())
+                            .is_some_and(|p| p.params.iter().any(|&k| f.params.get(k) == Some(a)))
+                };
+                let keep: Option<Vec<usize>> = plans[gi].as_ref().map(|p| {
+                    (p.params.iter().copied())
+                        .filter(|&k| args.get(k).is_some_and(testable))
+                        .collect()
+                });
+                if let (Some(keep), Some(p)) = (keep, plans[gi].as_mut()) {
+                    if keep.len() != p.params.len() {
+                        p.params = keep;
+                        changed = true;
+                    }
+                }
+            }
+            for p in &mut plans {
+                if p.as_ref().is_some_and(|p| p.params.is_empty()) {
+                    *p = None;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Arguments take their params' demands, until none grows (each
+        // round raises one; demands are below MAX_INDEX).
         loop {
             let mut grew = false;
             for &(fi, gi, args) in &calls {
