@@ -67,7 +67,7 @@ pub fn writes_words(m: &Module, inst: &Inst) -> bool {
 }
 
 /// Per block of `f`, how many leading instructions lie in its own region:
-/// its entry region (`entry`, [`EntryPlan::region`]) cut at every
+/// its entry region (`entry`, [`super::entry::EntryPlan::region`]) cut at every
 /// instruction that [`writes_words`].
 pub fn own_region(m: &Module, f: &Function, entry: &[u32]) -> Vec<u32> {
     let n = f.blocks.len();
