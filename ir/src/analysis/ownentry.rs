@@ -18,7 +18,8 @@
 //! region, the attribute ops on the params of [`OwnPlan::params`] make no
 //! test at all: they address the values array from the object (the
 //! array's fixed offset), and the lifetime checks and `guard.watch`es of
-//! those params are dropped too. A call runs it when every such argument
+//! those params are dropped too (a param stays in the plan where some
+//! direct call can pass a value that passed such a test). A call runs it when every such argument
 //! passed an own-values test **with the param's demand**
 //! ([`OwnPlans::demand`]) since the caller's latest call or word write,
 //! and since the argument was last defined (and, for the entry variant's
@@ -225,40 +226,7 @@ impl OwnPlans {
                 })
             })
             .collect();
-        // A param stays only if every call can pass an argument that
-        // passed an own-values test: one the caller tests, or a param of
-        // the caller's own plan. Params only go: at most as many rounds
-        // as params.
-        loop {
-            let mut changed = false;
-            for &(fi, gi, args) in &calls {
-                let f = &m.functions[fi];
-                let testable = |a: &Value| {
-                    demand[fi].contains_key(a)
-                        || (plans[fi].as_ref())
-                            .is_some_and(|p| p.params.iter().any(|&k| f.params.get(k) == Some(a)))
-                };
-                let keep: Option<Vec<usize>> = plans[gi].as_ref().map(|p| {
-                    (p.params.iter().copied())
-                        .filter(|&k| args.get(k).is_some_and(testable))
-                        .collect()
-                });
-                if let (Some(keep), Some(p)) = (keep, plans[gi].as_mut()) {
-                    if keep.len() != p.params.len() {
-                        p.params = keep;
-                        changed = true;
-                    }
-                }
-            }
-            for p in &mut plans {
-                if p.as_ref().is_some_and(|p| p.params.is_empty()) {
-                    *p = None;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        keep_supplied(m, &calls, &demand, &mut plans);
         // Arguments take their params' demands, until none grows (each
         // round raises one; demands are below MAX_INDEX).
         loop {
@@ -298,6 +266,53 @@ impl OwnPlans {
     /// The demand of value `v` of function `fi`, if it has one.
     pub fn demand_of(&self, fi: usize, v: Value) -> Option<u32> {
         self.demand.get(fi)?.get(&v).copied()
+    }
+}
+
+/// Drops from `plans` the params no call of `calls` (caller, callee,
+/// arguments) can pass a tested argument for: one with a demand in the
+/// caller (`demand`), or a param of the caller's own plan (a call that
+/// cannot runs the entry variant or the function). Params only go: at
+/// most as many rounds as params.
+fn keep_supplied(
+    m: &Module,
+    calls: &[(usize, usize, &[Value])],
+    demand: &[HashMap<Value, u32>],
+    plans: &mut [Option<OwnPlan>],
+) {
+    let n = plans.len();
+    loop {
+        let mut supplied: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(fi, gi, args) in calls {
+            let f = &m.functions[fi];
+            let testable = |a: &Value| {
+                demand[fi].contains_key(a)
+                    || (plans[fi].as_ref())
+                        .is_some_and(|p| p.params.iter().any(|&k| f.params.get(k) == Some(a)))
+            };
+            if let Some(p) = plans[gi].as_ref() {
+                for &k in &p.params {
+                    if args.get(k).is_some_and(testable) && !supplied[gi].contains(&k) {
+                        supplied[gi].push(k);
+                    }
+                }
+            }
+        }
+        let mut changed = false;
+        for (gi, p) in plans.iter_mut().enumerate() {
+            let Some(plan) = p.as_mut() else {
+                continue;
+            };
+            let before = plan.params.len();
+            plan.params.retain(|k| supplied[gi].contains(k));
+            changed |= plan.params.len() != before;
+            if plan.params.is_empty() {
+                *p = None;
+            }
+        }
+        if !changed {
+            break;
+        }
     }
 }
 
