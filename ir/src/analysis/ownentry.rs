@@ -150,6 +150,13 @@ impl OwnPlans {
     /// The own plans of `m`: of every function some instruction calls
     /// directly.
     pub fn of(m: &Module, host: HostModel) -> OwnPlans {
+        OwnPlans::of_except(m, host, &[])
+    }
+
+    /// [`OwnPlans::of`], but no plan for the functions `skip` marks (the
+    /// JIT's later pieces, which get no variant: their regions are not
+    /// computed).
+    pub fn of_except(m: &Module, host: HostModel, skip: &[bool]) -> OwnPlans {
         let n = m.functions.len();
         if host.host_slow_paths {
             return OwnPlans {
@@ -198,7 +205,7 @@ impl OwnPlans {
         }
         let mut plans: Vec<Option<OwnPlan>> = (m.functions.iter().enumerate())
             .map(|(fi, f)| {
-                if !called[fi] {
+                if !called[fi] || skip.get(fi).copied().unwrap_or(false) {
                     return None;
                 }
                 let region = own_region(m, f, &entry_region(f, host));

@@ -73,13 +73,8 @@ impl Lowerer<'_> {
         self.drop_later_pieces_variants();
         self.own_funcs = vec![None; self.entries.len()];
         if self.own_caps() {
-            self.owns = OwnPlans::of(self.ir, self.host);
             // Later pieces get no variant.
-            for (i, _) in (self.later_pieces.iter().enumerate()).filter(|(_, &l)| l) {
-                if let Some(p) = self.owns.plans.get_mut(i) {
-                    *p = None;
-                }
-            }
+            self.owns = OwnPlans::of_except(self.ir, self.host, &self.later_pieces);
         }
     }
 
