@@ -112,6 +112,13 @@ impl EntryPlan {
 /// Per block of `f`, how many leading instructions lie in its entry
 /// region (see the module doc).
 pub fn entry_region(f: &Function, host: HostModel) -> Vec<u32> {
+    region_until(f, |i| ends_entry_region(&i.kind, host))
+}
+
+/// Per block of `f`, how many leading instructions no path from the entry
+/// reaches through an instruction for which `ends` holds (a forward
+/// must-analysis: the greatest fixpoint, so a loop without one stays in).
+pub fn region_until(f: &Function, ends: impl Fn(&Inst) -> bool) -> Vec<u32> {
     let n = f.blocks.len();
     if n == 0 {
         return Vec::new();
@@ -120,7 +127,7 @@ pub fn entry_region(f: &Function, host: HostModel) -> Vec<u32> {
     let rpo = super::reverse_postorder(f);
     let lead = |b: usize| -> u32 {
         (f.blocks[b].insts.iter())
-            .position(|i| ends_entry_region(&i.kind, host))
+            .position(&ends)
             .map_or(u32::MAX, |p| p as u32)
     };
     // `starts[b]`: does block b start in the region? The greatest fixpoint

@@ -38,10 +38,9 @@
 //! the object is a live model-heap object whose word is its own values
 //! array's, with room for the index — a mismatch is an internal error.
 
-use super::entry::entry_region;
-use super::flowgraph::ControlFlowGraph;
+use super::entry::{ends_entry_region, region_until};
 use super::hoist::HostModel;
-use crate::inst::{Block, CheckKind, Inst, InstKind, Value};
+use crate::inst::{CheckKind, Inst, InstKind, Value};
 use crate::module::{Function, Module};
 use std::collections::HashMap;
 
@@ -68,43 +67,12 @@ pub fn writes_words(m: &Module, inst: &Inst) -> bool {
 }
 
 /// Per block of `f`, how many leading instructions lie in its own region:
-/// its entry region (`entry`, [`super::entry::EntryPlan::region`]) cut at every
-/// instruction that [`writes_words`].
-pub fn own_region(m: &Module, f: &Function, entry: &[u32]) -> Vec<u32> {
-    let n = f.blocks.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let cfg = ControlFlowGraph::with_function(f);
-    let rpo = super::reverse_postorder(f);
-    let lead = |b: usize| -> u32 {
-        let writes = (f.blocks[b].insts.iter())
-            .position(|i| writes_words(m, i))
-            .map_or(u32::MAX, |p| p as u32);
-        writes.min(entry.get(b).copied().unwrap_or(0))
-    };
-    // As the entry region: the greatest fixpoint of "every predecessor
-    // ends in the region".
-    let mut starts = vec![false; n];
-    for &b in &rpo {
-        starts[b as usize] = entry.get(b as usize).is_some_and(|&e| e > 0);
-    }
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in rpo.iter().skip(1) {
-            let b = b as usize;
-            let all = (cfg.preds(Block(b as u32)).iter())
-                .all(|p| starts[p.0 as usize] && lead(p.0 as usize) == u32::MAX);
-            if starts[b] && !all {
-                starts[b] = false;
-                changed = true;
-            }
-        }
-    }
-    (0..n)
-        .map(|b| if starts[b] { lead(b) } else { 0 })
-        .collect()
+/// its entry region (against `host`) cut at every instruction that
+/// [`writes_words`].
+pub fn own_region(m: &Module, f: &Function, host: HostModel) -> Vec<u32> {
+    region_until(f, |i| {
+        ends_entry_region(&i.kind, host) || writes_words(m, i)
+    })
 }
 
 /// One function's own variant.
@@ -208,7 +176,7 @@ impl OwnPlans {
                 if !called[fi] || skip.get(fi).copied().unwrap_or(false) {
                     return None;
                 }
-                let region = own_region(m, f, &entry_region(f, host));
+                let region = own_region(m, f, host);
                 let mut params: Vec<usize> = Vec::new();
                 for (b, blk) in f.blocks.iter().enumerate() {
                     let len = region.get(b).copied().unwrap_or(0) as usize;
@@ -426,11 +394,14 @@ entry:
 ";
         let checked = module(text, all());
         let f = &checked.functions[0];
-        assert_eq!(own_region(&checked, f, &[u32::MAX]), vec![u32::MAX]);
+        assert_eq!(
+            own_region(&checked, f, HostModel::default()),
+            vec![u32::MAX]
+        );
         let no_clobber = Checks::only(CheckKind::Lifetime).with(CheckKind::Bounds);
         let no_clobber = module(text, no_clobber);
         let f = &no_clobber.functions[0];
-        assert_eq!(own_region(&no_clobber, f, &[u32::MAX]), vec![1]);
+        assert_eq!(own_region(&no_clobber, f, HostModel::default()), vec![1]);
         assert!(writes_words(&no_clobber, &f.blocks[0].insts[1]));
     }
 }
