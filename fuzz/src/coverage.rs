@@ -118,6 +118,7 @@ pub const FAMILIES: &[&str] = &[
     "adstack.len",
     "adstack.tape_push",
     "adstack.tape_pop",
+    "adstack.tape_counter_le",
     "adstack.handle_param",
     "adstack.realloc_loop",
     "guard.hand_written",

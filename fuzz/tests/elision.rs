@@ -12,7 +12,7 @@ use guardlift_fuzz::gen::{generate, GenConfig, ENTRY};
 use guardlift_fuzz::{cases, random_inputs};
 use guardlift_interp::{InterpError, Interpreter};
 use guardlift_ir::analysis::adstack_capacities;
-use guardlift_ir::elide::redundant_underflow_checks;
+use guardlift_ir::elide::redundant_adstack_checks;
 use guardlift_ir::literal::parse_arg;
 use guardlift_ir::Module;
 use guardlift_runtime::{Mode, Runtime, RuntimeConfig};
@@ -26,7 +26,7 @@ const SETS: [usize; 3] = [0, 2, 5];
 fn claims(m: &Module) -> usize {
     m.functions
         .iter()
-        .map(|f| redundant_underflow_checks(f, &adstack_capacities(f).expect("caps")).len())
+        .map(|f| redundant_adstack_checks(f, &adstack_capacities(f).expect("caps")).len())
         .sum()
 }
 

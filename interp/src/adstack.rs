@@ -1,14 +1,14 @@
 //! Adstacks: the buffers (laid out by `guardlift_runtime::adstack`, as
 //! compiled code lays them out), the `adstack.*` instructions with their
 //! overflow and underflow checks, and the run-time verification of the
-//! underflow checks `guardlift_ir::elide` claims cannot fail.
+//! checks `guardlift_ir::elide` claims cannot fail.
 
 use crate::adbuf::AdBuf;
 use crate::frame::{fault, Cx, Frame, Step};
 use crate::values::{canon_elem, f32v, f64v, fbits32};
 use crate::{InterpError, Interpreter};
 use guardlift_ir::analysis::adstack_capacities;
-use guardlift_ir::elide::redundant_underflow_checks;
+use guardlift_ir::elide::redundant_adstack_checks;
 use guardlift_ir::{FuncId, Inst, InstKind, Module, SrcLoc};
 use guardlift_runtime::adstack::{self, AdElem};
 use guardlift_runtime::{Observed, ReportKind};
@@ -22,19 +22,19 @@ fn adbuf(fr: &mut Frame, h: u64, loc: SrcLoc) -> Result<&mut AdBuf, InterpError>
     }
 }
 
-/// Per function, the underflow checks claimed not to fail.
+/// Per function, the adstack checks claimed not to fail.
 pub(crate) fn elision_claims(m: &Module) -> Vec<HashSet<(u32, u32)>> {
     m.functions
         .iter()
         .map(|f| match adstack_capacities(f) {
-            Ok(caps) => redundant_underflow_checks(f, &caps),
+            Ok(caps) => redundant_adstack_checks(f, &caps),
             Err(_) => HashSet::new(),
         })
         .collect()
 }
 
 impl<'m> Interpreter<'m> {
-    /// An underflow check at `at` of `func` fails: was it claimed not to?
+    /// The adstack check at `at` of `func` fails: was it claimed not to?
     fn check_elision(
         &self,
         func: FuncId,
@@ -51,7 +51,7 @@ impl<'m> Interpreter<'m> {
             return Ok(());
         }
         let msg = format!(
-            "@{}: the underflow check at block {} inst {} was elided as one that cannot fail, and it fails",
+            "@{}: the adstack check at block {} inst {} was elided as one that cannot fail, and it fails",
             self.m.func(func).name, at.0, at.1
         );
         self.claim_refuted(loc, msg)
@@ -78,7 +78,7 @@ impl<'m> Interpreter<'m> {
             }
             InstKind::AdPush { stack, value } => {
                 let (h, x) = (fr.val(*stack), fr.val(*value));
-                self.ad_push(fr, callers, inst, h, x)
+                self.ad_push(fr, callers, inst, at, h, x)
             }
             InstKind::AdLen { stack } => {
                 let h = fr.val(*stack);
@@ -94,16 +94,18 @@ impl<'m> Interpreter<'m> {
         fr: &mut Frame,
         callers: &[Frame],
         inst: &Inst,
+        at: (usize, usize),
         h: u64,
         x: u64,
     ) -> Result<Step, InterpError> {
-        let loc = inst.loc;
+        let (loc, func) = (inst.loc, fr.func);
         let buf = adbuf(fr, h, loc)?;
         let (n, cap) = (buf.len(), buf.cap);
         if n >= cap as u64 {
             let Some(site) = inst.site else {
                 return fault(loc, format!("adstack overflow in uninstrumented code (len {n}, capacity {cap}): undefined behaviour"));
             };
+            self.check_elision(func, at, loc)?;
             let obs = Observed::Adstack {
                 capacity: cap as u64,
                 len: n,

@@ -208,7 +208,13 @@ impl FnGen<'_, '_, '_> {
     }
 
     /// The autodiff tape: a loop that pushes a constant number of entries,
-    /// or one that reads and pops a constant number of them.
+    /// or one that reads and pops a constant number of them. The counter
+    /// runs from a constant `a` (0–2) to `a + n` under one of the tests
+    /// that bound it from above (`slt`, `ult`, `sle` against `a + n − 1`,
+    /// or `sge`/`sgt` with the body on the false edge): the shapes
+    /// `guardlift_ir::analysis::adbound` proves a push loop that fits
+    /// from (its overflow checks elided), and the loops one push past the
+    /// room (an injected fault) that it must not claim.
     pub(super) fn tape_loop(&mut self) {
         let room = self.ms.cfg.max_mult / self.mult;
         if room < 2 {
@@ -238,15 +244,32 @@ impl FnGen<'_, '_, '_> {
         let through_param = self.src.chance(1, 2);
         let h_param =
             through_param.then(|| self.fb.append_block_param(header, Type::AdStack(st.elem)));
-        let zero = self.iconst(Type::I64, 0);
+        let a = self.src.range(0, 2) as i64;
+        let start = self.iconst(Type::I64, a);
         let acc0 = self.pick_compat(et);
-        let mut init = vec![zero, acc0];
+        let mut init = vec![start, acc0];
         init.extend(h_param.map(|_| st.v));
         self.fb.jump(header, &init);
         self.fb.switch_to_block(header);
-        let nv = self.iconst(Type::I64, n as i64);
-        let c = self.fb.icmp(IntCC::Slt, i, nv);
-        self.fb.brif(c, body, &[], exit, &[]);
+        // The test, and whether the body is on its true edge.
+        let end = a + n as i64;
+        let (cc, k, body_on_true) = match self.src.index(5) {
+            0 => (IntCC::Slt, end, true),
+            1 => (IntCC::Ult, end, true),
+            2 => (IntCC::Sle, end - 1, true),
+            3 => (IntCC::Sge, end, false),
+            _ => (IntCC::Sgt, end - 1, false),
+        };
+        if matches!(cc, IntCC::Sle | IntCC::Sgt) {
+            self.ev.insert("adstack.tape_counter_le");
+        }
+        let kv = self.iconst(Type::I64, k);
+        let c = self.fb.icmp(cc, i, kv);
+        if body_on_true {
+            self.fb.brif(c, body, &[], exit, &[]);
+        } else {
+            self.fb.brif(c, exit, &[], body, &[]);
+        }
         self.fb.switch_to_block(body);
         let h = h_param.unwrap_or(st.v);
         let (vals_before, objs_before) = (self.vals.len(), self.objs.len());

@@ -87,17 +87,17 @@ impl<'f> FuncAnalysis<'f> {
         loops
     }
 
-    /// The guarded underflow checks that cannot fail
-    /// ([`elide::redundant_underflow_checks`]); `caps` is
+    /// The guarded adstack checks (underflow and overflow) that cannot
+    /// fail ([`elide::redundant_adstack_checks`]); `caps` is
     /// [`crate::analysis::adstack_capacities`] of the function (the same
     /// on every call: the first call's answer is kept).
-    pub fn redundant_underflow_checks(&self, caps: &HashMap<Value, u32>) -> &HashSet<(u32, u32)> {
+    pub fn redundant_adstack_checks(&self, caps: &HashMap<Value, u32>) -> &HashSet<(u32, u32)> {
         self.elided.get_or_init(|| {
             if self.f.blocks.is_empty() {
                 HashSet::new()
             } else {
                 let rpo: Vec<Block> = self.rpo().iter().map(|&b| Block(b)).collect();
-                elide::redundant_underflow_checks_in(self.f, &rpo, caps)
+                elide::redundant_adstack_checks_in(self.f, &rpo, caps)
             }
         })
     }

@@ -20,6 +20,7 @@
 //! [`reverse_postorder`]: the blocks reachable from the entry, in the
 //! order forward analyses and the lowering visit them.
 
+pub mod adbound;
 pub mod attrgroup;
 pub mod context;
 pub mod dominator_tree;

@@ -45,15 +45,16 @@ pub(super) fn internal(fname: &str, what: impl std::fmt::Display) -> JitError {
     JitError::Codegen(format!("@{fname}: {what}"))
 }
 
-/// Has `f` a guarded instruction with an adstack underflow check (the only
-/// ones [`guardlift_ir::elide::redundant_underflow_checks`] can elide)?
-fn has_guarded_underflow_check(f: &guardlift_ir::Function) -> bool {
-    use guardlift_ir::InstKind::{AdAccAdj, AdPop, AdTop, AdTopAdj};
+/// Has `f` a guarded adstack instruction other than `adstack.alloc` and
+/// `adstack.len` (the only ones
+/// [`guardlift_ir::elide::redundant_adstack_checks`] can elide)?
+fn has_guarded_adstack_check(f: &guardlift_ir::Function) -> bool {
+    use guardlift_ir::InstKind::{AdAccAdj, AdPop, AdPush, AdTop, AdTopAdj};
     f.blocks.iter().flat_map(|b| &b.insts).any(|i| {
         i.site.is_some()
             && matches!(
                 i.kind,
-                AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } | AdPop { .. }
+                AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } | AdPop { .. } | AdPush { .. }
             )
     })
 }
@@ -98,11 +99,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
             return Err(internal(self.fname, "function has no blocks"));
         }
         let rpo = self.lw.analyses[self.id].rpo().to_vec();
-        // The elision analysis only ever marks guarded adstack reads and
-        // pops: a function without one (most big functions) skips it.
-        if has_guarded_underflow_check(f) {
+        // The elision analysis only ever marks guarded adstack pushes, reads
+        // and pops: a function without one (most big functions) skips it.
+        if has_guarded_adstack_check(f) {
             self.elided = (self.lw.analyses[self.id])
-                .redundant_underflow_checks(&self.caps)
+                .redundant_adstack_checks(&self.caps)
                 .clone();
         }
         if self.lw.stack_redzones {
@@ -628,11 +629,11 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 #[cfg(test)]
 mod tests {
     use super::super::version::tests::lower_first;
-    use super::has_guarded_underflow_check;
+    use super::has_guarded_adstack_check;
     use guardlift_instrument::CheckSet;
     use guardlift_ir::analysis::adstack_capacities;
-    use guardlift_ir::elide::redundant_underflow_checks;
-    use guardlift_ir::InstKind::{AdAccAdj, AdPop, AdTop, AdTopAdj};
+    use guardlift_ir::elide::redundant_adstack_checks;
+    use guardlift_ir::InstKind::{AdAccAdj, AdPop, AdPush, AdTop, AdTopAdj};
 
     /// The lowering skips the elision analysis for functions the predicate
     /// rejects: sound only if every claim of the analysis is a guarded
@@ -651,9 +652,9 @@ mod tests {
             let m = guardlift_ir::parse_and_verify(&text).expect("valid case");
             for f in &m.functions {
                 let caps = adstack_capacities(f).expect("caps");
-                let claims = redundant_underflow_checks(f, &caps);
+                let claims = redundant_adstack_checks(f, &caps);
                 assert!(
-                    claims.is_empty() || has_guarded_underflow_check(f),
+                    claims.is_empty() || has_guarded_adstack_check(f),
                     "{}",
                     path.display()
                 );
@@ -662,7 +663,11 @@ mod tests {
                     assert!(inst.site.is_some(), "{}", path.display());
                     assert!(matches!(
                         inst.kind,
-                        AdTop { .. } | AdTopAdj { .. } | AdAccAdj { .. } | AdPop { .. }
+                        AdTop { .. }
+                            | AdTopAdj { .. }
+                            | AdAccAdj { .. }
+                            | AdPop { .. }
+                            | AdPush { .. }
                     ));
                     claimed += 1;
                 }
@@ -675,7 +680,7 @@ mod tests {
             "fn @f(%x: i64) -> i64 {\nentry:\n    %y = iadd %x, %x\n    return %y\n}\n",
         )
         .expect("valid");
-        assert!(!has_guarded_underflow_check(&m.functions[0]));
+        assert!(!has_guarded_adstack_check(&m.functions[0]));
     }
 
     /// A report's and an attribute slow path's cold call in checked code
