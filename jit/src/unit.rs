@@ -190,6 +190,7 @@ impl<'m> Unit<'m> {
                 units.push((i, Variant::Own, id));
             }
         }
+        lw.has_own_funcs = lw.own_funcs.iter().any(Option::is_some);
         Ok(Unit { lw, units, origin })
     }
 

@@ -28,10 +28,13 @@ done:
     %s = call @helper(%h)
     return %s
 }
+; The second push overflows (capacity 1): its check stays (the first's
+; cannot fail and is not emitted, ir/src/analysis/adbound.rs).
 fn @helper(%x: i64) -> i64 {
 entry:
-    %s = adstack.alloc.f64 4
+    %s = adstack.alloc.f64 1
     %f = fcvt_from_sint.f64 %x
+    guard.adstack.push %s, %f
     guard.adstack.push %s, %f
     %n = adstack.len %s
     return %n

@@ -18,7 +18,7 @@
 //!
 //! A forward dataflow over the CFG, iterated in reverse postorder to a
 //! fixpoint as [`super::elide`]'s is. The first round meets bounds
-//! precisely (the larger); in the next [`THRESHOLD_ROUNDS`] a bound that
+//! precisely (the larger); in the next `THRESHOLD_ROUNDS` (6) a bound that
 //! still grows at a merge jumps to the next *threshold* (a constant of the
 //! program or a capacity, or one less: a counter that a `< 1024` test
 //! stops jumps to 1023 and stays there), and after them it is dropped, so
@@ -56,7 +56,7 @@
 //! capacity: `k < cap`, or `u + k < cap` for `count ≤ %v + k`, `%v ≤ u`.
 //! Only `i64` values carry facts (narrower integers wrap at their width).
 //! At most [`MAX_FACTS`] facts of each kind are kept per program point, and
-//! a function that reaches no fixpoint in [`MAX_ROUNDS`] rounds gets no
+//! a function that reaches no fixpoint in `MAX_ROUNDS` (24) rounds gets no
 //! claim.
 
 use super::elide::{buffer_classes, iconsts, swap};

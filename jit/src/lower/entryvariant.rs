@@ -362,7 +362,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
     /// pass holds any more (what vouches for lifetime and watch still
     /// does: `life` keeps its low bit).
     pub(super) fn own_after(&mut self, inst: &Inst) {
-        if self.lw.own_funcs.iter().all(Option::is_none)
+        if !self.lw.has_own_funcs
             || !guardlift_ir::analysis::ownentry::writes_words(self.lw.ir, inst)
         {
             return;

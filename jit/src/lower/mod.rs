@@ -279,6 +279,10 @@ pub(crate) struct Lowerer<'m> {
     /// The own variant of every IR function that has one, declared by the
     /// compile driver after [`Lowerer::plan_entry_variants`].
     pub(crate) own_funcs: Vec<Option<ClFuncId>>,
+    /// Has any IR function an own variant (`own_funcs`)? Read at every
+    /// instruction (`own_after`): a scan of `own_funcs` there made the
+    /// lowering quadratic in a big function's pieces.
+    pub(crate) has_own_funcs: bool,
     imports: HashMap<String, ClFuncId>,
     /// Stubs declared so far (see [`Lowerer::define_stubs`]).
     stubs: Vec<(Stub, ClFuncId)>,
@@ -352,6 +356,7 @@ impl<'m> Lowerer<'m> {
             entry_funcs: Vec::new(),
             owns: Default::default(),
             own_funcs: Vec::new(),
+            has_own_funcs: false,
             imports: HashMap::new(),
             stubs: Vec::new(),
             stub_names: HashMap::new(),
