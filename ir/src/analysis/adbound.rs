@@ -66,8 +66,11 @@ use crate::types::Type;
 use cranelift_entity::{EntityRef, SecondaryMap};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Most facts of each kind kept at one program point.
-pub const MAX_FACTS: usize = 256;
+/// Most facts of each kind kept at one program point (dropping one is
+/// always sound). Handles passed along a chain of loops keep a fact per
+/// alias: at 256, a function of 600 counted loops on one stack compiled
+/// in 0.77 s against 0.09 s without this analysis; at 64, in 0.16 s.
+pub const MAX_FACTS: usize = 64;
 
 /// The facts at a program point.
 #[derive(Clone, Default, PartialEq, Debug)]
