@@ -59,7 +59,7 @@
 //! a function that reaches no fixpoint in `MAX_ROUNDS` (24) rounds gets no
 //! claim.
 
-use super::elide::{buffer_classes, iconsts, swap};
+use super::elide::{buffer_classes, fixpoint, iconsts, swap};
 use crate::inst::{BinOp, BlockCall, InstKind, IntCC, Value};
 use crate::module::Function;
 use crate::types::Type;
@@ -214,37 +214,18 @@ pub(crate) fn redundant_overflow_checks_in(
         consts: iconsts(f),
     };
     let thresholds = thresholds(f, caps);
-    let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
-    at_entry[0] = Some(Facts::default());
-    let mut round = 0u32;
-    loop {
-        let widen = match round {
-            0 => Widen::Precise,
-            r if r <= THRESHOLD_ROUNDS => Widen::To(&thresholds),
-            _ => Widen::Drop,
-        };
-        let mut out = HashSet::new();
-        let mut changed = false;
-        for b in rpo.iter().map(|b| b.0) {
-            let Some(facts) = at_entry[b as usize].clone() else {
-                continue;
-            };
-            for (dest, edge) in cx.block(b, facts, &mut out) {
-                if let Some(slot) = at_entry.get_mut(dest) {
-                    changed |= meet(slot, edge, widen);
-                }
-            }
-        }
-        // A round that changed nothing ran on the fixpoint: its claims hold.
-        if !changed {
-            return out;
-        }
-        round += 1;
-        if round > MAX_ROUNDS {
-            // No fixpoint yet: claim nothing (always sound).
-            return HashSet::new();
-        }
-    }
+    let widen = |round: u32| match round {
+        0 => Widen::Precise,
+        r if r <= THRESHOLD_ROUNDS => Widen::To(&thresholds),
+        _ => Widen::Drop,
+    };
+    fixpoint(
+        f.blocks.len(),
+        rpo,
+        Some(MAX_ROUNDS),
+        |b, facts, out| cx.block(b, facts, out),
+        |slot, edge, round| meet(slot, edge, widen(round)),
+    )
 }
 
 /// What the transfer functions need of the function.

@@ -91,9 +91,33 @@ fn redundant_underflow_checks_in(
         class: buffer_classes(f),
         consts: iconsts(f),
     };
-    let mut at_entry: Vec<Option<Facts>> = vec![None; f.blocks.len()];
-    at_entry[0] = Some(Facts::new());
-    let mut first_round = true;
+    fixpoint(
+        f.blocks.len(),
+        rpo,
+        None,
+        |b, facts, out| cx.block(b, facts, out),
+        |slot, edge, round| meet(slot, edge, round == 0),
+    )
+}
+
+/// The forward dataflow driver of both adstack analyses (this one and
+/// [`super::adbound`]): from empty facts at the entry block, runs
+/// `block` over the blocks in reverse postorder (`rpo`), meeting the facts
+/// it returns per edge into each successor's entry facts (`meet`, given the
+/// round number, says whether they changed), until a round changes
+/// nothing; that round's claims (what `block` put in the set) hold. With
+/// `max_rounds`, a function still changing after that many rounds gets no
+/// claim.
+pub(super) fn fixpoint<F: Clone + Default>(
+    n_blocks: usize,
+    rpo: &[crate::inst::Block],
+    max_rounds: Option<u32>,
+    block: impl Fn(u32, F, &mut HashSet<(u32, u32)>) -> Vec<(usize, F)>,
+    meet: impl Fn(&mut Option<F>, F, u32) -> bool,
+) -> HashSet<(u32, u32)> {
+    let mut at_entry: Vec<Option<F>> = vec![None; n_blocks];
+    at_entry[0] = Some(F::default());
+    let mut round = 0u32;
     loop {
         let mut out = HashSet::new();
         let mut changed = false;
@@ -101,9 +125,9 @@ fn redundant_underflow_checks_in(
             let Some(facts) = at_entry[b as usize].clone() else {
                 continue;
             };
-            for (dest, edge) in cx.block(b, facts, &mut out) {
+            for (dest, edge) in block(b, facts, &mut out) {
                 if let Some(slot) = at_entry.get_mut(dest) {
-                    changed |= meet(slot, edge, first_round);
+                    changed |= meet(slot, edge, round);
                 }
             }
         }
@@ -111,7 +135,11 @@ fn redundant_underflow_checks_in(
         if !changed {
             return out;
         }
-        first_round = false;
+        round += 1;
+        if max_rounds.is_some_and(|m| round > m) {
+            // No fixpoint yet: claim nothing (always sound).
+            return HashSet::new();
+        }
     }
 }
 
