@@ -232,18 +232,22 @@ impl Plan {
         }
         // One pass over the instructions (a big function's outgrow the
         // caches): frame state, each block's smallest and largest branch
-        // target, and reachability in layout order.
+        // target, reachability in layout order, and each value's first
+        // and last block of use (the live-ins, once the cuts are known).
         let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(nb);
         let mut reached = vec![false; nb];
         reached[0] = true;
+        let mut uses = Uses::new(f.values.len());
         for (bi, b) in f.blocks.iter().enumerate() {
-            let frame_state = (b.insts.iter()).any(|i| {
-                matches!(
+            let mut frame_state = false;
+            for i in &b.insts {
+                frame_state |= matches!(
                     i.kind,
                     InstKind::AdAlloc { .. } | InstKind::StackAlloc { .. }
-                )
-            });
-            if frame_state {
+                );
+                i.kind.for_each_operand(|v| uses.add(v, bi));
+            }
+            if frame_state || uses.bad {
                 return None;
             }
             let mut span: Option<(usize, usize)> = None;
@@ -288,7 +292,7 @@ impl Plan {
         if starts.len() < 2 {
             return None;
         }
-        let live_in = live_ins(f, &starts)?;
+        let live_in = uses.live_ins(f, &starts)?;
         Some(Plan { starts, live_in })
     }
 
@@ -458,52 +462,67 @@ fn all_reachable(f: &Function) -> bool {
     count == f.blocks.len()
 }
 
-/// By piece (starting at `starts`): the values defined before it that it
-/// or a later piece uses, sorted; `None` if a piece uses a value defined
-/// after it (only unreachable code could; [`Plan::of`] leaves such
-/// functions whole).
-fn live_ins(f: &Function, starts: &[usize]) -> Option<Vec<Vec<Value>>> {
-    // The block defining each value (function params: before block 0's
-    // instructions, so before every later piece).
-    let def_block: Vec<usize> = (f.values.iter())
-        .map(|d| match d.def {
-            ValueDef::Param(_) => 0,
-            ValueDef::BlockParam(b, _) | ValueDef::Inst(b) => b.0 as usize,
-        })
-        .collect();
-    let mut seen = vec![u32::MAX; f.values.len()];
-    let mut out: Vec<Vec<Value>> = vec![Vec::new(); starts.len()];
-    for k in (1..starts.len()).rev() {
-        let (s, e) = (
-            starts[k],
-            starts.get(k + 1).copied().unwrap_or(f.blocks.len()),
-        );
-        let mut live: Vec<Value> = Vec::new();
-        let mut bad = false;
-        let mut add = |v: Value, live: &mut Vec<Value>| {
-            let d = def_block[v.0 as usize];
-            if d >= e {
-                bad = true;
-            } else if d < s && seen[v.0 as usize] != k as u32 {
-                seen[v.0 as usize] = k as u32;
-                live.push(v);
-            }
-        };
-        if let Some(later) = out.get(k + 1) {
-            for &v in later {
-                add(v, &mut live);
-            }
+/// Each value's first and last block of use, by block index
+/// (`u32::MAX, 0`: unused), gathered in [`Plan::of`]'s one pass.
+struct Uses {
+    span: Vec<(u32, u32)>,
+    /// An operand names no value of the function.
+    bad: bool,
+}
+
+impl Uses {
+    fn new(values: usize) -> Self {
+        Uses {
+            span: vec![(u32::MAX, 0); values],
+            bad: false,
         }
-        for i in f.blocks[s..e].iter().flat_map(|b| &b.insts) {
-            i.kind.for_each_operand(|v| add(v, &mut live));
-        }
-        if bad {
-            return None;
-        }
-        live.sort_unstable();
-        out[k] = live;
     }
-    Some(out)
+
+    fn add(&mut self, v: Value, block: usize) {
+        match self.span.get_mut(v.0 as usize) {
+            Some((lo, hi)) => {
+                *lo = (*lo).min(block as u32);
+                *hi = (*hi).max(block as u32);
+            }
+            None => self.bad = true,
+        }
+    }
+
+    /// By piece (starting at `starts`): the values defined before it that
+    /// it or a later piece uses, sorted; `None` if a piece uses a value
+    /// defined in a piece after it (only unreachable code could;
+    /// [`Plan::of`] leaves such functions whole).
+    fn live_ins(&self, f: &Function, starts: &[usize]) -> Option<Vec<Vec<Value>>> {
+        // The piece of each block.
+        let mut piece_of = vec![0u32; f.blocks.len()];
+        for (k, &s) in starts.iter().enumerate() {
+            let e = starts.get(k + 1).copied().unwrap_or(f.blocks.len());
+            piece_of[s..e].fill(k as u32);
+        }
+        let mut out: Vec<Vec<Value>> = vec![Vec::new(); starts.len()];
+        for (v, (d, &(lo, hi))) in f.values.iter().zip(&self.span).enumerate() {
+            if lo == u32::MAX {
+                continue;
+            }
+            // Function params: before block 0's instructions, so before
+            // every later piece.
+            let def = match d.def {
+                ValueDef::Param(_) => 0,
+                ValueDef::BlockParam(b, _) | ValueDef::Inst(b) => b.0 as usize,
+            };
+            let piece = |b: usize| piece_of.get(b).copied();
+            let (dp, first, last) = (piece(def)?, piece(lo as usize)?, piece(hi as usize)?);
+            if first < dp {
+                return None;
+            }
+            // Live into every piece after its definition's, up to its
+            // last use's (values in increasing order: each list sorted).
+            for live in &mut out[dp as usize + 1..=last as usize] {
+                live.push(Value(v as u32));
+            }
+        }
+        Some(out)
+    }
 }
 
 /// Old value → new value of the piece being built (one table for every

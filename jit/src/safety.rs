@@ -30,20 +30,37 @@ use guardlift_runtime::abi;
 /// or why not, as `LINE:COL: reason` of the first offending instruction
 /// (in the function itself or, through `calls @g`, in a callee).
 pub(crate) fn unsafety(m: &Module) -> Vec<Option<String>> {
-    let mut why: Vec<Option<String>> = m.functions.iter().map(|f| direct(m, f)).collect();
+    // One pass over each function's instructions: its own reason, and,
+    // while it has none, its IR calls in order (the rounds below go over
+    // these, not over every instruction again).
+    let mut calls: Vec<Vec<&Inst>> = vec![Vec::new(); m.functions.len()];
+    let mut why: Vec<Option<String>> = (m.functions.iter().zip(&mut calls))
+        .map(|(f, calls)| {
+            insts(f).find_map(|inst| {
+                if let InstKind::Call {
+                    callee: Callee::Func(_),
+                    ..
+                } = inst.kind
+                {
+                    calls.push(inst);
+                }
+                direct(m, inst)
+            })
+        })
+        .collect();
     // Propagate through IR calls until nothing changes (each round marks at
     // least one more function, or stops).
     loop {
         let mut changed = false;
-        for (i, f) in m.functions.iter().enumerate() {
+        for (i, calls) in calls.iter().enumerate() {
             if why[i].is_some() {
                 continue;
             }
-            let bad_callee = insts(f).find_map(|inst| match &inst.kind {
+            let bad_callee = calls.iter().find_map(|inst| match inst.kind {
                 InstKind::Call {
                     callee: Callee::Func(g),
                     ..
-                } => why[g.0 as usize].as_ref().map(|r| (inst, *g, r.clone())),
+                } => why[g.0 as usize].as_ref().map(|r| (inst, g, r.clone())),
                 _ => None,
             });
             if let Some((inst, g, reason)) = bad_callee {
@@ -65,39 +82,38 @@ fn insts(f: &Function) -> impl Iterator<Item = &Inst> {
     f.blocks.iter().flat_map(|b| b.insts.iter())
 }
 
-/// Why `f`'s own instructions are not memory-safe, if they are not.
-fn direct(m: &Module, f: &Function) -> Option<String> {
-    insts(f).find_map(|inst| {
-        let why = match &inst.kind {
-            InstKind::Load { .. } | InstKind::Store { .. } => "accesses a computed address",
-            InstKind::CallIndirect { .. } => "calls through a pointer",
-            InstKind::DictSlotLoad { .. }
-            | InstKind::DictSlotStore { .. }
-            | InstKind::LoadAttr { .. }
-            | InstKind::StoreAttr { .. } => "dereferences an object pointer",
-            InstKind::AdPush { .. }
-            | InstKind::AdPop { .. }
-            | InstKind::AdTop { .. }
-            | InstKind::AdTopAdj { .. }
-            | InstKind::AdAccAdj { .. }
-                if !adstack_checked(m, inst) =>
-            {
-                "has no `adstack` check"
-            }
-            InstKind::Call {
-                callee: Callee::Extern(e),
-                ..
-            } if abi::builtin(&m.ext(*e).name).is_none() => {
-                return Some(format!(
-                    "{}: calls host function @{}",
-                    inst.loc,
-                    m.ext(*e).name
-                ))
-            }
-            _ => return None,
-        };
-        Some(format!("{}: `{}` {why}", inst.loc, inst.kind.opcode()))
-    })
+/// Why `inst`, one of a function's own instructions, is not memory-safe,
+/// if it is not.
+fn direct(m: &Module, inst: &Inst) -> Option<String> {
+    let why = match &inst.kind {
+        InstKind::Load { .. } | InstKind::Store { .. } => "accesses a computed address",
+        InstKind::CallIndirect { .. } => "calls through a pointer",
+        InstKind::DictSlotLoad { .. }
+        | InstKind::DictSlotStore { .. }
+        | InstKind::LoadAttr { .. }
+        | InstKind::StoreAttr { .. } => "dereferences an object pointer",
+        InstKind::AdPush { .. }
+        | InstKind::AdPop { .. }
+        | InstKind::AdTop { .. }
+        | InstKind::AdTopAdj { .. }
+        | InstKind::AdAccAdj { .. }
+            if !adstack_checked(m, inst) =>
+        {
+            "has no `adstack` check"
+        }
+        InstKind::Call {
+            callee: Callee::Extern(e),
+            ..
+        } if abi::builtin(&m.ext(*e).name).is_none() => {
+            return Some(format!(
+                "{}: calls host function @{}",
+                inst.loc,
+                m.ext(*e).name
+            ))
+        }
+        _ => return None,
+    };
+    Some(format!("{}: `{}` {why}", inst.loc, inst.kind.opcode()))
 }
 
 fn adstack_checked(m: &Module, inst: &Inst) -> bool {

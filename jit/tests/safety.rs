@@ -147,3 +147,31 @@ fn errors_keep_their_sources_and_carry_no_error_prefix() {
     assert!(e.source().is_none());
     assert_eq!(e.to_string(), "internal error: x");
 }
+
+#[test]
+fn unsafety_reaches_the_top_of_a_call_chain_declared_callers_first() {
+    // @f0 calls @f1 ... calls @f5, which stores: each caller is declared
+    // before its callee, so the reason climbs one function per round.
+    // @two, declared first, calls @f4 before @poke: in the first round
+    // @f4 is not marked yet when @two is looked at, @poke is (its own
+    // store), so @two's reason is its call of @poke.
+    let mut text = String::from(
+        "fn @two(%p: ptr) {\nentry:\n    call @f4(%p)\n    %v = iconst.i64 1\n    call @poke(%p, %v)\n    return\n}\n",
+    );
+    for i in 0..5 {
+        text += &format!(
+            "fn @f{i}(%p: ptr) {{\nentry:\n    call @f{}(%p)\n    return\n}}\n",
+            i + 1
+        );
+    }
+    text += "fn @f5(%p: ptr) {\nentry:\n    %v = iconst.i64 1\n    store %v, %p\n    return\n}\n";
+    text += "fn @poke(%p: ptr, %v: i64) {\nentry:\n    store %v, %p\n    return\n}\n";
+    let m = jit(&text);
+    let r = reason(m.check_memory_safe("f0").unwrap_err());
+    assert_eq!(
+        r,
+        "10:5: calls @f1, which is not memory-safe (15:5: calls @f2, which is not memory-safe (20:5: calls @f3, which is not memory-safe (25:5: calls @f4, which is not memory-safe (30:5: calls @f5, which is not memory-safe (36:5: `store` accesses a computed address)))))"
+    );
+    let r = reason(m.check_memory_safe("two").unwrap_err());
+    assert!(r.starts_with("5:5: calls @poke, "), "{r}");
+}

@@ -212,25 +212,22 @@ fn tested_values(m: &Module, f: &Function) -> Vec<Value> {
 /// nothing its callers vouch for to drop, or a host with its own attribute
 /// slow paths).
 pub fn entry_plans(m: &Module, host: HostModel) -> Vec<Option<EntryPlan>> {
+    entry_plans_except(m, host, &[])
+}
+
+/// [`entry_plans`], but no plan for the functions `skip` marks (the JIT's
+/// later pieces of a big function, which get no variant): their regions
+/// are not computed, and a call they make vouches only for what they test
+/// themselves, as the code they run can (they are never entered vouched).
+/// So each plan is a subset of [`entry_plans`]'s.
+pub fn entry_plans_except(m: &Module, host: HostModel, skip: &[bool]) -> Vec<Option<EntryPlan>> {
     let n = m.functions.len();
     if host.host_slow_paths {
         // Any attribute op may then run host code that frees: what
         // vouches would end at each one. Not worth a variant.
         return vec![None; n];
     }
-    // Per function: its region and the params it could drop tests of.
-    let mut plans: Vec<Option<EntryPlan>> = (m.functions.iter())
-        .map(|f| {
-            let region = entry_region(f, host);
-            let (life, watch) = region_tests(m, f, &region);
-            Some(EntryPlan {
-                region,
-                life,
-                watch,
-            })
-        })
-        .collect();
-    let tested: Vec<Vec<Value>> = m.functions.iter().map(|f| tested_values(m, f)).collect();
+    let skipped = |fi: usize| skip.get(fi).copied().unwrap_or(false);
     // The direct calls (caller, callee, args), found in one pass: the
     // rounds below go over them, not over every instruction again.
     let calls: Vec<(usize, FuncId, &[Value])> = (m.functions.iter().enumerate())
@@ -240,11 +237,36 @@ pub fn entry_plans(m: &Module, host: HostModel) -> Vec<Option<EntryPlan>> {
         })
         .collect();
     let mut called = vec![false; n];
-    for &(_, g, _) in &calls {
+    // Callers whose tested values matter: those calling a function that
+    // may get a plan.
+    let mut vouching = vec![false; n];
+    for &(fi, g, _) in &calls {
         if let Some(c) = called.get_mut(g.0 as usize) {
             *c = true;
+            vouching[fi] |= !skipped(g.0 as usize);
         }
     }
+    // Per function: its region and the params it could drop tests of.
+    let mut plans: Vec<Option<EntryPlan>> = (m.functions.iter().enumerate())
+        .map(|(fi, f)| {
+            if skipped(fi) {
+                return None;
+            }
+            let region = entry_region(f, host);
+            let (life, watch) = region_tests(m, f, &region);
+            Some(EntryPlan {
+                region,
+                life,
+                watch,
+            })
+        })
+        .collect();
+    let tested: Vec<Vec<Value>> = (m.functions.iter().enumerate())
+        .map(|(fi, f)| match vouching[fi] {
+            true => tested_values(m, f),
+            false => Vec::new(),
+        })
+        .collect();
     // Params only go: repeat until no plan loses one (each round removes
     // at least one param, so at most as many rounds as params).
     loop {

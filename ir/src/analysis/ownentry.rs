@@ -139,13 +139,23 @@ impl OwnPlans {
             }
             _ => None,
         };
-        // Demands from the function's own ops; values with a too high
-        // index never get one.
+        // Demands from the function's own ops (values with a too high
+        // index never get one), and the functions called directly: one
+        // pass over the instructions.
         let mut over: Vec<Vec<Value>> = vec![Vec::new(); n];
+        let mut called = vec![false; n];
         let mut demand: Vec<HashMap<Value, u32>> = (m.functions.iter().enumerate())
             .map(|(fi, f)| {
                 let mut d: HashMap<Value, u32> = HashMap::new();
-                for (o, index) in f.blocks.iter().flat_map(|b| &b.insts).filter_map(attr) {
+                for i in f.blocks.iter().flat_map(|b| &b.insts) {
+                    if let Some((g, _)) = i.kind.direct_call() {
+                        if let Some(c) = called.get_mut(g.0 as usize) {
+                            *c = true;
+                        }
+                    }
+                    let Some((o, index)) = attr(i) else {
+                        continue;
+                    };
                     if index >= MAX_INDEX {
                         over[fi].push(o);
                     } else {
@@ -159,18 +169,6 @@ impl OwnPlans {
                 d
             })
             .collect();
-        let mut called = vec![false; n];
-        for inst in m
-            .functions
-            .iter()
-            .flat_map(|f| f.blocks.iter().flat_map(|b| &b.insts))
-        {
-            if let Some((g, _)) = inst.kind.direct_call() {
-                if let Some(c) = called.get_mut(g.0 as usize) {
-                    *c = true;
-                }
-            }
-        }
         let mut plans: Vec<Option<OwnPlan>> = (m.functions.iter().enumerate())
             .map(|(fi, f)| {
                 if !called[fi] || skip.get(fi).copied().unwrap_or(false) {

@@ -24,7 +24,7 @@ use crate::error::JitError;
 use cranelift_codegen::ir::{self as cl, condcodes::IntCC, types, BlockArg, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::{FuncId as ClFuncId, Module as ClModule};
-use guardlift_ir::analysis::entry::{entry_plans, EntryPlan};
+use guardlift_ir::analysis::entry::{entry_plans_except, EntryPlan};
 use guardlift_ir::analysis::ownentry::{OwnPlan, OwnPlans};
 use guardlift_ir::{FuncId, Function, Inst, InstKind, Value};
 use std::collections::{HashMap, HashSet};
@@ -68,7 +68,8 @@ impl Lowerer<'_> {
     /// Decides which IR functions get an entry variant (all engines: the
     /// variant needs no shadow).
     pub fn plan_entry_variants(&mut self) {
-        self.entries = entry_plans(self.ir, self.host);
+        // Later pieces get no variant: no plan is computed for them.
+        self.entries = entry_plans_except(self.ir, self.host, &self.later_pieces);
         self.entry_funcs = vec![None; self.entries.len()];
         self.drop_later_pieces_variants();
         self.own_funcs = vec![None; self.entries.len()];
