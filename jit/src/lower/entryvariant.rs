@@ -62,6 +62,10 @@ pub(super) const LIFE_OWN: i64 = 3;
 pub(super) struct Vouch {
     /// By tracked value: its `life` and `watch` variables.
     vars: HashMap<Value, (Variable, Variable)>,
+    /// The same pairs in the order the values were tracked: what resets
+    /// them goes over these, so the code (its constants' value numbers
+    /// included) does not depend on the map's order.
+    order: Vec<(Variable, Variable)>,
 }
 
 impl Lowerer<'_> {
@@ -145,6 +149,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         for v in tracked {
             let pair = (self.b.declare_var(types::I8), self.b.declare_var(types::I8));
             self.vouch.vars.insert(v, pair);
+            self.vouch.order.push(pair);
             let k = self.f.params.iter().position(|&p| p == v);
             let own = |list: &[usize]| k.is_some_and(|k| list.contains(&k));
             let (mut life, watch) = match &self.entry {
@@ -167,7 +172,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
 
     /// Both variables of every tracked value back to 0 (after a call).
     pub(super) fn vouch_reset_all(&mut self) {
-        let vars: Vec<(Variable, Variable)> = self.vouch.vars.values().copied().collect();
+        let vars = self.vouch.order.clone();
         for (l, w) in vars {
             let z = self.iconst(types::I8, 0);
             self.b.def_var(l, z);
@@ -368,7 +373,7 @@ impl<M: ClModule + ?Sized> FnLower<'_, '_, M> {
         {
             return;
         }
-        let vars: Vec<Variable> = self.vouch.vars.values().map(|p| p.0).collect();
+        let vars: Vec<Variable> = self.vouch.order.iter().map(|p| p.0).collect();
         for l in vars {
             let x = self.b.use_var(l);
             let x = self.b.ins().band_imm_u(x, 1);
