@@ -21,7 +21,7 @@
 //! - three fresh objects and the input's frees and uses of them, some
 //!   after a free, some past the attribute capacity, capacity words
 //!   forged by raw stores, `obj_dictify` with the values pointer kept,
-//!   raw accesses touching the redzones ([`life`]);
+//!   raw accesses touching the redzones (`life`);
 //! - every canary read back at the end.
 //!
 //! The guards are written by hand on exactly the ops under test, or put
@@ -132,7 +132,7 @@ pub struct GuardsInput {
     pub loop_init: u8,
     pub loop_pre: u8,
     pub loop_ops: Vec<LoopOp>,
-    /// The lifetime and bounds part ([`life`]): the objects' attribute
+    /// The lifetime and bounds part (`life`): the objects' attribute
     /// count and the frees and uses of them (a count byte, then the ops:
     /// sequences long enough to free an object twice are common).
     pub life_nattrs: u8,

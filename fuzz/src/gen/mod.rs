@@ -41,21 +41,21 @@
 //!   recorded in [`Needs`], and then the module only runs with those
 //!   checks on. A corrupting word always has low bits in `1..=6`, so no
 //!   corruption can ever look like a values-tagged word.
-//! - Lifetime and bounds faults ([`FnGen::lifetime_fault`],
-//!   [`FnGen::bounds_fault`]) follow the same rule: a use of a freed object
+//! - Lifetime and bounds faults (`FnGen::lifetime_fault`,
+//!   `FnGen::bounds_fault`) follow the same rule: a use of a freed object
 //!   (attribute, dict slot, raw access to its header or through a values
 //!   pointer kept from before the free), a double or invalid free, or an
 //!   attribute index at or past the object's capacity is hand-guarded or
 //!   needs `lifetime` / `bounds`. Freed objects are fresh ones that never
 //!   join the object pool, so nothing else touches them.
-//! - The trust shapes of issue 28 ([`trust`]) too: attribute ops past a
+//! - The trust shapes of issue 28 (`trust`) too: attribute ops past a
 //!   capacity word a raw store forged (the one write outside the buffer
 //!   and object bodies the program makes unchecked: the word is inside
 //!   the values array's block, and both engines write it alike), uses of
 //!   a values array `@obj_dictify` released, raw accesses touching
 //!   redzones. Object params of helpers are typed `ptr` or `i64`; a
 //!   leaf-call loop may pass an object it selects inside the loop.
-//! - Loops entered with four receivers in turn ([`receivers`]), one of
+//! - Loops entered with four receivers in turn (`receivers`), one of
 //!   which may fail the fixed-attribute entry test (too few attributes,
 //!   or dictified): the JIT's loop-entry cache must answer for each.
 //!
