@@ -23,7 +23,7 @@
 //! The proof is conservative (a function it rejects may well be sound); the
 //! `unsafe` entry points remain for everything else.
 
-use guardlift_ir::{Callee, CheckKind, Function, Inst, InstKind, Module};
+use guardlift_ir::{Callee, CheckKind, FuncId, Function, Inst, InstKind, Module};
 use guardlift_runtime::abi;
 
 /// For each function of `m` (module order): `None` when it is memory-safe,
@@ -33,16 +33,16 @@ pub(crate) fn unsafety(m: &Module) -> Vec<Option<String>> {
     // One pass over each function's instructions: its own reason, and,
     // while it has none, its IR calls in order (the rounds below go over
     // these, not over every instruction again).
-    let mut calls: Vec<Vec<&Inst>> = vec![Vec::new(); m.functions.len()];
+    let mut calls: Vec<Vec<(&Inst, FuncId)>> = vec![Vec::new(); m.functions.len()];
     let mut why: Vec<Option<String>> = (m.functions.iter().zip(&mut calls))
         .map(|(f, calls)| {
             insts(f).find_map(|inst| {
                 if let InstKind::Call {
-                    callee: Callee::Func(_),
+                    callee: Callee::Func(g),
                     ..
                 } = inst.kind
                 {
-                    calls.push(inst);
+                    calls.push((inst, g));
                 }
                 direct(m, inst)
             })
@@ -56,13 +56,8 @@ pub(crate) fn unsafety(m: &Module) -> Vec<Option<String>> {
             if why[i].is_some() {
                 continue;
             }
-            let bad_callee = calls.iter().find_map(|inst| match inst.kind {
-                InstKind::Call {
-                    callee: Callee::Func(g),
-                    ..
-                } => why[g.0 as usize].as_ref().map(|r| (inst, g, r.clone())),
-                _ => None,
-            });
+            let bad_callee = (calls.iter())
+                .find_map(|&(inst, g)| why[g.0 as usize].as_ref().map(|r| (inst, g, r.clone())));
             if let Some((inst, g, reason)) = bad_callee {
                 why[i] = Some(format!(
                     "{}: calls @{}, which is not memory-safe ({reason})",
